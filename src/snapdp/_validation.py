@@ -1,0 +1,81 @@
+"""Checks of public inputs: every failure names the parameter, the rule and the value."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from numbers import Integral, Real
+
+import numpy as np
+
+from snapdp.errors import ParameterError
+
+__all__ = ["check_positive_finite", "check_real", "check_value"]
+
+Number = int | float | Fraction
+
+
+def check_real(name: str, x: object) -> Number:
+    """``x`` as an int, float or Fraction, without rounding; ParameterError for anything else.
+
+    Accepts Python and numpy integers and floats and ``fractions.Fraction``. Rejects bool (almost
+    always a mistake), strings, None, complex numbers and other objects.
+    """
+    if isinstance(x, (bool, np.bool_)):
+        raise ParameterError(f"`{name}` must be a real number, not a bool ({x!r})")
+    if isinstance(x, (float, np.floating)):
+        return float(x)  # numpy float16/32/64 → the same value as a double, exactly
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, Integral):
+        return int(x)
+    if isinstance(x, Real):
+        raise ParameterError(
+            f"`{name}` must be an int, float or Fraction, not {type(x).__name__} ({x!r}); "
+            "convert it explicitly so that no rounding happens unseen"
+        )
+    raise ParameterError(f"`{name}` must be a real number, not {type(x).__name__} ({x!r})")
+
+
+def _is_nan(x: Number) -> bool:
+    return isinstance(x, float) and math.isnan(x)
+
+
+def _is_finite(x: Number) -> bool:
+    return not isinstance(x, float) or math.isfinite(x)
+
+
+def check_positive_finite(name: str, x: object) -> Number:
+    """A finite real number > 0."""
+    v = check_real(name, x)
+    if not _is_finite(v):
+        raise ParameterError(f"`{name}` must be finite and > 0, not {v!r}")
+    if not v > 0:
+        raise ParameterError(f"`{name}` must be > 0, not {v!r}")
+    return v
+
+
+def check_finite(name: str, x: object) -> Number:
+    """A finite real number."""
+    v = check_real(name, x)
+    if not _is_finite(v):
+        raise ParameterError(f"`{name}` must be finite, not {v!r}")
+    return v
+
+
+def check_value(name: str, x: object) -> Number:
+    """A real number that is not NaN (±inf allowed: the mechanism clamps it)."""
+    v = check_real(name, x)
+    if _is_nan(v):
+        raise ParameterError(f"`{name}` must not be NaN")
+    return v
+
+
+def check_probability(name: str, x: object) -> float:
+    """A float strictly between 0 and 1."""
+    v = check_real(name, x)
+    if not (0 < v < 1):
+        raise ParameterError(f"`{name}` must be in (0, 1), not {v!r}")
+    return float(v)

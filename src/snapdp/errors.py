@@ -1,0 +1,17 @@
+"""The exception raised for bad parameters and inputs."""
+
+from __future__ import annotations
+
+__all__ = ["ParameterError", "PrivacyBudgetError"]
+
+
+class ParameterError(ValueError, TypeError):
+    """A parameter or input breaks a stated rule; the message names it and repeats its value.
+
+    It is a ValueError (the issue contract) and also a TypeError, so that callers who test a wrong
+    type the Python way (``except TypeError``) are served as well.
+    """
+
+
+class PrivacyBudgetError(ValueError):
+    """A release was refused because it would exceed a privacy budget; nothing was spent."""

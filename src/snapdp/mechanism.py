@@ -1,0 +1,240 @@
+"""Mechanisms: the snapping mechanism (exact path) and the textbook Laplace baseline.
+
+``SnappingMechanism`` implements DESIGN §2 exactly; see :mod:`snapdp.snapping` for the arithmetic
+and :mod:`snapdp.randomness` for the draw. ``LaplaceMechanism`` is the unsafe textbook mechanism,
+kept as the baseline for comparisons and attack demonstrations.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from snapdp import _exact
+from snapdp import accuracy as _accuracy
+from snapdp._validation import Number, check_finite, check_positive_finite, check_value
+from snapdp.errors import ParameterError
+from snapdp.guarantee import PrivacyGuarantee
+from snapdp.parameters import SnappingParameters, compute_parameters
+from snapdp.randomness import BitSource, bit_source_from, draw_uniform
+from snapdp.snapping import normalize, snapped_output
+
+__all__ = ["LaplaceMechanism", "SnappingMechanism", "as_value_array"]
+
+
+def as_value_array(name: str, values: object) -> npt.NDArray[Any]:
+    """``values`` as a numeric numpy array (int or float dtype), checked: no NaN, no bools.
+
+    Integer arrays are kept as integers so that their values are used exactly.
+    """
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"`{name}` must be an array of real numbers: {exc}") from None
+    if arr.ndim == 0:
+        raise ParameterError(f"`{name}` must be a sequence or array, not a scalar; use release()")
+    if arr.dtype.kind not in "iuf":
+        raise ParameterError(
+            f"`{name}` must hold ints or floats, not dtype {arr.dtype} "
+            "(convert explicitly; nothing is coerced silently)"
+        )
+    if arr.dtype.kind == "f":
+        if arr.dtype.itemsize > 8:
+            raise ParameterError(f"`{name}` must be float64 or narrower, not {arr.dtype}")
+        nan = np.isnan(arr)
+        if nan.any():
+            first = np.unravel_index(int(np.argmax(nan)), arr.shape)
+            raise ParameterError(f"`{name}` must not contain NaN (first at index {first})")
+    return arr
+
+
+class SnappingMechanism:
+    """Mironov's snapping mechanism, exactly as DESIGN §2 specifies.
+
+    Releases f(D) for a query with ``sensitivity`` Δ (|f(D) − f(D′)| <= Δ for neighbours), with
+    outputs in [``lower``, ``upper``] on the grid c + Δ·Λ·ℤ (c the midpoint). Inputs outside the
+    bounds, ±inf included, are clamped first. Parameters are public.
+
+    ``rng``: None (default) draws from the OS CSPRNG. A ``numpy.random.Generator`` makes releases
+    reproducible — and **not private**: use it for tests and verification only.
+
+    Exact attributes are in ``parameters`` (:class:`~snapdp.parameters.SnappingParameters`); the
+    float attributes below are their roundings to the nearest double, for display.
+    """
+
+    def __init__(
+        self,
+        epsilon: Number,
+        sensitivity: Number,
+        lower: Number,
+        upper: Number,
+        *,
+        rng: np.random.Generator | None = None,
+    ) -> None:
+        self.epsilon = check_positive_finite("epsilon", epsilon)
+        self.sensitivity = check_positive_finite("sensitivity", sensitivity)
+        self.lower = check_finite("lower", lower)
+        self.upper = check_finite("upper", upper)
+        if not self.lower < self.upper:
+            raise ParameterError(
+                f"`lower` must be < `upper`, not lower={self.lower!r}, upper={self.upper!r}"
+            )
+        try:
+            self.parameters: SnappingParameters = compute_parameters(
+                self.epsilon, self.sensitivity, self.lower, self.upper
+            )
+        except ValueError as exc:
+            raise ParameterError(str(exc)) from None
+        self._source: BitSource = bit_source_from(rng)
+        self._private = rng is None
+
+    # -- parameters, as doubles -------------------------------------------------------------
+    @property
+    def precision(self) -> int:
+        """p: the MPFR precision in bits (DESIGN §2.2)."""
+        return self.parameters.precision
+
+    @property
+    def eta(self) -> float:
+        """η = 2**-p (0.0 if p > 1074; the exact value is ``parameters.eta``)."""
+        return math.ldexp(1.0, -self.precision)
+
+    @property
+    def epsilon_prime(self) -> float:
+        """ε′, the privacy parameter of the embedded Laplace noise, rounded to nearest."""
+        return float(self.parameters.epsilon_prime)
+
+    @property
+    def scale(self) -> float:
+        """λ′ = 1/ε′ (rounded up at p bits), in sensitivity units, rounded to nearest double."""
+        return float(self.parameters.scale)
+
+    @property
+    def Lambda(self) -> float:
+        """Λ, the smallest power of two >= λ′ (exact: a power of two), in sensitivity units."""
+        return math.ldexp(1.0, self.parameters.lambda_exponent)
+
+    @property
+    def bound(self) -> float:
+        """B̃ = (upper − lower)/(2·sensitivity), rounded to nearest (inf past the double range)."""
+        return _exact.rational_to_float(self.parameters.bound)
+
+    @property
+    def grid_spacing(self) -> float:
+        """Λ·Δ: the spacing of the output grid in the units of the data (rounded to nearest)."""
+        return _exact.rational_to_float(self.parameters.grid * self.parameters.sensitivity)
+
+    @property
+    def privacy(self) -> PrivacyGuarantee:
+        """The guarantee: (ε, δ)-DP for |f(D) − f(D′)| <= sensitivity (DESIGN §2.8)."""
+        delta = float(_exact.round_up(self.parameters.delta, 53))
+        return PrivacyGuarantee(
+            epsilon=float(self.epsilon),
+            delta=delta,
+            relation=f"|f(D) − f(D′)| <= {self.sensitivity!r}"
+            + ("" if self._private else " — NOT PRIVATE: seeded rng"),
+        )
+
+    # -- releases ---------------------------------------------------------------------------
+    def release(self, value: Number) -> float:
+        """Release one value: the exact path of DESIGN §2, one final rounding to a double."""
+        v = check_value("value", value)
+        x_tilde = normalize(self.parameters, v)
+        draw = draw_uniform(self._source)
+        return snapped_output(self.parameters, x_tilde, draw.sign, draw.u)
+
+    def release_many(self, values: object) -> npt.NDArray[np.float64]:
+        """Release each value independently; a float64 array of the same shape.
+
+        Consumes the bit source in the same order as calling :meth:`release` on each value.
+        """
+        arr = as_value_array("values", values)
+        out = np.empty(arr.shape, dtype=np.float64)
+        flat_in = arr.reshape(-1)
+        flat_out = out.reshape(-1)
+        as_int = arr.dtype.kind in "iu"
+        for i in range(flat_in.size):
+            v = int(flat_in[i]) if as_int else float(flat_in[i])
+            draw = draw_uniform(self._source)
+            flat_out[i] = snapped_output(
+                self.parameters, normalize(self.parameters, v), draw.sign, draw.u
+            )
+        return out
+
+    # -- accuracy (DESIGN §4), independent of the data -------------------------------------
+    def accuracy(self, alpha: float) -> float:
+        """a such that P(|output − x| > a) <= alpha for every x in [lower, upper] (DESIGN §4)."""
+        return _accuracy.accuracy_bound(self.parameters, alpha)
+
+    def failure_probability(self, accuracy: float) -> float:
+        """α such that P(|output − x| > accuracy) <= α for every x in [lower, upper] (DESIGN §4)."""
+        return _accuracy.failure_probability_bound(self.parameters, accuracy)
+
+    def __repr__(self) -> str:
+        rng = "" if self._private else ", rng=<seeded: NOT PRIVATE>"
+        return (
+            f"SnappingMechanism(epsilon={self.epsilon!r}, sensitivity={self.sensitivity!r}, "
+            f"lower={self.lower!r}, upper={self.upper!r}{rng})"
+        )
+
+    def __str__(self) -> str:
+        return (
+            f"{self!r}\n  guarantee: {self.privacy}\n"
+            f"  output grid: multiples of Λ·Δ = {self.grid_spacing:g} around the midpoint, "
+            f"clamped to [{self.lower!r}, {self.upper!r}]\n"
+            f"  95% accuracy: ±{self.accuracy(0.05):.6g}"
+        )
+
+
+class LaplaceMechanism:
+    """The textbook floating-point Laplace mechanism. **UNSAFE — DO NOT USE FOR PRIVATE DATA.**
+
+    Computes ``value + λ·S·ln(U)`` in doubles, with λ = sensitivity/epsilon, S a random sign and U
+    uniform on the grid {k·2**-53 : k = 1, …, 2**53}. Which doubles it can output depends on the
+    input, so one output can rule an input out (Mironov, CCS 2012; DESIGN §1). It is here only as
+    the baseline for utility comparisons and attack demonstrations.
+
+    One 64-bit word per sample: bit 63 is the sign, bits 0..52 give k − 1.
+    """
+
+    def __init__(
+        self, epsilon: Number, sensitivity: Number, *, rng: np.random.Generator | None = None
+    ) -> None:
+        self.epsilon = check_positive_finite("epsilon", epsilon)
+        self.sensitivity = check_positive_finite("sensitivity", sensitivity)
+        self.scale = float(self.sensitivity) / float(self.epsilon)
+        self._source = bit_source_from(rng)
+
+    def release(self, value: Number) -> float:
+        """value + λ·S·ln(U) in doubles. UNSAFE: see the class docstring."""
+        v = check_value("value", value)
+        return float(self._noisy(np.array([float(v)]))[0])
+
+    def release_many(self, values: object) -> npt.NDArray[np.float64]:
+        """Elementwise :meth:`release`, consuming one word per value in order. UNSAFE."""
+        arr = as_value_array("values", values).astype(np.float64)
+        return self._noisy(arr.reshape(-1)).reshape(arr.shape)
+
+    def _noisy(self, values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        words = self._source.words(values.size)
+        return laplace_textbook(values, words, self.scale)
+
+    def __repr__(self) -> str:
+        return (
+            f"LaplaceMechanism(epsilon={self.epsilon!r}, sensitivity={self.sensitivity!r})"
+            "  # UNSAFE"
+        )
+
+
+def laplace_textbook(
+    values: npt.NDArray[np.float64], words: npt.NDArray[np.uint64], scale: float
+) -> npt.NDArray[np.float64]:
+    """The textbook computation, as a pure function of the values and the random words."""
+    sign = np.where((words >> np.uint64(63)) == 1, -1.0, 1.0)
+    k = (words & np.uint64((1 << 53) - 1)).astype(np.float64) + 1.0  # exact: k <= 2**53
+    u = k * 2.0**-53
+    out: npt.NDArray[np.float64] = values + scale * (sign * np.log(u))
+    return out
