@@ -66,7 +66,7 @@ def _context(precision: int, rounding: int) -> gmpy2.context:
 
 
 def _rounded(q: mpq | mpfr | int, precision: int, rounding: int) -> mpfr:
-    with gmpy2.local_context(_context(precision, rounding)):
+    with _context(precision, rounding):
         return mpfr(q)
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
+import numbers
 from fractions import Fraction
-from numbers import Integral, Real
 
 import numpy as np
 
@@ -29,12 +29,12 @@ def check_real(name: str, x: object) -> Number:
         return int(x)
     if isinstance(x, Fraction):
         return x
-    if isinstance(x, Integral):
+    if isinstance(x, numbers.Integral):
         return int(x)
-    if isinstance(x, Real):
+    if isinstance(x, numbers.Number):  # Decimal, complex, other numeric types
         raise ParameterError(
-            f"`{name}` must be an int, float or Fraction, not {type(x).__name__} ({x!r}); "
-            "convert it explicitly so that no rounding happens unseen"
+            f"`{name}` must be a real number (int, float or Fraction), not {type(x).__name__} "
+            f"({x!r}); convert it explicitly so that no rounding happens unseen"
         )
     raise ParameterError(f"`{name}` must be a real number, not {type(x).__name__} ({x!r})")
 

@@ -46,8 +46,9 @@ def as_value_array(name: str, values: object) -> npt.NDArray[Any]:
             raise ParameterError(f"`{name}` must be float64 or narrower, not {arr.dtype}")
         nan = np.isnan(arr)
         if nan.any():
-            first = np.unravel_index(int(np.argmax(nan)), arr.shape)
-            raise ParameterError(f"`{name}` must not contain NaN (first at index {first})")
+            first = tuple(int(i) for i in np.unravel_index(int(np.argmax(nan)), arr.shape))
+            where = first[0] if len(first) == 1 else first
+            raise ParameterError(f"`{name}` must not contain NaN (first at index {where})")
     return arr
 
 
