@@ -1,9 +1,21 @@
 """Accuracy of the snapping mechanism, stated before any release (DESIGN §4).
 
-For every x in [lower, upper] the error N = |output − x| satisfies, in sensitivity units,
-N <= |Y| + Λ/2 (the outer clamp only moves the output toward x), and N <= upper − lower. The tail
-of |Y| is that of an exponential with scale λ′, up to the implementation's roundings, which we
-bound rigorously (see ``_tail_scale``). None of this depends on the data.
+For every x in [lower, upper] the output is a grid point c + Δ·kΛ (or a bound, which is only
+closer to x), chosen by rounding x̃ + Y to the nearest multiple of Λ. In scaled units, with
+N = |output − x|/Δ, s = a − Λ/2 and Y ~ Laplace(λ′):
+
+    sup over x̃ of P(N > a) = ½·e^(−s/λ′)·(1 + e^(−(T − 2s)/λ′)),  T = Λ·(⌊2s/Λ⌋ + 1),
+
+because N <= a exactly when x̃ + Y falls in the union of the cells of the grid points within a
+of x̃: an interval [x̃ − L1, x̃ + L2) with L1, L2 > s and L1 + L2 a multiple of Λ; the worst case
+is L1 → s, L1 + L2 = T (docs/mechanism.md derives it). This is never above DESIGN §4's
+e^(−s/λ′) = P(|Y| > a − Λ/2), and at most half of it lower, so accuracy(α) lies between
+Λ/2 + λ′·ln(1/(2α)) and DESIGN §4's Λ/2 + λ′·ln(1/α).
+
+The implementation's own roundings are covered: |Y| <= λ′·|ln U*|·(1 + η)² and
+P(U* < t) <= t·(1 + 2**-52), so λ′ is replaced by λ″ = λ′(1 + η)² and the bound multiplied by
+(1 + 2**-52); the final rounding of the output adds one ulp of the largest output, or nothing when
+every grid point in [lower, upper] is a double. Nothing here depends on the data.
 
 Not the seed's GetAccuracy2 (seed 002 §6.2), whose α goes the wrong way (DESIGN §3).
 """
@@ -11,53 +23,110 @@ Not the seed's GetAccuracy2 (seed 002 §6.2), whose α goes the wrong way (DESIG
 from __future__ import annotations
 
 import math
+import struct
 
 from gmpy2 import mpfr, mpq
 
 from snapdp import _exact
-from snapdp._validation import Number, check_positive_finite, check_probability, check_real
+from snapdp._validation import (
+    Number,
+    check_finite,
+    check_positive_finite,
+    check_probability,
+    check_real,
+)
 from snapdp.errors import ParameterError
 from snapdp.parameters import SnappingParameters, compute_parameters
 
 __all__ = ["accuracy_bound", "epsilon_for_accuracy", "failure_probability_bound"]
 
 _WORK_BITS = 160
-_UNIFORM_SLACK = mpq(1, 1 << 51)  # > ln(1 + 2**-52): P(U* < t) <= t·(1 + 2**-52)
+_BISECTION_STEPS = 200
+_UNIFORM_FACTOR = 1 + mpq(1, 1 << 52)  # P(U* < t) <= t·(1 + 2**-52)
 
 
 def _output_rounding(params: SnappingParameters) -> mpq:
-    """One ulp of the largest output magnitude: a bound on the final rounding (DESIGN §2.6)."""
+    """A bound on |output − (c + Δ·õ)|: 0 when every grid point is a double, else one ulp.
+
+    Every grid point c + Δ·kΛ in [lower, upper] is a double when c and Δ·Λ are multiples of some
+    2**q and max(|lower|, |upper|) <= 2**(q + 53) (then each point is an integer multiple of 2**q
+    of at most 53 bits); checked exactly.
+    """
     largest = max(abs(params.lower), abs(params.upper))
+    step = params.grid * params.sensitivity
+    q_center, q_step = _dyadic_exponent(params.center), _dyadic_exponent(step)
+    if q_center is not None and q_step is not None:
+        q = min(q_center, q_step)
+        if q >= -1074 and largest <= mpq(2) ** (q + 53):
+            return mpq(0)
     return _exact.exact_rational(math.ulp(_exact.rational_to_float(largest)))
 
 
-def _tail_scale(params: SnappingParameters, up: bool) -> mpfr:
-    """λ′·(1 + η)**2 rounded up: |Y| <= λ′·|ln U*|·(1 + η)**2 (two roundings at p bits)."""
+def _dyadic_exponent(x: mpq) -> int | None:
+    """The largest q with x a multiple of 2**q (x dyadic), or None; 0 counts as very divisible."""
+    den = int(x.denominator)
+    if den & (den - 1):
+        return None
+    num = abs(int(x.numerator))
+    if num == 0:
+        return 1 << 20
+    return (num & -num).bit_length() - 1 - (den.bit_length() - 1)
+
+
+def _tail_scale(params: SnappingParameters) -> mpfr:
+    """λ″ = λ′·(1 + η)² rounded up: |Y| <= λ″·|ln U*| (log and product rounded at p bits)."""
     return _exact.round_up(mpq(params.scale) * (1 + params.eta) ** 2, _WORK_BITS)
 
 
-def accuracy_bound(params: SnappingParameters, alpha: object) -> float:
-    """a(α) = min(Δ·(Λ/2 + λ′(1+η)²·(ln(1/α) + 2**-51)) + ulp, upper − lower), rounded up.
+def _worst_case_tail(params: SnappingParameters, s: mpq) -> mpfr:
+    """An upper bound on sup over x̃ of P(N > Λ/2 + s), scaled units, rounded up (module doc)."""
+    if s < 0:
+        return mpfr(1)
+    grid = params.grid
+    total = grid * (int((2 * s) // grid) + 1)  # T: the smallest multiple of Λ above 2s
+    up = _exact.directed_context(_WORK_BITS, up=True)
+    down = _exact.directed_context(_WORK_BITS, up=False)
+    scale = _tail_scale(params)
+    near = up.exp(-down.div(_exact.round_down(s, _WORK_BITS), scale))
+    far = up.exp(-down.div(_exact.round_down(total - s, _WORK_BITS), scale))
+    both = up.mul(up.add(near, far), _exact.round_up(_UNIFORM_FACTOR / 2, _WORK_BITS))
+    return min(both, mpfr(1))
 
-    P(|output − x| > a) <= α for every x in [lower, upper]. The terms beyond DESIGN §4's
-    Δ·(Λ/2 + λ′·ln(1/α)) cover the roundings of the implementation (log and product at p bits, U*
-    on the double grid, the final rounding); they change a by a relative 2**-50 or less.
+
+def accuracy_bound(params: SnappingParameters, alpha: object) -> float:
+    """a(α): P(|output − x| > a) <= α for every x in [lower, upper], rounded up to a double.
+
+    The smallest a (to within 2**-200 relative, found by bisection) whose worst-case tail bound
+    is <= α, capped at upper − lower (the output and x both lie in the bounds).
     """
     a_prob = check_probability("alpha", alpha)
+    target = _exact.exact_rational(a_prob)
     up = _exact.directed_context(_WORK_BITS, up=True)
-    log_term = up.add(up.log(up.div(1, a_prob)), mpfr(_UNIFORM_SLACK))
-    noise_term = up.mul(_tail_scale(params, up=True), log_term)
-    scaled = mpq(noise_term) + params.grid / 2
-    total = scaled * params.sensitivity + _output_rounding(params)
+    # DESIGN §4's s = λ″·(ln(1/α) + ln(1 + 2**-52)) always qualifies: start the bisection there
+    hi = mpq(up.mul(_tail_scale(params), up.add(up.log(up.div(1, a_prob)), mpfr(2) ** -51)))
+    lo = mpq(0)
+    if _worst_case_tail(params, lo) <= target:
+        hi = lo
+    for _ in range(_BISECTION_STEPS):
+        if hi - lo <= hi * mpq(1, 1 << 200):
+            break
+        mid = (lo + hi) / 2
+        if mpq(_worst_case_tail(params, mid)) <= target:
+            hi = mid
+        else:
+            lo = mid
+    # the tail drops at each jump point s = m·Λ/2; if one lies in (lo, hi], it is the exact answer
+    jump = params.grid * (int((2 * lo) // params.grid) + 1) / 2
+    if jump <= hi and mpq(_worst_case_tail(params, jump)) <= target:
+        hi = jump
+    total = (params.grid / 2 + hi) * params.sensitivity + _output_rounding(params)
     width = params.upper - params.lower
     return float(_exact.round_up(min(total, width), 53))
 
 
 def failure_probability_bound(params: SnappingParameters, accuracy: object) -> float:
-    """α(a) = (1 + 2**-52)·exp(−((a − ulp)/Δ − Λ/2)/(λ′(1+η)²)), capped to [0, 1], rounded up.
-
-    P(|output − x| > a) <= α(a) for every x in [lower, upper]; 0 when a >= upper − lower.
-    """
+    """α(a): P(|output − x| > a) <= α(a) for every x in [lower, upper], rounded up; 0 when
+    a >= upper − lower, 1 when a is within the final rounding of Λ·Δ/2 or below."""
     a = check_real("accuracy", accuracy)
     if isinstance(a, float) and math.isnan(a):
         raise ParameterError("`accuracy` must not be NaN")
@@ -68,14 +137,8 @@ def failure_probability_bound(params: SnappingParameters, accuracy: object) -> f
     a_q = _exact.exact_rational(a)
     if a_q >= params.upper - params.lower:
         return 0.0
-    t = (a_q - _output_rounding(params)) / params.sensitivity - params.grid / 2
-    if t <= 0:
-        return 1.0
-    up = _exact.directed_context(_WORK_BITS, up=True)
-    down = _exact.directed_context(_WORK_BITS, up=False)
-    exponent = down.div(_exact.round_down(t, _WORK_BITS), _tail_scale(params, up=True))
-    alpha = up.mul(up.exp(-exponent), _exact.round_up(1 + mpq(1, 1 << 52), _WORK_BITS))
-    return min(1.0, float(_exact.round_up(alpha, 53)))
+    s = (a_q - _output_rounding(params)) / params.sensitivity - params.grid / 2
+    return min(1.0, float(_exact.round_up(_worst_case_tail(params, s), 53)))
 
 
 def epsilon_for_accuracy(
@@ -83,12 +146,11 @@ def epsilon_for_accuracy(
 ) -> float:
     """The smallest double ε whose snapping mechanism has ``accuracy(alpha) <= accuracy``.
 
-    Found by bisection over the bit patterns of doubles (the accuracy decreases with ε) and
-    checked. Raises ParameterError when every ε > 0 meets the target (accuracy >= upper − lower:
-    the clamp alone guarantees it) or none does.
+    Found by bisection over the bit patterns of doubles, assuming the accuracy decreases as ε
+    grows, and the answer is checked: the returned ε always meets the target. Raises
+    ParameterError when every ε > 0 meets the target (accuracy >= upper − lower: the clamp alone
+    guarantees it) or none does.
     """
-    from snapdp._validation import check_finite
-
     target = check_positive_finite("accuracy", accuracy)
     a_prob = check_probability("alpha", alpha)
     sens = check_positive_finite("sensitivity", sensitivity)
@@ -123,12 +185,8 @@ def epsilon_for_accuracy(
 
 
 def _bits(x: float) -> int:
-    import struct
-
     return int(struct.unpack("<q", struct.pack("<d", x))[0])
 
 
 def _from_bits(b: int) -> float:
-    import struct
-
     return float(struct.unpack("<d", struct.pack("<q", b))[0])

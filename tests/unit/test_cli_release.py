@@ -6,6 +6,7 @@ import json
 
 from click.testing import CliRunner
 
+from snapdp import SnappingMechanism
 from snapdp.cli import main
 
 
@@ -22,7 +23,8 @@ def test_release_prints_value_accuracy_and_guarantee() -> None:
     lines = result.output.splitlines()
     released = float(lines[0].split()[1])
     assert 0 <= released <= 100 and (released - 50) % 2 == 0
-    assert "accuracy  ±3.99573 with probability >= 0.95" in result.output
+    expected = SnappingMechanism(1.0, 1.0, 0.0, 100.0).accuracy(0.05)
+    assert f"accuracy  ±{expected:.6g} with probability >= 0.95" in result.output
     assert "pure ε = 1" in result.output
 
 

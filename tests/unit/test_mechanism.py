@@ -141,10 +141,12 @@ def test_accuracy_formula_and_round_trip() -> None:
     m = SnappingMechanism(1.0, 1.0, 0.0, 100.0)
     for alpha in (0.5, 0.1, 0.05, 0.01, 1e-6):
         a = m.accuracy(alpha)
-        design = m.Lambda / 2 + m.scale * math.log(1 / alpha)  # DESIGN §4, unrounded
-        assert design <= a <= design * (1 + 1e-12) + 1e-12
+        design = m.Lambda / 2 + m.scale * math.log(1 / alpha)  # DESIGN §4, never below ours
+        floor = m.Lambda / 2 + m.scale * math.log(1 / (2 * alpha))  # the worst case is >= half
+        assert floor <= a <= design * (1 + 1e-12)
         assert m.failure_probability(a) <= alpha
         assert m.failure_probability(a * (1 - 1e-9)) > alpha * (1 - 1e-6)
+    assert m.accuracy(0.1) == 3.0  # s = 2 is a jump point: exactly Λ/2 + 2 (docs/mechanism.md)
     assert m.accuracy(1e-300) == 100.0  # capped at upper − lower
     assert m.failure_probability(100.0) == 0.0
     assert m.failure_probability(math.inf) == 0.0
