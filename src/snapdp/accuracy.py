@@ -87,8 +87,9 @@ def _worst_case_tail(params: SnappingParameters, s: mpq) -> mpfr:
     up = _exact.directed_context(_WORK_BITS, up=True)
     down = _exact.directed_context(_WORK_BITS, up=False)
     scale = _tail_scale(params)
-    near = up.exp(-down.div(_exact.round_down(s, _WORK_BITS), scale))
-    far = up.exp(-down.div(_exact.round_down(total - s, _WORK_BITS), scale))
+    # negate inside the context: a bare `-x` would round to gmpy2's global 53-bit precision
+    near = up.exp(up.minus(down.div(_exact.round_down(s, _WORK_BITS), scale)))
+    far = up.exp(up.minus(down.div(_exact.round_down(total - s, _WORK_BITS), scale)))
     both = up.mul(up.add(near, far), _exact.round_up(_UNIFORM_FACTOR / 2, _WORK_BITS))
     return min(both, mpfr(1))
 

@@ -87,7 +87,8 @@ def test_noise_is_log_then_product_each_rounded_once(
     with gmpy2.context(precision=p):
         y = gmpy2.mpfr(params.scale) * ln_p  # type: ignore[attr-defined]
     sign = -1 if negative else 1
-    assert noise(params, sign, u) == (-y if negative else y)  # type: ignore[arg-type]
+    expected = -gmpy2.mpq(y) if negative else gmpy2.mpq(y)  # exact: no rounding in the negation
+    assert gmpy2.mpq(noise(params, sign, u)) == expected  # type: ignore[arg-type]
 
 
 def test_normalize_is_exact_and_clamps() -> None:
