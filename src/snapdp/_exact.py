@@ -126,7 +126,7 @@ def working_precision(precision: int) -> Iterator[None]:
     Operations on two ``mpq`` stay exact; an ``mpq`` meeting an ``mpfr`` is rounded once.
     Used by the utility analysis (DESIGN §5), whose probabilities are computed at high precision.
     """
-    with gmpy2.local_context(_context(precision, gmpy2.RoundToNearest)):
+    with _context(precision, gmpy2.RoundToNearest):
         yield
 
 
