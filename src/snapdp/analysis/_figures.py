@@ -141,25 +141,22 @@ def _ratios_vs_epsilon(data: dict[str, Any]) -> tuple[bytes, str]:
     for metric, color in zip(
         _METRIC_LABELS, ["tab:blue", "tab:green", "tab:purple", "tab:brown"], strict=True
     ):
-        top.step(
+        top.plot(
             eps,
             [r["spread"][metric] for r in rows],
-            where="post",
             color=color,
             label=f"{_METRIC_LABELS[metric]} (value spread over a cell)",
         )
-    top.step(
+    top.plot(
         eps,
         [r["on_grid"]["mae"] for r in rows],
-        where="post",
         color="gray",
         ls=":",
         label="MAE, value on a grid point",
     )
-    top.step(
+    top.plot(
         eps,
         [r["mid_grid"]["mae"] for r in rows],
-        where="post",
         color="gray",
         ls="--",
         label="MAE, value half a cell off",
@@ -201,11 +198,11 @@ def _coverage(data: dict[str, Any]) -> tuple[bytes, str]:
         "-s",
         label="GetAccuracy, corrected (true value; analysis only)",
     )
-    left.step(
+    left.plot(
         alphas,
         [r["exact_quantile"] for r in rows],
-        where="mid",
-        color="k",
+        "k^",
+        ms=7,
         label="exact (1 − α) quantile of |error|",
     )
     left.plot(alphas, [r["laplace_quantile"] for r in rows], "--", label="Laplace −λ·ln α")
