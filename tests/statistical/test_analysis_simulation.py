@@ -81,3 +81,22 @@ def test_coupled_distances_respect_the_case_bounds_and_expectations():
     for arr, case in ((ones, interior), (threes, clamped)):
         se = arr.std() / np.sqrt(arr.size)
         assert abs(arr.mean() - case.expected_distance) < 5.5 * se
+
+
+def test_coupled_distances_outside_the_bounds():
+    """Cases 2 and 4 for a value past the upper bound: the case-2 supremum holds draw by draw."""
+    params = SnappingMechanism(0.8, 1.0, -5.0, 5.0).parameters
+    source = SeededSource(np.random.default_rng(22))
+    value = 7.5
+    interior, clamped = distance_cases(params, value)
+    n = 4000
+    cases, twos = [], []
+    for _ in range(n):
+        draw = draw_uniform(source)
+        case, dist = coupled_distance(params, value, draw.sign, draw.u)
+        cases.append(case)
+        if case == 2:
+            twos.append(float(dist))
+    assert set(cases) <= {2, 4}
+    assert max(twos) <= interior.supremum
+    assert stats.binomtest(cases.count(4), n, clamped.probability).pvalue > ALPHA

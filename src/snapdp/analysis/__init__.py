@@ -14,6 +14,13 @@ Everything here is computed exactly from the finite output distribution of the i
 """
 
 from snapdp.analysis.bounds import binding_probability_bound, bounds_for_binding_probability
+from snapdp.analysis.comparison import (
+    DistanceCase,
+    UtilityPoint,
+    distance_cases,
+    utility_grid,
+    utility_point,
+)
 from snapdp.analysis.distribution import OutputDistribution, output_distribution
 from snapdp.analysis.getaccuracy import data_dependent_accuracy
 from snapdp.analysis.metrics import (
@@ -25,14 +32,19 @@ from snapdp.analysis.metrics import (
 )
 
 __all__ = [
+    "DistanceCase",
     "ErrorMetrics",
     "OutputDistribution",
+    "UtilityPoint",
     "binding_probability_bound",
     "bounds_for_binding_probability",
     "data_dependent_accuracy",
+    "distance_cases",
     "error_metrics",
     "error_quantile",
     "laplace_metrics",
     "output_distribution",
     "tail_probability",
+    "utility_grid",
+    "utility_point",
 ]
