@@ -85,7 +85,10 @@ def bounds_for_binding_probability(
     # a first Λ from bounds at least as wide as the data's (any positive width will do)
     probe = max(b_data, mpq(1))
     params = _params(
-        epsilon, sens, float(center - delta * probe), float(center + delta * probe) + 1.0
+        epsilon,
+        sens,
+        float(_exact.round_down(center - delta * probe, 53)),
+        float(_exact.round_up(center + delta * probe, 53)),
     )
     for _ in range(8):
         grid = params.grid

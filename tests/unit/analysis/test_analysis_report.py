@@ -47,8 +47,12 @@ def test_json_parses_and_agrees_with_the_library(report):
     assert data["value"]["snapping"] == exact.as_dict()
     assert data["value"]["laplace"] == laplace_metrics(0.5, 2.0).as_dict()
     assert data["value"]["ratios"]["mae"] == exact.mae / (2.0 / 0.5)
+    n = data["coverage"]["simulation"]["size"]
     for row in data["coverage"]["rows"]:
         assert row["achieved_failure_probability"] <= row["alpha"]
+        # the seeded simulation agrees with the exact tail (binomial, 6 standard errors)
+        p = row["achieved_failure_probability"]
+        assert abs(row["simulated_failure_fraction"] - p) <= 6 * (p * (1 - p) / n) ** 0.5 + 1 / n
     for row in data["binding"]["bounds_for_gamma"]:
         assert row["exact_binding_at_ends"] <= row["gamma"]
     sweep = data["ratios_vs_b_over_lambda"]["rows"]
