@@ -284,7 +284,10 @@ def _epsilon_sweep(eps: float, sens: float, lo: float, hi: float, g: ReportGrid)
     for e in epsilon_sweep_values(eps, g.epsilon_octaves, g.epsilon_points):
         half = b_over_lambda * sens / e
         a, b = center - half, center + half
-        params = _params(e, sens, a, b)
+        try:
+            params = _params(e, sens, a, b)
+        except ParameterError:  # ε too small for the mechanism (ε <= 2η + 2**-48): not shown
+            continue
         mid_grid = center + _f(params.grid * params.sensitivity) / 2
         row: dict[str, Any] = {"epsilon": e, "grid_over_lambda": _f(params.grid) * e}
         for name, v, k in (

@@ -78,3 +78,10 @@ def test_without_figures_and_bad_input():
     assert r.figures == {} and r.data["inputs"]["value"] == 5.0
     with pytest.raises(ParameterError, match="lower"):
         build_report(1.0, 10.0, 0.0, grid=SMALL, figures=False)
+
+
+def test_epsilon_near_the_minimum_drops_impossible_sweep_points():
+    """ε/4 is below the mechanism's minimum ε (~2**-48): those sweep points are left out."""
+    r = build_report(1e-14, 0.0, 1.0, grid=SMALL, figures=False)
+    shown = [row["epsilon"] for row in r.data["ratios_vs_epsilon"]["rows"]]
+    assert min(shown) > 2.0**-48 and 1e-14 in shown
