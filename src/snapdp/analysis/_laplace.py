@@ -84,8 +84,7 @@ def abs_linear_expectation(
     alpha: Real, beta: Real, a: Real | None, b: Real | None, s: mpfr
 ) -> mpfr:
     """E[|α + βY|·1{a <= Y < b}] for β > 0: split where α + βy changes sign."""
-    root = mpq(-alpha) / mpq(beta) if isinstance(alpha, mpq) and isinstance(beta, mpq) else None
-    y0 = root if root is not None else -mpfr(alpha) / beta
+    y0 = -alpha / beta  # exact for two mpq, else rounded once at the working precision
     total = mpfr(0)
     # below the root α + βy < 0
     hi_neg = y0 if b is None or b > y0 else b
