@@ -8,6 +8,8 @@ here make the direction part of the name, so a reader can check each step agains
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 from numbers import Rational
 
@@ -17,6 +19,8 @@ from gmpy2 import mpfr, mpq, mpz
 __all__ = [
     "ceil_log2",
     "exact_rational",
+    "exp",
+    "log",
     "mpfr",
     "mpq",
     "mpz",
@@ -25,6 +29,8 @@ __all__ = [
     "round_nearest",
     "round_toward_zero",
     "round_up",
+    "sqrt",
+    "working_precision",
 ]
 
 Exact = mpq
@@ -110,3 +116,30 @@ def rational_to_float(q: mpq) -> float:
         return num / den
     except OverflowError:
         return math.copysign(math.inf, num)
+
+
+@contextmanager
+def working_precision(precision: int) -> Iterator[None]:
+    """Within the block, MPFR arithmetic (``+ - * /`` on mpfr, :func:`exp`, :func:`log`,
+    :func:`sqrt`) rounds to nearest at ``precision`` bits, with a wide exponent range.
+
+    Operations on two ``mpq`` stay exact; an ``mpq`` meeting an ``mpfr`` is rounded once.
+    Used by the utility analysis (DESIGN §5), whose probabilities are computed at high precision.
+    """
+    with _context(precision, gmpy2.RoundToNearest):
+        yield
+
+
+def exp(x: mpfr | mpq | int) -> mpfr:
+    """e**x rounded to nearest in the current context (see :func:`working_precision`)."""
+    return gmpy2.exp(x)
+
+
+def log(x: mpfr | mpq | int) -> mpfr:
+    """ln x rounded to nearest in the current context (see :func:`working_precision`)."""
+    return gmpy2.log(x)
+
+
+def sqrt(x: mpfr | mpq | int) -> mpfr:
+    """√x rounded to nearest in the current context (see :func:`working_precision`)."""
+    return gmpy2.sqrt(x)
