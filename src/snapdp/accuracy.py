@@ -38,7 +38,12 @@ from snapdp._validation import (
 from snapdp.errors import ParameterError
 from snapdp.parameters import SnappingParameters, compute_parameters
 
-__all__ = ["accuracy_bound", "epsilon_for_accuracy", "failure_probability_bound"]
+__all__ = [
+    "accuracy_bound",
+    "epsilon_for_accuracy",
+    "failure_probability_bound",
+    "noise_tail_accuracy",
+]
 
 _WORK_BITS = 160
 _BISECTION_STEPS = 200
@@ -94,6 +99,24 @@ def _worst_case_tail(params: SnappingParameters, s: mpq) -> mpfr:
     return min(both, mpfr(1))
 
 
+def _noise_tail_scaled(params: SnappingParameters, alpha: float) -> mpq:
+    """s = λ″·(ln(1/α) + 2**-51), rounded up: P(|Y| > s) <= α for the implementation's Y."""
+    up = _exact.directed_context(_WORK_BITS, up=True)
+    log_term = up.add(up.log(up.div(1, alpha)), mpfr(2) ** -51)  # 2**-51 > ln(1 + 2**-52)
+    return mpq(up.mul(_tail_scale(params), log_term))
+
+
+def noise_tail_accuracy(params: SnappingParameters, alpha: object) -> float:
+    """DESIGN §4's a(α) = Δ·(Λ/2 + λ″·ln(1/α)) + rounding: P(|Y| + Λ/2 > a/Δ) <= α, rounded up.
+
+    A bound on the noise alone (N <= |Y| + Λ/2), for arguments that need that form, such as the
+    one-sided step of the data-dependent GetAccuracy; :func:`accuracy_bound` is tighter for N.
+    """
+    a_prob = check_probability("alpha", alpha)
+    total = (params.grid / 2 + _noise_tail_scaled(params, a_prob)) * params.sensitivity
+    return float(_exact.round_up(total + _output_rounding(params), 53))
+
+
 def accuracy_bound(params: SnappingParameters, alpha: object) -> float:
     """a(α): P(|output − x| > a) <= α for every x in [lower, upper], rounded up to a double.
 
@@ -102,9 +125,7 @@ def accuracy_bound(params: SnappingParameters, alpha: object) -> float:
     """
     a_prob = check_probability("alpha", alpha)
     target = _exact.exact_rational(a_prob)
-    up = _exact.directed_context(_WORK_BITS, up=True)
-    # DESIGN §4's s = λ″·(ln(1/α) + ln(1 + 2**-52)) always qualifies: start the bisection there
-    hi = mpq(up.mul(_tail_scale(params), up.add(up.log(up.div(1, a_prob)), mpfr(2) ** -51)))
+    hi = _noise_tail_scaled(params, a_prob)  # DESIGN §4's s always qualifies: start there
     lo = mpq(0)
     if _worst_case_tail(params, lo) <= target:
         hi = lo

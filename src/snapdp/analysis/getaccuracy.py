@@ -19,16 +19,17 @@ derivation needs three corrections:
 The corrected argument, in sensitivity units with d_near / d_far the distances from x̃ to the
 nearer / farther bound (d_near <= d_far):
 
-- always N <= |Y| + Λ/2 (the outer clamp only moves the output toward x̃), so P(N > a) <= α for
-  a = a(α) := Λ/2 + λ′·ln(1/α) — the data-independent bound of DESIGN §4;
+- the data-independent bound a(α) of :func:`snapdp.accuracy.accuracy_bound` (the worst case over
+  the position of x̃, never above DESIGN §4's Λ/2 + λ′·ln(1/α)) holds for every x̃;
 - N <= d_far always, so a = d_far is valid for every α;
 - for a >= d_near an error above a can only point away from the near bound (toward it the error is
   at most d_near), and it then needs the noise to point the same way beyond a − Λ/2: by the
-  symmetry of S, P(N > a) <= ½·P(|Y| > a − Λ/2). So a = max(d_near, a(2α)) is valid (for α >= ½,
-  a = max(d_near, Λ/2)).
+  symmetry of S, P(N > a) <= ½·P(|Y| > a − Λ/2). So a = max(d_near, t(2α)) is valid, with
+  t(β) = Λ/2 + λ′·ln(1/β) the noise-tail bound of DESIGN §4
+  (:func:`snapdp.accuracy.noise_tail_accuracy`); for α >= ½, a = max(d_near, Λ/2).
 
 The result is the smallest of the three. The seed's four cases map onto this: Case 1 (the far bound
-binds with probability >= α) is d_far, Case 2 is a(α), Cases 3 and 4 are max(d_near, a(2α)). The
+binds with probability >= α) is d_far, Case 2 is a(α), Cases 3 and 4 are max(d_near, t(2α)). The
 roundings of the implementation are covered because a(·) is computed by
 :func:`snapdp.accuracy.accuracy_bound` (shared with the mechanism, with its own rigorous slack).
 For x outside [lower, upper], the clamping distance |x − clamp(x)| is added.
@@ -41,7 +42,7 @@ import math
 from snapdp import _exact
 from snapdp._exact import mpq
 from snapdp._validation import Number, check_finite, check_probability
-from snapdp.accuracy import accuracy_bound
+from snapdp.accuracy import accuracy_bound, noise_tail_accuracy
 from snapdp.parameters import SnappingParameters
 
 __all__ = ["data_dependent_accuracy"]
@@ -68,7 +69,7 @@ def data_dependent_accuracy(params: SnappingParameters, value: Number, alpha: fl
     candidates = [_exact.exact_rational(accuracy_bound(params, level)), d_far]
     ulp = _output_ulp(params)
     if 2 * level < 1:
-        one_sided = _exact.exact_rational(accuracy_bound(params, 2 * level))
+        one_sided = _exact.exact_rational(noise_tail_accuracy(params, 2 * level))
     else:
         one_sided = params.grid * params.sensitivity / 2 + ulp
     candidates.append(max(d_near + ulp, one_sided))
