@@ -17,6 +17,7 @@ from snapdp import _exact
 from snapdp import accuracy as _accuracy
 from snapdp._validation import Number, check_finite, check_positive_finite, check_value
 from snapdp.errors import ParameterError
+from snapdp.fast import FastPlan, plan_for, release_into
 from snapdp.guarantee import PrivacyGuarantee
 from snapdp.parameters import SnappingParameters, compute_parameters
 from snapdp.randomness import BitSource, bit_source_from, draw_uniform
@@ -90,6 +91,7 @@ class SnappingMechanism:
             raise ParameterError(str(exc)) from None
         self._source: BitSource = bit_source_from(rng)
         self._private = rng is None
+        self._plan: FastPlan | None = plan_for(self.parameters)
 
     # -- parameters, as doubles -------------------------------------------------------------
     @property
@@ -149,12 +151,18 @@ class SnappingMechanism:
     def release_many(self, values: object) -> npt.NDArray[np.float64]:
         """Release each value independently; a float64 array of the same shape.
 
-        Consumes the bit source in the same order as calling :meth:`release` on each value.
+        Bit for bit the same doubles as calling :meth:`release` on each value in turn, and the bit
+        source is read in the same order. Vectorised (DESIGN §7, :mod:`snapdp.fast`, docs/fast-path.md)
+        in chunks of bounded size, with exact recomputation of the rare hard samples; parameters
+        outside the vectorised path's range (see :func:`snapdp.fast.plan_for`) use the exact path.
         """
         arr = as_value_array("values", values)
         out = np.empty(arr.shape, dtype=np.float64)
         flat_in = arr.reshape(-1)
         flat_out = out.reshape(-1)
+        if self._plan is not None:
+            release_into(self.parameters, self._plan, flat_in, self._source, flat_out)
+            return out
         as_int = arr.dtype.kind in "iu"
         for i in range(flat_in.size):
             v = int(flat_in[i]) if as_int else float(flat_in[i])
