@@ -109,10 +109,7 @@ def plan_for(params: SnappingParameters) -> FastPlan | None:
     if step is None or not 0 < bound <= 2.0**_RANGE:
         return None
     num, den = int(params.bound.numerator), int(params.bound.denominator)
-    if L >= 0:
-        k_clamp = -((-num) // (den << L))
-    else:
-        k_clamp = -((-(num << -L)) // den)
+    k_clamp = -(-num // (den << L)) if L >= 0 else -(-(num << -L) // den)  # ⌈B̃/Λ⌉
     odd = int(params.sensitivity.numerator)
     odd //= odd & -odd
     return FastPlan(
@@ -186,7 +183,8 @@ def _uniform(words: npt.NDArray[np.uint64]) -> npt.NDArray[np.float64]:
     t = (words[1::2] >> np.uint64(11)).astype(np.float64)
     biased = (t.view(np.uint64) >> np.uint64(52)) - np.uint64(53)
     bits = (biased << np.uint64(52)) | (words[0::2] & _MANTISSA)
-    return bits.view(np.float64)
+    u: npt.NDArray[np.float64] = bits.view(np.float64)
+    return u
 
 
 def _vector_block(
@@ -270,3 +268,55 @@ def _vector_block(
         )
     out[...] = result
     return int(hard.size)
+
+
+def release_one(
+    params: SnappingParameters, plan: FastPlan, value: int | float, source: BitSource
+) -> float:
+    """One release, bit for bit ``snapped_output(params, normalize(params, value), S, U*)``.
+
+    The scalar twin of :func:`release_into` (steps F1–F6 with Python floats, which are IEEE
+    doubles rounded to nearest; ``math.log`` takes the place of ``np.log``, with the same assumed
+    bound). Reads the same words as :func:`~snapdp.randomness.draw_uniform`. ``value`` must be an
+    int or a float (not NaN); ints beyond 2**53 take the exact path.
+    """
+    w0 = source.word()
+    w1 = source.word()
+    if w1 < 2048:  # F1: rare draw (probability 2**-53): the scalar sampler reads on
+        source.unread(np.array([w0, w1], dtype=np.uint64))
+        draw = draw_uniform(source)
+        return snapped_output(params, normalize(params, value), draw.sign, draw.u)
+    # F1: e = 65 − bit length, U* = (2**52 + m)·2**-(52+e), exact
+    u = math.ldexp(float(w0 & 0xFFFFFFFFFFFFF | 0x10000000000000), w1.bit_length() - 117)
+    if isinstance(value, int) and not -_EXACT_INT <= value <= _EXACT_INT:
+        return snapped_output(params, normalize(params, value), -1 if w0 >> 63 else 1, u)
+    x = float(value)  # exact: a float, or an int of magnitude <= 2**53
+    # F2
+    if x >= plan.upper:
+        xf = (plan.upper - plan.center) / plan.sensitivity
+    elif x <= plan.lower:
+        xf = (plan.lower - plan.center) / plan.sensitivity
+    else:
+        xf = (x - plan.center) / plan.sensitivity
+    # F3, F4
+    y = plan.scale * math.log(u)
+    if w0 >> 63:
+        y = -y
+    v = xf + y
+    err = (abs(xf) * 2.0**-50 + abs(y) * 2.0**-46 + abs(v) * 2.0**-51 + 2.0**-1020) * plan.inv_grid
+    # F5 (|a| < 2**49 is implied by acceptance; checked first so that floor gets a finite value)
+    a = v * plan.inv_grid + 0.5
+    if abs(a) < 2.0**49:
+        k = math.floor(a)
+        frac = a - k
+        m = err + (abs(a) + 2.0) * 2.0**-50
+        if m <= frac <= 1.0 - m:
+            # F6
+            if k >= plan.clamp_index:
+                return plan.upper
+            if k <= -plan.clamp_index:
+                return plan.lower
+            if abs(k) < plan.exact_index:
+                return plan.center + plan.step * k
+            return output_from_index(params, k)
+    return snapped_output(params, normalize(params, value), -1 if w0 >> 63 else 1, u)

@@ -8,6 +8,7 @@ kept as the baseline for comparisons and attack demonstrations.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from snapdp import _exact
 from snapdp import accuracy as _accuracy
 from snapdp._validation import Number, check_finite, check_positive_finite, check_value
 from snapdp.errors import ParameterError
-from snapdp.fast import FastPlan, plan_for, release_into
+from snapdp.fast import FastPlan, plan_for, release_into, release_one
 from snapdp.guarantee import PrivacyGuarantee
 from snapdp.parameters import SnappingParameters, compute_parameters
 from snapdp.randomness import BitSource, bit_source_from, draw_uniform
@@ -142,8 +143,15 @@ class SnappingMechanism:
 
     # -- releases ---------------------------------------------------------------------------
     def release(self, value: Number) -> float:
-        """Release one value: the exact path of DESIGN §2, one final rounding to a double."""
+        """Release one value: DESIGN §2 exactly, one final rounding to a double.
+
+        Computed in doubles with a proven error bound and recomputed exactly when the bound does not
+        decide the output (:func:`snapdp.fast.release_one`); the result is the exact path's, bit
+        for bit.
+        """
         v = check_value("value", value)
+        if self._plan is not None and not isinstance(v, Fraction):
+            return release_one(self.parameters, self._plan, v, self._source)
         x_tilde = normalize(self.parameters, v)
         draw = draw_uniform(self._source)
         return snapped_output(self.parameters, x_tilde, draw.sign, draw.u)
@@ -152,8 +160,9 @@ class SnappingMechanism:
         """Release each value independently; a float64 array of the same shape.
 
         Bit for bit the same doubles as calling :meth:`release` on each value in turn, and the bit
-        source is read in the same order. Vectorised (DESIGN §7, :mod:`snapdp.fast`, docs/fast-path.md)
-        in chunks of bounded size, with exact recomputation of the rare hard samples; parameters
+        source is read in the same order. Vectorised (DESIGN §7, :mod:`snapdp.fast`,
+        docs/fast-path.md) in chunks of bounded size, with exact recomputation of the rare hard
+        samples; parameters
         outside the vectorised path's range (see :func:`snapdp.fast.plan_for`) use the exact path.
         """
         arr = as_value_array("values", values)
