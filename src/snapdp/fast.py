@@ -280,8 +280,8 @@ def release_one(
     bound). Reads the same words as :func:`~snapdp.randomness.draw_uniform`. ``value`` must be an
     int or a float (not NaN); ints beyond 2**53 take the exact path.
     """
-    w0 = source.word()
-    w1 = source.word()
+    pair = getattr(source, "pair", None)
+    w0, w1 = pair() if pair is not None else (source.word(), source.word())
     if w1 < 2048:  # F1: rare draw (probability 2**-53): the scalar sampler reads on
         source.unread(np.array([w0, w1], dtype=np.uint64))
         draw = draw_uniform(source)

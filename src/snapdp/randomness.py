@@ -149,6 +149,15 @@ class OSRandomSource(_PushbackMixin):
         self._offset += need
         return np.frombuffer(chunk, dtype="<u8").astype(np.uint64)
 
+    def pair(self) -> tuple[int, int]:
+        """The next two words (one sample block) as ints: ``(word(), word())``, in one read."""
+        off = self._offset
+        if off + 16 <= len(self._buffer) and self._pushback.size == 0 and os.getpid() == self._pid:
+            self._offset = off + 16
+            both = int.from_bytes(self._buffer[off : off + 16], "little")
+            return both & 0xFFFFFFFFFFFFFFFF, both >> 64
+        return self.word(), self.word()
+
     def word(self) -> int:
         """The next word; served straight from the byte buffer when possible (same order)."""
         off = self._offset
