@@ -222,6 +222,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
+    parser.add_argument("--markdown", action="store_true", help="also print a Markdown table")
     args = parser.parse_args()
     sizes = [10**3, 10**4] if args.quick else [10**3, 10**6, 10**7]
     scalar_n = 2_000 if args.quick else 20_000
@@ -263,6 +264,14 @@ def main() -> None:
         )
     for k, v in targets.items():
         print(f"{k}: {v:.3g}")
+
+    if args.markdown:
+        print("\n| | values/s | ns/value | × numpy laplace | peak MiB |\n|---|---:|---:|---:|---:|")
+        for r in rows:
+            print(
+                f"| {r['name']} | {r['values_per_second']:.3g} | {r['ns_per_value']:.4g} | "
+                f"{r['ratio_vs_numpy_laplace']:.3g} | {r['peak_bytes'] / 2**20:.2f} |"
+            )
 
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -93,34 +92,6 @@ class _PushbackMixin:
         self._pushback = np.concatenate([np.asarray(words, dtype=np.uint64), self._pushback])
 
 
-_PARALLEL_WORDS = 1 << 16  # bulk reads at least this large are split between two threads
-
-
-def _urandom_words(n: int) -> npt.NDArray[np.uint64]:
-    """``n`` words from os.urandom, in stream order.
-
-    A large read is split in two halves read concurrently (getrandom releases the GIL, and the
-    kernel generator serves each CPU on its own), the first half of the stream from this thread;
-    the thread is joined before returning, so nothing outlives the call (fork-safe).
-    """
-    out = np.empty(n, dtype=np.uint64)
-    if n < _PARALLEL_WORDS:
-        out[:] = np.frombuffer(os.urandom(8 * n), dtype="<u8")
-        return out
-    half = n // 2
-
-    def _second() -> None:
-        out[half:] = np.frombuffer(os.urandom(8 * (n - half)), dtype="<u8")
-
-    worker = threading.Thread(target=_second, daemon=True)
-    worker.start()
-    try:
-        out[:half] = np.frombuffer(os.urandom(8 * half), dtype="<u8")
-    finally:
-        worker.join()
-    return out
-
-
 class OSRandomSource(_PushbackMixin):
     """Words from the operating system's CSPRNG (``os.urandom``, i.e. getrandom on Linux).
 
@@ -142,7 +113,7 @@ class OSRandomSource(_PushbackMixin):
             self._pid, self._buffer, self._offset = os.getpid(), b"", 0
             self._pushback = np.empty(0, dtype=np.uint64)
         if need > self._block:
-            return _urandom_words(n)
+            return np.frombuffer(os.urandom(need), dtype="<u8").astype(np.uint64)
         if self._offset + need > len(self._buffer):
             self._buffer, self._offset = os.urandom(self._block), 0
         chunk = self._buffer[self._offset : self._offset + need]
