@@ -81,7 +81,7 @@ def _scalar_loop(fn: Callable[[float], object], n: int) -> Callable[[], None]:
 
 def _snapdp_rows(sizes: list[int], scalar_n: int) -> list[dict[str, Any]]:
     mech = SnappingMechanism(EPS, SENS, LOWER, UPPER)  # OS CSPRNG, the private default
-    rows = [_row("snapdp release (scalar)", scalar_n, _scalar_loop(mech.release, scalar_n), 3)]
+    rows = [_row("snapdp release (scalar)", scalar_n, _scalar_loop(mech.release, scalar_n), 5)]
     for n in sizes:
         xs = np.random.default_rng(0).uniform(LOWER, UPPER, n)
         rows.append(
@@ -89,7 +89,7 @@ def _snapdp_rows(sizes: list[int], scalar_n: int) -> list[dict[str, Any]]:
                 f"snapdp release_many (n={n:.0e})",
                 n,
                 lambda xs=xs: mech.release_many(xs),
-                3 if n <= 10**6 else 1,
+                7 if n <= 10**6 else 2,
             )
         )
     return rows
@@ -105,7 +105,7 @@ def _floor_rows(sizes: list[int], scalar_n: int) -> list[dict[str, Any]]:
                 f"numpy Generator.laplace (n={n:.0e})",
                 n,
                 lambda xs=xs: rng.laplace(xs, SENS / EPS),
-                3 if n <= 10**6 else 1,
+                7 if n <= 10**6 else 2,
                 "UNSAFE floor (Mironov 2012)",
             )
         )
@@ -115,7 +115,7 @@ def _floor_rows(sizes: list[int], scalar_n: int) -> list[dict[str, Any]]:
             f"os.urandom, 16 B/value bulk (n={big:.0e})",
             big,
             lambda: os.urandom(BYTES_PER_SAMPLE * big),
-            3,
+            7,
             "randomness floor",
         )
     )
@@ -139,7 +139,7 @@ def _floor_rows(sizes: list[int], scalar_n: int) -> list[dict[str, Any]]:
                 f"ChaCha20 keystream, 16 B/value (n={big:.0e})",
                 big,
                 lambda: enc.update(zeros),
-                3,
+                7,
                 "a DRBG alternative (not used; see docs)",
             )
         )
@@ -156,7 +156,7 @@ def _peer_rows(scalar_n: int, vector_n: int) -> tuple[list[dict[str, Any]], list
 
         snap = Snapping(epsilon=EPS, sensitivity=SENS, lower=LOWER, upper=UPPER)
         n = max(200, scalar_n // 10)
-        rows.append(_row("diffprivlib Snapping.randomise", n, _scalar_loop(snap.randomise, n), 3))
+        rows.append(_row("diffprivlib Snapping.randomise", n, _scalar_loop(snap.randomise, n), 5))
     except Exception as exc:  # ImportError, or a broken install (e.g. scikit-learn mismatch)
         missing.append(f"diffprivlib: {type(exc).__name__}: {exc}")
     try:

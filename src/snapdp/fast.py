@@ -52,7 +52,7 @@ _SIGN_BIT = np.uint64(1 << 63)
 _MANTISSA = np.uint64((1 << 52) - 1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FastPlan:
     """The doubles the vectorised path needs, each equal to an exact parameter (or bounded).
 

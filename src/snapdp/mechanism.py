@@ -149,9 +149,12 @@ class SnappingMechanism:
         decide the output (:func:`snapdp.fast.release_one`); the result is the exact path's, bit
         for bit.
         """
+        plan = self._plan
+        if plan is not None and ((type(value) is float and value == value) or type(value) is int):
+            return release_one(self.parameters, plan, value, self._source)  # checked: not NaN
         v = check_value("value", value)
-        if self._plan is not None and not isinstance(v, Fraction):
-            return release_one(self.parameters, self._plan, v, self._source)
+        if plan is not None and not isinstance(v, Fraction):
+            return release_one(self.parameters, plan, v, self._source)
         x_tilde = normalize(self.parameters, v)
         draw = draw_uniform(self._source)
         return snapped_output(self.parameters, x_tilde, draw.sign, draw.u)
