@@ -8,6 +8,7 @@ kept as the baseline for comparisons and attack demonstrations.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from snapdp import _exact
 from snapdp import accuracy as _accuracy
 from snapdp._validation import Number, check_finite, check_positive_finite, check_value
 from snapdp.errors import ParameterError
+from snapdp.fast import FastPlan, plan_for, release_into, release_one
 from snapdp.guarantee import PrivacyGuarantee
 from snapdp.parameters import SnappingParameters, compute_parameters
 from snapdp.randomness import BitSource, bit_source_from, draw_uniform
@@ -91,6 +93,7 @@ class SnappingMechanism:
             raise ParameterError(str(exc)) from None
         self._source: BitSource = bit_source_from(rng)
         self._private = rng is None
+        self._plan: FastPlan | None = plan_for(self.parameters)
 
     # -- parameters, as doubles -------------------------------------------------------------
     @property
@@ -141,8 +144,18 @@ class SnappingMechanism:
 
     # -- releases ---------------------------------------------------------------------------
     def release(self, value: Number) -> float:
-        """Release one value: the exact path of DESIGN §2, one final rounding to a double."""
+        """Release one value: DESIGN §2 exactly, one final rounding to a double.
+
+        Computed in doubles with a proven error bound and recomputed exactly when the bound does not
+        decide the output (:func:`snapdp.fast.release_one`); the result is the exact path's, bit
+        for bit.
+        """
+        plan = self._plan
+        if plan is not None and ((type(value) is float and value == value) or type(value) is int):
+            return release_one(self.parameters, plan, value, self._source)  # checked: not NaN
         v = check_value("value", value)
+        if plan is not None and not isinstance(v, Fraction):
+            return release_one(self.parameters, plan, v, self._source)
         x_tilde = normalize(self.parameters, v)
         draw = draw_uniform(self._source)
         return snapped_output(self.parameters, x_tilde, draw.sign, draw.u)
@@ -150,12 +163,19 @@ class SnappingMechanism:
     def release_many(self, values: object) -> npt.NDArray[np.float64]:
         """Release each value independently; a float64 array of the same shape.
 
-        Consumes the bit source in the same order as calling :meth:`release` on each value.
+        Bit for bit the same doubles as calling :meth:`release` on each value in turn, and the bit
+        source is read in the same order. Vectorised (DESIGN §7, :mod:`snapdp.fast`,
+        docs/fast-path.md) in chunks of bounded size, with exact recomputation of the rare hard
+        samples; parameters
+        outside the vectorised path's range (see :func:`snapdp.fast.plan_for`) use the exact path.
         """
         arr = as_value_array("values", values)
         out = np.empty(arr.shape, dtype=np.float64)
         flat_in = arr.reshape(-1)
         flat_out = out.reshape(-1)
+        if self._plan is not None:
+            release_into(self.parameters, self._plan, flat_in, self._source, flat_out)
+            return out
         as_int = arr.dtype.kind in "iu"
         for i in range(flat_in.size):
             v = int(flat_in[i]) if as_int else float(flat_in[i])

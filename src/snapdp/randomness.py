@@ -120,6 +120,23 @@ class OSRandomSource(_PushbackMixin):
         self._offset += need
         return np.frombuffer(chunk, dtype="<u8").astype(np.uint64)
 
+    def pair(self) -> tuple[int, int]:
+        """The next two words (one sample block) as ints: ``(word(), word())``, in one read."""
+        off = self._offset
+        if off + 16 <= len(self._buffer) and self._pushback.size == 0 and os.getpid() == self._pid:
+            self._offset = off + 16
+            both = int.from_bytes(self._buffer[off : off + 16], "little")
+            return both & 0xFFFFFFFFFFFFFFFF, both >> 64
+        return self.word(), self.word()
+
+    def word(self) -> int:
+        """The next word; served straight from the byte buffer when possible (same order)."""
+        off = self._offset
+        if off + 8 <= len(self._buffer) and self._pushback.size == 0 and os.getpid() == self._pid:
+            self._offset = off + 8
+            return int.from_bytes(self._buffer[off : off + 8], "little")
+        return super().word()
+
     def __repr__(self) -> str:
         return "OSRandomSource()"
 
@@ -138,6 +155,12 @@ class SeededSource(_PushbackMixin):
     def _fresh(self, n: int) -> npt.NDArray[np.uint64]:
         raw: npt.NDArray[np.uint64] = np.asarray(self._bit_generator.random_raw(n), dtype=np.uint64)
         return raw.reshape(n)
+
+    def word(self) -> int:
+        """The next word (``random_raw()`` yields the same stream one word at a time)."""
+        if self._pushback.size == 0:
+            return int(self._bit_generator.random_raw())
+        return super().word()
 
     def __repr__(self) -> str:
         return f"SeededSource({type(self._bit_generator).__name__}, NOT PRIVATE)"

@@ -1,0 +1,160 @@
+"""release_many and release equal the exact path bit for bit (DESIGN §7, docs/fast-path.md).
+
+Each parameter set runs the vectorised path, the scalar fast path and the exact path (the oracle,
+:func:`draw_uniform` + :func:`snapped_output`) on three generators with one seed, and compares the
+outputs as bit patterns and the position the three streams are left at.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from snapdp import SnappingMechanism
+from snapdp.fast import plan_for, release_into
+from snapdp.randomness import SeededSource, draw_uniform
+from snapdp.snapping import normalize, snapped_output
+
+from ._reference import exact_releases, same_bits
+
+N = 150_000  # per set for the three-way comparison; benchmarks/identity_large.py runs 10**6
+
+
+def _values(kind: str, rng: np.random.Generator, n: int) -> npt.NDArray[Any]:
+    if kind == "uniform_0_100_with_outside":
+        return rng.uniform(-10, 110, n)
+    if kind == "mixed_inf_asym":
+        base = rng.uniform(-8, 6, n)
+        base[::7] = np.inf
+        base[3::7] = -np.inf
+        base[5::7] = 3.0  # exactly the upper bound
+        base[6::7] = -5.0  # exactly the lower bound
+        return base
+    if kind == "million":
+        return np.full(n, 1e6)
+    if kind == "million_spread":
+        return 1e6 + rng.uniform(-1, 1, n)
+    if kind == "unit":
+        return rng.uniform(-0.5, 1.5, n)
+    if kind == "boundaries_eps1":
+        # Λ = 2 in scaled units, c = 50: x̃ on (k + 1/2)·Λ boundaries, on grid points, near ties
+        k = rng.integers(-30, 30, n)
+        x = 50.0 + 2.0 * k + 1.0
+        x[1::3] = 50.0 + 2.0 * k[1::3]
+        x[2::3] = np.nextafter(x[2::3], np.inf)
+        return x
+    if kind == "ints":
+        return rng.integers(-(10**6), 10**6, n)
+    if kind == "big_ints":
+        x = rng.integers(-(2**62), 2**62, n, dtype=np.int64)
+        x[::2] = rng.integers(-(2**20), 2**20, n // 2 + n % 2)
+        return x
+    if kind == "tenth":
+        return rng.uniform(-1, 8, n)
+    raise AssertionError(kind)
+
+
+# (epsilon, sensitivity, lower, upper, values kind)
+SETS = [
+    (1.0, 1, 0, 100, "uniform_0_100_with_outside"),
+    (1e-3, 1, -5, 3, "mixed_inf_asym"),
+    (10.0, 1, 0, 1, "unit"),
+    (2.0**20, 1, 0, 4e6, "million"),  # Λ = 2**-19 against |x̃| = 10**6: hard samples
+    (2.0**24, 1, -4e6, 4e6, "million_spread"),
+    (1.0, 1, 0, 100, "boundaries_eps1"),
+    (0.5, 3, -7, 1000.5, "ints"),
+    (1.0, 2.0**-10, -(2.0**61), 2.0**61, "big_ints"),
+    (0.7, 0.1, -1, 7.3, "tenth"),  # Δ = 0.1: outputs through output_from_index
+]
+
+
+@pytest.mark.parametrize(("eps", "sens", "lower", "upper", "kind"), SETS)
+def test_three_paths_agree(eps: float, sens: float, lower: float, upper: float, kind: str) -> None:
+    values = _values(kind, np.random.default_rng(11), N)
+    seed = 12345
+    vector = SnappingMechanism(eps, sens, lower, upper, rng=np.random.default_rng(seed))
+    scalar = SnappingMechanism(eps, sens, lower, upper, rng=np.random.default_rng(seed))
+    assert vector._plan is not None
+    oracle_source = SeededSource(np.random.default_rng(seed))
+    expected = exact_releases(vector.parameters, values, oracle_source)
+    got_vector = vector.release_many(values)
+    got_scalar = np.array([scalar.release(x) for x in values.tolist()])
+    assert same_bits(got_vector, expected)
+    assert same_bits(got_scalar, expected)
+    tail = oracle_source.words(4).tolist()
+    assert vector._source.words(4).tolist() == tail
+    assert scalar._source.words(4).tolist() == tail
+
+
+def test_release_many_keeps_shape_and_small_chunks_agree() -> None:
+    mech = SnappingMechanism(1.0, 1, 0, 100, rng=np.random.default_rng(3))
+    values = np.random.default_rng(4).uniform(0, 100, (30, 70))
+    expected = exact_releases(mech.parameters, values, SeededSource(np.random.default_rng(3)))
+    got = mech.release_many(values)
+    assert got.shape == (30, 70)
+    assert same_bits(got.reshape(-1), expected)
+    assert mech._plan is not None
+    out = np.empty(values.size)
+    src = SeededSource(np.random.default_rng(3))
+    release_into(mech.parameters, mech._plan, values.reshape(-1), src, out, chunk=97)
+    assert same_bits(out, expected)
+
+
+def test_hard_samples_fall_back_often_in_the_hard_sets() -> None:
+    """The identity tests exercise the fallback: count it where Λ is tiny against |x̃|."""
+    for eps, lower, upper, expect_min in [(2.0**20, 0, 4e6, 0.0005), (2.0**24, 0, 4e6, 0.005)]:
+        mech = SnappingMechanism(eps, 1, lower, upper)
+        assert mech._plan is not None
+        out = np.empty(20_000)
+        values = np.full(20_000, 1e6)
+        src = SeededSource(np.random.default_rng(8))
+        fallbacks = release_into(mech.parameters, mech._plan, values, src, out)
+        assert fallbacks >= expect_min * values.size
+        assert fallbacks < values.size  # and the float path still decides most samples
+        expected = exact_releases(mech.parameters, values, SeededSource(np.random.default_rng(8)))
+        assert same_bits(out, expected)
+
+
+def test_boundary_values_fall_back_and_agree() -> None:
+    """x̃ exactly on (k + 1/2)·Λ with U* near 1 (|Y| tiny): every sample is hard."""
+    mech = SnappingMechanism(1.0, 1, 0, 100)  # Λ = 2, c = 50
+    assert mech._plan is not None
+    n = 2_000
+    values = 50.0 + 2.0 * np.arange(-10, 10).repeat(n // 20) + 1.0
+    top = (1 << 63) | ((1 << 52) - 1)  # sign −1, m all ones: U* = 1 − 2**-53
+    words = np.empty(2 * n, dtype=np.uint64)
+    words[0::2] = np.where(np.arange(n) % 2 == 0, top, (1 << 52) - 1).astype(np.uint64)
+    words[1::2] = np.uint64(1 << 63)  # e = 1
+    from ._reference import ListSource
+
+    out = np.empty(n)
+    fallbacks = release_into(mech.parameters, mech._plan, values, ListSource(words.tolist()), out)
+    assert fallbacks == n
+    expected = exact_releases(mech.parameters, values, ListSource(words.tolist()))
+    assert same_bits(out, expected)
+
+
+def test_parameters_outside_the_plan_use_the_exact_path() -> None:
+    """Fraction bounds whose center is not a double: no plan, the exact path, same results."""
+    assert plan_for(SnappingMechanism(1.0, 1, Fraction(1, 3), 10).parameters) is None
+    mech = SnappingMechanism(1.0, 1, Fraction(1, 3), 10, rng=np.random.default_rng(5))
+    assert mech._plan is None
+    values = np.random.default_rng(6).uniform(0, 10, 500)
+    expected = exact_releases(mech.parameters, values, SeededSource(np.random.default_rng(5)))
+    assert same_bits(mech.release_many(values), expected)
+    single = SnappingMechanism(1.0, 1, Fraction(1, 3), 10, rng=np.random.default_rng(5))
+    assert same_bits(np.array([single.release(float(x)) for x in values]), expected)
+
+
+def test_fraction_values_in_release_take_the_exact_path() -> None:
+    mech = SnappingMechanism(1e-3, 1, 0, 10, rng=np.random.default_rng(9))
+    oracle = SeededSource(np.random.default_rng(9))
+    for _ in range(50):
+        draw = draw_uniform(oracle)
+        x_tilde = normalize(mech.parameters, Fraction(1, 3))
+        expected = snapped_output(mech.parameters, x_tilde, draw.sign, draw.u)
+        assert same_bits(np.array([mech.release(Fraction(1, 3))]), np.array([expected]))
