@@ -115,7 +115,7 @@ def rational_to_float(q: mpq) -> float:
     try:
         return num / den
     except OverflowError:
-        return math.copysign(math.inf, num)
+        return math.inf if num > 0 else -math.inf  # num itself may be too large for a float
 
 
 @contextmanager
