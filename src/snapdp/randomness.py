@@ -107,11 +107,18 @@ class OSRandomSource(_PushbackMixin):
         self._offset = 0
         self._pid = os.getpid()
 
-    def _fresh(self, n: int) -> npt.NDArray[np.uint64]:
-        need = 8 * n
-        if os.getpid() != self._pid:  # forked: never reuse the parent's bits
+    def _forget_if_forked(self) -> None:
+        """In a forked child, drop the buffer and the pushed-back words (the parent's bits)."""
+        if os.getpid() != self._pid:
             self._pid, self._buffer, self._offset = os.getpid(), b"", 0
             self._pushback = np.empty(0, dtype=np.uint64)
+
+    def words(self, n: int) -> npt.NDArray[np.uint64]:
+        self._forget_if_forked()  # before the pushback buffer is served
+        return super().words(n)
+
+    def _fresh(self, n: int) -> npt.NDArray[np.uint64]:
+        need = 8 * n
         if need > self._block:
             return np.frombuffer(os.urandom(need), dtype="<u8").astype(np.uint64)
         if self._offset + need > len(self._buffer):

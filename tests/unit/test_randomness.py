@@ -119,6 +119,23 @@ def test_forked_child_does_not_reuse_the_parents_buffer() -> None:
     assert child_word != src.word()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_does_not_reuse_pushed_back_words() -> None:
+    src = OSRandomSource()
+    src.unread(src.words(4))  # as the bulk path does on a rare draw
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.write(w, b"".join(int(x).to_bytes(8, "little") for x in src.words(4)))
+        os._exit(0)
+    os.close(w)
+    child = os.read(r, 32)
+    os.waitpid(pid, 0)
+    parent = b"".join(int(x).to_bytes(8, "little") for x in src.words(4))
+    assert child != parent
+
+
 def test_bit_source_from_rejects_other_rngs() -> None:
     assert isinstance(bit_source_from(None), OSRandomSource)
     assert isinstance(bit_source_from(np.random.default_rng(0)), SeededSource)
