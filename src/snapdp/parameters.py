@@ -149,5 +149,5 @@ def _delta_bound(params: SnappingParameters) -> mpfr:
         return mpfr(1)
     scale_up = up.mul(params.scale, _exact.round_up((1 + eta) ** 2, p))
     exponent = down.div(_exact.round_down(margin, p), scale_up)
-    bound = up.mul(up.exp(-exponent), _exact.round_up(1 + mpq(1, 1 << 52), p))
+    bound = up.mul(up.exp(up.minus(exponent)), _exact.round_up(1 + mpq(1, 1 << 52), p))
     return min(bound, mpfr(1))

@@ -34,7 +34,7 @@ def noise(params: SnappingParameters, sign: int, u: float) -> mpfr:
     """Y = S·λ′·LN(U*): the log correctly rounded to p bits, the product rounded once (§2.4)."""
     ctx = _exact.nearest_context(params.precision)
     y = ctx.mul(params.scale, ctx.log(u))  # u is a double: converted exactly (p >= 118 > 53)
-    return -y if sign < 0 else y
+    return ctx.minus(y) if sign < 0 else y  # ctx: `-y` would round to the global precision
 
 
 def grid_index(params: SnappingParameters, x_tilde: mpq, y: mpfr) -> int:
