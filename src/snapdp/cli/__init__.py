@@ -10,6 +10,7 @@ import click
 
 from snapdp import __version__
 from snapdp.cli.release import release
+from snapdp.cli.verify import verify
 
 __all__ = ["main"]
 
@@ -21,3 +22,4 @@ def main() -> None:
 
 
 main.add_command(release)
+main.add_command(verify)
