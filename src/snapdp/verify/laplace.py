@@ -51,13 +51,16 @@ class Branch:
     """Outputs ``evaluate(n)`` for integers n in [first, last], non-decreasing in n.
 
     ``check`` (optional) re-evaluates one integer with the exact scalar arithmetic of the sampler
-    when ``evaluate`` is only a vectorised stand-in (np.log for libm's log).
+    when ``evaluate`` is only a vectorised stand-in (np.log for libm's log). ``guess`` (optional)
+    estimates the integer giving each output; it only narrows the bisection's first bracket,
+    which is verified by evaluation (and widened to the whole range where it fails).
     """
 
     first: int
     last: int
     evaluate: Callable[[IntArray], FloatArray]
     check: Callable[[int], float] | None = None
+    guess: Callable[[FloatArray], FloatArray] | None = None
 
 
 def laplace_mechanism_branches(value: float, scale: float) -> list[Branch]:
@@ -77,7 +80,18 @@ def laplace_mechanism_branches(value: float, scale: float) -> list[Branch]:
     def minus(n: IntArray) -> FloatArray:
         return laplace_textbook(np.full(n.shape, value), words(top + 1 - n, True), scale)
 
-    return [Branch(1, top, plus), Branch(1, top, minus)]
+    def guess_plus(o: FloatArray) -> FloatArray:
+        m: FloatArray = np.exp((o - value) / scale) * 2.0**53
+        return m
+
+    def guess_minus(o: FloatArray) -> FloatArray:
+        n: FloatArray = top + 1 - np.exp(-(o - value) / scale) * 2.0**53
+        return n
+
+    return [
+        Branch(1, top, plus, guess=guess_plus),
+        Branch(1, top, minus, guess=guess_minus),
+    ]
 
 
 def _numpy_laplace_scalar(loc: float, scale: float, j: int) -> float:
@@ -98,8 +112,21 @@ def numpy_laplace_branches(loc: float, scale: float) -> list[Branch]:
         out: FloatArray = np.where(high, loc - scale * logs, loc + scale * logs)
         return out
 
+    def guess(o: FloatArray) -> FloatArray:
+        t = (o - loc) / scale
+        low = np.exp(np.minimum(t, 0.0)) * 2.0**52  # o < loc: log(2u) = t
+        high = (1 - np.exp(-np.maximum(t, 0.0)) / 2) * 2.0**53  # o >= loc: −log(2 − 2u) = t
+        j: FloatArray = np.where(t < 0, low, high)
+        return j
+
     return [
-        Branch(1, (1 << 53) - 1, evaluate, lambda j: _numpy_laplace_scalar(loc, scale, j))
+        Branch(
+            1,
+            (1 << 53) - 1,
+            evaluate,
+            check=lambda j: _numpy_laplace_scalar(loc, scale, j),
+            guess=guess,
+        )
     ]
 
 
@@ -118,6 +145,8 @@ def _first_at_least(branch: Branch, outputs: FloatArray) -> IntArray:
     """Per output o, the first n in [first, last + 1] with evaluate(n) >= o (vectorised)."""
     lo = np.full(outputs.shape, branch.first - 1, dtype=np.int64)  # evaluate(lo) < o (virtual)
     hi = np.full(outputs.shape, branch.last + 1, dtype=np.int64)  # evaluate(hi) >= o (virtual)
+    if branch.guess is not None:
+        _narrow(branch, branch.guess, outputs, lo, hi)
     while True:
         active = hi - lo > 1
         if not active.any():
@@ -128,6 +157,31 @@ def _first_at_least(branch: Branch, outputs: FloatArray) -> IntArray:
         ge = values >= outputs[idx]
         hi[idx[ge]] = mid[idx[ge]]
         lo[idx[~ge]] = mid[idx[~ge]]
+
+
+_WINDOW = 64
+
+
+def _narrow(
+    branch: Branch,
+    guess: Callable[[FloatArray], FloatArray],
+    outputs: FloatArray,
+    lo: IntArray,
+    hi: IntArray,
+) -> None:
+    """Shrink (lo, hi] to a window around the guess wherever evaluation confirms the bracket."""
+    with np.errstate(all="ignore"):
+        g = np.nan_to_num(guess(outputs), nan=float(branch.first), posinf=float(branch.last))
+    centre = np.clip(np.round(g), branch.first, branch.last).astype(np.int64)
+    new_lo = np.maximum(centre - _WINDOW, branch.first - 1)
+    new_hi = np.minimum(centre + _WINDOW, branch.last + 1)
+    ok = np.ones(outputs.shape, dtype=bool)
+    real_lo = new_lo >= branch.first
+    ok[real_lo] &= branch.evaluate(new_lo[real_lo]) < outputs[real_lo]
+    real_hi = new_hi <= branch.last
+    ok[real_hi] &= branch.evaluate(new_hi[real_hi]) >= outputs[real_hi]
+    lo[ok] = new_lo[ok]
+    hi[ok] = new_hi[ok]
 
 
 def _scalar_first_at_least(branch: Branch, o: float) -> int:
@@ -152,21 +206,30 @@ def can_produce(branches: list[Branch], outputs: npt.ArrayLike) -> npt.NDArray[n
         hit = np.zeros(outs.shape, dtype=bool)
         hit[inside] = branch.evaluate(n[inside]) == outs[inside]
         if branch.check is not None:
-            for i in range(outs.size):
-                hit[i] = _checked_hit(branch, float(outs[i]), int(n[i]))
+            hit = _checked_hits(branch, outs, n)
         result |= hit
     return result
 
 
-def _checked_hit(branch: Branch, o: float, n: int) -> bool:
-    """Confirm the bracket (n − 1, n] with the exact scalar arithmetic; bisect again if it fails."""
-    assert branch.check is not None
-    below_ok = n - 1 < branch.first or branch.check(n - 1) < o
-    above = branch.check(n) if n <= branch.last else math.inf
-    if not (below_ok and above >= o):
-        n = _scalar_first_at_least(branch, o)
-        above = branch.check(n) if n <= branch.last else math.inf
-    return above == o
+def _checked_hits(branch: Branch, outs: FloatArray, n: IntArray) -> npt.NDArray[np.bool_]:
+    """Confirm each bracket (n − 1, n] with the exact scalar arithmetic; bisect where it fails."""
+    check = branch.check
+    assert check is not None
+    inf = math.inf
+    above = np.fromiter(
+        (check(int(k)) if k <= branch.last else inf for k in n), dtype=np.float64, count=n.size
+    )
+    below = np.fromiter(
+        (check(int(k) - 1) if k - 1 >= branch.first else -inf for k in n),
+        dtype=np.float64,
+        count=n.size,
+    )
+    bad = ~((below < outs) & (above >= outs))
+    for i in np.nonzero(bad)[0]:
+        k = _scalar_first_at_least(branch, float(outs[i]))
+        above[i] = check(k) if k <= branch.last else inf
+    hit: npt.NDArray[np.bool_] = above == outs
+    return hit
 
 
 @dataclass(frozen=True)
