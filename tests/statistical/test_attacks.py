@@ -118,14 +118,14 @@ def test_precision_features_of_snapping_are_functions_of_the_grid_index() -> Non
     outputs = np.array(list(dists[0.0].outputs.values()))
     for j in range(-1, 61):
         assert multiple_of_power_of_two(outputs, j).all()
-    feature = {
-        lab: int(trailing_zero_bits([o])[0]) for lab, o in dists[0.0].outputs.items()
-    }
+    feature = {lab: int(trailing_zero_bits([o])[0]) for lab, o in dists[0.0].outputs.items()}
     feats = {x: exact_feature_distribution(dists[x], feature) for x in INPUTS}
     for a, b in ((0.0, 2.0**-60), (1.0, 1 - 2.0**-53)):
         tv = sum(abs(feats[a][k] - feats[b][k]) for k in feats[a]) / 2
         assert tv < 1e-15
-    ratio = max(max(feats[0.0][k] / feats[1.0][k], feats[1.0][k] / feats[0.0][k]) for k in feats[0.0])
+    ratio = max(
+        max(feats[0.0][k] / feats[1.0][k], feats[1.0][k] / feats[0.0][k]) for k in feats[0.0]
+    )
     assert ratio <= np.e
 
 

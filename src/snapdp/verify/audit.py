@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +30,7 @@ __all__ = ["AuditResult", "EventResult", "audit", "clopper_pearson", "threshold_
 Event = Callable[[npt.NDArray[np.float64]], npt.NDArray[np.bool_]]
 
 
+@runtime_checkable
 class Releaser(Protocol):
     """Anything with ``release_many(values) -> array`` (both mechanisms of snapdp)."""
 
@@ -47,7 +48,11 @@ def clopper_pearson(successes: int, trials: int, confidence: float) -> tuple[flo
         )
     a = 1 - confidence
     low = 0.0 if successes == 0 else float(beta.ppf(a / 2, successes, trials - successes + 1))
-    high = 1.0 if successes == trials else float(beta.ppf(1 - a / 2, successes + 1, trials - successes))
+    high = (
+        1.0
+        if successes == trials
+        else float(beta.ppf(1 - a / 2, successes + 1, trials - successes))
+    )
     return low, high
 
 
@@ -55,8 +60,18 @@ def threshold_events(thresholds: npt.ArrayLike) -> dict[str, Event]:
     """Events "output >= t" for each t (the events StatDP starts with for additive noise)."""
     events: dict[str, Event] = {}
     for t in np.asarray(thresholds, dtype=np.float64).reshape(-1):
-        events[f"output >= {float(t):g}"] = lambda o, t=float(t): o >= t
+        events[f"output >= {float(t):g}"] = _AtLeast(float(t))
     return events
+
+
+class _AtLeast:
+    """The event "output >= threshold"."""
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+
+    def __call__(self, outputs: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+        return np.asarray(outputs >= self.threshold)
 
 
 @dataclass(frozen=True)
@@ -114,7 +129,7 @@ def audit(
         raise ParameterError("`events` must name at least one output event")
 
     def draw(x: float) -> npt.NDArray[np.float64]:
-        mech = mechanism if hasattr(mechanism, "release_many") else mechanism()  # type: ignore[operator]
+        mech = mechanism if isinstance(mechanism, Releaser) else mechanism()
         return np.asarray(mech.release_many(np.full(n, float(x))), dtype=np.float64)
 
     first, second = draw(value), draw(neighbour)

@@ -70,7 +70,7 @@ class Certificate:
     @property
     def passed(self) -> bool:
         """The exact hockey-stick δ(ε) is <= the library's stated δ (exactly 0 when it states 0)."""
-        return mpq(self.loss.hockey_stick) <= mpq(self.loss.parameters.delta)
+        return bool(mpq(self.loss.hockey_stick) <= mpq(self.loss.parameters.delta))
 
     def as_dict(self) -> dict[str, object]:
         d = self.loss.summary()

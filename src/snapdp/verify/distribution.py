@@ -242,9 +242,7 @@ def exact_distribution_for(
             if progress is not None:
                 progress(1)
         evaluations += sweep.evaluations
-    outputs = {
-        label: output_from_index(params, _representative(params, label)) for label in masses
-    }
+    outputs = {label: output_from_index(params, _representative(params, label)) for label in masses}
     return ExactDistribution(params, x_tilde, masses, outputs, evaluations)
 
 
@@ -265,7 +263,9 @@ def exact_distribution(
 ) -> ExactDistribution:
     """Every possible output of ``mechanism.release(value)`` with its exact probability (§6)."""
     v = check_value("value", value)
-    return exact_distribution_for(mechanism.parameters, normalize(mechanism.parameters, v), progress)
+    return exact_distribution_for(
+        mechanism.parameters, normalize(mechanism.parameters, v), progress
+    )
 
 
 def reach_bound(params: SnappingParameters) -> float:

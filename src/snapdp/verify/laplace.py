@@ -66,7 +66,8 @@ class Branch:
 def laplace_mechanism_branches(value: float, scale: float) -> list[Branch]:
     """The two branches of :class:`LaplaceMechanism` for input ``value``, oriented increasing.
 
-    Sign bit 1 (S = −1): output increases as m decreases, so it is parameterised by n = 2**53 + 1 − m.
+    Sign bit 1 (S = −1): output increases as m decreases, so it is parameterised by
+    n = 2**53 + 1 − m.
     """
     top = 1 << 53
 
@@ -266,7 +267,7 @@ def textbook_leak(
     samples: int = 100_000,
     confidence: float = 0.999,
 ) -> TextbookLeak:
-    """Sample ``mechanism`` at ``value`` and decide each output's reachability from ``neighbour``."""
+    """Sample ``mechanism`` at ``value``; decide each output's reachability from ``neighbour``."""
     from snapdp.verify.audit import clopper_pearson
 
     outputs = mechanism.release_many(np.full(samples, float(value)))

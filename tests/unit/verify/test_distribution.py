@@ -3,6 +3,8 @@ random draws, the continuous Laplace masses of DESIGN §5 at 300 bits, and exact
 
 from __future__ import annotations
 
+import itertools
+
 import gmpy2
 import numpy as np
 import pytest
@@ -57,7 +59,7 @@ def test_boundaries_are_where_the_implementation_changes_output(
         # consecutive intervals tile the patterns 1 .. pattern(1.0) − 1
         assert intervals[0][1] == 1
         assert intervals[-1][2] == LAST_PATTERN + 1
-        assert all(a[2] == b[1] for a, b in zip(intervals, intervals[1:]))
+        assert all(a[2] == b[1] for a, b in itertools.pairwise(intervals))
 
 
 def test_random_draws_land_in_their_interval() -> None:

@@ -49,7 +49,7 @@ def test_can_produce_matches_brute_force(value: float, centre: int) -> None:
         assert decided[truth].all()  # every output of the window is found
         # a double strictly inside the window and not an output of the window is impossible
         # unless the other branch produces it (only possible at the value itself)
-        other = [c for c, t, d in zip(candidates, truth, decided) if d and not t]
+        other = [c for c, t, d in zip(candidates, truth, decided, strict=True) if d and not t]
         assert all(c == value for c in other)
 
 
