@@ -10,8 +10,8 @@ From the two exact distributions P = P(·|x) and Q = P(·|x′) (exact rationals
 * ``hockey_stick``: δ(ε) = max over the two directions of Σ_o max(0, P(o) − e^ε·Q(o)), the
   smallest δ for which the pair satisfies (ε, δ)-DP at the claimed ε — an upper bound, computed
   with e^ε rounded down;
-* ``certified``: whether P(o) <= e^ε·Q(o) and Q(o) <= e^ε·P(o) for every o — decided exactly, by
-  comparing each rational ratio with e^ε rounded down (pass) and up (fail) at high precision.
+* ``certified``: whether P(o) <= e^ε·Q(o) and Q(o) <= e^ε·P(o) for every o (so δ = 0 too) —
+  decided exactly, by comparing each rational ratio with e^ε rounded down at high precision.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class PrivacyLoss:
             "delta": float(self.delta),
             "hockey_stick_delta": float(self.hockey_stick),
             "delta_bound_library": float(p.delta),
-            "seed004_bound": f"{self.seed004_bound:.30f}",
+            "seed004_bound": f"ε + {float(mpq(self.seed004_bound) - p.epsilon):.3g}",
             "loss_at_most_epsilon": self.certified,
         }
 
@@ -142,6 +142,8 @@ def compare_distributions(
             certified = False
         excess_first += max(mpq(0), p - exp_lo * q)
         excess_second += max(mpq(0), q - exp_lo * p)
+    if only_first > 0 or only_second > 0:
+        certified = False  # an output possible under one input only: infinite loss there
     loss = ctx.log(mpfr(worst_ratio, LOSS_PRECISION)) if worst is not None else mpfr(0)
     hockey = _exact.round_up(max(excess_first, excess_second), 64)
     worst_value = None
