@@ -19,7 +19,7 @@ from snapdp import LaplaceMechanism
 from snapdp.parameters import compute_parameters
 from snapdp.verify import GridPoint, certify, textbook_leak
 from snapdp.verify.attacks import could_be_zero_numpy, could_be_zero_textbook
-from snapdp.verify.certify import DEFAULT_GRID, format_small
+from snapdp.verify.certify import DEFAULT_GRID
 from snapdp.verify.loss import privacy_loss_for
 
 
@@ -61,7 +61,8 @@ def gamma_experiment() -> None:
             parameters_module.UNIFORM_GRANULARITY = original
         print(
             f"| {eps:g} | [{lo:g}, {hi:g}] | {x:g}, {y:g} | {with_gamma.loss:.20f} | "
-            f"{-float(with_gamma.margin):+.3g} | {without.loss:.20f} | {-float(without.margin):+.3g} |"
+            f"{-float(with_gamma.margin):+.3g} | {without.loss:.20f} | "
+            f"{-float(without.margin):+.3g} |"
         )
 
 
@@ -128,7 +129,6 @@ def textbook() -> None:
         r0 = decide(sample(0.0, 10)).mean()
         r1 = decide(sample(1.0, 11)).mean()
         print(f"- {name}: input 0 flagged {r0:.4f}, input 1 flagged {r1:.4f}")
-    _ = format_small
 
 
 if __name__ == "__main__":
