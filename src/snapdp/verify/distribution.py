@@ -30,7 +30,6 @@ doubles coincided).
 
 from __future__ import annotations
 
-import math
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -266,8 +265,3 @@ def exact_distribution(
     return exact_distribution_for(
         mechanism.parameters, normalize(mechanism.parameters, v), progress
     )
-
-
-def reach_bound(params: SnappingParameters) -> float:
-    """≈ the largest |Y| (λ′·1074·ln 2), as a double, for reports."""
-    return float(params.scale) * 1074 * math.log(2)
