@@ -56,3 +56,12 @@ def test_bad_epsilon_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["verify", "--epsilon", "-1", *ARGS[3:], "--neighbour", "1"])
     assert result.exit_code == 2
     assert "`epsilon`" in result.output
+
+
+def test_textbook_check_fails_on_mironov_example() -> None:
+    args = ["verify", "--textbook", "--epsilon", str(1 / 3), "--value", "0", "--neighbour", "1"]
+    result = CliRunner().invoke(main, [*args, "--samples", "2000", "--json"])
+    assert result.exit_code == 1
+    rows = json.loads(result.output)
+    assert len(rows) == 2
+    assert all(r["loss"] == "inf" and r["delta_interval_99.9"][0] > 0.4 for r in rows)
