@@ -74,7 +74,7 @@ def failure_probability_bound(params: SnappingParameters, accuracy: object) -> f
     up = _exact.directed_context(_WORK_BITS, up=True)
     down = _exact.directed_context(_WORK_BITS, up=False)
     exponent = down.div(_exact.round_down(t, _WORK_BITS), _tail_scale(params, up=True))
-    alpha = up.mul(up.exp(up.minus(exponent)), _exact.round_up(1 + mpq(1, 1 << 52), _WORK_BITS))
+    alpha = up.mul(up.exp(-exponent), _exact.round_up(1 + mpq(1, 1 << 52), _WORK_BITS))
     return min(1.0, float(_exact.round_up(alpha, 53)))
 
 
