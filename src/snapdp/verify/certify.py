@@ -10,11 +10,14 @@ the library's δ is 0 this means the exact loss is <= ε on every output (pure �
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from snapdp import _exact
 from snapdp._exact import mpfr, mpq
+from snapdp._validation import check_value
+from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 from snapdp.verify.loss import PrivacyLoss, privacy_loss
 
@@ -97,4 +100,14 @@ def format_small(x: mpq | mpfr) -> str:
 def certify(point: GridPoint, progress: Callable[[int], None] | None = None) -> Certificate:
     """Compute the certificate of one grid point."""
     mechanism = SnappingMechanism(point.epsilon, point.sensitivity, point.lower, point.upper)
+    value = check_value("value", point.value)
+    neighbour = check_value("neighbour", point.neighbour)
+    if not math.isinf(value) and not math.isinf(neighbour):
+        gap = abs(_exact.exact_rational(value) - _exact.exact_rational(neighbour))
+        if gap > mechanism.parameters.sensitivity:
+            raise ParameterError(
+                f"`neighbour` must be within `sensitivity` = {point.sensitivity!r} of `value` "
+                f"for the ε claim to apply, not |{value!r} − {neighbour!r}| = {float(gap)!r} "
+                "(compare a farther pair with snapdp.verify.privacy_loss)"
+            )
     return Certificate(point, privacy_loss(mechanism, point.value, point.neighbour, progress))

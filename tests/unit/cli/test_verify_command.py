@@ -65,3 +65,9 @@ def test_textbook_check_fails_on_mironov_example() -> None:
     rows = json.loads(result.output)
     assert len(rows) == 2
     assert all(r["loss"] == "inf" and r["delta_interval_99.9"][0] > 0.4 for r in rows)
+
+
+def test_pair_farther_than_sensitivity_is_refused() -> None:
+    result = CliRunner().invoke(main, [*ARGS, "--neighbour", "1.0000000000000002"])
+    assert result.exit_code == 2
+    assert "`neighbour` must be within `sensitivity`" in result.output
