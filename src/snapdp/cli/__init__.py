@@ -11,6 +11,7 @@ import click
 from snapdp import __version__
 from snapdp.cli.compare import compare
 from snapdp.cli.release import release
+from snapdp.cli.verify import verify
 
 __all__ = ["main"]
 
@@ -23,3 +24,4 @@ def main() -> None:
 
 main.add_command(release)
 main.add_command(compare)
+main.add_command(verify)
