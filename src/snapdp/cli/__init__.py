@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from snapdp import __version__
+from snapdp.cli.budget import budget
 from snapdp.cli.release import release
 
 __all__ = ["main"]
@@ -21,3 +22,4 @@ def main() -> None:
 
 
 main.add_command(release)
+main.add_command(budget)

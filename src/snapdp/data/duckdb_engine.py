@@ -1,0 +1,230 @@
+"""The DuckDB engine: per-group clamped, contribution-bounded aggregates in SQL, out of core.
+
+Reads CSV and Parquet files (by extension), pandas DataFrames and Arrow tables. Rows never pass
+through Python: one SQL query computes every aggregate of a plan, and only one row per group comes
+back. Contribution bounding keeps, per privacy unit, the first k rows in a random order
+(``ROW_NUMBER() OVER (PARTITION BY unit ORDER BY random())``): a rule that looks only at that
+unit's rows. Declared keys are joined from a small table, so undeclared keys drop out and absent
+keys come back as zeros (see :mod:`snapdp.data.engine`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from snapdp.data.engine import AggregatePlan, Aggregates, ColumnAggregates, ColumnPlan
+from snapdp.errors import ParameterError
+
+__all__ = ["DuckDBEngine", "quote_identifier"]
+
+_CSV_SUFFIXES = (".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz")
+_PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+_NUMERIC_TYPES = (
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+    "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "BOOLEAN",
+)  # fmt: skip
+_LIMIT = 1 << 62
+_names = itertools.count()
+
+
+def quote_identifier(name: str) -> str:
+    """A SQL identifier for ``name``, quoted so that any column name is safe."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _quote_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class DuckDBEngine:
+    """An :class:`~snapdp.data.engine.Engine` over a file, a pandas DataFrame or an Arrow table."""
+
+    def __init__(self, source: object, *, threads: int | None = None) -> None:
+        import duckdb
+
+        self._duckdb = duckdb
+        self._con = duckdb.connect(":memory:")
+        self._con.execute("SET enable_progress_bar = false")
+        if threads is not None:
+            self._con.execute(f"SET threads = {int(threads)}")
+        self._label: str
+        if isinstance(source, (str, Path)):
+            path = Path(source)
+            if not path.is_file():
+                raise ParameterError(f"`data` file not found: {str(path)!r}")
+            name = path.name.lower()
+            if name.endswith(_PARQUET_SUFFIXES):
+                self._relation = f"read_parquet({_quote_string(str(path))})"
+            elif name.endswith(_CSV_SUFFIXES):
+                self._relation = f"read_csv({_quote_string(str(path))}, header = true)"
+            else:
+                raise ParameterError(
+                    f"`data` must be a .csv or .parquet file (by extension), not {str(path)!r}"
+                )
+            self._label = str(path)
+        else:
+            if not _is_frame(source):
+                raise ParameterError(
+                    "`data` must be a path to a CSV/Parquet file, a pandas DataFrame or a "
+                    f"pyarrow Table, not {type(source).__name__}"
+                )
+            view = f"__snapdp_src_{next(_names)}"
+            self._con.register(view, source)
+            self._relation = quote_identifier(view)
+            self._label = f"<{type(source).__module__}.{type(source).__name__}>"
+        self._types = self._read_schema()
+
+    def _read_schema(self) -> dict[str, str]:
+        try:
+            rows = self._con.execute(f"DESCRIBE SELECT * FROM {self._relation}").fetchall()
+        except self._duckdb.Error as exc:
+            raise ParameterError(f"`data` could not be read as a table: {exc}") from None
+        return {str(r[0]): str(r[1]) for r in rows}
+
+    def describe(self) -> str:
+        return self._label
+
+    def column_names(self) -> list[str]:
+        return list(self._types)
+
+    def _check_column(self, column: str, role: str) -> None:
+        if column not in self._types:
+            raise ParameterError(
+                f"{role} column {column!r} is not in the data; its columns are "
+                + ", ".join(repr(c) for c in self._types)
+            )
+
+    def _is_numeric(self, column: str) -> bool:
+        return self._types[column].upper().startswith(_NUMERIC_TYPES)
+
+    def aggregate(self, plan: AggregatePlan) -> Aggregates:
+        """Run the plan as one SQL query (see the module docstring)."""
+        for cp in plan.columns:
+            self._check_column(cp.column, "value")
+        if plan.privacy_unit is not None:
+            self._check_column(plan.privacy_unit, "privacy-unit")
+        if plan.by is not None:
+            self._check_column(plan.by, "group-by")
+        n_groups = 1 if plan.keys is None else len(plan.keys)
+        sql = self._sql(plan)
+        try:
+            rows = self._con.execute(sql).fetchall()
+        except self._duckdb.Error as exc:
+            raise ParameterError(f"the data could not be aggregated: {exc}") from None
+        result = Aggregates(rows=np.zeros(n_groups, dtype=np.int64))
+        for _ in plan.columns:
+            result.columns.append(
+                ColumnAggregates(
+                    sums=np.zeros(n_groups, dtype=np.int64),
+                    counts=np.zeros(n_groups, dtype=np.int64),
+                )
+            )
+        for row in rows:
+            g = int(row[0])
+            result.rows[g] = _clip(row[1])
+            for j, agg in enumerate(result.columns):
+                base = 2 + 4 * j
+                agg.sums[g] = _clip(row[base] or 0)
+                agg.counts[g] = _clip(row[base + 1])
+                agg.nulls += int(row[base + 2])
+                agg.non_numeric += int(row[base + 3])
+        for cp, agg in zip(plan.columns, result.columns, strict=True):
+            if agg.non_numeric:
+                agg.example = self._non_numeric_example(cp.column)
+        return result
+
+    def _non_numeric_example(self, column: str) -> str | None:
+        col = quote_identifier(column)
+        row = self._con.execute(
+            f"SELECT CAST({col} AS VARCHAR) FROM {self._relation} "
+            f"WHERE {col} IS NOT NULL AND TRY_CAST({col} AS DOUBLE) IS NULL LIMIT 1"
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def _sql(self, plan: AggregatePlan) -> str:
+        ctes = [f"src AS (SELECT * FROM {self._relation})"]
+        if plan.by is not None and plan.keys is not None:
+            keys_view = f"__snapdp_keys_{next(_names)}"
+            self._con.register(
+                keys_view,
+                pa.table(
+                    {
+                        "k": pa.array(list(plan.keys), pa.string()),
+                        "i": pa.array(range(len(plan.keys)), pa.int64()),
+                    }
+                ),
+            )
+            ctes.append(
+                "f AS (SELECT src.*, kk.i AS __snapdp_g FROM src JOIN "
+                f"{quote_identifier(keys_view)} AS kk "
+                f"ON CAST(src.{quote_identifier(plan.by)} AS VARCHAR) = kk.k)"
+            )
+        else:
+            ctes.append("f AS (SELECT src.*, 0 AS __snapdp_g FROM src)")
+        if plan.privacy_unit is not None:
+            unit = quote_identifier(plan.privacy_unit)
+            ctes.append(
+                "r AS (SELECT *, random() AS __snapdp_r FROM f), "
+                "b AS (SELECT * FROM r QUALIFY ROW_NUMBER() OVER "
+                f"(PARTITION BY {unit} ORDER BY __snapdp_r) <= {int(plan.max_rows_per_unit)})"
+            )
+        else:
+            ctes.append("b AS (SELECT * FROM f)")
+        select = ["__snapdp_g", "COUNT(*)"]
+        for cp in plan.columns:
+            select.extend(self._column_aggregates(cp))
+        return (
+            "WITH "
+            + ",\n".join(ctes)
+            + "\nSELECT "
+            + ", ".join(select)
+            + " FROM b GROUP BY __snapdp_g"
+        )
+
+    def _column_aggregates(self, cp: ColumnPlan) -> list[str]:
+        col = quote_identifier(cp.column)
+        numeric = self._is_numeric(cp.column)
+        raw = f"TRY_CAST({col} AS DOUBLE)"
+        value = f"(CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END)"
+        # A coarse clamp in doubles only keeps the integer conversion in range; the exact clamp
+        # to [lower_q, upper_q] is the integer one after it.
+        scale = 10**cp.decimals
+        lo_d = float(cp.lower_q // scale - 1)
+        hi_d = float(-(-cp.upper_q // scale) + 1)
+        # DuckDB's LEAST/GREATEST skip NULLs, so a null must be kept null explicitly.
+        quanta = (
+            f"(CASE WHEN {value} IS NULL THEN NULL ELSE "
+            f"LEAST(GREATEST(CAST(ROUND(LEAST(GREATEST({value}, {lo_d!r}), {hi_d!r}) * "
+            f"{float(scale)!r}) AS BIGINT), {cp.lower_q}), {cp.upper_q}) END)"
+        )
+        if cp.nulls == "lower":
+            quanta = f"COALESCE({quanta}, {cp.lower_q})"
+        elif cp.nulls == "upper":
+            quanta = f"COALESCE({quanta}, {cp.upper_q})"
+        bad = "FALSE" if numeric else f"({col} IS NOT NULL AND {raw} IS NULL)"
+        null = f"({col} IS NULL OR isnan({raw}))"
+        return [
+            f"CAST(SUM({quanta}) AS HUGEINT)",
+            f"COUNT({quanta})",
+            f"COUNT(*) FILTER (WHERE {null})",
+            f"COUNT(*) FILTER (WHERE {bad})",
+        ]
+
+
+def _clip(x: Any) -> int:
+    """An exact integer from SQL, clipped to ±2**62 (beyond every mechanism bound: clamping the
+    clipped value gives the same result as clamping the value)."""
+    v = int(x)
+    return max(-_LIMIT, min(_LIMIT, v))
+
+
+def _is_frame(obj: object) -> bool:
+    module = type(obj).__module__
+    return (module.startswith(("pandas", "pyarrow", "polars")) and hasattr(obj, "__len__")) or (
+        module.startswith("pyarrow")
+    )

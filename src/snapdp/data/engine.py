@@ -1,0 +1,84 @@
+"""The engine interface: clamped, contribution-bounded per-group aggregates (DESIGN §8).
+
+An engine sees the data; nothing else in :mod:`snapdp.data` does. It computes, exactly and in
+declared-key order, for the rows left after contribution bounding (at most ``max_rows_per_unit``
+rows per privacy unit, chosen by a rule that looks only at that unit's rows) and after dropping
+rows whose group key was not declared:
+
+* the number of rows per group;
+* for each requested column: the sum of its values turned into clamped integer quanta
+  (see :mod:`snapdp.data.sensitivity`), the number of values summed (after the null policy), and
+  the number of nulls and of non-numeric values met (so the caller can refuse cleanly).
+
+Declared keys absent from the data get zeros. Engines differ only in where they run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from snapdp.data.spec import NullPolicy
+
+__all__ = ["AggregatePlan", "Aggregates", "ColumnAggregates", "ColumnPlan", "Engine"]
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """One numeric column: values clamped to quanta in [lower_q, upper_q] at ``decimals``."""
+
+    column: str
+    decimals: int
+    lower_q: int
+    upper_q: int
+    nulls: NullPolicy
+
+
+@dataclass(frozen=True)
+class AggregatePlan:
+    """What to aggregate. ``keys`` are compared with the group column's text form."""
+
+    columns: tuple[ColumnPlan, ...] = ()
+    privacy_unit: str | None = None
+    max_rows_per_unit: int = 1
+    by: str | None = None
+    keys: tuple[str, ...] | None = None
+
+
+@dataclass
+class ColumnAggregates:
+    """Per-group exact integer sums of quanta and counts of summed values; data-quality counts."""
+
+    sums: npt.NDArray[np.int64]
+    counts: npt.NDArray[np.int64]
+    nulls: int = 0
+    non_numeric: int = 0
+    example: str | None = None
+
+
+@dataclass
+class Aggregates:
+    """Rows per group and per-column aggregates (aligned with ``plan.columns``), in declared-key
+    order (one group if ungrouped)."""
+
+    rows: npt.NDArray[np.int64]
+    columns: list[ColumnAggregates] = field(default_factory=list)
+
+
+class Engine(Protocol):
+    """Computes :class:`Aggregates` for a plan over one table."""
+
+    def column_names(self) -> list[str]:
+        """The table's column names."""
+        ...
+
+    def aggregate(self, plan: AggregatePlan) -> Aggregates:
+        """The exact aggregates of the plan (see the module docstring)."""
+        ...
+
+    def describe(self) -> str:
+        """A short public label of the data source, for the ledger."""
+        ...
