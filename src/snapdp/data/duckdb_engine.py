@@ -4,7 +4,7 @@ Reads CSV and Parquet files (by extension), pandas DataFrames and Arrow tables. 
 through Python: one SQL query computes every aggregate of a plan, and only one row per group comes
 back. Contribution bounding keeps, per privacy unit, the first k rows in a random order
 (``ROW_NUMBER() OVER (PARTITION BY unit ORDER BY random())``): a rule that looks only at that
-unit's rows. Declared keys are joined from a small table, so undeclared keys drop out and absent
+unit's rows. Declared keys are joined from a list parameter, so undeclared keys drop out and absent
 keys come back as zeros (see :mod:`snapdp.data.engine`).
 """
 
@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from snapdp.data.engine import AggregatePlan, Aggregates, ColumnAggregates, ColumnPlan
 from snapdp.errors import ParameterError
@@ -111,9 +110,9 @@ class DuckDBEngine:
         if plan.by is not None:
             self._check_column(plan.by, "group-by")
         n_groups = 1 if plan.keys is None else len(plan.keys)
-        sql = self._sql(plan)
+        sql, params = self._sql(plan)
         try:
-            rows = self._con.execute(sql).fetchall()
+            rows = self._con.execute(sql, params).fetchall()
         except self._duckdb.Error as exc:
             raise ParameterError(f"the data could not be aggregated: {exc}") from None
         result = Aggregates(rows=np.zeros(n_groups, dtype=np.int64))
@@ -146,22 +145,18 @@ class DuckDBEngine:
         ).fetchone()
         return None if row is None else str(row[0])
 
-    def _sql(self, plan: AggregatePlan) -> str:
+    def _sql(self, plan: AggregatePlan) -> tuple[str, dict[str, object]]:
         ctes = [f"src AS (SELECT * FROM {self._relation})"]
+        params: dict[str, object] = {}
         if plan.by is not None and plan.keys is not None:
-            keys_view = f"__snapdp_keys_{next(_names)}"
-            self._con.register(
-                keys_view,
-                pa.table(
-                    {
-                        "k": pa.array(list(plan.keys), pa.string()),
-                        "i": pa.array(range(len(plan.keys)), pa.int64()),
-                    }
-                ),
+            # The declared keys arrive as one list parameter, numbered in declared order.
+            params["snapdp_keys"] = list(plan.keys)
+            ctes.append(
+                "kk AS (SELECT unnest($snapdp_keys::VARCHAR[]) AS k, "
+                "generate_subscripts($snapdp_keys::VARCHAR[], 1) - 1 AS i)"
             )
             ctes.append(
-                "f AS (SELECT src.*, kk.i AS __snapdp_g FROM src JOIN "
-                f"{quote_identifier(keys_view)} AS kk "
+                "f AS (SELECT src.*, kk.i AS __snapdp_g FROM src JOIN kk "
                 f"ON CAST(src.{quote_identifier(plan.by)} AS VARCHAR) = kk.k)"
             )
         else:
@@ -178,13 +173,8 @@ class DuckDBEngine:
         select = ["__snapdp_g", "COUNT(*)"]
         for cp in plan.columns:
             select.extend(self._column_aggregates(cp))
-        return (
-            "WITH "
-            + ",\n".join(ctes)
-            + "\nSELECT "
-            + ", ".join(select)
-            + " FROM b GROUP BY __snapdp_g"
-        )
+        sql = "WITH " + ",\n".join(ctes) + "\nSELECT " + ", ".join(select)
+        return sql + " FROM b GROUP BY __snapdp_g", params
 
     def _column_aggregates(self, cp: ColumnPlan) -> list[str]:
         col = quote_identifier(cp.column)
