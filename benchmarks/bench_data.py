@@ -24,14 +24,16 @@ TASKS = {
     "plain DuckDB: count, sum, avg by g": """
 con = duckdb.connect()
 con.execute("SET enable_progress_bar = false")
-rows = con.execute("SELECT g, COUNT(*), SUM(x), AVG(x) FROM read_parquet('{path}') GROUP BY g").fetchall()
+rows = con.execute("SELECT g, COUNT(*), SUM(x), AVG(x) "
+                   "FROM read_parquet('{path}') GROUP BY g").fetchall()
 assert len(rows) == {groups}
 """,
     "plain DuckDB, values clamped": """
 con = duckdb.connect()
 con.execute("SET enable_progress_bar = false")
 rows = con.execute("SELECT g, COUNT(*), SUM(LEAST(GREATEST(x, 0), 1000)), "
-                   "AVG(LEAST(GREATEST(x, 0), 1000)) FROM read_parquet('{path}') GROUP BY g").fetchall()
+                   "AVG(LEAST(GREATEST(x, 0), 1000)) "
+                   "FROM read_parquet('{path}') GROUP BY g").fetchall()
 assert len(rows) == {groups}
 """,
     "plain DuckDB, clamped, 1 random row per pid": """
@@ -94,12 +96,16 @@ def make_table(path: Path, rows: int) -> None:
 
 def run(body: str) -> tuple[float, float]:
     """(wall seconds, peak RSS in MiB) of ``body`` in a fresh interpreter, imports excluded."""
-    out = subprocess.run(
-        [sys.executable, "-c", _RUNNER.format(body=body)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split("RESULT")[-1].split()
+    out = (
+        subprocess.run(
+            [sys.executable, "-c", _RUNNER.format(body=body)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.split("RESULT")[-1]
+        .split()
+    )
     return float(out[0]), int(out[1]) / 1024
 
 

@@ -49,7 +49,7 @@ def test_substitute_mean_within_accuracy(pums: Path) -> None:
     truth = df.age.clip(0, 100).mean()
     table = PrivateTable(pums / "PUMS_pid.csv", max_rows=1000, total_epsilon=1e9,
                          rng=np.random.default_rng(7))  # fmt: skip
-    misses, n = 0, 200
+    misses, n = 0, 120
     for _ in range(n):
         r = table.mean("age", 0, 100, 0.1, method="substitute", alpha=ALPHA)
         assert "substitute" in r.relation
