@@ -15,12 +15,14 @@ Declared keys absent from the data get zeros. Engines differ only in where they 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.data.sensitivity import NoiseSpec
 from snapdp.data.spec import NullPolicy
 
 __all__ = ["AggregatePlan", "Aggregates", "ColumnAggregates", "ColumnPlan", "Engine"]
@@ -81,4 +83,51 @@ class Engine(Protocol):
 
     def describe(self) -> str:
         """A short public label of the data source, for the ledger."""
+        ...
+
+
+@dataclass(frozen=True)
+class NoiseRequest:
+    """One array of noisy values to draw: ``source`` names the exact aggregate ("rows",
+    "sum<j>" or "count<j>" for plan column j), ``spec`` the mechanism; ``key`` names the result.
+    """
+
+    key: str
+    source: str
+    spec: NoiseSpec
+
+
+def source_array(aggregates: Aggregates, source: str) -> npt.NDArray[np.int64]:
+    """The exact aggregate a :class:`NoiseRequest` refers to."""
+    if source == "rows":
+        return aggregates.rows
+    if source.startswith("sum"):
+        return aggregates.columns[int(source[3:])].sums
+    if source.startswith("count"):
+        return aggregates.columns[int(source[5:])].counts
+    raise ValueError(f"unknown aggregate {source!r}")
+
+
+@runtime_checkable
+class ExecutorNoiseEngine(Engine, Protocol):
+    """An engine that can also draw the noise where the aggregates live (e.g. Spark executors).
+
+    ``noisy_aggregate`` computes the aggregates of ``plan``, calls ``refuse`` with their
+    data-quality counts (it raises to stop the release before any noise is drawn), then draws
+    each request's noise with the mechanism's default OS CSPRNG and returns the noisy arrays (in
+    the mechanism's units, declared-key order). The exact aggregates need not leave the engine:
+    the returned :class:`Aggregates` may hold only the data-quality counts.
+    """
+
+    def wants_executor_noise(self, n_groups: int) -> bool:
+        """Whether to draw the noise in the engine for this many groups."""
+        ...
+
+    def noisy_aggregate(
+        self,
+        plan: AggregatePlan,
+        requests: Sequence[NoiseRequest],
+        refuse: Callable[[Aggregates], None],
+    ) -> tuple[Aggregates, dict[str, npt.NDArray[np.float64]]]:
+        """See the class docstring."""
         ...

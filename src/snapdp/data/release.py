@@ -17,7 +17,7 @@ groups one unit can touch (m = 1 with one row per unit: parallel composition).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -27,7 +27,15 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp._validation import check_positive_finite, check_probability
-from snapdp.data.engine import AggregatePlan, Aggregates, ColumnPlan, Engine
+from snapdp.data.engine import (
+    AggregatePlan,
+    Aggregates,
+    ColumnPlan,
+    Engine,
+    ExecutorNoiseEngine,
+    NoiseRequest,
+    source_array,
+)
 from snapdp.data.ledger import Ledger
 from snapdp.data.sensitivity import (
     FixedPoint,
@@ -254,10 +262,18 @@ class PrivateTable:
         jobs, plan, key_tuple = self._jobs(statistics, epsilon, split, by, keys)
         total = Fraction(float(check_positive_finite("epsilon", epsilon)))
         self.ledger.check(total)
-        aggregates = self.engine.aggregate(plan)
-        self._refuse_bad_data(plan, aggregates)
         m = groups_touched(self.max_rows_per_unit, None if key_tuple is None else len(key_tuple))
-        results = [self._release_one(job, aggregates, key_tuple, a, m) for job in jobs]
+        requests = [
+            NoiseRequest(f"{i}.{name}", _SOURCES[name](job), spec)
+            for i, job in enumerate(jobs)
+            if not _is_substitute(job.statistic)
+            for name, spec in self._specs(job, m).items()
+        ]
+        aggregates, noisy = self._aggregate_and_noise(plan, requests, jobs, key_tuple)
+        results = [
+            self._release_one(i, job, aggregates, noisy, key_tuple, a, m)
+            for i, job in enumerate(jobs)
+        ]
         delta = math.fsum(r.delta for r in results)
         query = {
             "statistics": [r.statistic for r in results],
@@ -380,17 +396,59 @@ class PrivateTable:
                     "bound) — CLI: --nulls; nothing was released"
                 )
 
+    def _aggregate_and_noise(
+        self,
+        plan: AggregatePlan,
+        requests: list[NoiseRequest],
+        jobs: list[_Job],
+        keys: tuple[str, ...] | None,
+    ) -> tuple[Aggregates, dict[str, npt.NDArray[np.float64]]]:
+        """The exact aggregates (refused if the data is bad) and the noisy arrays, in quanta.
+
+        The noise is drawn in the engine (e.g. Spark executors) when the engine offers it, the
+        release is grouped and large, no seeded rng was asked for and no substitute mean (which
+        needs the exact sum on the driver) is among the statistics; else here, one vectorized
+        ``release_many`` per request.
+        """
+
+        def refuse(agg: Aggregates) -> None:
+            self._refuse_bad_data(plan, agg)
+
+        engine = self.engine
+        if (
+            isinstance(engine, ExecutorNoiseEngine)
+            and keys is not None
+            and self._rng is None
+            and not any(_is_substitute(j.statistic) for j in jobs)
+            and engine.wants_executor_noise(len(keys))
+        ):
+            return engine.noisy_aggregate(plan, requests, refuse)
+        aggregates = engine.aggregate(plan)
+        refuse(aggregates)
+        noisy = {
+            r.key: self._mechanism(r.spec).release_many(source_array(aggregates, r.source))
+            for r in requests
+        }
+        return aggregates, noisy
+
     def _release_one(
         self,
+        index: int,
         job: _Job,
         aggregates: Aggregates,
+        noisy: dict[str, npt.NDArray[np.float64]],
         keys: tuple[str, ...] | None,
         alpha: float,
         m: int,
     ) -> StatisticResult:
         stat = job.statistic
         specs = self._specs(job, m)
+        # Driver-side mechanisms with the same parameters: for accuracy and the record only.
         mechanisms = {name: self._mechanism(spec) for name, spec in specs.items()}
+
+        def scaled(name: str, a: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+            return _scaled(noisy[f"{index}.{name}"], specs[name], mechanisms[name], a)
+
         relation = RELATION.format(k=self.max_rows_per_unit)
         params = {name: _describe(mech, specs[name]) for name, mech in mechanisms.items()}
         delta = m * math.fsum(mech.privacy.delta for mech in mechanisms.values())
@@ -403,7 +461,7 @@ class PrivateTable:
             "mechanisms": params,
         }
         if isinstance(stat, Count):
-            values, acc = _noisy(mechanisms["count"], specs["count"], aggregates.rows, alpha)
+            values, acc = scaled("count", alpha)
             return StatisticResult(
                 values=values,
                 accuracy=acc,
@@ -411,9 +469,8 @@ class PrivateTable:
                 **common,  # type: ignore[arg-type]
             )
         assert job.fixed is not None and job.column_index is not None
-        col = aggregates.columns[job.column_index]
         if isinstance(stat, Sum):
-            values, acc = _noisy(mechanisms["sum"], specs["sum"], col.sums, alpha)
+            values, acc = scaled("sum", alpha)
             return StatisticResult(
                 values=values,
                 accuracy=acc,
@@ -421,6 +478,7 @@ class PrivateTable:
                 **common,  # type: ignore[arg-type]
             )
         if stat.method == "substitute":
+            col = aggregates.columns[job.column_index]
             n = int(col.counts[0])
             if n != self.max_rows or int(aggregates.rows[0]) != self.max_rows:
                 raise ParameterError(
@@ -437,8 +495,8 @@ class PrivateTable:
                 relation=SUBSTITUTE.format(n=n),
                 **common,  # type: ignore[arg-type]
             )
-        sums, a_s = _noisy(mechanisms["sum"], specs["sum"], col.sums, alpha / 2)
-        counts, a_c = _noisy(mechanisms["count"], specs["count"], col.counts, alpha / 2)
+        sums, a_s = scaled("sum", alpha / 2)
+        counts, a_c = scaled("count", alpha / 2)
         lo, hi = (
             float(job.fixed.lower_q * job.fixed.quantum),
             float(job.fixed.upper_q * job.fixed.quantum),
@@ -465,11 +523,20 @@ class PrivateTable:
         )
 
 
-def _noisy(
-    mech: SnappingMechanism, spec: NoiseSpec, exact: npt.NDArray[np.int64], alpha: float
+_SOURCES: dict[str, Callable[[_Job], str]] = {
+    "count": lambda job: "rows" if isinstance(job.statistic, Count) else f"count{job.column_index}",
+    "sum": lambda job: f"sum{job.column_index}",
+}
+
+
+def _is_substitute(stat: Statistic) -> bool:
+    return isinstance(stat, Mean) and stat.method == "substitute"
+
+
+def _scaled(
+    out: npt.NDArray[np.float64], spec: NoiseSpec, mech: SnappingMechanism, alpha: float
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """One vectorized release of the exact integer aggregates, scaled to data units."""
-    out = mech.release_many(np.asarray(exact, dtype=np.int64))
+    """Noisy values in quanta → data units, with the accuracy at ``alpha``."""
     if spec.unit != 1:  # unit = 10**-decimals: one correctly rounded division per value
         out = out / float(spec.unit.denominator)
     a = _scaled_accuracy(spec, alpha, mech)
