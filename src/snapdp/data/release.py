@@ -133,7 +133,8 @@ class _Job:
 class PrivateTable:
     """A table behind a privacy budget.
 
-    ``data``: a CSV/Parquet path, a pandas DataFrame or an Arrow table (or pass ``engine``).
+    ``data``: a CSV/Parquet path, a pandas DataFrame or an Arrow table (DuckDB engine), or a
+    Spark DataFrame (Spark engine); or pass ``engine`` (e.g. ``SparkEngine(path, spark=...)``).
     ``total_epsilon`` and ``ledger`` (a path, a :class:`Ledger`, or None for an in-memory one):
     the budget. ``max_rows``: a public upper bound on the number of rows (after contribution
     bounding); it sets the mechanisms' bounds. ``privacy_unit``/``max_rows_per_unit``: the unit
@@ -168,6 +169,10 @@ class PrivateTable:
             raise ParameterError(f"`nulls` must be one of {NULL_POLICIES}, not {nulls!r}")
         self.privacy_unit = privacy_unit
         self.nulls: NullPolicy = nulls
+        if engine is None and type(data).__module__.startswith("pyspark"):
+            from snapdp.data.spark_engine import SparkEngine
+
+            engine = SparkEngine(data)
         if engine is None:
             from snapdp.data.duckdb_engine import DuckDBEngine
 
