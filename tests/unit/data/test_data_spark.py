@@ -84,8 +84,9 @@ def test_contribution_bounding_agrees_per_unit(spark: Any, pums: Path) -> None:
 
 
 def test_bad_input_is_refused_before_any_noise(spark: Any, pums: Path) -> None:
-    table = PrivateTable(spark.read.csv(str(pums / "PUMS_null.csv"), header=True,
-                                        inferSchema=True), max_rows=2000, total_epsilon=1.0)  # fmt: skip
+    df = spark.read.csv(str(pums / "PUMS_null.csv"), header=True, inferSchema=True)
+    table = PrivateTable(df, max_rows=2000, total_epsilon=1.0)  # a Spark DataFrame: Spark engine
+    assert type(table.engine).__name__ == "SparkEngine"
     with pytest.raises(ValueError, match="null"):
         table.release([Mean("income", 0, 500_000)], 0.5)
     with pytest.raises(ValueError, match="not in the data"):
