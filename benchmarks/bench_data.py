@@ -1,11 +1,12 @@
 """Benchmark: private count/sum/mean by 50 groups over a 10^7-row Parquet table vs plain DuckDB.
 
-Usage: PYTHONPATH=src python benchmarks/bench_data.py [--rows N] [--repeats R]
+Usage: PYTHONPATH=src python benchmarks/bench_data.py [--rows N] [--repeats R] [--spark]
 
 Generates a synthetic table in a temporary directory (not kept), then times, each in a fresh
 subprocess (so that peak RSS is per task): the plain DuckDB aggregate, the same with the values
 clamped, and the snapdp release (aggregate + noise + ledger commit), without and with a
-privacy-unit column (contribution bounding by a window function). Prints a Markdown table.
+privacy-unit column (contribution bounding by a window function); with --spark also plain Spark
+SQL and the snapdp release on Spark local[2] (session start-up not timed). Prints Markdown.
 """
 
 from __future__ import annotations
@@ -59,10 +60,36 @@ assert len(res[0].values) == {groups}
 """,
 }
 
+SPARK_SETUP = """
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.sql.shuffle.partitions", "8").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+spark.range(1000).count()  # warm-up, not timed
+"""
+
+SPARK_TASKS = {
+    "plain Spark SQL (local[2]), clamped": """
+from pyspark.sql import functions as sf
+x = sf.least(sf.greatest(sf.col("x"), sf.lit(0.0)), sf.lit(1000.0))
+rows = (spark.read.parquet('{path}').groupBy("g")
+        .agg(sf.count(sf.lit(1)), sf.sum(x), sf.avg(x)).collect())
+assert len(rows) == {groups}
+""",
+    "snapdp release on Spark (local[2])": """
+from snapdp.data.spark_engine import SparkEngine
+t = PrivateTable(engine=SparkEngine('{path}', spark=spark), max_rows={rows}, total_epsilon=1.0)
+res = t.release([Count(), Sum('x', 0, 1000), Mean('x', 0, 1000)], 1.0, by='g',
+                keys=[str(i) for i in range({groups})])
+assert len(res[0].values) == {groups}
+""",
+}
+
 _RUNNER = """
 import resource, time
 import duckdb
 from snapdp.data import Count, Mean, PrivateTable, Sum
+{setup}
 t0 = time.perf_counter()
 {body}
 wall = time.perf_counter() - t0
@@ -94,11 +121,11 @@ def make_table(path: Path, rows: int) -> None:
             )
 
 
-def run(body: str) -> tuple[float, float]:
+def run(body: str, setup: str = "") -> tuple[float, float]:
     """(wall seconds, peak RSS in MiB) of ``body`` in a fresh interpreter, imports excluded."""
     out = (
         subprocess.run(
-            [sys.executable, "-c", _RUNNER.format(body=body)],
+            [sys.executable, "-c", _RUNNER.format(body=body, setup=setup)],
             check=True,
             capture_output=True,
             text=True,
@@ -113,6 +140,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--spark", action="store_true", help="also time Spark local[2]")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.parquet"
@@ -121,9 +149,12 @@ def main() -> None:
         print(f"generated {args.rows:,} rows in {time.perf_counter() - t0:.1f} s "
               f"({path.stat().st_size / 2**20:.0f} MiB Parquet)")  # fmt: skip
         results = {}
-        for name, template in TASKS.items():
+        tasks = [(name, body, "") for name, body in TASKS.items()]
+        if args.spark:
+            tasks += [(name, body, SPARK_SETUP) for name, body in SPARK_TASKS.items()]
+        for name, template, setup in tasks:
             body = template.format(path=path, rows=args.rows, groups=GROUPS)
-            runs = [run(body) for _ in range(args.repeats)]
+            runs = [run(body, setup) for _ in range(args.repeats)]
             walls = sorted(w for w, _ in runs)
             results[name] = (walls[len(walls) // 2], max(m for _, m in runs))
         base = results["plain DuckDB, values clamped"][0]
