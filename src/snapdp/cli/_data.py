@@ -32,6 +32,7 @@ def run_table_release(
     alpha: float,
     as_json: bool,
     dry_run: bool = False,
+    engine: str = "duckdb",
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     stats: list[Statistic] = [Count()] if want_count else []
@@ -66,8 +67,19 @@ def run_table_release(
             "(undeclared keys are dropped; declared keys absent from the data get a noisy 0)"
         )
     book = Ledger(ledger, total_epsilon if ledger is not None else (total_epsilon or epsilon))
+    spark_engine = None
+    if engine == "spark":
+        from snapdp.data.spark_engine import SparkEngine
+
+        if data is None:
+            import pandas as pd  # the demo table, handed to Spark
+
+            assert hasattr(source, "to_pandas")
+            source = pd.DataFrame(source.to_pandas())
+        spark_engine = SparkEngine(source)
     table = PrivateTable(
         source,
+        engine=spark_engine,
         max_rows=max_rows,
         ledger=book,
         privacy_unit=privacy_unit,

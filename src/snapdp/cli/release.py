@@ -51,6 +51,13 @@ from snapdp.mechanism import SnappingMechanism
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.option("--dry-run", is_flag=True, help="Table mode: show the accuracy; spend nothing.")
+@click.option(
+    "--engine",
+    type=click.Choice(["duckdb", "spark"]),
+    default="duckdb",
+    show_default=True,
+    help="Where to aggregate: DuckDB in process, or Spark (the active or a default session).",
+)
 @library_errors
 def release(
     data: str | None,
@@ -73,6 +80,7 @@ def release(
     alpha: float,
     as_json: bool,
     dry_run: bool,
+    engine: str,
 ) -> None:
     """Release one value (--value) or statistics over DATA (a CSV or Parquet file).
 
@@ -119,6 +127,7 @@ def release(
         alpha=alpha,
         as_json=as_json,
         dry_run=dry_run,
+        engine=engine,
     )
 
 

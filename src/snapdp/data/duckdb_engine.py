@@ -11,6 +11,7 @@ keys come back as zeros (see :mod:`snapdp.data.engine`).
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,8 @@ _NUMERIC_TYPES = (
     "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
     "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "BOOLEAN",
 )  # fmt: skip
+_SIGNED_INTS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT")
+_INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
 _LIMIT = 1 << 62
 _names = itertools.count()
 
@@ -73,7 +76,10 @@ class DuckDBEngine:
                     f"pyarrow Table, not {type(source).__name__}"
                 )
             view = f"__snapdp_src_{next(_names)}"
-            self._con.register(view, source)
+            try:
+                self._con.register(view, source)
+            except (self._duckdb.Error, TypeError, ValueError) as exc:
+                raise ParameterError(f"`data` cannot be read as a table: {exc}") from None
             self._relation = quote_identifier(view)
             self._label = f"<{type(source).__module__}.{type(source).__name__}>"
         self._types = self._read_schema()
@@ -148,20 +154,31 @@ class DuckDBEngine:
     def _sql(self, plan: AggregatePlan) -> tuple[str, dict[str, object]]:
         ctes = [f"src AS (SELECT * FROM {self._relation})"]
         params: dict[str, object] = {}
-        if plan.by is not None and plan.keys is not None:
-            # The declared keys arrive as one list parameter, numbered in declared order.
-            params["snapdp_keys"] = list(plan.keys)
+        grouped = plan.by is not None and plan.keys is not None
+        key_expr = "0"
+        if grouped:
+            assert plan.by is not None and plan.keys is not None
+            # The declared keys arrive as one list parameter, numbered in declared order. Keys
+            # match the column's text form; for a signed integer column that is the same as
+            # matching the integers of the keys written canonically (no other key can match),
+            # which spares a string cast per row.
+            by = quote_identifier(plan.by)
+            if self._types[plan.by].upper() in _SIGNED_INTS:
+                params["snapdp_keys"] = [_canonical_int(k) for k in plan.keys]
+                key_type, key_expr = "BIGINT", f"CAST({by} AS BIGINT)"
+            else:
+                params["snapdp_keys"] = list(plan.keys)
+                key_type, key_expr = "VARCHAR", f"CAST({by} AS VARCHAR)"
             ctes.append(
-                "kk AS (SELECT unnest($snapdp_keys::VARCHAR[]) AS k, "
-                "generate_subscripts($snapdp_keys::VARCHAR[], 1) - 1 AS i)"
+                f"kk AS (SELECT unnest($snapdp_keys::{key_type}[]) AS k, "
+                f"generate_subscripts($snapdp_keys::{key_type}[], 1) - 1 AS i)"
             )
-            ctes.append(
-                "f AS (SELECT src.*, kk.i AS __snapdp_g FROM src JOIN kk "
-                f"ON CAST(src.{quote_identifier(plan.by)} AS VARCHAR) = kk.k)"
-            )
-        else:
-            ctes.append("f AS (SELECT src.*, 0 AS __snapdp_g FROM src)")
         if plan.privacy_unit is not None:
+            # Rows with undeclared keys go first, so that k rows are kept among declared ones.
+            if grouped:
+                ctes.append(f"f AS (SELECT src.* FROM src SEMI JOIN kk ON {key_expr} = kk.k)")
+            else:
+                ctes.append("f AS (SELECT * FROM src)")
             unit = quote_identifier(plan.privacy_unit)
             ctes.append(
                 "r AS (SELECT *, random() AS __snapdp_r FROM f), "
@@ -169,41 +186,76 @@ class DuckDBEngine:
                 f"(PARTITION BY {unit} ORDER BY __snapdp_r) <= {int(plan.max_rows_per_unit)})"
             )
         else:
-            ctes.append("b AS (SELECT * FROM f)")
-        select = ["__snapdp_g", "COUNT(*)"]
-        for cp in plan.columns:
-            select.extend(self._column_aggregates(cp))
-        sql = "WITH " + ",\n".join(ctes) + "\nSELECT " + ", ".join(select)
-        return sql + " FROM b GROUP BY __snapdp_g", params
+            # Without contribution bounding, aggregating by the raw key and keeping the declared
+            # keys afterwards gives the same result and joins only one row per distinct key.
+            ctes.append("b AS (SELECT * FROM src)")
+        # v: each value as a double (NULL for null, NaN or non-numeric) and the non-numeric flag,
+        # once per row; w: the value as clamped integer quanta.
+        v_cols, w_cols = [f"{key_expr} AS __snapdp_k"], ["__snapdp_k"]
+        select = ["__snapdp_k", "COUNT(*)"]
+        for j, cp in enumerate(plan.columns):
+            value, bad = self._value_exprs(cp.column)
+            v_cols += [f"{value} AS __v{j}"]
+            w_cols += [f"__v{j}", f"{_quanta(f'__v{j}', cp)} AS __q{j}"]
+            if bad != "FALSE":
+                v_cols += [f"{bad} AS __b{j}"]
+                w_cols += [f"__b{j}"]
+            select += [
+                f"CAST(SUM(__q{j}) AS HUGEINT)",
+                f"COUNT(__q{j})",
+                f"COUNT(*) - COUNT(__v{j})",
+                "0" if bad == "FALSE" else f"COUNT_IF(__b{j})",
+            ]
+        ctes.append(f"v AS (SELECT {', '.join(v_cols)} FROM b)")
+        ctes.append(f"w AS (SELECT {', '.join(w_cols)} FROM v)")
+        ctes.append(f"a AS (SELECT {', '.join(select)} FROM w GROUP BY __snapdp_k)")
+        if grouped:
+            final = "SELECT kk.i, a.* EXCLUDE (__snapdp_k) FROM a JOIN kk ON a.__snapdp_k = kk.k"
+        else:
+            final = "SELECT 0, a.* EXCLUDE (__snapdp_k) FROM a"
+        return "WITH " + ",\n".join(ctes) + "\n" + final, params
 
-    def _column_aggregates(self, cp: ColumnPlan) -> list[str]:
-        col = quote_identifier(cp.column)
-        numeric = self._is_numeric(cp.column)
+    def _value_exprs(self, column: str) -> tuple[str, str]:
+        """(the value as DOUBLE, NULL for null/NaN/non-numeric; the non-numeric flag)."""
+        col = quote_identifier(column)
+        kind = self._types[column].upper()
+        if kind in ("FLOAT", "DOUBLE"):
+            return f"(CASE WHEN isnan({col}) THEN NULL ELSE CAST({col} AS DOUBLE) END)", "FALSE"
+        if self._is_numeric(column):
+            return f"CAST({col} AS DOUBLE)", "FALSE"
         raw = f"TRY_CAST({col} AS DOUBLE)"
-        value = f"(CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END)"
-        # A coarse clamp in doubles only keeps the integer conversion in range; the exact clamp
-        # to [lower_q, upper_q] is the integer one after it.
-        scale = 10**cp.decimals
-        lo_d = float(cp.lower_q // scale - 1)
-        hi_d = float(-(-cp.upper_q // scale) + 1)
-        # DuckDB's LEAST/GREATEST skip NULLs, so a null must be kept null explicitly.
-        quanta = (
-            f"(CASE WHEN {value} IS NULL THEN NULL ELSE "
-            f"LEAST(GREATEST(CAST(ROUND(LEAST(GREATEST({value}, {lo_d!r}), {hi_d!r}) * "
-            f"{float(scale)!r}) AS BIGINT), {cp.lower_q}), {cp.upper_q}) END)"
+        return (
+            f"(CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END)",
+            f"({col} IS NOT NULL AND {raw} IS NULL)",
         )
-        if cp.nulls == "lower":
-            quanta = f"COALESCE({quanta}, {cp.lower_q})"
-        elif cp.nulls == "upper":
-            quanta = f"COALESCE({quanta}, {cp.upper_q})"
-        bad = "FALSE" if numeric else f"({col} IS NOT NULL AND {raw} IS NULL)"
-        null = f"({col} IS NULL OR isnan({raw}))"
-        return [
-            f"CAST(SUM({quanta}) AS HUGEINT)",
-            f"COUNT({quanta})",
-            f"COUNT(*) FILTER (WHERE {null})",
-            f"COUNT(*) FILTER (WHERE {bad})",
-        ]
+
+
+def _quanta(value: str, cp: ColumnPlan) -> str:
+    """SQL: the double ``value`` (or NULL) as integer quanta clamped exactly to [lower_q, upper_q],
+    then the null policy. A coarse clamp in doubles only keeps the integer conversion in range;
+    the exact clamp is the integer one after it. DuckDB's LEAST/GREATEST skip NULLs, so a null
+    is kept null explicitly."""
+    scale = 10**cp.decimals
+    lo_d = float(cp.lower_q // scale - 1)
+    hi_d = float(-(-cp.upper_q // scale) + 1)
+    quanta = (
+        f"(CASE WHEN {value} IS NULL THEN NULL ELSE "
+        f"LEAST(GREATEST(CAST(ROUND(LEAST(GREATEST({value}, {lo_d!r}), {hi_d!r}) * "
+        f"{float(scale)!r}) AS BIGINT), {cp.lower_q}), {cp.upper_q}) END)"
+    )
+    if cp.nulls == "lower":
+        return f"COALESCE({quanta}, {cp.lower_q})"
+    if cp.nulls == "upper":
+        return f"COALESCE({quanta}, {cp.upper_q})"
+    return quanta
+
+
+def _canonical_int(key: str) -> int | None:
+    """The integer whose text form is ``key``, or None if no BIGINT prints as ``key``."""
+    if not _INT_TEXT.fullmatch(key) or key == "-0":
+        return None
+    value = int(key)
+    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
 def _clip(x: Any) -> int:
@@ -214,7 +266,5 @@ def _clip(x: Any) -> int:
 
 
 def _is_frame(obj: object) -> bool:
-    module = type(obj).__module__
-    return (module.startswith(("pandas", "pyarrow", "polars")) and hasattr(obj, "__len__")) or (
-        module.startswith("pyarrow")
-    )
+    """A pandas/polars DataFrame or an Arrow table/dataset/reader: what DuckDB can register."""
+    return type(obj).__module__.startswith(("pandas", "pyarrow", "polars"))

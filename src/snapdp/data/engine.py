@@ -7,8 +7,9 @@ rows whose group key was not declared:
 
 * the number of rows per group;
 * for each requested column: the sum of its values turned into clamped integer quanta
-  (see :mod:`snapdp.data.sensitivity`), the number of values summed (after the null policy), and
-  the number of nulls and of non-numeric values met (so the caller can refuse cleanly).
+  (see :mod:`snapdp.data.sensitivity`), the number of values summed (after the null policy), the
+  number of values without a number (null, NaN or non-numeric) and the number of non-numeric
+  values among them (so the caller can refuse cleanly).
 
 Declared keys absent from the data get zeros. Engines differ only in where they run.
 """

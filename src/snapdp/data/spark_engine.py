@@ -205,7 +205,7 @@ class SparkEngine:
         elif cp.nulls == "upper":
             quanta = f"coalesce({quanta}, {cp.upper_q}L)"
         bad = "FALSE" if numeric else f"({col} IS NOT NULL AND {raw} IS NULL)"
-        null = f"({col} IS NULL OR coalesce(isnan({raw}), FALSE))"
+        null = f"({value} IS NULL)"  # null, NaN or non-numeric, as in the DuckDB engine
         total = sf.expr(f"sum(CAST({quanta} AS DECIMAL(38, 0)))")
         clipped = sf.greatest(sf.least(total, sf.lit(_LIMIT)), sf.lit(-_LIMIT)).cast("long")
         return [

@@ -93,3 +93,12 @@ def test_parquet_source(tmp_path: Path) -> None:
     # 1.25 → 125 quanta, 7.5 → 500 (clamped to 5.00), -3.0 → -100 (clamped to -1.00)
     assert list(agg.columns[0].sums) == [625, -100]
     assert agg.columns[0].nulls == 1
+
+
+def test_integer_keys_match_the_text_form_only() -> None:
+    df = pd.DataFrame({"g": np.array([1, -5, 0, 1], dtype=np.int32)})
+    keys = ("1", "01", "-5", "-0", "0", "1.0", "99999999999999999999", " 1")
+    agg = DuckDBEngine(df).aggregate(AggregatePlan(by="g", keys=keys))
+    assert list(agg.rows) == [2, 0, 1, 0, 1, 0, 0, 0]
+    as_text = DuckDBEngine(df.astype({"g": str})).aggregate(AggregatePlan(by="g", keys=keys))
+    assert list(as_text.rows) == list(agg.rows)

@@ -124,3 +124,19 @@ def test_many_keys_get_executor_noise_with_the_driver_distribution(spark: Any) -
 
     misses = int(np.sum(np.abs(s - 3) > spark_result.accuracy[0]))
     assert misses <= binom.ppf(1 - 1e-6, n_keys, 0.05)
+
+
+def test_fractional_values_and_ties_round_identically(spark: Any) -> None:
+    from snapdp.data.spark_engine import SparkEngine
+
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.uniform(-30, 30, 400), [0.125, -0.125, 2.5e-3, -7.005, 1e300, -np.inf]])
+    pdf = pd.DataFrame({"x": x, "g": rng.integers(0, 3, x.size)})
+    fp = fixed_point("x", -20.25, 25.5, 1000)
+    assert fp.decimals >= 2
+    plan = AggregatePlan(columns=(ColumnPlan("x", fp.decimals, fp.lower_q, fp.upper_q, "error"),),
+                         by="g", keys=("0", "1", "2"))  # fmt: skip
+    a = DuckDBEngine(pdf).aggregate(plan)
+    b = SparkEngine(spark.createDataFrame(pdf)).aggregate(plan)
+    assert np.array_equal(a.columns[0].sums, b.columns[0].sums)
+    assert np.array_equal(a.rows, b.rows)
