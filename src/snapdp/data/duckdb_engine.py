@@ -11,13 +11,18 @@ keys come back as zeros (see :mod:`snapdp.data.engine`).
 from __future__ import annotations
 
 import itertools
-import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from snapdp.data.engine import AggregatePlan, Aggregates, ColumnAggregates, ColumnPlan
+from snapdp.data.engine import (
+    AggregatePlan,
+    Aggregates,
+    ColumnAggregates,
+    ColumnPlan,
+    canonical_int,
+)
 from snapdp.errors import ParameterError
 
 __all__ = ["DuckDBEngine", "quote_identifier"]
@@ -29,7 +34,6 @@ _NUMERIC_TYPES = (
     "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE", "DECIMAL", "BOOLEAN",
 )  # fmt: skip
 _SIGNED_INTS = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT")
-_INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
 _LIMIT = 1 << 62
 _names = itertools.count()
 
@@ -164,7 +168,7 @@ class DuckDBEngine:
             # which spares a string cast per row.
             by = quote_identifier(plan.by)
             if self._types[plan.by].upper() in _SIGNED_INTS:
-                params["snapdp_keys"] = [_canonical_int(k) for k in plan.keys]
+                params["snapdp_keys"] = [canonical_int(k) for k in plan.keys]
                 key_type, key_expr = "BIGINT", f"CAST({by} AS BIGINT)"
             else:
                 params["snapdp_keys"] = list(plan.keys)
@@ -248,14 +252,6 @@ def _quanta(value: str, cp: ColumnPlan) -> str:
     if cp.nulls == "upper":
         return f"COALESCE({quanta}, {cp.upper_q})"
     return quanta
-
-
-def _canonical_int(key: str) -> int | None:
-    """The integer whose text form is ``key``, or None if no BIGINT prints as ``key``."""
-    if not _INT_TEXT.fullmatch(key) or key == "-0":
-        return None
-    value = int(key)
-    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
 def _clip(x: Any) -> int:

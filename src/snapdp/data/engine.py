@@ -16,6 +16,7 @@ Declared keys absent from the data get zeros. Engines differ only in where they 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -26,7 +27,31 @@ import numpy.typing as npt
 from snapdp.data.sensitivity import NoiseSpec
 from snapdp.data.spec import NullPolicy
 
-__all__ = ["AggregatePlan", "Aggregates", "ColumnAggregates", "ColumnPlan", "Engine"]
+__all__ = [
+    "AggregatePlan",
+    "Aggregates",
+    "ColumnAggregates",
+    "ColumnPlan",
+    "Engine",
+    "ExecutorNoiseEngine",
+    "NoiseRequest",
+    "canonical_int",
+    "source_array",
+]
+
+_INT_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def canonical_int(key: str) -> int | None:
+    """The 64-bit integer whose text form is ``key``, or None if none prints as ``key``.
+
+    Keys match a column's text form; for an integer column, matching ``canonical_int(key)``
+    against the integers is the same thing, without a string cast per row.
+    """
+    if not _INT_TEXT.fullmatch(key) or key == "-0":
+        return None
+    value = int(key)
+    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
 @dataclass(frozen=True)

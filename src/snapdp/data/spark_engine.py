@@ -28,12 +28,14 @@ from snapdp.data.engine import (
     ColumnAggregates,
     ColumnPlan,
     NoiseRequest,
+    canonical_int,
 )
 from snapdp.errors import ParameterError
 
 __all__ = ["SparkEngine"]
 
 _LIMIT = 1 << 62
+_SIGNED_INTS = ("tinyint", "smallint", "int", "bigint")
 _NUMERIC = ("tinyint", "smallint", "int", "bigint", "float", "double", "decimal", "boolean")
 
 
@@ -156,41 +158,65 @@ class SparkEngine:
             self._check_column(plan.by, "group-by")
         session = self._df.sparkSession
         df = self._df
-        if plan.by is not None and plan.keys is not None:
+        grouped = plan.by is not None and plan.keys is not None
+        if grouped:
+            assert plan.by is not None and plan.keys is not None
             import pandas as pd
 
+            if dict(df.dtypes)[plan.by].lower() in _SIGNED_INTS:
+                key_col = sf.col(_q(plan.by)).cast("long")
+                key_values: list[Any] = [canonical_int(k) for k in plan.keys]
+                key_type = "long"
+            else:
+                key_col = sf.col(_q(plan.by)).cast("string")
+                key_values, key_type = list(plan.keys), "string"
             keys = session.createDataFrame(
-                pd.DataFrame({"__k": list(plan.keys), "__g": np.arange(len(plan.keys))}),
-                schema="__k string, __g long",
-            )
-            df = df.join(keys, sf.col(_q(plan.by)).cast("string") == sf.col("__k"), "inner")
+                pd.DataFrame({"__k": pd.Series(key_values, dtype=object),
+                              "__g": np.arange(len(plan.keys))}),
+                schema=f"__k {key_type}, __g long",
+            )  # fmt: skip
         else:
-            keys = session.createDataFrame([(0,)], schema="__g long")
-            df = df.withColumn("__g", sf.lit(0).cast("long"))
+            key_col = sf.lit(0).cast("long")
+            keys = session.createDataFrame([(0, 0)], schema="__k long, __g long")
+        df = df.withColumn("__k", key_col)
         if plan.privacy_unit is not None:
+            if grouped:  # undeclared keys go first, so that k rows are kept among declared ones
+                df = df.join(sf.broadcast(keys.select("__k")), "__k", "left_semi")
             order = Window.partitionBy(sf.col(_q(plan.privacy_unit))).orderBy(sf.col("__r"))
             df = (
                 df.withColumn("__r", sf.rand())
                 .withColumn("__rn", sf.row_number().over(order))
                 .where(sf.col("__rn") <= int(plan.max_rows_per_unit))
             )
+        # values once per row, then the aggregates by raw key; declared keys joined afterwards
+        values = [sf.col("__k")]
+        for j, cp in enumerate(plan.columns):
+            values += self._value_columns(j, cp)
         exprs = [sf.count(sf.lit(1)).alias("rows")]
         for j, cp in enumerate(plan.columns):
-            exprs += self._column_exprs(j, cp)
-        agg = df.groupBy("__g").agg(*exprs)
-        joined = keys.select("__g").join(agg, "__g", "left")
+            exprs += self._aggregate_exprs(j, cp)
+        agg = df.select(*values).groupBy("__k").agg(*exprs)
+        joined = keys.join(sf.broadcast(agg) if not grouped else agg, "__k", "left")
         cols = [sf.col("__g").alias("g"), sf.coalesce(sf.col("rows"), sf.lit(0)).alias("rows")]
         for j in range(len(plan.columns)):
             cols += [sf.coalesce(sf.col(f"{p}{j}"), sf.lit(0)).alias(f"{p}{j}") for p in "scnb"]
         return joined.select(*cols)
 
-    def _column_exprs(self, j: int, cp: ColumnPlan) -> list[Any]:
+    def _value_columns(self, j: int, cp: ColumnPlan) -> list[Any]:
+        """__v<j>: the value as a double (NULL for null/NaN/non-numeric); __b<j>: non-numeric."""
         from pyspark.sql import functions as sf
 
         col = _q(cp.column)
         numeric = dict(self._df.dtypes)[cp.column].lower().startswith(_NUMERIC)
-        raw = f"TRY_CAST({col} AS DOUBLE)"
+        raw = f"CAST({col} AS DOUBLE)" if numeric else f"TRY_CAST({col} AS DOUBLE)"
         value = f"(CASE WHEN isnan({raw}) THEN NULL ELSE {raw} END)"
+        bad = "FALSE" if numeric else f"({col} IS NOT NULL AND {raw} IS NULL)"
+        return [sf.expr(value).alias(f"__v{j}"), sf.expr(bad).alias(f"__b{j}")]
+
+    def _aggregate_exprs(self, j: int, cp: ColumnPlan) -> list[Any]:
+        from pyspark.sql import functions as sf
+
+        value = f"__v{j}"
         scale = 10**cp.decimals
         lo_d = float(cp.lower_q // scale - 1)
         hi_d = float(-(-cp.upper_q // scale) + 1)
@@ -204,15 +230,13 @@ class SparkEngine:
             quanta = f"coalesce({quanta}, {cp.lower_q}L)"
         elif cp.nulls == "upper":
             quanta = f"coalesce({quanta}, {cp.upper_q}L)"
-        bad = "FALSE" if numeric else f"({col} IS NOT NULL AND {raw} IS NULL)"
-        null = f"({value} IS NULL)"  # null, NaN or non-numeric, as in the DuckDB engine
         total = sf.expr(f"sum(CAST({quanta} AS DECIMAL(38, 0)))")
         clipped = sf.greatest(sf.least(total, sf.lit(_LIMIT)), sf.lit(-_LIMIT)).cast("long")
         return [
             clipped.alias(f"s{j}"),
             sf.expr(f"count({quanta})").alias(f"c{j}"),
-            sf.expr(f"sum(CASE WHEN {null} THEN 1 ELSE 0 END)").alias(f"n{j}"),
-            sf.expr(f"sum(CASE WHEN {bad} THEN 1 ELSE 0 END)").alias(f"b{j}"),
+            sf.expr(f"count(1) - count({value})").alias(f"n{j}"),
+            sf.expr(f"count_if(__b{j})").alias(f"b{j}"),
         ]
 
     def _to_aggregates(

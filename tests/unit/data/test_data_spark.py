@@ -140,3 +140,21 @@ def test_fractional_values_and_ties_round_identically(spark: Any) -> None:
     b = SparkEngine(spark.createDataFrame(pdf)).aggregate(plan)
     assert np.array_equal(a.columns[0].sums, b.columns[0].sums)
     assert np.array_equal(a.rows, b.rows)
+
+
+def test_cli_release_on_spark(spark: Any, pums: Path, tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from snapdp.cli import main
+
+    ledger = str(tmp_path / "b.sqlite")
+    args = ["release", str(pums / "PUMS.csv"), "--engine", "spark", "--epsilon", "1", "--count",
+            "--sum", "income:0:500000", "--keys", "race=1,2,3", "--max-rows", "1000",
+            "--ledger", ledger, "--total-epsilon", "2", "--json"]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)  # stderr may carry pyspark's warnings
+    assert [r["keys"] for r in doc["results"]] == [["1", "2", "3"]] * 2
+    assert doc["budget_remaining"] == 1.0
