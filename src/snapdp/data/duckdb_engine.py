@@ -244,8 +244,8 @@ def _quanta(value: str, cp: ColumnPlan) -> str:
     hi_d = float(-(-cp.upper_q // scale) + 1)
     quanta = (
         f"(CASE WHEN {value} IS NULL THEN NULL ELSE "
-        f"LEAST(GREATEST(CAST(ROUND(LEAST(GREATEST({value}, {lo_d!r}), {hi_d!r}) * "
-        f"{float(scale)!r}) AS BIGINT), {cp.lower_q}), {cp.upper_q}) END)"
+        f"LEAST(GREATEST(CAST(round_even(LEAST(GREATEST({value}, {lo_d!r}), {hi_d!r}) * "
+        f"{float(scale)!r}, 0) AS BIGINT), {cp.lower_q}), {cp.upper_q}) END)"
     )
     if cp.nulls == "lower":
         return f"COALESCE({quanta}, {cp.lower_q})"

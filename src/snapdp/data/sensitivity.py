@@ -7,7 +7,8 @@ count n public) the neighbour replaces one unit's row by another.
 
 **Exact sums.** Summing doubles is not exact, and the rounding error can break a sensitivity bound
 (a known attack on floating-point DP sums). So every value is first clamped and turned into an
-integer number of *quanta* q = round(v·10**s), then clamped again, exactly, to the integers
+integer number of *quanta* q = round(v·10**s) (the double product rounded half to even: any
+per-row rule would do; both engines use this one), then clamped again, exactly, to the integers
 [L_q, U_q] = [⌈L·10**s⌉, ⌊U·10**s⌋], and the quanta are summed as integers (exact). The mechanism
 runs in quanta, with integer sensitivity and bounds, and its output is multiplied by 10**-s
 (post-processing). s is the largest number of decimals in 0..9 for which ``max_rows``·max(|L_q|,

@@ -223,7 +223,7 @@ class SparkEngine:
         # Spark's least/greatest skip NULLs, as DuckDB's do: keep a null null explicitly.
         quanta = (
             f"(CASE WHEN {value} IS NULL THEN NULL ELSE "
-            f"least(greatest(CAST(round(least(greatest({value}, {lo_d!r}D), {hi_d!r}D) * "
+            f"least(greatest(CAST(rint(least(greatest({value}, {lo_d!r}D), {hi_d!r}D) * "
             f"{float(scale)!r}D) AS BIGINT), {cp.lower_q}L), {cp.upper_q}L) END)"
         )
         if cp.nulls == "lower":
