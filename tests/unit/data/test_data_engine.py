@@ -16,16 +16,19 @@ from snapdp.data.sensitivity import fixed_point
 
 
 def _oracle_quanta(values: pd.Series, lower: float, upper: float, max_rows: int, nulls: str):
-    """Clamped quanta per row, computed with exact rationals (None for a dropped null)."""
+    """Clamped quanta per row (None for a dropped null): the double product v·10**s rounded half
+    to even, exactly, with Python's Fraction rounding."""
     fp = fixed_point("c", lower, upper, max_rows)
     out = []
     for v in values:
         if v is None or (isinstance(v, float) and math.isnan(v)):
             out.append({"drop": None, "lower": fp.lower_q, "upper": fp.upper_q}[nulls])
             continue
-        q = Fraction(float(v)) * 10**fp.decimals
-        clamped = min(max(q, fp.lower_q - 1), fp.upper_q + 1)
-        out.append(min(max(round(clamped), fp.lower_q), fp.upper_q))
+        scale = 10**fp.decimals
+        lo_d, hi_d = float(fp.lower_q // scale - 1), float(-(-fp.upper_q // scale) + 1)
+        y = min(max(float(v), lo_d), hi_d) * float(scale)  # the double product, as in SQL
+        q = round(Fraction(y))  # exact half-to-even rounding of that double
+        out.append(min(max(q, fp.lower_q), fp.upper_q))
     return fp, out
 
 
@@ -102,3 +105,23 @@ def test_integer_keys_match_the_text_form_only() -> None:
     assert list(agg.rows) == [2, 0, 1, 0, 1, 0, 0, 0]
     as_text = DuckDBEngine(df.astype({"g": str})).aggregate(AggregatePlan(by="g", keys=keys))
     assert list(as_text.rows) == list(agg.rows)
+
+
+def test_quanta_round_half_to_even_like_the_oracle() -> None:
+    rng = np.random.default_rng(3)
+    ties = [0.125, -0.125, 0.375, -0.375, 0.0025, 2.5, -2.5, 15.5, -15.5, 0.145, 1e300, -1e300]
+    x = np.concatenate([ties, rng.uniform(-40, 40, 300), np.round(rng.uniform(-40, 40, 300), 3)])
+    df = pd.DataFrame({"x": x, "g": np.arange(x.size) % 2})
+    for lower, upper, n_max in ((-30.0, 35.5, 10**15), (-1.0, 1.0, 5000)):
+        fp, q = _oracle_quanta(df["x"], lower, upper, n_max, "drop")
+        if n_max == 10**15:
+            assert fp.decimals == 2  # 0.125 → the tie 12.5 quanta
+        plan = AggregatePlan(
+            columns=(ColumnPlan("x", fp.decimals, fp.lower_q, fp.upper_q, "drop"),),
+            by="g",
+            keys=("0", "1"),
+        )
+        agg = DuckDBEngine(df).aggregate(plan)
+        q = np.array(q, dtype=object)
+        for g in (0, 1):
+            assert agg.columns[0].sums[g] == sum(int(v) for v in q[df["g"].to_numpy() == g])
