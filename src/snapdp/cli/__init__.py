@@ -9,6 +9,7 @@ from __future__ import annotations
 import click
 
 from snapdp import __version__
+from snapdp.cli.budget import budget
 from snapdp.cli.compare import compare
 from snapdp.cli.release import release
 from snapdp.cli.verify import verify
@@ -25,3 +26,4 @@ def main() -> None:
 main.add_command(release)
 main.add_command(compare)
 main.add_command(verify)
+main.add_command(budget)

@@ -1,27 +1,47 @@
-"""``snapdp release``: release one value through the snapping mechanism."""
+"""``snapdp release``: one value, or statistics over a table (DESIGN §8), through snapping."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
 from snapdp.cli._common import library_errors
+from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
 
 @click.command()
-@click.option("--value", type=float, required=True, help="The true value f(D) to release.")
-@click.option("--epsilon", type=float, required=True, help="Privacy parameter ε > 0.")
-@click.option("--lower", type=float, required=True, help="Public lower bound of the output.")
-@click.option("--upper", type=float, required=True, help="Public upper bound of the output.")
+@click.argument("data", required=False, type=click.Path(dir_okay=False))
+@click.option("--value", type=float, help="Single-value mode: the true value f(D) to release.")
+@click.option("--epsilon", type=float, required=True, help="Privacy parameter ε > 0 (total).")
+@click.option("--lower", type=float, help="Single-value mode: public lower bound.")
+@click.option("--upper", type=float, help="Single-value mode: public upper bound.")
 @click.option(
     "--sensitivity",
     type=float,
     default=1.0,
     show_default=True,
-    help="Δ: max change of f(D) between neighbours.",
+    help="Single-value mode: Δ, the max change of f(D) between neighbours.",
 )
+@click.option("--count", "want_count", is_flag=True, help="Release the row count.")
+@click.option("--sum", "sums", multiple=True, metavar="COL:LO:HI", help="Release a clamped sum.")
+@click.option("--mean", "means", multiple=True, metavar="COL:LO:HI", help="Release a clamped mean.")
+@click.option("--by", help="Group by this column (a histogram); needs --keys.")
+@click.option("--keys", "keys_spec", metavar="COL=a,b,c", help="The declared group keys.")
+@click.option("--privacy-unit", help="Column identifying a person (default: each row is one).")
+@click.option("--max-rows-per-unit", type=int, default=1, show_default=True, help="k.")
+@click.option("--max-rows", type=int, help="Public upper bound on the number of rows.")
+@click.option(
+    "--nulls",
+    type=click.Choice(["error", "drop", "lower", "upper"]),
+    default="error",
+    show_default=True,
+    help="Null policy for value columns: refuse, drop, or impute the lower/upper bound.",
+)
+@click.option("--ledger", type=click.Path(dir_okay=False), help="SQLite budget ledger file.")
+@click.option("--total-epsilon", type=float, help="Total budget when creating a new ledger.")
 @click.option(
     "--alpha",
     type=float,
@@ -29,9 +49,89 @@ from snapdp.mechanism import SnappingMechanism
     show_default=True,
     help="Accuracy is stated at confidence 1 − alpha.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--dry-run", is_flag=True, help="Table mode: show the accuracy; spend nothing.")
+@click.option(
+    "--engine",
+    type=click.Choice(["duckdb", "spark"]),
+    default="duckdb",
+    show_default=True,
+    help="Where to aggregate: DuckDB in process, or Spark (the active or a default session).",
+)
 @library_errors
 def release(
+    data: str | None,
+    value: float | None,
+    epsilon: float,
+    lower: float | None,
+    upper: float | None,
+    sensitivity: float,
+    want_count: bool,
+    sums: tuple[str, ...],
+    means: tuple[str, ...],
+    by: str | None,
+    keys_spec: str | None,
+    privacy_unit: str | None,
+    max_rows_per_unit: int,
+    max_rows: int | None,
+    nulls: str,
+    ledger: str | None,
+    total_epsilon: float | None,
+    alpha: float,
+    as_json: bool,
+    dry_run: bool,
+    engine: str,
+) -> None:
+    """Release one value (--value) or statistics over DATA (a CSV or Parquet file).
+
+    Single value: snapdp release --value 42 --epsilon 1 --lower 0 --upper 100
+
+    Table: snapdp release [DATA] --epsilon 1 --count --sum income:0:500000
+    --mean age:0:100 --by sex --keys sex=0,1 --max-rows 1000 [--ledger budget.sqlite]
+
+    Without DATA, the statistics are released from a synthetic demo table (100,000 people:
+    pid, age, sex, educ, race, income, region). The total ε is split equally among the
+    statistics. Accuracy comes from public parameters only (DESIGN §4): each value is within
+    ± its accuracy of the true (clamped, contribution-bounded) statistic with probability at
+    least 1 − alpha. With --ledger the spend is committed before any result is shown.
+    """
+    if value is not None:
+        if data is not None or want_count or sums or means or by or keys_spec:
+            raise ParameterError(
+                "`--value` releases one number: do not combine it with DATA or statistics"
+            )
+        if lower is None or upper is None:
+            raise ParameterError("`--value` needs `--lower` and `--upper`")
+        _single(value, epsilon, lower, upper, sensitivity, alpha, as_json)
+        return
+    if lower is not None or upper is not None:
+        raise ParameterError(
+            "`--lower`/`--upper` belong to --value; for a table use --sum COL:LO:HI"
+        )
+    from snapdp.cli._data import run_table_release
+
+    run_table_release(
+        data=data,
+        epsilon=epsilon,
+        want_count=want_count,
+        sums=sums,
+        means=means,
+        by=by,
+        keys_spec=keys_spec,
+        privacy_unit=privacy_unit,
+        max_rows_per_unit=max_rows_per_unit,
+        max_rows=max_rows,
+        nulls=nulls,
+        ledger=ledger,
+        total_epsilon=total_epsilon,
+        alpha=alpha,
+        as_json=as_json,
+        dry_run=dry_run,
+        engine=engine,
+    )
+
+
+def _single(
     value: float,
     epsilon: float,
     lower: float,
@@ -40,28 +140,20 @@ def release(
     alpha: float,
     as_json: bool,
 ) -> None:
-    """Release VALUE with ε-differential privacy and print its accuracy.
-
-    The accuracy is computed from the public parameters only (DESIGN §4): with probability at
-    least 1 − alpha the release is within ± accuracy of the true value, for any value in bounds.
-    """
     mechanism = SnappingMechanism(epsilon, sensitivity, lower, upper)
     accuracy = mechanism.accuracy(alpha)
     released = mechanism.release(value)
     privacy = mechanism.privacy
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "release": released,
-                    "accuracy": accuracy,
-                    "confidence": 1 - alpha,
-                    "epsilon": privacy.epsilon,
-                    "delta": privacy.delta,
-                    "grid_spacing": mechanism.grid_spacing,
-                }
-            )
-        )
+        out: dict[str, Any] = {
+            "release": released,
+            "accuracy": accuracy,
+            "confidence": 1 - alpha,
+            "epsilon": privacy.epsilon,
+            "delta": privacy.delta,
+            "grid_spacing": mechanism.grid_spacing,
+        }
+        click.echo(json.dumps(out))
         return
     click.echo(f"release   {released!r}")
     click.echo(f"accuracy  ±{accuracy:.6g} with probability >= {1 - alpha:g}")
