@@ -15,7 +15,7 @@ def python_blocks(path: str) -> list[str]:
 
 
 def test_readme_example_runs_and_prints_what_it_says() -> None:
-    (block,) = python_blocks("README.md")
+    block = python_blocks("README.md")[0]
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(block, "README.md", "exec"), {})
