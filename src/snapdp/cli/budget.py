@@ -9,14 +9,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from snapdp.cli._common import library_errors
+from snapdp.cli._common import json_option, library_errors
 from snapdp.data.ledger import Ledger
 from snapdp.errors import ParameterError
 
 
 @click.command()
 @click.option("--ledger", type=click.Path(dir_okay=False), required=True, help="Ledger file.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option
 @library_errors
 def budget(ledger: str, as_json: bool) -> None:
     """Show a ledger: its total ε, every recorded release (what, when, ε, δ), what remains."""

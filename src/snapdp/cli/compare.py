@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import click
 
-from snapdp.cli._common import library_errors
+from snapdp.cli._common import library_errors, sensitivity_option
 
 
 @click.command()
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε > 0.")
 @click.option("--lower", type=float, required=True, help="Public lower bound of the output.")
 @click.option("--upper", type=float, required=True, help="Public upper bound of the output.")
-@click.option(
-    "--sensitivity",
-    type=float,
-    default=1.0,
-    show_default=True,
-    help="Δ: max change of f(D) between neighbours.",
-)
+@sensitivity_option
 @click.option(
     "--value",
     type=float,

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from snapdp.cli._common import library_errors
+from snapdp.cli._common import json_option, library_errors, sensitivity_option
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
@@ -18,13 +18,7 @@ from snapdp.mechanism import SnappingMechanism
 @click.option("--epsilon", type=float, required=True, help="Privacy parameter ε > 0 (total).")
 @click.option("--lower", type=float, help="Single-value mode: public lower bound.")
 @click.option("--upper", type=float, help="Single-value mode: public upper bound.")
-@click.option(
-    "--sensitivity",
-    type=float,
-    default=1.0,
-    show_default=True,
-    help="Single-value mode: Δ, the max change of f(D) between neighbours.",
-)
+@sensitivity_option
 @click.option("--count", "want_count", is_flag=True, help="Release the row count.")
 @click.option("--sum", "sums", multiple=True, metavar="COL:LO:HI", help="Release a clamped sum.")
 @click.option("--mean", "means", multiple=True, metavar="COL:LO:HI", help="Release a clamped mean.")
@@ -49,7 +43,7 @@ from snapdp.mechanism import SnappingMechanism
     show_default=True,
     help="Accuracy is stated at confidence 1 − alpha.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option
 @click.option("--dry-run", is_flag=True, help="Table mode: show the accuracy; spend nothing.")
 @click.option(
     "--engine",

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from snapdp.cli._common import library_errors
+from snapdp.cli._common import json_option, library_errors, sensitivity_option
 from snapdp.errors import ParameterError
 from snapdp.mechanism import LaplaceMechanism
 from snapdp.verify.certify import DEFAULT_GRID, Certificate, GridPoint, certify
@@ -43,9 +43,7 @@ _FIELDS = (
 @click.option("--upper", type=float, help="Public upper bound.")
 @click.option("--value", type=float, help="The input x.")
 @click.option("--neighbour", type=float, help="The neighbouring input x′.")
-@click.option(
-    "--sensitivity", type=float, default=1.0, show_default=True, help="Δ of the mechanism."
-)
+@sensitivity_option
 @click.option(
     "--default-grid",
     is_flag=True,
@@ -63,7 +61,7 @@ _FIELDS = (
     show_default=True,
     help="With --textbook: outputs sampled per direction.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
+@json_option
 @library_errors
 def verify(
     epsilon: float | None,
