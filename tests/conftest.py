@@ -1,4 +1,4 @@
-"""Shared fixtures: the location of ../shared/data (PUMS samples) relative to the repository."""
+"""Shared fixtures: the PUMS samples live in ``<repo>/../shared/data``, beside the repository."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 
-@pytest.fixture
-def shared_data() -> Path:
-    """The folder of PUMS samples; skips the test with a message when it is absent."""
+@pytest.fixture(scope="session")
+def pums() -> Path:
+    """The folder of PUMS CSVs; the test is skipped, saying why, when it is absent."""
     if not (SHARED_DATA / "PUMS.csv").is_file():
-        pytest.skip(f"shared data folder not found at {SHARED_DATA} (PUMS samples absent)")
+        pytest.skip(f"PUMS data folder absent: expected {SHARED_DATA} (beside the repository)")
     return SHARED_DATA
