@@ -14,12 +14,9 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from snapdp.data.engine import (
     AggregatePlan,
     Aggregates,
-    ColumnAggregates,
     ColumnPlan,
     canonical_int,
 )
@@ -125,14 +122,7 @@ class DuckDBEngine:
             rows = self._con.execute(sql, params).fetchall()
         except self._duckdb.Error as exc:
             raise ParameterError(f"the data could not be aggregated: {exc}") from None
-        result = Aggregates(rows=np.zeros(n_groups, dtype=np.int64))
-        for _ in plan.columns:
-            result.columns.append(
-                ColumnAggregates(
-                    sums=np.zeros(n_groups, dtype=np.int64),
-                    counts=np.zeros(n_groups, dtype=np.int64),
-                )
-            )
+        result = Aggregates.zeros(n_groups, len(plan.columns))
         for row in rows:
             g = int(row[0])
             result.rows[g] = _clip(row[1])

@@ -95,6 +95,15 @@ class Aggregates:
     rows: npt.NDArray[np.int64]
     columns: list[ColumnAggregates] = field(default_factory=list)
 
+    @classmethod
+    def zeros(cls, n_groups: int, n_columns: int) -> Aggregates:
+        """All-zero aggregates for ``n_groups`` groups and ``n_columns`` columns, to fill in."""
+
+        def zero() -> npt.NDArray[np.int64]:
+            return np.zeros(n_groups, dtype=np.int64)
+
+        return cls(zero(), [ColumnAggregates(zero(), zero()) for _ in range(n_columns)])
+
 
 class Engine(Protocol):
     """Computes :class:`Aggregates` for a plan over one table."""

@@ -25,7 +25,6 @@ import numpy.typing as npt
 from snapdp.data.engine import (
     AggregatePlan,
     Aggregates,
-    ColumnAggregates,
     ColumnPlan,
     NoiseRequest,
     canonical_int,
@@ -243,14 +242,7 @@ class SparkEngine:
         self, plan: AggregatePlan, rows: list[Any], *, with_values: bool
     ) -> Aggregates:
         n_groups = (1 if plan.keys is None else len(plan.keys)) if with_values else 0
-        result = Aggregates(rows=np.zeros(n_groups, dtype=np.int64))
-        for _ in plan.columns:
-            result.columns.append(
-                ColumnAggregates(
-                    sums=np.zeros(n_groups, dtype=np.int64),
-                    counts=np.zeros(n_groups, dtype=np.int64),
-                )
-            )
+        result = Aggregates.zeros(n_groups, len(plan.columns))
         for row in rows:
             if with_values:
                 g = int(row["g"])
