@@ -19,6 +19,7 @@ from snapdp.data.engine import (
     Aggregates,
     ColumnPlan,
     canonical_int,
+    check_plan_columns,
 )
 from snapdp.errors import ParameterError
 
@@ -98,24 +99,12 @@ class DuckDBEngine:
     def column_names(self) -> list[str]:
         return list(self._types)
 
-    def _check_column(self, column: str, role: str) -> None:
-        if column not in self._types:
-            raise ParameterError(
-                f"{role} column {column!r} is not in the data; its columns are "
-                + ", ".join(repr(c) for c in self._types)
-            )
-
     def _is_numeric(self, column: str) -> bool:
         return self._types[column].upper().startswith(_NUMERIC_TYPES)
 
     def aggregate(self, plan: AggregatePlan) -> Aggregates:
         """Run the plan as one SQL query (see the module docstring)."""
-        for cp in plan.columns:
-            self._check_column(cp.column, "value")
-        if plan.privacy_unit is not None:
-            self._check_column(plan.privacy_unit, "privacy-unit")
-        if plan.by is not None:
-            self._check_column(plan.by, "group-by")
+        check_plan_columns(plan, list(self._types))
         n_groups = 1 if plan.keys is None else len(plan.keys)
         sql, params = self._sql(plan)
         try:

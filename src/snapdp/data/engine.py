@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from snapdp.data.sensitivity import NoiseSpec
 from snapdp.data.spec import NullPolicy
+from snapdp.errors import ParameterError
 
 __all__ = [
     "AggregatePlan",
@@ -103,6 +104,24 @@ class Aggregates:
             return np.zeros(n_groups, dtype=np.int64)
 
         return cls(zero(), [ColumnAggregates(zero(), zero()) for _ in range(n_columns)])
+
+
+def check_plan_columns(plan: AggregatePlan, columns: Sequence[str]) -> None:
+    """Every column the plan names (values, privacy unit, group-by) must be one of ``columns``.
+
+    Raises ParameterError naming the column, its role, and the columns the data has.
+    """
+    named = [(cp.column, "value") for cp in plan.columns]
+    if plan.privacy_unit is not None:
+        named.append((plan.privacy_unit, "privacy-unit"))
+    if plan.by is not None:
+        named.append((plan.by, "group-by"))
+    for column, role in named:
+        if column not in columns:
+            raise ParameterError(
+                f"{role} column {column!r} is not in the data; its columns are "
+                + ", ".join(repr(c) for c in columns)
+            )
 
 
 class Engine(Protocol):

@@ -28,6 +28,7 @@ from snapdp.data.engine import (
     ColumnPlan,
     NoiseRequest,
     canonical_int,
+    check_plan_columns,
 )
 from snapdp.errors import ParameterError
 
@@ -138,23 +139,11 @@ class SparkEngine:
         return quality, out
 
     # -- internals ---------------------------------------------------------------------------
-    def _check_column(self, column: str, role: str) -> None:
-        if column not in self._df.columns:
-            raise ParameterError(
-                f"{role} column {column!r} is not in the data; its columns are "
-                + ", ".join(repr(c) for c in self._df.columns)
-            )
-
     def _aggregate_df(self, plan: AggregatePlan) -> Any:
         from pyspark.sql import Window
         from pyspark.sql import functions as sf
 
-        for cp in plan.columns:
-            self._check_column(cp.column, "value")
-        if plan.privacy_unit is not None:
-            self._check_column(plan.privacy_unit, "privacy-unit")
-        if plan.by is not None:
-            self._check_column(plan.by, "group-by")
+        check_plan_columns(plan, list(self._df.columns))
         session = self._df.sparkSession
         df = self._df
         grouped = plan.by is not None and plan.keys is not None
