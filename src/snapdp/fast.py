@@ -291,13 +291,9 @@ def release_one(
     if isinstance(value, int) and not -_EXACT_INT <= value <= _EXACT_INT:
         return snapped_output(params, normalize(params, value), -1 if w0 >> 63 else 1, u)
     x = float(value)  # exact: a float, or an int of magnitude <= 2**53
-    # F2
-    if x >= plan.upper:
-        xf = (plan.upper - plan.center) / plan.sensitivity
-    elif x <= plan.lower:
-        xf = (plan.lower - plan.center) / plan.sensitivity
-    else:
-        xf = (x - plan.center) / plan.sensitivity
+    # F2: one code path for clamped and unclamped values (min/max return one of their
+    # arguments, so the clamp is exact), as np.clip in the vectorised path
+    xf = (min(max(x, plan.lower), plan.upper) - plan.center) / plan.sensitivity
     # F3, F4
     y = plan.scale * math.log(u)
     if w0 >> 63:
