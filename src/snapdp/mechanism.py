@@ -156,9 +156,12 @@ class SnappingMechanism:
         v = check_value("value", value)
         if plan is not None and not isinstance(v, Fraction):
             return release_one(self.parameters, plan, v, self._source)
-        x_tilde = normalize(self.parameters, v)
+        return self._release_exact(v)
+
+    def _release_exact(self, value: Number) -> float:
+        """The exact path for one checked value: draw (S, U*), then ``snapped_output``."""
         draw = draw_uniform(self._source)
-        return snapped_output(self.parameters, x_tilde, draw.sign, draw.u)
+        return snapped_output(self.parameters, normalize(self.parameters, value), draw.sign, draw.u)
 
     def release_many(self, values: object) -> npt.NDArray[np.float64]:
         """Release each value independently; a float64 array of the same shape.
@@ -166,8 +169,8 @@ class SnappingMechanism:
         Bit for bit the same doubles as calling :meth:`release` on each value in turn, and the bit
         source is read in the same order. Vectorised (DESIGN §7, :mod:`snapdp.fast`,
         docs/fast-path.md) in chunks of bounded size, with exact recomputation of the rare hard
-        samples; parameters
-        outside the vectorised path's range (see :func:`snapdp.fast.plan_for`) use the exact path.
+        samples; parameters outside the vectorised path's range (see
+        :func:`snapdp.fast.plan_for`) use the exact path.
         """
         arr = as_value_array("values", values)
         out = np.empty(arr.shape, dtype=np.float64)
@@ -178,11 +181,7 @@ class SnappingMechanism:
             return out
         as_int = arr.dtype.kind in "iu"
         for i in range(flat_in.size):
-            v = int(flat_in[i]) if as_int else float(flat_in[i])
-            draw = draw_uniform(self._source)
-            flat_out[i] = snapped_output(
-                self.parameters, normalize(self.parameters, v), draw.sign, draw.u
-            )
+            flat_out[i] = self._release_exact(int(flat_in[i]) if as_int else float(flat_in[i]))
         return out
 
     # -- accuracy (DESIGN §4), independent of the data -------------------------------------

@@ -63,18 +63,6 @@ def output_from_index(params: SnappingParameters, k: int) -> float:
     return _exact.rational_to_float(params.center + params.sensitivity * snapped)
 
 
-def clamped_index(params: SnappingParameters, k: int) -> int | None:
-    """The grid index of an interior output, or None when k·Λ is clamped to a bound.
-
-    Outputs are identified exactly by this value (with ``clamp_side`` for the bounds); used by the
-    verifier, where two distinct snapped values could round to one double.
-    """
-    snapped = k * params.grid
-    if snapped >= params.bound or snapped <= -params.bound:
-        return None
-    return k
-
-
 def snapped_output(params: SnappingParameters, x_tilde: mpq, sign: int, u: float) -> float:
     """The mechanism's output for normalised input ``x_tilde`` and the draw (``sign``, ``u``)."""
     return output_from_index(params, grid_index(params, x_tilde, noise(params, sign, u)))
