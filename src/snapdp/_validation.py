@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
+from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 
 from snapdp.errors import ParameterError
 
-__all__ = ["check_positive_finite", "check_real", "check_value"]
+__all__ = ["check_epsilon", "check_positive_finite", "check_real", "check_value"]
 
 Number = int | float | Fraction
 
@@ -79,3 +81,35 @@ def check_probability(name: str, x: object) -> float:
     if not (0 < v < 1):
         raise ParameterError(f"`{name}` must be in (0, 1), not {v!r}")
     return float(v)
+
+
+_DECIMAL_TEXT = re.compile(r"[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def check_epsilon(name: str, x: object) -> Fraction:
+    """A privacy parameter as an exact positive rational (DESIGN §2.3, §8.5; docs/mechanism.md).
+
+    Accepts an int, a ``Fraction``, a ``Decimal`` or a decimal string such as ``"0.1"`` (taken
+    exactly: ``"0.1"`` is 1/10), or a float (taken at its exact binary value: ``0.1`` is
+    0.1000000000000000055…). Anything else, non-finite or not > 0, is a ParameterError naming
+    ``name``.
+    """
+    value: Fraction
+    if isinstance(x, str):
+        text = x.strip()
+        if not _DECIMAL_TEXT.fullmatch(text):
+            raise ParameterError(
+                f"`{name}` must be a positive decimal number such as 0.5 or 1e-3, not {x!r}",
+                parameter=name,
+            )
+        value = Fraction(Decimal(text))
+    elif isinstance(x, Decimal):
+        if not x.is_finite():
+            raise ParameterError(f"`{name}` must be finite and > 0, not {x!r}", parameter=name)
+        value = Fraction(x)
+    else:
+        v = check_positive_finite(name, x)
+        value = Fraction(v)
+    if not value > 0:
+        raise ParameterError(f"`{name}` must be > 0, not {x!r}", parameter=name)
+    return value
