@@ -1,0 +1,209 @@
+r"""The engine contract: exact per-cell aggregates of a declared table (DESIGN §8; docs/data.md).
+
+An engine is the only code that sees the data. Given an :class:`AggregatePlan` (built from the
+public declaration and the query, never from the data) it computes, for every cell of the
+grouping (the cross product of the grouping columns' declared keys or bins, row-major, the last
+grouping column varying fastest; one cell when ungrouped), exact integer aggregates. Every engine
+follows the same steps, so that all of them return the same numbers for the same declaration and
+``hash_key`` (tested against the pure-Python oracle in ``tests/data_oracle.py``):
+
+1. **Read.** A CSV file is read with every cell as text (encoding, delimiter and header from
+   :class:`~snapdp.data.schema.CsvOptions`); a line that does not parse is skipped, as if absent.
+   Parquet files/folders and DataFrames keep their native types. Only a source that cannot be
+   opened or parsed as a whole raises, naming the file and the kind of failure, never its content.
+2. **Cast** every used column to its declared type with a cast that cannot fail (what is not a
+   value of the type becomes null). An empty CSV cell is null. From text t (trimmed of spaces):
+
+   - integer: t matching ``[+-]?[0-9]+`` within int64 is that integer; else t matching the decimal
+     pattern ``[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?`` whose double d is finite,
+     integral and |d| <= 2^53 is int(d) ("3.0" and "1e3" are integers, "2.5" is null);
+   - decimal: t matching the decimal pattern, as the correctly rounded double, if finite;
+   - text: the cell as read (not trimmed);
+   - boolean: lower(t) in true/t/yes/1 or false/f/no/0;
+   - date: t matching ``[0-9]{4}-[0-9]{2}-[0-9]{2}`` that is a valid date.
+
+   From native types: integers are kept (integer, decimal as a double); doubles that are finite
+   (and, for integer, integral with |d| <= 2^53) are kept, NaN and ±inf are null; booleans are
+   kept only for boolean; dates only for date; strings follow the text rules above; anything else
+   is null, except that text takes integers as their decimal digits. The privacy unit's text for
+   the ranks is the decimal digits of an integer unit, or the text of a text unit (a unit column
+   is declared integer or text; text by default).
+3. **Cells.** A grouping column's null follows its null rule (drop the row, or impute a declared
+   key); a value that is not a declared key, or lies outside every bin, drops the row. The cell
+   index is the row-major index over the grouping columns.
+4. **Units.** Rows whose privacy unit is null are dropped, or (``null_units="own"``) each is its
+   own unit and skips step 5 (one row meets every bound).
+5. **Contribution bounding**, looking only at each unit's own rows, by keyed-hash ranks
+   (:func:`row_rank`, :func:`group_rank`, with the release's fresh ``hash_key``): keep the
+   ``max_rows_per_group`` (L∞) lowest-ranked rows of each (unit, cell); then the
+   ``max_groups_per_unit`` (L0) lowest-ranked cells of each unit; then the ``max_rows_per_unit``
+   (k) lowest-ranked rows of each unit. A bound that is None is skipped. Rows with equal rank text
+   are identical for the plan, so which of them is kept does not matter.
+6. **Values** (computed before step 5, whose row ranks use them). Each value column's cast
+   value v (a double) becomes integer quanta
+   q = clamp(round_half_even(clamp(v, L−1, U+1)·10^d), L_q, U_q) (the coarse clamp only keeps the
+   conversion in range; see :mod:`snapdp.data.sensitivity`); a null follows the column's null rule
+   (``impute_q``: that many quanta; None: the value is left out of this column's sums and counts,
+   the row still counts as a row).
+7. **Aggregate** per cell: the number of rows; per value column Σq, the number of non-null q, and
+   (when ``squares``) Σ(2q − L_q − U_q)² — all exact integers (128-bit or arbitrary precision; an
+   engine never rounds a sum).
+
+Nothing here raises, warns or logs about what the data holds (DESIGN §8.1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from snapdp.data.schema import Column, ContributionBounds
+
+__all__ = [
+    "AggregatePlan",
+    "Aggregates",
+    "Engine",
+    "ExecutorNoiseEngine",
+    "NoiseRequest",
+    "ValueColumn",
+    "group_rank",
+    "rank_text",
+    "row_rank",
+]
+
+
+@dataclass(frozen=True)
+class ValueColumn:
+    """One value column: cast to ``column.type``, turned into quanta of 10^-``decimals`` clamped to
+    [``lower_q``, ``upper_q``]; nulls imputed as ``impute_q`` quanta or left out (None)."""
+
+    column: Column
+    decimals: int
+    lower_q: int
+    upper_q: int
+    impute_q: int | None = None
+    squares: bool = False
+
+
+@dataclass(frozen=True)
+class AggregatePlan:
+    """What to aggregate, from the declaration and the query only.
+
+    ``groupings``: columns with declared keys or bins (their cross product is the cell set).
+    ``values``: value columns. ``unit``: the privacy-unit column (None: each row is a unit and no
+    bounding is done). ``hash_key``: 32 hex digits, fresh per release (from the release's random
+    source), keying the ranks of step 5.
+    """
+
+    groupings: tuple[Column, ...] = ()
+    values: tuple[ValueColumn, ...] = ()
+    unit: Column | None = None
+    null_units: str = "drop"
+    bounds: ContributionBounds = field(default_factory=ContributionBounds)
+    hash_key: str = "0" * 32
+
+    @property
+    def n_cells(self) -> int:
+        """The number of cells (1 when ungrouped)."""
+        n = 1
+        for g in self.groupings:
+            n *= g.n_cells
+        return n
+
+    def used_columns(self) -> list[str]:
+        """Every column the plan reads, once, in a stable order."""
+        names = [g.name for g in self.groupings] + [v.column.name for v in self.values]
+        if self.unit is not None:
+            names.append(self.unit.name)
+        return list(dict.fromkeys(names))
+
+
+@dataclass
+class Aggregates:
+    """Exact aggregates per cell: lists of Python ints, aligned with the plan's cells and values."""
+
+    rows: list[int]
+    sums: list[list[int]] = field(default_factory=list)
+    counts: list[list[int]] = field(default_factory=list)
+    squares: list[list[int] | None] = field(default_factory=list)
+
+    @classmethod
+    def zeros(cls, plan: AggregatePlan) -> Aggregates:
+        """All-zero aggregates for ``plan``, to fill in."""
+        n = plan.n_cells
+        return cls(
+            [0] * n,
+            [[0] * n for _ in plan.values],
+            [[0] * n for _ in plan.values],
+            [[0] * n if v.squares else None for v in plan.values],
+        )
+
+
+class Engine(Protocol):
+    """Computes :class:`Aggregates` for a plan over one table (see the module docstring)."""
+
+    def column_names(self) -> list[str]:
+        """The source's column names (from its header or schema: not from its values)."""
+        ...
+
+    def aggregate(self, plan: AggregatePlan) -> Aggregates:
+        """The exact aggregates of the plan."""
+        ...
+
+    def describe(self) -> str:
+        """A short public label of the data source (its resolved path, or the frame's type)."""
+        ...
+
+
+@dataclass(frozen=True)
+class NoiseRequest:
+    """One array of noisy values to draw where the aggregates live: ``source`` names the exact
+    aggregate (``"rows"``, ``"sum<j>"``, ``"count<j>"``, ``"squares<j>"`` for value column j),
+    ``mechanism`` the parameters (epsilon, sensitivity, lower, upper as exact rationals) of the
+    snapping mechanism to apply per cell; ``key`` names the result."""
+
+    key: str
+    source: str
+    mechanism: tuple[object, object, object, object]
+
+
+@runtime_checkable
+class ExecutorNoiseEngine(Engine, Protocol):
+    """An engine that can also draw the noise where the aggregates live (Spark executors)."""
+
+    def wants_executor_noise(self, n_cells: int) -> bool:
+        """Whether to draw the noise in the engine for this many cells."""
+        ...
+
+    def noisy_aggregate(
+        self, plan: AggregatePlan, requests: Sequence[NoiseRequest]
+    ) -> dict[str, npt.NDArray[np.float64]]:
+        """The noisy arrays (the mechanism's outputs, in cell order), drawn on the CSPRNG of the
+        machines holding the aggregates; the exact aggregates need not leave the engine."""
+        ...
+
+
+# -- keyed-hash ranks (step 5): the one definition every engine reproduces ---------------------
+def rank_text(hash_key: str, text: str) -> int:
+    """The rank of ``text`` under ``hash_key``: the first 15 hex digits (60 bits) of
+    MD5(hash_key "|" text) in UTF-8, as a non-negative integer. MD5 is used as a keyed mixing
+    function available in every SQL engine, not for collision resistance: ties only matter for
+    rows that are identical for the plan."""
+    digest = hashlib.md5((hash_key + "|" + text).encode("utf-8"), usedforsecurity=False)
+    return int(digest.hexdigest()[:15], 16)
+
+
+def row_rank(hash_key: str, unit: str, cell: int, quanta: Sequence[int | None]) -> int:
+    """The rank of a row: text "r|<unit>|<cell>|<q0>|<q1>…" (a null quantum is empty)."""
+    parts = ["r", unit, str(cell)] + ["" if q is None else str(q) for q in quanta]
+    return rank_text(hash_key, "|".join(parts))
+
+
+def group_rank(hash_key: str, unit: str, cell: int) -> int:
+    """The rank of a (unit, cell) pair for the L0 bound: text "g|<unit>|<cell>"."""
+    return rank_text(hash_key, f"g|{unit}|{cell}")

@@ -1,0 +1,86 @@
+"""Queries: what a release asks of a declared table (DESIGN §8; docs/data.md).
+
+A :class:`Query` names a statistic, the value column it reads (declared with bounds in the
+:class:`~snapdp.data.schema.Schema`), the grouping columns (declared with keys or bins; a query may
+bin a numeric column by its own edges), and, for quantiles, the probabilities. A query holds no
+ε: the release or the plan assigns it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Literal, TypeAlias
+
+from snapdp.errors import ParameterError
+
+__all__ = ["STATISTICS", "Query", "StatisticName"]
+
+StatisticName: TypeAlias = Literal["count", "sum", "mean", "variance", "std", "quantiles"]
+STATISTICS: tuple[str, ...] = ("count", "sum", "mean", "variance", "std", "quantiles")
+
+
+@dataclass(frozen=True)
+class Query:
+    """One statistic, grouped by ``by`` (the cross product of their declared domains).
+
+    ``bins``: (column, edges) pairs overriding a grouping column's domain with numeric bins for
+    this query. ``quantiles``: probabilities in (0, 1) for ``statistic="quantiles"``.
+    ``method``: for a mean, "ratio" (noisy sum / noisy count, default) or "substitute" (needs the
+    declared public row count). ``name``: a label for results (default: derived).
+    """
+
+    statistic: StatisticName
+    column: str | None = None
+    by: tuple[str, ...] = ()
+    bins: tuple[tuple[str, tuple[Fraction, ...]], ...] = ()
+    quantiles: tuple[Fraction, ...] = ()
+    method: Literal["ratio", "substitute"] = "ratio"
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.statistic not in STATISTICS:
+            raise ParameterError(
+                f"`statistic` must be one of {', '.join(STATISTICS)}, not {self.statistic!r}",
+                parameter="statistic",
+            )
+        if isinstance(self.by, str):
+            object.__setattr__(self, "by", (self.by,))
+        if len(set(self.by)) != len(self.by):
+            raise ParameterError("`by` must not repeat a column", parameter="by")
+        needs_column = self.statistic != "count"
+        if needs_column and not self.column:
+            raise ParameterError(
+                f"a {self.statistic} needs a `column` (declared with bounds)", parameter="column"
+            )
+        if not needs_column and self.column is not None:
+            raise ParameterError("a count takes no `column`", parameter="column")
+        if self.statistic == "quantiles":
+            qs = tuple(Fraction(q) for q in self.quantiles)
+            if not qs or any(not 0 < q < 1 for q in qs) or len(set(qs)) != len(qs):
+                raise ParameterError(
+                    "`quantiles` must list distinct probabilities strictly between 0 and 1",
+                    parameter="quantiles",
+                )
+            object.__setattr__(self, "quantiles", qs)
+        elif self.quantiles:
+            raise ParameterError(
+                "only statistic='quantiles' takes `quantiles`", parameter="quantiles"
+            )
+        if self.method not in ("ratio", "substitute"):
+            raise ParameterError(
+                f"`method` must be 'ratio' or 'substitute', not {self.method!r}", parameter="method"
+            )
+        for column, _edges in self.bins:
+            if column not in self.by:
+                raise ParameterError(
+                    f"`bins` for {column!r}, which is not a `by` column", parameter="bins"
+                )
+
+    @property
+    def label(self) -> str:
+        """A short label such as ``mean(income) by sex``."""
+        if self.name:
+            return self.name
+        core = self.statistic if self.column is None else f"{self.statistic}({self.column})"
+        return core + (f" by {', '.join(self.by)}" if self.by else "")

@@ -1,0 +1,439 @@
+"""The declaration: the public facts a data release relies on (DESIGN §8.2; docs/data.md).
+
+One immutable :class:`Schema` holds everything about a table that is public: the columns used,
+each with its declared type, its value bounds, its grouping domain (typed keys or numeric bins)
+and its rule for what does not fit; the privacy unit and the contribution bounds; the public row
+bounds; how a CSV is read. Every engine, the sensitivity calculation, the ledger record and the
+reports read this one object; nothing re-derives any of it from the data.
+
+What does not fit, column by column (the same in every engine, bit for bit):
+
+* every cell is cast to the declared type with a cast that cannot fail (docs/data.md, "Casts"):
+  a cell that is not a value of the type becomes null;
+* a null (or failed) cell follows the column's :class:`NullRule`: the row is dropped from what
+  uses that column (default), or the declared value is imputed;
+* a value is clamped to the declared [lower, upper];
+* a grouping cell whose value is not a declared key, or lies outside every bin, drops its row from
+  grouped statistics on that column.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from typing import Literal, TypeAlias
+
+from snapdp.errors import ParameterError
+
+__all__ = [
+    "COLUMN_TYPES",
+    "DEFAULT_MAX_ROWS",
+    "Column",
+    "ColumnType",
+    "ContributionBounds",
+    "CsvOptions",
+    "Key",
+    "NullRule",
+    "Schema",
+    "typed_key",
+]
+
+ColumnType: TypeAlias = Literal["integer", "decimal", "text", "boolean", "date"]
+COLUMN_TYPES: tuple[str, ...] = ("integer", "decimal", "text", "boolean", "date")
+
+#: A typed grouping key: int (integer), Fraction (decimal), str (text), bool, date.
+Key: TypeAlias = int | Fraction | str | bool | _dt.date
+
+#: The row-count bound used when none is declared: larger than any real table. It costs precision
+#: bits, not accuracy (docs/data.md, "Bounds"); sums stay exact as 128-bit integers.
+DEFAULT_MAX_ROWS = 1 << 40
+
+
+@dataclass(frozen=True)
+class NullRule:
+    """What happens to a null cell (or one whose cast failed): ``"drop"`` drops the row from what
+    uses the column; ``"impute"`` uses ``value`` (a typed value of the column; for a value column it
+    is clamped like any other value; for a grouping column it must be a declared key)."""
+
+    action: Literal["drop", "impute"] = "drop"
+    value: Key | None = None
+
+    def __post_init__(self) -> None:
+        if self.action not in ("drop", "impute"):
+            raise ParameterError(
+                f"a null rule must be 'drop' or 'impute', not {self.action!r}", parameter="nulls"
+            )
+        if (self.action == "impute") != (self.value is not None):
+            raise ParameterError(
+                "a null rule imputes exactly when it has a value: 'drop', or 'impute' with a value",
+                parameter="nulls",
+            )
+
+    def describe(self) -> str:
+        """In words, for results and reports."""
+        return "dropped" if self.action == "drop" else f"replaced by {self.value!s}"
+
+
+DROP = NullRule()
+
+
+@dataclass(frozen=True)
+class Column:
+    """One declared column.
+
+    ``lower``/``upper``: value bounds (numeric columns used as values: sums, means, variances,
+    quantiles); values are clamped to them. ``keys``: the grouping domain as typed values (see
+    :func:`typed_key`). ``bins``: numeric bin edges e₀ < e₁ < … < e_m; cell i is [eᵢ, eᵢ₊₁)
+    (left-closed); a value outside [e₀, e_m) is outside every bin. A column may have bounds and a
+    grouping domain at once; ``keys`` and ``bins`` exclude each other.
+    """
+
+    name: str
+    type: ColumnType
+    lower: Fraction | None = None
+    upper: Fraction | None = None
+    keys: tuple[Key, ...] | None = None
+    bins: tuple[Fraction, ...] | None = None
+    nulls: NullRule = DROP
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ParameterError(f"a column name must be a non-empty string, not {self.name!r}")
+        if self.type not in COLUMN_TYPES:
+            raise ParameterError(
+                f"column {self.name!r}: type must be one of {', '.join(COLUMN_TYPES)}, "
+                f"not {self.type!r}",
+                parameter="type",
+            )
+        numeric = self.type in ("integer", "decimal")
+        if (self.lower is None) != (self.upper is None):
+            raise ParameterError(
+                f"column {self.name!r}: declare both lower and upper bounds, or neither",
+                parameter="lower" if self.lower is None else "upper",
+            )
+        if self.lower is not None and self.upper is not None:
+            if not numeric:
+                raise ParameterError(
+                    f"column {self.name!r}: bounds need a numeric type, not {self.type!r}",
+                    parameter="type",
+                )
+            object.__setattr__(self, "lower", _exact_number(f"{self.name}.lower", self.lower))
+            object.__setattr__(self, "upper", _exact_number(f"{self.name}.upper", self.upper))
+            assert self.lower is not None and self.upper is not None
+            if not self.lower < self.upper:
+                raise ParameterError(
+                    f"column {self.name!r}: bounds must satisfy lower < upper, "
+                    f"not [{self.lower}, {self.upper}]",
+                    parameter="lower",
+                )
+        if self.keys is not None and self.bins is not None:
+            raise ParameterError(
+                f"column {self.name!r}: declare keys or bins, not both", parameter="bins"
+            )
+        if self.keys is not None:
+            keys = tuple(typed_key(self.type, k, self.name) for k in self.keys)
+            if not keys:
+                raise ParameterError(
+                    f"column {self.name!r}: keys must declare at least one key", parameter="keys"
+                )
+            if len(set(keys)) != len(keys):
+                raise ParameterError(
+                    f"column {self.name!r}: keys must not repeat a key", parameter="keys"
+                )
+            object.__setattr__(self, "keys", keys)
+        if self.bins is not None:
+            if not numeric:
+                raise ParameterError(
+                    f"column {self.name!r}: bins need a numeric type, not {self.type!r}",
+                    parameter="bins",
+                )
+            edges = tuple(_exact_number(f"{self.name}.bins", e) for e in self.bins)
+            if len(edges) < 2 or any(a >= b for a, b in itertools.pairwise(edges)):
+                raise ParameterError(
+                    f"column {self.name!r}: bins must be at least two strictly increasing edges",
+                    parameter="bins",
+                )
+            object.__setattr__(self, "bins", edges)
+        if self.nulls.action == "impute":
+            value = typed_key(self.type, self.nulls.value, self.name)
+            if self.keys is not None and value not in self.keys:
+                raise ParameterError(
+                    f"column {self.name!r}: the imputed value {value!s} must be a declared key",
+                    parameter="nulls",
+                )
+            object.__setattr__(self, "nulls", NullRule("impute", value))
+
+    @property
+    def is_grouping(self) -> bool:
+        """Whether the column has a grouping domain (keys or bins)."""
+        return self.keys is not None or self.bins is not None
+
+    @property
+    def n_cells(self) -> int:
+        """The number of grouping cells: declared keys, or bins."""
+        if self.keys is not None:
+            return len(self.keys)
+        if self.bins is not None:
+            return len(self.bins) - 1
+        raise ParameterError(
+            f"column {self.name!r} has no declared keys or bins: it cannot group a release",
+            parameter="by",
+        )
+
+    def cell_labels(self) -> tuple[Key | str, ...]:
+        """Typed keys, or bin labels "[a, b)"."""
+        if self.keys is not None:
+            return self.keys
+        assert self.bins is not None
+        return tuple(
+            f"[{_fmt(a)}, {_fmt(b)})" for a, b in zip(self.bins, self.bins[1:], strict=False)
+        )
+
+
+@dataclass(frozen=True)
+class ContributionBounds:
+    """How much one privacy unit may contribute (DESIGN §8.3), by the field's names:
+    ``max_rows_per_unit`` (k, rows in all), ``max_groups_per_unit`` (L0) and
+    ``max_rows_per_group`` (L∞, rows per group per unit). None: no bound of that kind. Without a
+    privacy unit each row is a unit, so all three are 1."""
+
+    max_rows_per_unit: int | None = None
+    max_groups_per_unit: int | None = None
+    max_rows_per_group: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_rows_per_unit", "max_groups_per_unit", "max_rows_per_group"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ParameterError(f"`{name}` must be an integer >= 1, not {v!r}", parameter=name)
+
+    @property
+    def is_bounded(self) -> bool:
+        """Whether any bound is declared."""
+        return any(
+            v is not None
+            for v in (self.max_rows_per_unit, self.max_groups_per_unit, self.max_rows_per_group)
+        )
+
+
+@dataclass(frozen=True)
+class CsvOptions:
+    """How a CSV file is read: every cell as text, then cast by the declaration."""
+
+    encoding: str = "utf-8"
+    delimiter: str = ","
+    header: bool = True
+
+    def __post_init__(self) -> None:
+        if len(self.delimiter) != 1:
+            raise ParameterError(
+                f"`delimiter` must be one character, not {self.delimiter!r}", parameter="delimiter"
+            )
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The public declaration of a table (DESIGN §8.2).
+
+    ``columns``: the declared columns (only these are read). ``privacy_unit``: the column naming a
+    person (None: each row is a unit). ``null_units``: rows whose unit is null are ``"drop"``-ped
+    (default) or each ``"own"`` its own unit. ``bounds``: contribution bounds (required to be
+    declared with a privacy unit: at least one of them). ``max_rows``: a public upper bound on the
+    number of rows after bounding (default :data:`DEFAULT_MAX_ROWS`); it sets the mechanisms'
+    clamping bounds, costing precision bits, not accuracy. ``rows``: the exact row count, when the
+    owner declares it public (the substitute-one-unit mean needs it; never checked against the
+    data in a way a release can show). ``csv``: how a CSV source is read.
+    """
+
+    columns: tuple[Column, ...] = ()
+    privacy_unit: str | None = None
+    null_units: Literal["drop", "own"] = "drop"
+    bounds: ContributionBounds = field(default_factory=ContributionBounds)
+    max_rows: int = DEFAULT_MAX_ROWS
+    rows: int | None = None
+    csv: CsvOptions = field(default_factory=CsvOptions)
+
+    def __post_init__(self) -> None:
+        names = [c.name for c in self.columns]
+        if len(set(names)) != len(names):
+            raise ParameterError("a column must not be declared twice", parameter="columns")
+        if self.null_units not in ("drop", "own"):
+            raise ParameterError(
+                f"`null_units` must be 'drop' or 'own', not {self.null_units!r}",
+                parameter="null_units",
+            )
+        if self.privacy_unit is None and self.bounds.is_bounded:
+            raise ParameterError(
+                "contribution bounds need a `privacy_unit` column (without one, each row is a "
+                "unit)",
+                parameter="privacy_unit",
+            )
+        for name, v in (("max_rows", self.max_rows), ("rows", self.rows)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ParameterError(f"`{name}` must be an integer >= 1, not {v!r}", parameter=name)
+        if self.rows is not None and self.rows > self.max_rows:
+            raise ParameterError(
+                f"`rows` = {self.rows} exceeds `max_rows` = {self.max_rows}", parameter="rows"
+            )
+
+    def column(self, name: str) -> Column:
+        """The declared column ``name``; a ParameterError naming the declared ones otherwise."""
+        for c in self.columns:
+            if c.name == name:
+                return c
+        declared = ", ".join(repr(c.name) for c in self.columns) or "none"
+        raise ParameterError(
+            f"column {name!r} is not declared (declared: {declared})", parameter="columns"
+        )
+
+    def with_columns(self, columns: Iterable[Column]) -> Schema:
+        """A copy with ``columns`` added (replacing same-named declarations)."""
+        new = {c.name: c for c in self.columns}
+        for c in columns:
+            new[c.name] = c
+        return Schema(
+            tuple(new.values()),
+            self.privacy_unit,
+            self.null_units,
+            self.bounds,
+            self.max_rows,
+            self.rows,
+            self.csv,
+        )
+
+    def describe(self) -> dict[str, object]:
+        """A JSON-ready description (for the ledger record and the reports)."""
+        return {
+            "columns": {
+                c.name: {
+                    "type": c.type,
+                    "lower": None if c.lower is None else str(c.lower),
+                    "upper": None if c.upper is None else str(c.upper),
+                    "keys": None if c.keys is None else [_json_key(k) for k in c.keys],
+                    "bins": None if c.bins is None else [str(b) for b in c.bins],
+                    "nulls": c.nulls.describe(),
+                }
+                for c in self.columns
+            },
+            "privacy_unit": self.privacy_unit,
+            "null_units": self.null_units,
+            "max_rows_per_unit": self.bounds.max_rows_per_unit,
+            "max_groups_per_unit": self.bounds.max_groups_per_unit,
+            "max_rows_per_group": self.bounds.max_rows_per_group,
+            "max_rows": self.max_rows,
+            "rows": self.rows,
+        }
+
+
+# -- typed keys ------------------------------------------------------------------------------
+_TRUE = ("true", "t", "yes", "1")
+_FALSE = ("false", "f", "no", "0")
+
+
+def typed_key(kind: str, value: object, column: str = "?") -> Key:
+    """``value`` as a key of a column of type ``kind``, exactly; a ParameterError otherwise.
+
+    Strings are parsed as the declared type (the CLI's ``--keys sex=0,1`` on an integer column
+    gives the integers 0 and 1; "3.0" is not an integer key); values of the right Python type are
+    taken as they are. Keys are compared as these typed values, never as text.
+    """
+    where = f"column {column!r} ({kind})"
+    if kind == "text":
+        if isinstance(value, str):
+            return value
+        raise ParameterError(f"{where}: a key must be a string, not {value!r}", parameter="keys")
+    if kind == "integer":
+        if isinstance(value, bool):
+            raise ParameterError(
+                f"{where}: a key must be an integer, not {value!r}", parameter="keys"
+            )
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str):
+            text = value.strip()
+            if text and (text.lstrip("+-").isdigit()) and text.count("-") + text.count("+") <= 1:
+                return int(text)
+        raise ParameterError(
+            f"{where}: a key must be an integer such as 3, not {value!r}", parameter="keys"
+        )
+    if kind == "decimal":
+        if isinstance(value, bool):
+            raise ParameterError(
+                f"{where}: a key must be a number, not {value!r}", parameter="keys"
+            )
+        return _exact_number(f"{column} key", value)
+    if kind == "boolean":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ParameterError(
+            f"{where}: a key must be true or false, not {value!r}", parameter="keys"
+        )
+    if kind == "date":
+        if isinstance(value, _dt.datetime):
+            raise ParameterError(f"{where}: a key must be a date, not {value!r}", parameter="keys")
+        if isinstance(value, _dt.date):
+            return value
+        if isinstance(value, str):
+            try:
+                return _dt.date.fromisoformat(value.strip())
+            except ValueError:
+                pass
+        raise ParameterError(
+            f"{where}: a key must be a date such as 2024-01-31, not {value!r}", parameter="keys"
+        )
+    raise ParameterError(f"unknown column type {kind!r}", parameter="type")
+
+
+def _exact_number(name: str, value: object) -> Fraction:
+    """A finite number, exactly: ints, Fractions, Decimals and decimal strings as written; floats
+    at their exact binary value."""
+    if isinstance(value, bool):
+        raise ParameterError(f"`{name}` must be a number, not {value!r}", parameter=name)
+    try:
+        if isinstance(value, str):
+            result = Fraction(Decimal(value.strip()))
+        elif isinstance(value, (int, Fraction, Decimal)):
+            result = Fraction(value)
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise ParameterError(f"`{name}` must be finite, not {value!r}", parameter=name)
+            result = Fraction(value)
+        else:
+            raise ParameterError(f"`{name}` must be a number, not {value!r}", parameter=name)
+    except (ValueError, ArithmeticError):
+        raise ParameterError(
+            f"`{name}` must be a finite number, not {value!r}", parameter=name
+        ) from None
+    return result
+
+
+def _fmt(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else str(float(x))
+
+
+def _json_key(k: Key) -> object:
+    if isinstance(k, Fraction):
+        return str(k)
+    if isinstance(k, _dt.date):
+        return k.isoformat()
+    return k
+
+
+def keys_product(columns: Sequence[Column]) -> list[tuple[Key | str, ...]]:
+    """The cells of a cross-tabulation, row-major (the last column varies fastest)."""
+    cells: list[tuple[Key | str, ...]] = [()]
+    for c in columns:
+        cells = [(*cell, label) for cell in cells for label in c.cell_labels()]
+    return cells
+
+
+def declared(mapping: Mapping[str, Column]) -> tuple[Column, ...]:
+    """Columns from a name → Column mapping, in insertion order."""
+    return tuple(mapping.values())
