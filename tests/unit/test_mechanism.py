@@ -23,7 +23,9 @@ BAD_PARAMETERS = [
     ((math.inf, 1, 0, 1), "`epsilon` must be finite"),
     ((0.0, 1, 0, 1), "`epsilon` must be > 0"),
     ((-1.0, 1, 0, 1), "`epsilon` must be > 0"),
-    (("1", 1, 0, 1), "`epsilon` must be a real number"),
+    (("abc", 1, 0, 1), "`epsilon` must be a positive decimal number"),
+    (("-0.1", 1, 0, 1), "`epsilon` must be a positive decimal number"),
+    (("0", 1, 0, 1), "`epsilon` must be > 0"),
     ((None, 1, 0, 1), "`epsilon` must be a real number"),
     ((True, 1, 0, 1), "`epsilon` must be a real number, not a bool"),
     ((1, math.nan, 0, 1), "`sensitivity` must be finite"),
@@ -46,11 +48,12 @@ def test_bad_parameters_are_named(args: tuple[object, ...], message: str) -> Non
         SnappingMechanism(*args)  # type: ignore[arg-type]
 
 
-def test_decimal_is_refused_not_rounded() -> None:
+def test_decimal_epsilon_is_exact_and_other_decimals_are_refused() -> None:
     from decimal import Decimal
 
+    assert SnappingMechanism(Decimal("0.1"), 1, 0, 1).parameters.epsilon == Fraction(1, 10)
     with pytest.raises(ParameterError, match="convert it explicitly"):
-        SnappingMechanism(Decimal("0.1"), 1, 0, 1)  # type: ignore[arg-type]
+        SnappingMechanism(1, Decimal("0.1"), 0, 1)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -55,7 +55,7 @@ def test_missing_neighbour_is_a_usage_error() -> None:
 def test_bad_epsilon_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["verify", "--epsilon", "-1", *ARGS[3:], "--neighbour", "1"])
     assert result.exit_code == 2
-    assert "`epsilon`" in result.output
+    assert "`--epsilon` must be > 0" in result.output
 
 
 def test_textbook_check_fails_on_mironov_example() -> None:
@@ -70,4 +70,4 @@ def test_textbook_check_fails_on_mironov_example() -> None:
 def test_pair_farther_than_sensitivity_is_refused() -> None:
     result = CliRunner().invoke(main, [*ARGS, "--neighbour", "1.0000000000000002"])
     assert result.exit_code == 2
-    assert "`neighbour` must be within `sensitivity`" in result.output
+    assert "`--neighbour` must be within `--sensitivity`" in result.output
