@@ -101,6 +101,21 @@ def check_probability(name: str, x: object) -> float:
 _DECIMAL_TEXT = re.compile(r"[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
+_MAX_DECIMAL_EXPONENT = 4000  # ε beyond 10**±4000 is no privacy parameter; its Fraction is huge
+
+
+def _decimal_fraction(name: str, d: Decimal, shown: object) -> Fraction:
+    """A finite Decimal as a Fraction, refusing exponents so large that the conversion would
+    build an integer of millions of digits (e.g. ``"1e999999999"``)."""
+    if d != 0 and abs(d.adjusted()) > _MAX_DECIMAL_EXPONENT:
+        raise ParameterError(
+            f"`{name}` must be between 1e-{_MAX_DECIMAL_EXPONENT} and 1e{_MAX_DECIMAL_EXPONENT}, "
+            f"not {shown!r}",
+            parameter=name,
+        )
+    return Fraction(d)
+
+
 def check_epsilon(name: str, x: object) -> Fraction:
     """A privacy parameter as an exact positive rational (DESIGN §2.3, §8.5; docs/mechanism.md).
 
@@ -117,11 +132,11 @@ def check_epsilon(name: str, x: object) -> Fraction:
                 f"`{name}` must be a positive decimal number such as 0.5 or 1e-3, not {x!r}",
                 parameter=name,
             )
-        value = Fraction(Decimal(text))
+        value = _decimal_fraction(name, Decimal(text), x)
     elif isinstance(x, Decimal):
         if not x.is_finite():
             raise ParameterError(f"`{name}` must be finite and > 0, not {x!r}", parameter=name)
-        value = Fraction(x)
+        value = _decimal_fraction(name, x, x)
     else:
         v = check_positive_finite(name, x)
         value = Fraction(v)

@@ -175,6 +175,7 @@ class SnappingMechanism:
         return PrivacyGuarantee(
             epsilon=float(self.epsilon),
             delta=delta,
+            epsilon_exact=self.epsilon,
             relation=f"|f(D) − f(D′)| <= {self.sensitivity!r}"
             + ("" if self._private else " — NOT PRIVATE: seeded rng"),
         )

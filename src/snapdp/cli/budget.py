@@ -99,6 +99,7 @@ def budget(
             f"this file, written by an earlier snapdp, also caps all datasets together at "
             f"ε = {format_rational(report.cap)}",
             highlight=False,
+            soft_wrap=True,
         )
 
 
