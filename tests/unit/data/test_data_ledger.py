@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -166,50 +169,100 @@ def test_a_foreign_or_broken_file_is_refused_untouched(
     assert _files(tmp_path) == ["b.sqlite"]
 
 
-def _make_ledger_unwritable(path: Path, how: str) -> None:
-    Ledger(path, 1).spend("0.25", 0.0, "earlier", "t", {})
-    if how == "journal":  # unwritable even for root: SQLite cannot create its journal file
-        Path(f"{path}-journal").mkdir()
-    elif how == "file":
-        path.chmod(0o444)
-    else:
-        path.parent.chmod(0o555)
+def _as_unprivileged(body: Callable[[], None]) -> None:
+    """Run ``body`` here, or — when the tests run as root, for whom chmod does not stop writes —
+    in a forked child that has dropped to user/group 65534 ("nobody"), and re-raise its failure."""
+    if not _IS_ROOT:
+        body()
+        return
+    queue: mp.Queue[str] = _CTX.Queue()
+
+    def child() -> None:
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            body()
+            queue.put("")
+        except BaseException as exc:  # report any failure to the parent
+            queue.put(f"{type(exc).__name__}: {exc}")
+
+    process = _CTX.Process(target=child)
+    process.start()
+    process.join(60)
+    message = queue.get(timeout=5)
+    assert process.exitcode == 0 and message == "", message
 
 
-@pytest.mark.parametrize("how", ["journal", "file", "folder"])
+@pytest.fixture
+def shared_folder(tmp_path: Path) -> Iterator[Path]:
+    """A folder that user 65534 can reach (pytest's own are private to their owner)."""
+    folder = Path(tempfile.mkdtemp(prefix="snapdp-ledger-"))
+    folder.chmod(0o777)
+    try:
+        yield folder
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def _give_away(path: Path) -> None:
+    if _IS_ROOT:
+        os.chown(path, 65534, 65534)
+
+
+@pytest.mark.parametrize("how", ["file", "folder", "journal"])
 def test_an_unwritable_ledger_is_refused_before_any_noise(
-    tmp_path: Path, no_noise: None, how: str
+    shared_folder: Path, no_noise: None, how: str
 ) -> None:
-    if how != "journal" and _IS_ROOT:
-        pytest.skip("running as root, where chmod does not stop writes (the 'journal' case does)")
-    folder = tmp_path / "f"
+    folder = shared_folder / "f"
     folder.mkdir()
     path = folder / "b.sqlite"
-    _make_ledger_unwritable(path, how)
-    try:
-        before = path.read_bytes()
+    Ledger(path, 1).spend("0.25", 0.0, "earlier", "t", {})
+    _give_away(path)
+    if how == "journal":  # unwritable even for root: SQLite cannot create its journal file
+        Path(f"{path}-journal").mkdir()
+    if how == "file":
+        folder.chmod(0o777)
+        path.chmod(0o444)
+    if how == "folder":
+        folder.chmod(0o555)
+    csv = shared_folder / "t.csv"
+    pd.DataFrame({"x": range(10)}).to_csv(csv, index=False)
+    csv.chmod(0o644)
+    before = path.read_bytes()
+
+    def refused() -> None:
         with pytest.raises(LedgerError, match="cannot be written") as info:
             Ledger(path).check("0.25")
         assert str(path) in str(info.value)
         with pytest.raises(LedgerError, match="cannot be written"):
-            _table(tmp_path, path, None).release([Count()], Fraction(1, 4))
-        assert path.read_bytes() == before
+            table = PrivateTable(csv, max_rows=100, ledger=path, dataset="default")
+            table.release([Count()], Fraction(1, 4))
         if how != "journal":  # (SQLite cannot even read past a journal path it cannot open)
             assert Ledger(path).spent() == Fraction(1, 4)  # still readable
+
+    try:
+        _as_unprivileged(refused)
     finally:
         folder.chmod(0o755)
-        path.chmod(0o644)
+    assert path.read_bytes() == before
 
 
-def test_a_new_ledger_in_an_unwritable_folder_is_refused(tmp_path: Path, no_noise: None) -> None:
-    if _IS_ROOT:
-        pytest.skip("running as root, where chmod does not stop writes")
-    folder = tmp_path / "ro"
+def test_a_new_ledger_in_an_unwritable_folder_is_refused(
+    shared_folder: Path, no_noise: None
+) -> None:
+    folder = shared_folder / "ro"
     folder.mkdir()
     folder.chmod(0o555)
-    try:
+
+    def refused() -> None:
         with pytest.raises(LedgerError, match="is not writable"):
             Ledger(folder / "b.sqlite", 1).check("0.5")
+        with pytest.raises(LedgerError, match="cannot be written"):
+            Ledger(folder / "b.sqlite", 1).spend("0.5", 0.0, "x", "t", {})
+
+    try:
+        _as_unprivileged(refused)
     finally:
         folder.chmod(0o755)
     assert _files(folder) == []
