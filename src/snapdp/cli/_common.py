@@ -135,12 +135,13 @@ def plain_number(x: float | int | Fraction, *, digits: int | None = None) -> str
     return "0" if text in ("-0", "") else text
 
 
-def mark_spent(note: str) -> None:
+def mark_spent(note: str, result: str | None = None) -> None:
     """Tell the boundary that this command's spend is committed (``note`` says where), so that a
-    Ctrl-C from now on is not reported as "nothing spent"."""
+    Ctrl-C from now on is not reported as "nothing spent"; ``result``, if given, is the released
+    text, which the boundary then shows (it was paid for)."""
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
-        ctx.find_root().meta[_SPENT_KEY] = note
+        ctx.find_root().meta[_SPENT_KEY] = (note, result)
 
 
 def _flags_in(message: str, extra: dict[str, str]) -> str:
@@ -179,7 +180,10 @@ class BoundaryGroup(click.Group):
         except KeyboardInterrupt:
             spent = ctx.meta.get(_SPENT_KEY)
             if spent:
-                _fail(f"interrupted after the spend was committed ({spent})", as_json)
+                note, result = spent
+                if result is not None:
+                    click.echo(result)
+                _fail(f"interrupted after the spend was committed ({note})", as_json)
             else:
                 _fail("interrupted, nothing spent", as_json)
             ctx.exit(_INTERRUPTED)

@@ -225,7 +225,10 @@ def _single(
         query = {"lower": lower, "upper": upper, "sensitivity": sensitivity}
         delta = privacy.delta
         book.spend(epsilon, delta, "value", "--value", query)
-        mark_spent(f"ledger {budget.ledger}, dataset {budget.dataset!r}")
+        mark_spent(
+            f"ledger {budget.ledger}, dataset {budget.dataset!r}",
+            json.dumps({"release": released}) if as_json else f"release   {released!r}",
+        )
         out["ledger"] = budget.ledger
         out["dataset"] = budget.dataset
         out["budget_remaining"] = format_rational(book.remaining())

@@ -218,5 +218,7 @@ def _table(cert: Certificate) -> Table:
     table = Table(title=f"snapping certificate: {verdict}", show_header=False)
     data = cert.as_dict()
     for key, label in _FIELDS:
-        table.add_row(label, str(data[key]))
+        value = data[key]
+        shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else value
+        table.add_row(label, str(shown))
     return table

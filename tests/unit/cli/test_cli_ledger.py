@@ -7,6 +7,8 @@ import csv
 import importlib
 import json
 import sqlite3
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -254,6 +256,7 @@ def test_ctrl_c_after_the_spend_says_where_it_was_recorded(
     result = _run(*VALUE, "--epsilon", "1", "--ledger", str(ledger), "--total-epsilon", "1")
     assert result.exit_code == 130
     assert "interrupted after the spend was committed (ledger" in result.output
+    assert result.output.startswith("release   ")  # the paid-for result is shown
     assert Ledger(ledger, dataset="value").spent() == 1
 
 
@@ -313,3 +316,34 @@ def test_big_values_print_without_scientific_notation() -> None:
     released = result.output.splitlines()[0].split()[1]
     assert "e" not in released and "," in released
     assert float(released.replace(",", "")) % 1 == 0
+
+
+_HOLD_LOCK = """
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_held_lock_is_one_line_after_the_timeout(tmp_path: Path, no_noise: None) -> None:
+    ledger = str(tmp_path / "b.sqlite")
+    Ledger(ledger, 1, dataset="value").spend("0.5", 0.0, "x", "t", {})
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, ledger],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        result = _run("budget", "--ledger", ledger, "--lock-timeout", "0.2")
+        assert result.exit_code == 1 and "locked by another process" in result.output
+        _clean(result)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(30)
+    assert _run("budget", "--ledger", ledger).exit_code == 0

@@ -71,3 +71,17 @@ def test_pair_farther_than_sensitivity_is_refused() -> None:
     result = CliRunner().invoke(main, [*ARGS, "--neighbour", "1.0000000000000002"])
     assert result.exit_code == 2
     assert "`--neighbour` must be within `--sensitivity`" in result.output
+
+
+def test_a_loss_above_epsilon_is_explained_by_delta() -> None:
+    """Wide bounds: the deep tail of the noise exceeds ε on some outputs, within the stated δ."""
+    args = ["verify", "--epsilon", "1", "--lower", "-380", "--upper", "380", "--value", "-380"]
+    result = CliRunner().invoke(main, [*args, "--neighbour", "-379"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "note: the loss exceeds ε on some outputs" in text
+    assert "within the δ = " in text and "(ε, δ)-differential privacy" in text
+    doc = json.loads(CliRunner().invoke(main, [*args, "--neighbour", "-379", "--json"]).output)
+    assert doc[0]["pure_epsilon"] is False and "δ(ε) = " in doc[0]["explanation"]
+    pure = json.loads(CliRunner().invoke(main, [*ARGS, "--neighbour", "1", "--json"]).output)
+    assert pure[0]["pure_epsilon"] is True and pure[0]["explanation"] is None
