@@ -264,9 +264,9 @@ class LaplaceMechanism:
     def __init__(
         self, epsilon: Number, sensitivity: Number, *, rng: np.random.Generator | None = None
     ) -> None:
-        self.epsilon = check_positive_finite("epsilon", epsilon)
+        self.epsilon = float(check_epsilon("epsilon", epsilon))  # a float mechanism: ε as a double
         self.sensitivity = check_positive_finite("sensitivity", sensitivity)
-        self.scale = float(self.sensitivity) / float(self.epsilon)
+        self.scale = float(self.sensitivity) / self.epsilon
         self._source = bit_source_from(rng)
 
     def release(self, value: Number) -> float:

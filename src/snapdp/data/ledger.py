@@ -423,6 +423,11 @@ class Ledger:
         except sqlite3.Error as exc:
             raise _ledger_error(exc, self._where()) from None
 
+    @staticmethod
+    def datasets(path: str | Path, *, timeout: float = _DEFAULT_TIMEOUT) -> list[DatasetBudget]:
+        """Every dataset's budget in the ledger file at ``path`` (see :func:`read_ledger`)."""
+        return read_ledger(path, timeout=timeout).datasets
+
     def close(self) -> None:
         """Release the in-memory database (a file ledger holds no open connection)."""
         if self._memory is not None:

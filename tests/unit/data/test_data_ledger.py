@@ -85,6 +85,7 @@ def test_datasets_have_separate_budgets_in_one_file(tmp_path: Path) -> None:
     a.spend("0.25", 0.0, "x", "A", {})
     report = read_ledger(path)
     rows = [(d.dataset, d.total_epsilon, d.spent, d.remaining, d.releases) for d in report.datasets]
+    assert Ledger.datasets(path) == report.datasets
     assert rows == [("a", 1, 1, 0, 2), ("b", Fraction(1, 2), Fraction(1, 2), 0, 1)]
     assert [e.dataset for e in report.entries] == ["a", "b", "a"]
 
