@@ -157,11 +157,19 @@ def _flags_in(message: str, extra: dict[str, str]) -> str:
 
 def _command_flags(group: click.Group, ctx: click.Context) -> dict[str, str]:
     """The invoked subcommand's options by parameter name (``max_rows`` → ``--max-rows``)."""
-    args = [*ctx._protected_args, *ctx.args]
+    args = _arguments(ctx)
     command = group.get_command(ctx, args[0]) if args else None
     if command is None:
         return {}
     return {p.name: p.opts[0] for p in command.params if p.name and p.opts}
+
+
+def _arguments(ctx: click.Context) -> list[str]:
+    """The group's unparsed arguments: the subcommand's name and its arguments."""
+    protected = getattr(ctx, "_protected_args", None)  # click >= 8.2
+    if protected is None:
+        protected = ctx.protected_args  # click 8.1
+    return [*protected, *ctx.args]
 
 
 def _one_line(exc: BaseException) -> str:
@@ -173,8 +181,7 @@ class BoundaryGroup(click.Group):
     """A ``click.Group`` whose subcommands run inside the error boundary (module docstring)."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        args = [*ctx._protected_args, *ctx.args]
-        as_json = "--json" in args
+        as_json = "--json" in _arguments(ctx)
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:

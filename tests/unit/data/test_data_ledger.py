@@ -491,3 +491,13 @@ def test_a_process_killed_while_creating_the_file_leaves_no_ledger(tmp_path: Pat
     assert not Path(path).exists()  # only a hidden temporary file may remain
     Ledger(path, 1).spend("0.5", 0.0, "x", "t", {})
     assert Ledger(path).spent() == Fraction(1, 2)
+
+
+def test_an_empty_file_left_by_an_older_snapdp_becomes_a_ledger(tmp_path: Path) -> None:
+    path = tmp_path / "b.sqlite"
+    path.write_bytes(b"")  # what a refused first release of snapdp 0.x could leave behind
+    with pytest.raises(ParameterError, match="total_epsilon` is needed"):
+        Ledger(path)
+    assert read_ledger(path).entries == [] and path.read_bytes() == b""
+    Ledger(path, "0.5").spend("0.5", 0.0, "x", "t", {})
+    assert Ledger(path).remaining() == 0
