@@ -145,12 +145,17 @@ class _State:
     budgets: dict[str, Fraction] = field(default_factory=dict)
     entries: list[LedgerEntry] = field(default_factory=list)
     head: str = ""
+    sums: dict[str, Fraction] = field(default_factory=dict)
+    total_spent: Fraction = Fraction(0)
+
+    def add(self, entry: LedgerEntry) -> None:
+        self.entries.append(entry)
+        self.sums[entry.dataset] = self.sums.get(entry.dataset, Fraction(0)) + entry.epsilon
+        self.total_spent += entry.epsilon
 
     def spent(self, dataset: str | None) -> Fraction:
-        return sum(
-            (e.epsilon for e in self.entries if dataset is None or e.dataset == dataset),
-            Fraction(0),
-        )
+        """The exact ε spent on ``dataset`` (on every dataset if None)."""
+        return self.total_spent if dataset is None else self.sums.get(dataset, Fraction(0))
 
     def remaining(self, dataset: str, total: Fraction) -> Fraction:
         left = total - self.spent(dataset)
@@ -540,7 +545,7 @@ def _read_v2(con: sqlite3.Connection, meta: dict[str, str], where: str) -> _Stat
         if digest != _digest(state.head, fields):
             raise _damaged(where, f"spend #{row_id} does not match the recorded history")
         state.head = str(digest)
-        state.entries.append(entry)
+        state.add(entry)
     if meta.get("head") != state.head:
         raise _damaged(where, "the last recorded spend is missing")
     _check_totals(state, where)
@@ -601,7 +606,7 @@ def _read_v1(con: sqlite3.Connection, meta: dict[str, str], where: str) -> _Stat
         ]
         entry = _entry(row_id, str(time), eps, fields, where)
         state.budgets.setdefault(entry.dataset, total)
-        state.entries.append(entry)
+        state.add(entry)
     _check_totals(state, where)
     return state
 
@@ -677,7 +682,14 @@ def _upgrade(con: sqlite3.Connection, state: _State) -> _State:
 
 
 def _digest(previous: str, fields: list[str]) -> str:
-    return hashlib.sha256(json.dumps([previous, *fields]).encode("utf-8")).hexdigest()
+    """SHA-256 over ``previous`` and ``fields``, each UTF-8 and prefixed by its length in bytes
+    (an unambiguous encoding), as hex."""
+    h = hashlib.sha256()
+    for text in (previous, *fields):
+        data = text.encode("utf-8")
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.hexdigest()
 
 
 def _genesis(created: str) -> str:

@@ -176,6 +176,11 @@ def _as_unprivileged(body: Callable[[], None]) -> None:
     if not _IS_ROOT:
         body()
         return
+    # user 65534 may not read root's site-packages: import what the body needs before dropping
+    import duckdb  # noqa: F401
+
+    import snapdp.data.duckdb_engine  # noqa: F401
+
     queue: mp.Queue[str] = _CTX.Queue()
 
     def child() -> None:
