@@ -22,7 +22,7 @@ Guarantees, for every process sharing one ledger file:
 * **Crash safety, no stray files.** SQLite's journal makes a commit atomic. A new ledger file is
   built beside the target under a temporary name and appears (``os.link``, which never replaces a
   file) only with its first committed spend; a refusal leaves no file behind.
-* **Old files keep working.** A ledger written by snapdp 0.x (one budget, ε as REAL) is read as is
+* **Old files keep working.** A ledger written by snapdp 0.1 (one budget, ε as REAL) is read as is
   and migrated in place, inside the transaction of its first new spend. Its total stays a cap on
   the whole file (it was one budget), each recorded label becomes a dataset, and a dataset it never
   saw gets that total.
@@ -124,7 +124,7 @@ class DatasetBudget:
 class LedgerReport:
     """The whole ledger, validated: every dataset's budget and every spend, oldest first.
 
-    ``cap`` is the total of a ledger migrated from snapdp 0.x (one budget for the whole file),
+    ``cap`` is the total of a ledger migrated from snapdp 0.1 (one budget for the whole file),
     else None.
     """
 
@@ -137,7 +137,7 @@ class LedgerReport:
 
 @dataclass
 class _State:
-    """A ledger as read from its file: version 0 (empty), 1 (snapdp 0.x) or 2 (current)."""
+    """A ledger as read from its file: version 0 (empty), 1 (snapdp 0.1) or 2 (current)."""
 
     version: int
     created: str = ""
@@ -252,7 +252,7 @@ class Ledger:
         return self._current().spent(self.dataset)
 
     def remaining(self) -> Fraction:
-        """total − spent, exactly (never negative; also within the cap of a migrated 0.x file)."""
+        """total − spent, exactly (never negative; also within the cap of a migrated 0.1 file)."""
         return self._current().remaining(self.dataset, self.total_epsilon)
 
     def entries(self) -> list[LedgerEntry]:
@@ -585,7 +585,7 @@ def _check_totals(state: _State, where: str) -> None:
 
 
 def _read_v1(con: sqlite3.Connection, meta: dict[str, str], where: str) -> _State:
-    """A snapdp 0.x ledger: one total (a double's repr) for the file; ε as REAL."""
+    """A snapdp 0.1 ledger: one total (a double's repr) for the file; ε as REAL."""
     total = _v1_number(meta["total_epsilon"])
     if total is None or total <= 0:
         raise _damaged(where, f"the total ε is {meta['total_epsilon']!r}")
@@ -612,7 +612,7 @@ def _read_v1(con: sqlite3.Connection, meta: dict[str, str], where: str) -> _Stat
 
 
 def _v1_number(x: object) -> Fraction | None:
-    """A REAL (or its text) of a 0.x ledger at its exact binary value; None if not finite."""
+    """A REAL (or its text) of a 0.1 ledger at its exact binary value; None if not finite."""
     try:
         value = float(x)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -644,7 +644,7 @@ def _insert_budget(con: sqlite3.Connection, dataset: str, total: Fraction) -> No
 
 
 def _upgrade(con: sqlite3.Connection, state: _State) -> _State:
-    """Turn an empty file (version 0) or a 0.x ledger (version 1) into the current format, in the
+    """Turn an empty file (version 0) or a 0.1 ledger (version 1) into the current format, in the
     caller's transaction (so a crash or a refusal leaves the file as it was)."""
     if state.version == 1:
         con.execute("ALTER TABLE spends RENAME TO spends_v1")

@@ -1,5 +1,5 @@
 """The SQLite ledger: exact accounting, per-dataset budgets, every failure mode on real files,
-concurrent processes, processes killed mid-release, and ledgers written by snapdp 0.x."""
+concurrent processes, processes killed mid-release, and ledgers written by snapdp 0.1."""
 
 from __future__ import annotations
 
@@ -350,7 +350,7 @@ def test_tampered_rows_are_detected(
     assert path.read_bytes() == before
 
 
-# -- ledgers written by snapdp 0.x ----------------------------------------------------------
+# -- ledgers written by snapdp 0.1 ----------------------------------------------------------
 _OLD_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS spends (
@@ -366,7 +366,7 @@ CREATE TABLE IF NOT EXISTS spends (
 
 
 def _old_ledger(path: Path, total: float, spends: list[tuple[object, str]]) -> None:
-    """A ledger file exactly as snapdp 0.x wrote it (its schema, REAL ε, repr(total))."""
+    """A ledger file exactly as snapdp 0.1 wrote it (its schema, REAL ε, repr(total))."""
     con = sqlite3.connect(path)
     con.executescript(_OLD_SCHEMA)
     con.execute(
@@ -500,7 +500,7 @@ def test_a_process_killed_while_creating_the_file_leaves_no_ledger(tmp_path: Pat
 
 def test_an_empty_file_left_by_an_older_snapdp_becomes_a_ledger(tmp_path: Path) -> None:
     path = tmp_path / "b.sqlite"
-    path.write_bytes(b"")  # what a refused first release of snapdp 0.x could leave behind
+    path.write_bytes(b"")  # what a refused first release of snapdp 0.1 could leave behind
     with pytest.raises(ParameterError, match="total_epsilon` is needed"):
         Ledger(path)
     assert read_ledger(path).entries == [] and path.read_bytes() == b""
