@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import importlib
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -347,3 +348,27 @@ def test_a_held_lock_is_one_line_after_the_timeout(tmp_path: Path, no_noise: Non
         holder.stdin.close()
         holder.wait(30)
     assert _run("budget", "--ledger", ledger).exit_code == 0
+
+
+def test_real_processes_print_one_line_and_no_traceback(tmp_path: Path) -> None:
+    """The installed entry point, in a real process: errors from the ledger and from click."""
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"junk" * 100)
+    src = str(Path(__file__).resolve().parents[3] / "src")
+    env = {**os.environ, "PYTHONPATH": src}
+    for args, code, text in [
+        (["budget", "--ledger", str(junk)], 1, "is not an SQLite database"),
+        (["budget", "--ledger", str(junk), "--json"], 1, '{"error": "ledger'),
+        ([*VALUE, "--epsilon", "0"], 2, "`--epsilon` must be > 0"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "snapdp.cli", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode == code, (args, done.stdout, done.stderr)
+        output = done.stdout + done.stderr
+        assert text in output and "Traceback" not in output
+        assert sum("Error" in line for line in output.splitlines()) <= 1
