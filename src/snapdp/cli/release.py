@@ -197,7 +197,8 @@ def _single(
         from snapdp.data.ledger import Ledger
 
         book = Ledger(budget.ledger, budget.total_epsilon, dataset=budget.dataset)
-        book.check(epsilon)
+        if not dry_run:
+            book.check(epsilon)  # refuse before any noise is drawn
     privacy = mechanism.privacy
     out: dict[str, Any] = {
         "accuracy": accuracy,
@@ -209,7 +210,9 @@ def _single(
     }
     if dry_run:
         if book is not None:
-            out["budget_remaining"] = format_rational(book.remaining())
+            remaining = book.remaining()
+            out["budget_remaining"] = format_rational(remaining)
+            out["would_be_refused"] = epsilon > remaining
         if as_json:
             click.echo(json.dumps({"dry_run": True, **out}))
             return
@@ -218,7 +221,8 @@ def _single(
             f"accuracy  ±{plain_number(accuracy, digits=6)} with probability >= {1 - alpha:g}"
         )
         if book is not None:
-            click.echo(f"remaining ε = {out['budget_remaining']} on {budget.dataset!r}")
+            refused = " (this release would be refused)" if out["would_be_refused"] else ""
+            click.echo(f"remaining ε = {out['budget_remaining']} on {budget.dataset!r}{refused}")
         return
     released = mechanism.release(value)
     if book is not None:

@@ -109,7 +109,13 @@ def test_dry_run_draws_no_noise_and_writes_nothing(tmp_path: Path, no_noise: Non
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
     assert doc["dry_run"] is True and "release" not in doc and doc["budget_remaining"] == "2"
+    assert doc["would_be_refused"] is False
     assert not ledger.exists()
+    Ledger(ledger, "0.25", dataset="value").spend("0.25", 0.0, "x", "t", {})
+    result = _run(*args)
+    assert result.exit_code == 0, result.output
+    assert "remaining ε = 0 on 'value' (this release would be refused)" in result.output
+    assert Ledger(ledger, dataset="value").spent() == Fraction(1, 4)
 
 
 def test_json_errors_are_json_on_stdout(tmp_path: Path) -> None:
