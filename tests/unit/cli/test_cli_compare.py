@@ -34,5 +34,5 @@ def test_compare_bad_bounds_is_a_clean_usage_error(tmp_path):
         ["compare", "--epsilon", "1", "--lower", "5", "--upper", "1", "--output", str(tmp_path)],
     )
     assert result.exit_code == 2
-    assert "`lower` must be < `upper`" in result.output
+    assert "`--lower` must be < `--upper`" in result.output
     assert "Traceback" not in result.output
