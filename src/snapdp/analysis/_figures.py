@@ -312,7 +312,7 @@ def _coverage(data: dict[str, Any]) -> tuple[bytes, str]:
     )
     caption = (
         "Left: the data-independent accuracy a(α) (docs/mechanism.md, shown before spending), "
-        "seed 002's corrected data-dependent GetAccuracy (uses the true value: never publish "
+        "the published data-dependent GetAccuracy, corrected (uses the true value: never publish "
         "it), and the exact quantile of the error, with a seeded simulation of the mechanism "
         "as a cross-check. "
         "Right: the exact probability that the error exceeds a(α) "

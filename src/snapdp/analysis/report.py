@@ -470,7 +470,7 @@ img{max-width:100%}figure{margin:1rem 0 2rem}
 figcaption{font-size:.9rem;color:#444}.warn{background:#fff4e0;border-left:4px solid #e90;
 padding:.4rem .8rem}.summary{font-size:1.25rem;line-height:1.5;background:#eef6ee;
 border-left:4px solid #3a3;padding:.6rem 1rem}dt{font-weight:bold}dd{margin:0 0 .4rem 1.5rem}
-td:first-child{text-align:left}
+td:first-child,th:first-child{text-align:left}
 """
 
 _GLOSSARY = """<dl>
@@ -522,6 +522,7 @@ def _render_html(report: UtilityReport) -> str:
         _flags_html(d["flags"]),
         "<h2>The three mechanisms side by side</h2>",
         _mechanisms_html(d),
+        _figure_html(report, "three_mechanisms"),
         "<h2>Do they leak? Mironov's distinguisher</h2>",
         _attacks_html(d["attacks"]),
         "<h2>Terms used below</h2>",
@@ -604,7 +605,7 @@ def _render_html(report: UtilityReport) -> str:
                 for r in d["coverage"]["rows"]
             ],
         ),
-        "<h2>Distance between the two mechanisms (seed 000)</h2>",
+        "<h2>Distance between snapping and textbook Laplace on one draw (docs/utility.md)</h2>",
         _distance_html(d["distance_cases"]),
         "<h2>Bounds for a binding probability γ (docs/utility.md)</h2>",
         "<p>Bounds that keep P(clamp binds) <= γ for every value in the current [lower, upper]:"
@@ -618,15 +619,25 @@ def _render_html(report: UtilityReport) -> str:
         ),
         "<h2>Figures</h2>",
     ]
-    for name, png in report.figures.items():
-        b64 = base64.b64encode(png).decode("ascii")
-        caption = html.escape(report.captions.get(name, name))
-        parts.append(
-            f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{b64}'>"
-            f"<figcaption>{caption}</figcaption></figure>"
-        )
+    for name in report.figures:
+        if name not in _INLINE_FIGURES:
+            parts.append(_figure_html(report, name))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+_INLINE_FIGURES = ("three_mechanisms",)  # shown next to their tables, not under "Figures"
+
+
+def _figure_html(report: UtilityReport, name: str) -> str:
+    if name not in report.figures:
+        return ""
+    b64 = base64.b64encode(report.figures[name]).decode("ascii")
+    caption = html.escape(report.captions.get(name, name))
+    return (
+        f"<figure><img alt='{html.escape(name)}' src='data:image/png;base64,{b64}'>"
+        f"<figcaption>{caption}</figcaption></figure>"
+    )
 
 
 def _flags_html(flags: Sequence[dict[str, Any]]) -> str:
@@ -713,8 +724,8 @@ def _distance_html(cases: dict[str, Any]) -> str:
             "case",
             "P(case)",
             "E[dist | case]",
-            "seed bound (Λ/2 form)",
-            "seed claim (λ form)",
+            "published bound (Λ/2 form)",
+            "published claim (λ form)",
             "exact sup",
             "P(dist > a | case)",
         ],
