@@ -176,7 +176,7 @@ def flags_for(m: Measures) -> list[Flag]:
         out.append(
             Flag(
                 "tail_delta",
-                f"At ε = {_plain(m.epsilon)} the guarantee needs δ <= {m.delta:.3g}: the noise's "
+                f"At ε = {_plain(m.epsilon)} the guarantee needs δ <= {_up(m.delta)}: the noise's "
                 "deep tail reaches the bounds, so the privacy is not pure ε (see "
                 "docs/mechanism.md); a smaller ε or narrower bounds remove it.",
                 DELTA_THRESHOLD,
@@ -209,21 +209,29 @@ def _plain(x: float) -> str:
 
 def _up(x: float, digits: int = 3) -> str:
     """``x`` rounded *up* to ``digits`` significant digits (a stated ± stays true), without
-    trailing zeros or an exponent for ordinary magnitudes: 3.9078 → 3.91, 2.9957 → 3, 3 → 3."""
+    trailing zeros, and without an exponent for magnitudes in [1e-15, 1e15): 3.9078 → 3.91,
+    2.9957 → 3, 3 → 3, 1.4870169e284 → 1.49e+284."""
     if not math.isfinite(x):
         return repr(x)
     if x == 0:
         return "0"
     exponent = math.floor(math.log10(abs(x)))
     shift = digits - 1 - exponent
-    if abs(shift) > 300 or abs(exponent) >= 15:
-        return f"{x:.{digits}g}"
     scale = mpq(10) ** shift if shift >= 0 else mpq(1, 10 ** (-shift))
     q = _exact.exact_rational(x) * scale
-    n = -((-int(q.numerator)) // int(q.denominator))  # ⌈q⌉
-    value = mpq(n) / scale
-    decimals = max(shift, 0)
-    text = f"{float(value):.{decimals}f}"
+    n = -((-int(q.numerator)) // int(q.denominator))  # ⌈q⌉, an integer of `digits` digits
+    if abs(n) >= 10**digits:  # 9.999 → 10.0: one more digit before the point
+        n //= 10
+        exponent += 1
+        shift -= 1
+    if abs(exponent) < 15:
+        value = mpq(n) / mpq(10) ** shift if shift >= 0 else mpq(n) * mpq(10) ** (-shift)
+        text = f"{float(value):.{max(shift, 0)}f}"
+    else:
+        mantissa = str(abs(n))
+        text = ("-" if n < 0 else "") + mantissa[0] + "." + mantissa[1:]
+        text = text.rstrip("0").rstrip(".") + f"e{exponent:+d}"
+        return text
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return text
