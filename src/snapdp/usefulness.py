@@ -23,9 +23,10 @@ Flags (:func:`flags`), each raised when its measure is **at or above** its thres
     them (one ulp, by which the output is rounded) is a large part of the ±.
 ``tail_delta``
     δ >= 1e-9, where δ is the mechanism's stated upper bound on the probability of outputs outside
-    the ε argument (:attr:`snapdp.parameters.SnappingParameters.delta`, rounded up). It is 0 unless
-    ε·(upper − lower)/Δ is large (roughly ε/Δ above 700 and B̃ above ½): the noise's deep tail,
-    where U* is subnormal, then reaches the bounds.
+    the ε argument (:attr:`snapdp.parameters.SnappingParameters.delta`, rounded up). It is tiny
+    unless ε/Δ is large: with B̃ of a few units or more the flag is raised from ε/Δ ≈ 686 on, and
+    the bound reaches 1 near ε/Δ = 707 (docs/utility.md) — the noise's deep tail, where U* is
+    subnormal, then reaches the bounds.
 
 The thresholds are the module constants ``NOISE_THRESHOLD``, ``GRID_THRESHOLD`` and
 ``DELTA_THRESHOLD``; each :class:`Flag` repeats its threshold and the measured value.
