@@ -88,12 +88,23 @@ class UtilityReport:
         return _render_html(self)
 
     def write(self, directory: str | Path) -> tuple[Path, Path]:
-        """Write report.html and report.json into ``directory`` (created); return their paths."""
+        """Write report.html and report.json into ``directory`` (created); return their paths.
+
+        Both are written to temporary files first and renamed into place only when both are
+        complete, so a failure (OSError) leaves no half-written report behind.
+        """
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         html_path, json_path = out / "report.html", out / "report.json"
-        html_path.write_text(self.html(), encoding="utf-8")
-        json_path.write_text(self.json(), encoding="utf-8")
+        temps = [out / ".report.html.partial", out / ".report.json.partial"]
+        try:
+            temps[0].write_text(self.html(), encoding="utf-8")
+            temps[1].write_text(self.json(), encoding="utf-8")
+            temps[0].replace(html_path)
+            temps[1].replace(json_path)
+        finally:
+            for t in temps:
+                t.unlink(missing_ok=True)
         return html_path, json_path
 
 
@@ -366,9 +377,11 @@ def epsilon_sweep_values(eps: float, octaves: float, points: int) -> list[float]
 
 
 def _epsilon_sweep(eps: float, sens: float, lo: float, hi: float, g: ReportGrid) -> dict[str, Any]:
-    """At the report's B/λ ratio (kept fixed as ε moves) and the value at the midpoint (on the
-    grid), half a grid cell off it, and spread over the cell."""
-    b_over_lambda = (hi - lo) / 2 / (sens / eps)
+    """At the report's B/λ ratio (kept fixed as ε moves; capped at ``SWEEP_MAX_B_OVER_LAMBDA``,
+    beyond which the ratios no longer change — docs/utility.md section 2 — and the exact
+    distributions only get longer) and the value at the midpoint (on the grid), half a grid cell
+    off it, and spread over the cell."""
+    b_over_lambda = min((hi / 2 - lo / 2) / (sens / eps), SWEEP_MAX_B_OVER_LAMBDA)
     center = lo / 2 + hi / 2
     rows = []
     for e in epsilon_sweep_values(eps, g.epsilon_octaves, g.epsilon_points):
@@ -391,6 +404,8 @@ def _epsilon_sweep(eps: float, sens: float, lo: float, hi: float, g: ReportGrid)
         rows.append(row)
     return {"b_over_lambda": b_over_lambda, "offsets": g.offsets, "rows": rows}
 
+
+SWEEP_MAX_B_OVER_LAMBDA = 64.0
 
 SIMULATION_SEED = 0
 SIMULATION_SIZE = 5000

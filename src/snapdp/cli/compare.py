@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
 
-from snapdp.cli._common import library_errors, sensitivity_option
+from snapdp.cli._common import json_option, library_errors, sensitivity_option
 from snapdp.errors import ParameterError
 
 
@@ -35,6 +36,7 @@ from snapdp.errors import ParameterError
     show_default=True,
     help="Directory for report.html and report.json (created).",
 )
+@json_option
 @library_errors
 def compare(
     epsilon: float,
@@ -44,12 +46,14 @@ def compare(
     value: float | None,
     quantum: float | None,
     output: str,
+    as_json: bool,
 ) -> None:
     """Compare the snapping mechanism with discrete Laplace and textbook Laplace at the same ε.
 
     Prints a plain summary, warnings about useless or wasteful settings, and the three mechanisms
     side by side; writes a self-contained HTML report (figures embedded) and a JSON of every
-    number (keys "summary", "flags", "mechanisms", "attacks", ...). Everything is computed
+    number (keys "summary", "flags", "mechanisms", "attacks", ...); --json prints those keys
+    instead of the text. Everything is computed
     exactly from the public parameters: no data is read and no privacy budget is spent. See
     docs/utility.md.
     """
@@ -64,6 +68,13 @@ def compare(
             f"({exc.strerror or type(exc).__name__})",
             parameter="output",
         ) from None
+    if as_json:
+        keys = ("summary", "flags", "inputs", "mechanisms", "attacks")
+        cleaned = json.loads(report.json())  # non-finite numbers already made null
+        summary = {k: cleaned[k] for k in keys}
+        summary["files"] = {"html": str(html_path), "json": str(json_path)}
+        click.echo(json.dumps(summary, indent=1, allow_nan=False))
+        return
     click.echo(_text(report.data))
     click.echo(f"wrote {html_path} and {json_path}")
 

@@ -108,3 +108,20 @@ def test_compare_never_shows_a_traceback(tmp_path, args, flag):
         assert result.exit_code == 2
         error = [line for line in result.output.splitlines() if line.startswith("Error:")]
         assert len(error) == 1 and flag in error[0]
+
+
+def test_compare_json_prints_the_summary_and_flags(tmp_path):
+    result = CliRunner().invoke(
+        main,
+        [
+            *("compare", "--epsilon", "1", "--lower", "0", "--upper", "100"),
+            *("--output", str(tmp_path), "--json"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.output)
+    written = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    for key in ("summary", "flags", "mechanisms", "attacks"):
+        assert printed[key] == written[key]
+    assert printed["files"]["json"] == str(tmp_path / "report.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.json"]
