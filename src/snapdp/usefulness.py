@@ -56,6 +56,7 @@ __all__ = [
     "flags_for",
     "measures",
     "plain_summary",
+    "summary",
 ]
 
 NOISE_THRESHOLD = 1.0  # 2·a(α)/(upper − lower)
@@ -305,3 +306,24 @@ def plain_summary(
             "or narrower bounds would make it informative."
         )
     return text
+
+
+def summary(mechanism_or_parameters: object) -> str:
+    """:func:`plain_summary` for a mechanism from its public parameters alone: its 95% ±, the
+    textbook Laplace mechanism's at the same ε (λ·ln 20, capped at the range) and the grid width.
+
+    For the one-line statement beside a release or a plan; ``snapdp compare`` adds discrete
+    Laplace (docs/utility.md).
+    """
+    m = measures(mechanism_or_parameters, 0.05)
+    params = _parameters(mechanism_or_parameters)
+    width = params.upper - params.lower
+    laplace = min(_exact.exact_rational(m.laplace_accuracy), width)
+    return plain_summary(
+        m.epsilon,
+        m.lower,
+        m.upper,
+        m.accuracy,
+        laplace_accuracy95=_exact.rational_to_float(laplace),
+        grid=m.grid,
+    )

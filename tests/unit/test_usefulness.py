@@ -21,6 +21,7 @@ from snapdp.usefulness import (
     flags_for,
     measures,
     plain_summary,
+    summary,
 )
 from snapdp.usefulness import _up as round_up_text
 
@@ -175,3 +176,14 @@ def test_plain_summary_variants():
 def test_stated_numbers_are_rounded_up(x, text):
     assert round_up_text(x) == text
     assert float(text) >= x
+
+
+def test_summary_from_a_mechanism():
+    assert summary(SnappingMechanism(1, 1, 0, 100)) == (
+        "With ε = 1 and values in [0, 100], 95% of releases are within ±3.91 of the truth; "
+        "the textbook mechanism would be within ±3 but it leaks; the difference is the cost of "
+        "the grid of width 2."
+    )
+    assert summary(SnappingMechanism(0.1, 1, 0, 10).parameters).endswith(
+        "the release is almost pure noise; a larger ε or narrower bounds would make it informative."
+    )
