@@ -13,10 +13,10 @@ pass for every output of both inputs:
 - snapping: every output is a grid point c + Δ·kΛ or a bound, and every such point is a possible
   output of x0 (the ideal noise has full support; the mechanism's deep tail is accounted as δ):
   both rates are 1;
-- discrete Laplace: every output is a multiple of the quantum or a bound, all possible under x0:
-  both rates are 1. Its noise is sampled as the difference of two geometric variables with
-  numpy (for this comparison only; a real release would need an exact sampler such as
-  Canonne–Kamath–Steinke's).
+- discrete Laplace: every output is fl(k·γ) for an integer k, or a bound, whatever the input:
+  both rates are 1. Its noise is sampled as the difference of two geometric variables by
+  inversion in doubles (for this comparison only; a real release would need an exact sampler
+  such as Canonne–Kamath–Steinke's).
 """
 
 from __future__ import annotations
@@ -89,25 +89,45 @@ def _on_snapping_grid(params: SnappingParameters, outputs: FloatArray) -> npt.ND
 
 
 def _on_quantum_grid(dl: DiscreteLaplace, outputs: FloatArray) -> npt.NDArray[np.bool_]:
+    """Whether each output is one the sampler below can return for *some* input: a bound, or
+    fl(k·γ) for an integer k (the same float arithmetic as :func:`_discrete_release`)."""
+    gamma = _exact.rational_to_float(dl.quantum)
+    lo, hi = _exact.rational_to_float(dl.lower), _exact.rational_to_float(dl.upper)
     ok: dict[float, bool] = {}
     for o in np.unique(outputs):
-        v = _exact.exact_rational(float(o))
-        ok[float(o)] = v in (dl.lower, dl.upper) or (
-            dl.lower <= v <= dl.upper and (v / dl.quantum).denominator == 1
+        v = float(o)
+        k = np.round(np.float64(v) / gamma)
+        ok[v] = v in (lo, hi) or (
+            lo <= v <= hi and any(float(np.float64(k + j) * gamma) == v for j in (-1, 0, 1))
         )
     return np.array([ok[float(o)] for o in outputs], dtype=bool)
+
+
+def _geometric(p: float, n: int, rng: np.random.Generator) -> FloatArray:
+    """n draws of Geometric(p) on {0, 1, ...} by inversion, as integer-valued doubles."""
+    u = 1.0 - rng.random(n)  # in (0, 1]
+    g: FloatArray = np.floor(np.log(u) / np.log1p(-p))
+    return g
 
 
 def _discrete_release(
     dl: DiscreteLaplace, x: float, n: int, rng: np.random.Generator
 ) -> FloatArray:
-    q = float(dl.q())
-    z = rng.geometric(1 - q, n) - rng.geometric(1 - q, n)
-    base = round(_exact.rational_to_float(_exact.exact_rational(x) / dl.quantum))
+    """clamp(fl(γ·(round(x/γ) + Z))) with Z = G1 − G2, computed in doubles (for this comparison
+    only: not an exact sampler)."""
+    p = float(dl.one_minus_q())
+    z = _geometric(p, n, rng) - _geometric(p, n, rng)
+    s = _setting_base(dl, x)
     gamma = _exact.rational_to_float(dl.quantum)
     lo, hi = _exact.rational_to_float(dl.lower), _exact.rational_to_float(dl.upper)
-    out: FloatArray = np.clip((base + z).astype(np.float64) * gamma, lo, hi)
+    out: FloatArray = np.clip((s + z) * gamma, lo, hi)
     return out
+
+
+def _setting_base(dl: DiscreteLaplace, x: float) -> float:
+    """round(x/γ) with ties toward +∞, exactly, as a double."""
+    t = _exact.exact_rational(x) / dl.quantum + mpq(1, 2)
+    return float(int(t.numerator) // int(t.denominator))
 
 
 def distinguisher_rates(

@@ -26,3 +26,14 @@ def test_only_the_textbook_mechanism_leaks(epsilon, lower, upper):
     assert by_name["textbook Laplace"].rate1 < 0.95  # measured 0.40 at 0 vs 1, 0.88 at 3 vs 4
     assert not by_name["snapping"].leaks and by_name["snapping"].rate1 == 1.0
     assert not by_name["discrete Laplace"].leaks and by_name["discrete Laplace"].rate1 == 1.0
+
+
+@pytest.mark.parametrize(("epsilon", "quantum"), [(1, 0.1), (0.5, 0.3), (1e-10, 1e-9)])
+def test_discrete_laplace_on_a_non_dyadic_or_tiny_quantum_does_not_leak(epsilon, quantum):
+    rows = distinguisher_rates(
+        compute_parameters(epsilon, 1, 0, 100),
+        discrete_laplace(epsilon, 1, 0, 100, quantum),
+        samples=2000,
+    )
+    disc = next(r for r in rows if r.mechanism == "discrete Laplace")
+    assert disc.rate0 == disc.rate1 == 1.0
