@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from snapdp import usefulness
 from snapdp._rational import format_rational, storage_text
 from snapdp.cli._common import (
     epsilon_type,
@@ -200,7 +201,11 @@ def _single(
         if not dry_run:
             book.check(epsilon)  # refuse before any noise is drawn
     privacy = mechanism.privacy
+    summary = usefulness.summary(mechanism)
+    warnings = usefulness.flags(mechanism, alpha)
     out: dict[str, Any] = {
+        "summary": summary,
+        "flags": [f.as_dict() for f in warnings],
         "accuracy": accuracy,
         "confidence": 1 - alpha,
         "epsilon": float(epsilon),
@@ -217,6 +222,7 @@ def _single(
             click.echo(json.dumps({"dry_run": True, **out}))
             return
         click.echo(f"dry run: no noise drawn, nothing spent (ε = {format_rational(epsilon)})")
+        _echo_plain(summary, warnings)
         click.echo(
             f"accuracy  ±{plain_number(accuracy, digits=6)} with probability >= {1 - alpha:g}"
         )
@@ -239,6 +245,7 @@ def _single(
     if as_json:
         click.echo(json.dumps({"release": released, **out}))
         return
+    _echo_plain(summary, warnings)
     click.echo(f"release   {plain_number(released)}")
     click.echo(f"accuracy  ±{plain_number(accuracy, digits=6)} with probability >= {1 - alpha:g}")
     click.echo(f"guarantee {privacy}")
@@ -247,3 +254,10 @@ def _single(
             f"spent ε = {format_rational(epsilon)} on {budget.dataset!r} in {budget.ledger}; "
             f"remaining ε = {out['budget_remaining']}"
         )
+
+
+def _echo_plain(summary: str, warnings: list[usefulness.Flag]) -> None:
+    """The plain-words summary and the usefulness warnings (public parameters only)."""
+    click.echo(summary)
+    for flag in warnings:
+        click.echo(f"warning: {flag.message}")
