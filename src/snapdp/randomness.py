@@ -102,6 +102,9 @@ class _PushbackMixin:
         self._pushback = np.concatenate([np.asarray(words, dtype=np.uint64), self._pushback])
 
 
+_fork_generation = 0  # bumped in every forked child (os.register_at_fork)
+
+
 class _BufferedSource(_PushbackMixin):
     """A CSPRNG stream served from a byte buffer: thread-safe, and fresh in a forked child.
 
@@ -119,7 +122,8 @@ class _BufferedSource(_PushbackMixin):
         self._buffer = b""
         self._offset = 0
         self._pid = os.getpid()
-        self._lock = threading.RLock()
+        self._generation = _fork_generation
+        self._lock = threading.Lock()
 
     def _generate(self, nbytes: int) -> bytes | npt.NDArray[np.uint8]:
         raise NotImplementedError
@@ -127,11 +131,12 @@ class _BufferedSource(_PushbackMixin):
     def _after_fork(self) -> None:
         """Drop the parent's bits (buffer, pushback) in a forked child; subclasses add to it."""
         self._pid, self._buffer, self._offset = os.getpid(), b"", 0
+        self._generation = _fork_generation
         self._pushback = np.empty(0, dtype=np.uint64)
-        self._lock = threading.RLock()  # a lock held by another thread at fork stays held
+        self._lock = threading.Lock()  # a lock held by another thread at fork stays held
 
     def _forget_if_forked(self) -> None:
-        if os.getpid() != self._pid:
+        if self._generation != _fork_generation or os.getpid() != self._pid:
             self._after_fork()
 
     def words(self, n: int) -> npt.NDArray[np.uint64]:
@@ -157,32 +162,31 @@ class _BufferedSource(_PushbackMixin):
         return np.frombuffer(chunk, dtype="<u8").astype(np.uint64)
 
     def pair(self) -> tuple[int, int]:
-        """The next two words (one sample block) as ints: ``(word(), word())``, in one read."""
-        with self._lock:
-            off = self._offset
-            if (
-                off + 16 <= len(self._buffer)
-                and self._pushback.size == 0
-                and os.getpid() == self._pid
-            ):
-                self._offset = off + 16
-                both = int.from_bytes(self._buffer[off : off + 16], "little")
-                return both & 0xFFFFFFFFFFFFFFFF, both >> 64
-            w = self.words(2)
-            return int(w[0]), int(w[1])
+        """The next two words (one sample block) as ints: ``(word(), word())``, in one read.
+
+        Served from the byte buffer when it holds them, nothing was pushed back and no fork
+        happened since the buffer was filled (a counter bumped by ``os.register_at_fork``; the
+        bulk reads also compare the process id); otherwise through :meth:`words`.
+        """
+        if self._generation == _fork_generation:
+            with self._lock:
+                off = self._offset
+                if off + 16 <= len(self._buffer) and not self._pushback.size:
+                    self._offset = off + 16
+                    both = int.from_bytes(self._buffer[off : off + 16], "little")
+                    return both & 0xFFFFFFFFFFFFFFFF, both >> 64
+        w = self.words(2)
+        return int(w[0]), int(w[1])
 
     def word(self) -> int:
         """The next word; served straight from the byte buffer when possible (same order)."""
-        with self._lock:
-            off = self._offset
-            if (
-                off + 8 <= len(self._buffer)
-                and self._pushback.size == 0
-                and os.getpid() == self._pid
-            ):
-                self._offset = off + 8
-                return int.from_bytes(self._buffer[off : off + 8], "little")
-            return int(self.words(1)[0])
+        if self._generation == _fork_generation:
+            with self._lock:
+                off = self._offset
+                if off + 8 <= len(self._buffer) and not self._pushback.size:
+                    self._offset = off + 8
+                    return int.from_bytes(self._buffer[off : off + 8], "little")
+        return int(self.words(1)[0])
 
 
 class OSRandomSource(_BufferedSource):
@@ -292,13 +296,17 @@ class DRBGSource(_BufferedSource):
         return "DRBGSource(AES-256-CTR)"
 
 
-def _reseed_drbgs_in_child() -> None:
+def _after_fork_in_child() -> None:
+    """In a forked child: every buffered source forgets its buffer on its next read; every live
+    DRBG takes a fresh key from the OS now."""
+    global _fork_generation
+    _fork_generation += 1
     for drbg in list(_LIVE_DRBGS):
         drbg._after_fork()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reseed_drbgs_in_child)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class SeededSource(_PushbackMixin):
