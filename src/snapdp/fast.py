@@ -434,12 +434,23 @@ def _vector_block(
     hard = np.flatnonzero(~ok)
     # F6: clamp by exact integer comparison; interior outputs as c + (Δ·Λ)·k
     k[hard] = 0.0
-    result = k * plan.step
-    result += plan.center
-    np.copyto(result, plan.upper, where=k >= plan.clamp_index)
-    np.copyto(result, plan.lower, where=k <= -plan.clamp_index)
-    inexact = (np.abs(k) >= plan.exact_index) & (np.abs(k) < plan.clamp_index)
-    if inexact.any():
+    if plan.clamp_index < plan.exact_index:
+        # branch-free (no time that depends on the pattern of clamped outputs): with
+        # K·Δ·Λ a double, fl(c + Δ·Λ·K) >= upper and fl(c − Δ·Λ·K) <= lower (monotone rounding,
+        # the bounds are doubles), while interior indices give values within [lower, upper]
+        np.clip(k, -plan.clamp_index, plan.clamp_index, out=k)
+        result = k * plan.step
+        result += plan.center
+        np.maximum(result, plan.lower, out=result)
+        np.minimum(result, plan.upper, out=result)
+        inexact = None
+    else:
+        result = k * plan.step
+        result += plan.center
+        np.copyto(result, plan.upper, where=k >= plan.clamp_index)
+        np.copyto(result, plan.lower, where=k <= -plan.clamp_index)
+        inexact = (np.abs(k) >= plan.exact_index) & (np.abs(k) < plan.clamp_index)
+    if inexact is not None and inexact.any():
         idx = np.flatnonzero(inexact)
         distinct, inverse = np.unique(k[idx], return_inverse=True)
         mapped = np.array([output_from_index(params, int(d)) for d in distinct])
