@@ -278,7 +278,8 @@ def release_chunks(
     def run(i: int) -> int:
         lo, hi = i * chunk, min(n, (i + 1) * chunk)
         real = release_into(params, plan, values[lo:hi], sources[i], out[lo:hi], chunk)
-        _pad(params, values[lo:hi], plan.padded_evaluations - real)
+        # a chunk of m values cannot need more than m: pad to min(F, m) (m is public)
+        _pad(params, values[lo:hi], min(plan.padded_evaluations, hi - lo) - real)
         return real
 
     workers = max(1, min(threads, count))

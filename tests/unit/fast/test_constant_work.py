@@ -44,6 +44,18 @@ def test_every_chunk_does_exactly_F_exact_evaluations(
     assert same_bits(out, expected)
 
 
+def test_padding_never_exceeds_the_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """F = CHUNK (parameters where every sample may fall back): a small array pads to its size."""
+    mech = SnappingMechanism(2.0**20, 1, 0, 4e6, rng=np.random.default_rng(4))
+    assert mech._plan is not None and mech._plan.padded_evaluations == CHUNK
+    calls = _counting(monkeypatch)
+    values = np.full(40, 1e6)
+    out = mech.release_many(values)
+    assert len(calls) == 40
+    expected = exact_releases(mech.parameters, values, SeededSource(np.random.default_rng(4)))
+    assert same_bits(out, expected)
+
+
 def test_more_fallbacks_than_F_still_run_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     """x̃ on (k + 1/2)·Λ with U* = 1 − 2**-53: every sample is hard, all are computed exactly."""
     mech = SnappingMechanism(1.0, 1, 0, 100)
