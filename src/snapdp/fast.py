@@ -32,20 +32,35 @@ F6. The clamp is an exact integer comparison with K = ⌈B̃/Λ⌉; an interior 
 from __future__ import annotations
 
 import math
+import os
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import gmpy2
 import numpy as np
 import numpy.typing as npt
 
 from snapdp import _exact
 from snapdp.parameters import SnappingParameters
-from snapdp.randomness import BitSource, draw_uniform
+from snapdp.randomness import BitSource, draw_uniform, substreams
 from snapdp.snapping import normalize, output_from_index, snapped_output
 
-__all__ = ["CHUNK", "FastPlan", "plan_for", "release_into"]
+__all__ = [
+    "CHUNK",
+    "FastPlan",
+    "default_threads",
+    "fallback_probability",
+    "log_premise_holds",
+    "plan_for",
+    "release_chunks",
+    "release_into",
+]
 
-CHUNK = 1 << 16  # samples per chunk: 1 MiB of words, a few MiB of temporaries
+CHUNK = 1 << 17  # samples per chunk: 2 MiB of words, about 10 MiB of temporaries per thread
+LOG_PREMISE = 2.0**-48  # |np.log(u) − ln u| <= LOG_PREMISE·|ln u| (F3)
+_TIMING_LOG2_TARGET = -80  # F is chosen so that the timing event adds at most 2**-80 to δ
 _EXACT_INT = 1 << 53  # integers of at most this magnitude are doubles exactly
 _RANGE = 500  # Λ, B̃ within 2**±500: no overflow or harmful underflow in F2–F5
 _SIGN_BIT = np.uint64(1 << 63)
@@ -61,6 +76,12 @@ class FastPlan:
     ``inv_grid`` = 2**-L exactly. ``clamp_index`` = ⌈B̃/Λ⌉ (capped at 2**52, which no accepted
     index reaches), ``exact_index`` = 2**(53 − bits of Δ's odd part): |k| below it makes Δ·Λ·k a
     double.
+
+    Constant work (docs/fast-path.md, "Constant work per chunk"): ``fallback_probability`` p bounds
+    the probability that one sample falls back, for every input; every chunk of at most
+    :data:`CHUNK` samples does exactly ``padded_evaluations`` (F) exact evaluations unless it
+    needs more, an event of probability at most q = P(Binomial(CHUNK, p) > F); ``timing_delta``
+    = (1 + e^ε)·q, rounded up, is what that event adds to δ per released value.
     """
 
     center: float
@@ -73,6 +94,9 @@ class FastPlan:
     step: float
     clamp_index: float
     exact_index: float
+    fallback_probability: float = 1.0
+    padded_evaluations: int = CHUNK
+    timing_delta: float = 0.0
 
 
 def _as_double(q: Any) -> float | None:
@@ -112,6 +136,10 @@ def plan_for(params: SnappingParameters) -> FastPlan | None:
     k_clamp = -(-num // (den << L)) if L >= 0 else -(-(num << -L) // den)  # ⌈B̃/Λ⌉
     odd = int(params.sensitivity.numerator)
     odd //= odd & -odd
+    if not log_premise_holds():
+        return None
+    p = fallback_probability(params)
+    padded, timing_delta = _padding(params, p)
     return FastPlan(
         center=center,
         sensitivity=sens,
@@ -123,7 +151,156 @@ def plan_for(params: SnappingParameters) -> FastPlan | None:
         step=step,
         clamp_index=float(min(k_clamp, 1 << 52)),
         exact_index=float(1 << (53 - odd.bit_length())),
+        fallback_probability=p,
+        padded_evaluations=padded,
+        timing_delta=timing_delta,
     )
+
+
+_ROUND_UP = 1.0 + 2.0**-50  # a factor that covers a few roundings to nearest
+
+
+def fallback_probability(params: SnappingParameters) -> float:
+    """p >= P(a sample falls back), for every input value: 2**-43·(B̃/Λ + 4), or 1 past 2**40.
+
+    Public (a function of the parameters only). Derivation in docs/fast-path.md, "The fallback
+    probability"; it covers hard samples (F5) and rare draws (F1), not integers beyond 2**53.
+    """
+    ratio = float(gmpy2.mpq(params.bound) * gmpy2.mpq(2) ** -params.lambda_exponent) * _ROUND_UP
+    if not ratio <= 2.0**40:
+        return 1.0
+    return min(1.0, (ratio + 4.0) * 2.0**-43 * _ROUND_UP)
+
+
+def _padding(params: SnappingParameters, p: float) -> tuple[int, float]:
+    """(F, (1 + e^ε)·q): the smallest F >= 1 whose timing δ is at most 2**-80, or (CHUNK, 0).
+
+    q = P(Binomial(CHUNK, p) >= F + 1) <= C(CHUNK, F+1)·p**(F+1) <= (CHUNK·p)**(F+1)/(F+1)!
+    (a union bound over the sets of F + 1 samples), evaluated in logarithms with a factor 2 of
+    margin for the roundings.
+    """
+    if p >= 1.0:
+        return CHUNK, 0.0
+    eps = float(params.epsilon) * _ROUND_UP
+    log_one_plus_e_eps = eps + math.log1p(math.exp(-eps))
+    log_cp = math.log(CHUNK * p)
+    target = _TIMING_LOG2_TARGET * math.log(2.0) - math.log(2.0)
+    f = 1
+    log_q = 2.0 * log_cp - math.log(2.0)  # (F+1)·ln(Cp) − ln((F+1)!) at F = 1
+    while f < CHUNK:
+        if log_one_plus_e_eps + log_q <= target:
+            return f, min(1.0, 2.0 * math.exp(log_one_plus_e_eps + log_q))
+        f += 1
+        log_q += log_cp - math.log(f + 1)
+    return CHUNK, 0.0
+
+
+_LOG_CHECKED: bool | None = None  # the premise check runs once per process (the libm is fixed)
+
+
+def _log_probe() -> npt.NDArray[np.float64]:
+    """Doubles in (0, 1) where a log is hardest to get right, and ordinary draws of U*."""
+    rng = np.random.default_rng(20261123)
+    words = rng.integers(0, 2**64, 4000, dtype=np.uint64)
+    words[1::2] |= np.uint64(1 << 11)
+    ordinary = _uniform(words)
+    k = np.arange(1, 601, dtype=np.float64)
+    near_one = 1.0 - k * 2.0**-53  # ln u ≈ u − 1: the relative error is the delicate one
+    near_half = np.concatenate([0.5 + k * 2.0**-53, 0.5 - k * 2.0**-54])
+    smallest = np.ldexp(1.0 + k * 2.0**-45, -64)  # the smallest ordinary U*
+    powers = np.ldexp(1.0, -np.arange(1, 65))
+    e_powers = np.exp(-np.arange(1, 45, dtype=np.float64))  # ln u close to an integer
+    probe: npt.NDArray[np.float64] = np.concatenate(
+        [ordinary, near_one, near_half, smallest, powers, np.nextafter(powers, 1.0), e_powers]
+    )
+    return probe[(probe > 0) & (probe < 1)]
+
+
+def log_premise_holds() -> bool:
+    """Check the premise of F3 on the running numpy and libm, once per process.
+
+    np.log (vectorised path) and math.log (scalar path) must be within 2**-48 relative (16 ulps)
+    of the true logarithm (MPFR at 200 bits) on a few thousand arguments: ordinary U*, U* near 1,
+    near 1/2, near 2**-64, powers of two and their neighbours. If not, a RuntimeWarning is issued
+    and :func:`plan_for` returns None: every sample takes the exact path (same outputs, slower).
+    """
+    global _LOG_CHECKED
+    if _LOG_CHECKED is None:
+        us = _log_probe()
+        ok = _within_premise(us, np.asarray(np.log(us), dtype=np.float64)) and _within_premise(
+            us, np.array([math.log(u) for u in us.tolist()])
+        )
+        if not ok:
+            warnings.warn(
+                "np.log or math.log on this machine is less accurate than the fast path assumes "
+                "(16 ulps); snapdp uses the exact path for every sample (same outputs, slower). "
+                "See docs/fast-path.md",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        _LOG_CHECKED = ok
+    return _LOG_CHECKED
+
+
+def _within_premise(us: npt.NDArray[np.float64], logs: npt.NDArray[np.float64]) -> bool:
+    ctx = gmpy2.context(precision=200)
+    for u, got in zip(us.tolist(), logs.tolist(), strict=True):
+        if not math.isfinite(got):
+            return False
+        true = ctx.log(gmpy2.mpfr(u, 200))
+        if abs(ctx.sub(gmpy2.mpfr(got, 200), true)) > LOG_PREMISE * abs(true):
+            return False
+    return True
+
+
+def release_chunks(
+    params: SnappingParameters,
+    plan: FastPlan,
+    values: npt.NDArray[Any],
+    source: BitSource,
+    out: npt.NDArray[np.float64],
+    threads: int,
+    chunk: int = CHUNK,
+) -> int:
+    """Fill ``out`` with the releases of ``values`` in chunks, on up to ``threads`` threads.
+
+    At most ``chunk`` values: one chunk reading ``source`` itself, exactly as :func:`release_into`
+    (and as repeated ``release`` calls). More: chunk i (values i·chunk … (i+1)·chunk − 1) reads
+    the i-th of :func:`~snapdp.randomness.substreams` of ``source``, so the output depends on the
+    source and the values only, never on ``threads``. Every chunk then does
+    ``plan.padded_evaluations`` exact evaluations: its real fallbacks, padded with dummy ones
+    (docs/fast-path.md, "Constant work per chunk"). Returns the number of real fallbacks.
+    """
+    n = values.size
+    count = max(1, -(-n // chunk))
+    sources = [source] if count == 1 else substreams(source, count)
+
+    def run(i: int) -> int:
+        lo, hi = i * chunk, min(n, (i + 1) * chunk)
+        real = release_into(params, plan, values[lo:hi], sources[i], out[lo:hi], chunk)
+        # a chunk of m values cannot need more than m: pad to min(F, m) (m is public)
+        _pad(params, values[lo:hi], min(plan.padded_evaluations, hi - lo) - real)
+        return real
+
+    workers = max(1, min(threads, count))
+    if workers == 1:
+        return sum(run(i) for i in range(count))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return sum(pool.map(run, range(count)))
+
+
+def _pad(params: SnappingParameters, values: npt.NDArray[Any], dummies: int) -> None:
+    """``dummies`` exact evaluations whose results are discarded (the same work as a fallback)."""
+    if dummies <= 0 or values.size == 0:
+        return
+    x = normalize(params, _python_value(values[0]))
+    for _ in range(dummies):
+        snapped_output(params, x, 1, 0.75)
+
+
+def default_threads() -> int:
+    """All cores: ``os.cpu_count()`` (1 if unknown)."""
+    return os.cpu_count() or 1
 
 
 def release_into(
@@ -196,7 +373,17 @@ def _vector_block(
 ) -> int:
     """Releases of one block (no rare draws in it); returns the number of exact fallbacks."""
     forced: npt.NDArray[np.bool_] | None = None
-    if values.dtype.kind in "iu":
+    lo, hi = math.floor(plan.lower), math.ceil(plan.upper)
+    if values.dtype.kind in "iu" and lo >= -_EXACT_INT and hi <= _EXACT_INT:
+        # F2 for integers: clip to [⌊lower⌋, ⌈upper⌉] in the integer dtype first; a clipped value
+        # still clamps to the same bound below, and every value is now a double exactly
+        info = np.iinfo(values.dtype)
+        lo_c, hi_c = max(lo, int(info.min)), min(hi, int(info.max))
+        if hi_c < lo_c:  # unsigned values, upper < 0: every value clamps to upper
+            x = np.full(values.shape, float(hi))
+        else:
+            x = np.clip(values, lo_c, hi_c).astype(np.float64)
+    elif values.dtype.kind in "iu":
         big = (
             (values > _EXACT_INT) | (values < -_EXACT_INT)
             if values.dtype.kind == "i"
@@ -248,12 +435,23 @@ def _vector_block(
     hard = np.flatnonzero(~ok)
     # F6: clamp by exact integer comparison; interior outputs as c + (Δ·Λ)·k
     k[hard] = 0.0
-    result = k * plan.step
-    result += plan.center
-    np.copyto(result, plan.upper, where=k >= plan.clamp_index)
-    np.copyto(result, plan.lower, where=k <= -plan.clamp_index)
-    inexact = (np.abs(k) >= plan.exact_index) & (np.abs(k) < plan.clamp_index)
-    if inexact.any():
+    if plan.clamp_index < plan.exact_index:
+        # branch-free (no time that depends on the pattern of clamped outputs): with
+        # K·Δ·Λ a double, fl(c + Δ·Λ·K) >= upper and fl(c − Δ·Λ·K) <= lower (monotone rounding,
+        # the bounds are doubles), while interior indices give values within [lower, upper]
+        np.clip(k, -plan.clamp_index, plan.clamp_index, out=k)
+        result = k * plan.step
+        result += plan.center
+        np.maximum(result, plan.lower, out=result)
+        np.minimum(result, plan.upper, out=result)
+        inexact = None
+    else:
+        result = k * plan.step
+        result += plan.center
+        np.copyto(result, plan.upper, where=k >= plan.clamp_index)
+        np.copyto(result, plan.lower, where=k <= -plan.clamp_index)
+        inexact = (np.abs(k) >= plan.exact_index) & (np.abs(k) < plan.clamp_index)
+    if inexact is not None and inexact.any():
         idx = np.flatnonzero(inexact)
         distinct, inverse = np.unique(k[idx], return_inverse=True)
         mapped = np.array([output_from_index(params, int(d)) for d in distinct])

@@ -25,10 +25,10 @@ from snapdp._validation import (
     check_value,
 )
 from snapdp.errors import ParameterError
-from snapdp.fast import FastPlan, plan_for, release_into, release_one
+from snapdp.fast import FastPlan, default_threads, plan_for, release_chunks, release_one
 from snapdp.guarantee import PrivacyGuarantee
 from snapdp.parameters import SnappingParameters, compute_parameters
-from snapdp.randomness import BitSource, bit_source_from, draw_uniform
+from snapdp.randomness import BitSource, bit_source_from, draw_uniform, is_private
 from snapdp.snapping import normalize, snapped_output
 
 __all__ = ["LaplaceMechanism", "SnappingMechanism", "as_value_array"]
@@ -91,6 +91,17 @@ def _exact_objects(name: str, values: object) -> npt.NDArray[Any] | None:
     return out
 
 
+def _check_threads(threads: object) -> int:
+    """``threads`` for release_many: None (all cores) or an int >= 1."""
+    if threads is None:
+        return default_threads()
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ParameterError(
+            f"`threads` must be None (all cores) or an integer >= 1, not {threads!r}"
+        )
+    return int(threads)
+
+
 class SnappingMechanism:
     """Mironov's snapping mechanism, exactly as DESIGN §2 specifies.
 
@@ -98,7 +109,9 @@ class SnappingMechanism:
     outputs in [``lower``, ``upper``] on the grid c + Δ·Λ·ℤ (c the midpoint). Inputs outside the
     bounds, ±inf included, are clamped first. Parameters are public.
 
-    ``rng``: None (default) draws from the OS CSPRNG. A ``numpy.random.Generator`` makes releases
+    ``rng``: None (default) draws from a DRBG (AES-256-CTR keyed from the OS, with fast key
+    erasure; :class:`~snapdp.randomness.DRBGSource`); ``rng=OSRandomSource()`` reads the OS CSPRNG
+    directly (docs/mechanism.md, "Randomness"). A ``numpy.random.Generator`` makes releases
     reproducible — and **not private**: use it for tests and verification only.
 
     Exact attributes are in ``parameters`` (:class:`~snapdp.parameters.SnappingParameters`); the
@@ -112,7 +125,7 @@ class SnappingMechanism:
         lower: Number,
         upper: Number,
         *,
-        rng: np.random.Generator | None = None,
+        rng: np.random.Generator | BitSource | None = None,
     ) -> None:
         self.epsilon: Fraction = check_epsilon("epsilon", epsilon)
         self.sensitivity = check_positive_finite("sensitivity", sensitivity)
@@ -129,7 +142,7 @@ class SnappingMechanism:
         except ValueError as exc:
             raise ParameterError(str(exc)) from None
         self._source: BitSource = bit_source_from(rng)
-        self._private = rng is None
+        self._private = is_private(self._source)
         self._plan: FastPlan | None = plan_for(self.parameters)
 
     # -- parameters, as doubles -------------------------------------------------------------
@@ -170,8 +183,19 @@ class SnappingMechanism:
 
     @property
     def privacy(self) -> PrivacyGuarantee:
-        """The guarantee: (ε, δ)-DP for |f(D) − f(D′)| <= sensitivity (DESIGN §2.8)."""
+        """The guarantee: (ε, δ)-DP for |f(D) − f(D′)| <= sensitivity (DESIGN §2.8), per value.
+
+        δ is the verifier's bound on the mass of one-sided outputs (``parameters.delta``) plus,
+        when the vectorised path applies, ``timing_delta`` = (1 + e^ε)·q, q the probability that
+        a chunk of :data:`snapdp.fast.CHUNK` values needs more exact evaluations than its fixed
+        number F, which makes the running time of ``release_many`` depend on the data (at most
+        2**-80; docs/fast-path.md, "Constant work per chunk"). Counting it once per value is
+        conservative: a chunk holds many values. A single ``release`` is not padded; its time
+        reveals whether its one sample fell back (probability <= ``fallback_probability``).
+        """
         delta = float(_exact.round_up(self.parameters.delta, 53))
+        if self._plan is not None and self._plan.timing_delta > 0:  # release_many's constant work
+            delta = min(1.0, math.nextafter(delta + self._plan.timing_delta, math.inf))
         return PrivacyGuarantee(
             epsilon=float(self.epsilon),
             delta=delta,
@@ -201,15 +225,22 @@ class SnappingMechanism:
         draw = draw_uniform(self._source)
         return snapped_output(self.parameters, normalize(self.parameters, value), draw.sign, draw.u)
 
-    def release_many(self, values: object) -> npt.NDArray[np.float64]:
+    def release_many(
+        self, values: object, *, threads: int | None = None
+    ) -> npt.NDArray[np.float64]:
         """Release each value independently; a float64 array of the same shape.
 
-        Bit for bit the same doubles as calling :meth:`release` on each value in turn, and the bit
-        source is read in the same order. Vectorised (DESIGN §7, :mod:`snapdp.fast`,
-        docs/fast-path.md) in chunks of bounded size, with exact recomputation of the rare hard
-        samples; parameters outside the vectorised path's range (see
-        :func:`snapdp.fast.plan_for`) use the exact path.
+        Vectorised (DESIGN §7, :mod:`snapdp.fast`, docs/fast-path.md), bit for bit the exact
+        path's doubles. Up to :data:`snapdp.fast.CHUNK` values read the mechanism's bit source
+        in order, exactly as :meth:`release` on each value in turn. Larger arrays are cut into
+        chunks of ``CHUNK`` values, chunk i reading its own substream of the source (DRBG:
+        children keyed from its output; seeded: ``SeedSequence`` children), run on ``threads``
+        threads (default: all cores, ``os.cpu_count()``); the output does not depend on
+        ``threads``. Each chunk does a fixed number of exact evaluations (constant work; the
+        rare excess is in ``privacy.delta``). Parameters outside the vectorised path's range (see
+        :func:`snapdp.fast.plan_for`) use the exact path, on one thread.
         """
+        n_threads = _check_threads(threads)
         arr = as_value_array("values", values)
         if arr.dtype == object:  # exact values that float64 would round: one by one, exactly
             return np.array([self.release(v) for v in arr], dtype=np.float64)
@@ -217,7 +248,7 @@ class SnappingMechanism:
         flat_in = arr.reshape(-1)
         flat_out = out.reshape(-1)
         if self._plan is not None:
-            release_into(self.parameters, self._plan, flat_in, self._source, flat_out)
+            release_chunks(self.parameters, self._plan, flat_in, self._source, flat_out, n_threads)
             return out
         as_int = arr.dtype.kind in "iu"
         for i in range(flat_in.size):

@@ -29,14 +29,14 @@ def test_release_prints_value_accuracy_and_guarantee() -> None:
     assert 0 <= released <= 100 and (released - 50) % 2 == 0
     expected = SnappingMechanism(1.0, 1.0, 0.0, 100.0).accuracy(0.05)
     assert f"accuracy  ±{expected:.6g} with probability >= 0.95" in result.output
-    assert "pure ε = 1" in result.output
+    assert "(ε = 1, δ <= " in result.output  # δ: the timing of the padded chunks
 
 
 def test_release_json() -> None:
     args = ["release", "--value", "7", "--epsilon", "0.5", "--lower", "-10", "--upper", "10"]
     data = json.loads(CliRunner().invoke(main, [*args, "--json"]).output)
     assert set(data) >= {"release", "accuracy", "epsilon", "delta", "confidence"}
-    assert data["epsilon"] == 0.5 and data["delta"] == 0.0
+    assert data["epsilon"] == 0.5 and 0 < data["delta"] <= 2.0**-80  # release_many's timing
 
 
 def test_bad_input_is_a_clean_error() -> None:

@@ -201,7 +201,7 @@ def test_epsilon_for_accuracy_errors() -> None:
 
 def test_str_states_guarantee_grid_and_accuracy() -> None:
     text = str(SnappingMechanism(1.0, 1.0, 0.0, 100.0))
-    assert "pure ε = 1 differential privacy" in text
+    assert "(ε = 1, δ <= " in text
     assert "Λ·Δ = 2" in text and "95% accuracy" in text
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from snapdp import ParameterError
 from snapdp.randomness import (
+    DRBGSource,
     OSRandomSource,
     SeededSource,
     _PushbackMixin,
@@ -137,7 +138,7 @@ def test_forked_child_does_not_reuse_pushed_back_words() -> None:
 
 
 def test_bit_source_from_rejects_other_rngs() -> None:
-    assert isinstance(bit_source_from(None), OSRandomSource)
+    assert isinstance(bit_source_from(None), DRBGSource)
     assert isinstance(bit_source_from(np.random.default_rng(0)), SeededSource)
     with pytest.raises(ParameterError, match="`rng`"):
         bit_source_from(np.random.RandomState(0))

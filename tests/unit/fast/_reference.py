@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.fast import CHUNK
 from snapdp.parameters import SnappingParameters
-from snapdp.randomness import BitSource, _PushbackMixin, draw_uniform
+from snapdp.randomness import BitSource, _PushbackMixin, draw_uniform, substreams
 from snapdp.snapping import normalize, snapped_output
 
 
@@ -23,6 +24,21 @@ def exact_releases(
         value = int(x) if as_int else float(x)
         out[i] = snapped_output(params, normalize(params, value), draw.sign, draw.u)
     return out
+
+
+def exact_releases_chunked(
+    params: SnappingParameters, values: npt.NDArray[Any], source: BitSource, chunk: int = CHUNK
+) -> npt.NDArray[np.float64]:
+    """The exact path under release_many's chunk rule: up to ``chunk`` values read ``source``
+    itself; more: chunk i reads the i-th substream of ``source``, in order."""
+    flat = values.reshape(-1)
+    count = max(1, -(-flat.size // chunk))
+    if count == 1:
+        return exact_releases(params, flat, source)
+    subs = substreams(source, count)
+    return np.concatenate(
+        [exact_releases(params, flat[i * chunk : (i + 1) * chunk], s) for i, s in enumerate(subs)]
+    )
 
 
 def same_bits(a: npt.NDArray[np.float64], b: npt.NDArray[np.float64]) -> bool:

@@ -12,33 +12,67 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from snapdp import SnappingMechanism
-from snapdp.fast import plan_for, release_into
+from snapdp import ParameterError, SnappingMechanism
+from snapdp.fast import CHUNK, plan_for, release_into
 from snapdp.randomness import SeededSource, draw_uniform
 from snapdp.snapping import normalize, snapped_output
 
 from ._cases import IDENTITY_SETS, identity_values
-from ._reference import exact_releases, same_bits
+from ._reference import exact_releases, exact_releases_chunked, same_bits
 
 N = 150_000  # per set for the three-way comparison; benchmarks/identity_large.py runs 10**6
 
 
 @pytest.mark.parametrize(("eps", "sens", "lower", "upper", "kind"), IDENTITY_SETS)
 def test_three_paths_agree(eps: float, sens: float, lower: float, upper: float, kind: str) -> None:
+    """N > CHUNK: release_many runs two chunks on substreams, on 1 and on 2 threads."""
     values = identity_values(kind, np.random.default_rng(11), N)
     seed = 12345
-    vector = SnappingMechanism(eps, sens, lower, upper, rng=np.random.default_rng(seed))
     scalar = SnappingMechanism(eps, sens, lower, upper, rng=np.random.default_rng(seed))
-    assert vector._plan is not None
+    params = scalar.parameters
+    assert scalar._plan is not None
+    expected = exact_releases_chunked(params, values, SeededSource(np.random.default_rng(seed)))
+    for threads in (1, 2):
+        vector = SnappingMechanism(eps, sens, lower, upper, rng=np.random.default_rng(seed))
+        assert same_bits(vector.release_many(values, threads=threads), expected)
+        # the substreams leave the mechanism's own stream where it was
+        assert (
+            vector._source.words(4).tolist()
+            == np.random.default_rng(seed).bit_generator.random_raw(4).tolist()
+        )
     oracle_source = SeededSource(np.random.default_rng(seed))
-    expected = exact_releases(vector.parameters, values, oracle_source)
-    got_vector = vector.release_many(values)
-    got_scalar = np.array([scalar.release(x) for x in values.tolist()])
-    assert same_bits(got_vector, expected)
-    assert same_bits(got_scalar, expected)
-    tail = oracle_source.words(4).tolist()
-    assert vector._source.words(4).tolist() == tail
-    assert scalar._source.words(4).tolist() == tail
+    head = values[:20_000]  # the scalar path reads the mechanism's stream in order
+    expected_scalar = exact_releases(params, head, oracle_source)
+    got_scalar = np.array([scalar.release(x) for x in head.tolist()])
+    assert same_bits(got_scalar, expected_scalar)
+    assert scalar._source.words(4).tolist() == oracle_source.words(4).tolist()
+
+
+def test_small_arrays_read_the_mechanisms_stream_like_release() -> None:
+    """Up to CHUNK values: one chunk on the mechanism's own stream, as release() in turn."""
+    values = identity_values("uniform_0_100_with_outside", np.random.default_rng(1), 5_000)
+    mech = SnappingMechanism(1.0, 1, 0, 100, rng=np.random.default_rng(2))
+    oracle = SeededSource(np.random.default_rng(2))
+    expected = exact_releases(mech.parameters, values, oracle)
+    assert same_bits(mech.release_many(values), expected)
+    assert mech._source.words(4).tolist() == oracle.words(4).tolist()
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_seeded_output_is_the_same_for_any_number_of_threads(threads: int) -> None:
+    values = np.random.default_rng(3).uniform(-10, 110, 3 * CHUNK + 17)
+    ref = SnappingMechanism(1.0, 1, 0, 100, rng=np.random.default_rng(4)).release_many(
+        values, threads=1
+    )
+    mech = SnappingMechanism(1.0, 1, 0, 100, rng=np.random.default_rng(4))
+    assert same_bits(mech.release_many(values, threads=threads), ref)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_threads_must_be_a_positive_integer(bad: object) -> None:
+    mech = SnappingMechanism(1.0, 1, 0, 100)
+    with pytest.raises(ParameterError, match="`threads` must be None"):
+        mech.release_many([1.0], threads=bad)  # type: ignore[arg-type]
 
 
 def test_release_many_keeps_shape_and_small_chunks_agree() -> None:
