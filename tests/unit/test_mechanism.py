@@ -237,7 +237,7 @@ def test_epsilon_text_is_the_exact_decimal(eps: object) -> None:
     as_float = SnappingMechanism(0.1, 1, 0, 10).parameters
     assert as_float.epsilon == Fraction(0.1) != exact.epsilon
     assert as_float.epsilon_prime != exact.epsilon_prime
-    assert "ε = 0.1 " in str(SnappingMechanism(eps, 1, 0, 10).privacy)
+    assert "(ε = 0.1, δ <= " in str(SnappingMechanism(eps, 1, 0, 10).privacy)
 
 
 def test_a_huge_decimal_exponent_is_refused_quickly() -> None:
