@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from tests.unit.data._engines import local_engine
 
-from snapdp.data import Count, Ledger, PrivateTable
+from snapdp.data import Ledger, PrivateTable, Query
 from snapdp.errors import ParameterError, PrivacyBudgetError
 
 _CTX = mp.get_context("fork")
@@ -88,8 +89,8 @@ def _release_then_die(path: str, csv: str, stage: str) -> None:
         ledger_module._before_commit = die
     else:
         ledger_module._after_commit = die
-    table = PrivateTable(csv, max_rows=100, ledger=path)
-    table.release([Count()], 0.25)
+    table = PrivateTable(engine=local_engine(csv), ledger=path)
+    table.release([Query("count")], 0.25)
     os._exit(3)  # never reached: the process is killed inside release()
 
 
@@ -100,6 +101,7 @@ def test_a_process_killed_mid_release_keeps_each_spend_exactly_once(
     path = str(tmp_path / "b.sqlite")
     csv = tmp_path / "t.csv"
     pd.DataFrame({"x": range(10)}).to_csv(csv, index=False)
+    local_engine(csv)  # skips here, in the parent, when no engine is installed
     Ledger(path, 1.0).spend(0.5, 0.0, "earlier", "t", {})
     child = _CTX.Process(target=_release_then_die, args=(path, str(csv), stage))
     child.start()
