@@ -135,3 +135,35 @@ def test_table_output_prints_plain_numbers_and_typed_keys(tmp_path: Path) -> Non
     assert code == 0, out
     assert "e+" not in out and "," in out  # 50,000-ish counts, thousands separators
     assert "remaining ε = 0" in out
+
+
+def test_readme_pums_command_with_ledger_and_budget(pums: Path, tmp_path: Path) -> None:
+    ledger = str(tmp_path / "b.sqlite")
+    args = ["release", str(pums / "PUMS_dup.csv"), "--epsilon", "0.5", "--count",
+            "--mean", "income:0:500000", "--keys", "sex=0,1", "--privacy-unit", "pid",
+            "--max-rows-per-unit", "2", "--ledger", ledger, "--total-epsilon", "2",
+            "--json"]  # fmt: skip
+    code, out = _run(*args)
+    assert code == 0, out
+    doc = json.loads(out)
+    assert doc["epsilon_spent"] == "0.5"
+    count, mean = doc["results"]
+    assert all(0 <= v <= 500_000 for v in mean["value"])
+    assert count["keys"] == {"sex": [0, 1]} and count["query"] == "count by sex"
+    assert any("at most 2 row(s)" in n for n in count["notes"])
+    code, out = _run("budget", "--ledger", ledger, "--json")
+    assert code == 0, out
+    (entry,) = Ledger(ledger).entries()
+    assert entry.what == "count by sex; mean(income) by sex"
+
+
+def test_var_std_cross_tab_and_bins_on_the_command_line(pums: Path) -> None:
+    code, out = _run("release", str(pums / "PUMS.csv"), "--epsilon", "3", "--var",
+                     "age:0:100", "--std", "income:0:500000", "--count", "--by", "sex,educ",
+                     "--keys", "sex=0,1", "--bins", "educ=1,9,13,17", "--json")  # fmt: skip
+    assert code == 0, out
+    count, var, std = (json.loads(out)["results"][i] for i in (2, 0, 1))
+    assert count["keys"]["sex"] == [0, 0, 0, 1, 1, 1]
+    assert count["keys"]["educ"] == ["[1, 9)", "[9, 13)", "[13, 17)"] * 2
+    assert all(0 <= v <= 2500 for v in var["value"])
+    assert all(0 <= v <= 250_000 for v in std["value"])
