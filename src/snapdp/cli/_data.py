@@ -14,6 +14,7 @@ import functools
 import importlib
 import json
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -346,7 +347,23 @@ def run_table_release(
         ledger=book,
         dataset=dataset,
     )
-    results = table.release(queries, eps, confidence=confidence)
+    before = len(book.entries())
+    try:
+        results = _with_progress(
+            table.engine, lambda: table.release(queries, eps, confidence=confidence), as_json
+        )
+    except KeyboardInterrupt:
+        committed = len(book.entries()) > before
+        click.echo(
+            "interrupted: "
+            + (
+                "the spend was already committed to the ledger, but no result was kept"
+                if committed
+                else "nothing was spent"
+            ),
+            err=True,
+        )
+        raise SystemExit(130) from None
     remaining = table.remaining
     if as_json:
         click.echo(
@@ -362,6 +379,56 @@ def run_table_release(
         )
         return
     _print_results(label, results, eps, ledger, remaining)
+
+
+def _with_progress(engine: Any, run: Callable[[], R], quiet: bool) -> R:
+    """Run the release with a progress bar on stderr, in BYTES read (never rows: a row count is
+    private), with percentage and ETA, when the engine reports ``progress() -> (bytes read,
+    total bytes) | None``; else without one."""
+    report = getattr(engine, "progress", None)
+    if quiet or not callable(report):
+        return run()
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("reading"),
+        BarColumn(),
+        TaskProgressColumn(),
+        DownloadColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    stop = threading.Event()
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("reading", total=None)
+
+        def update() -> None:
+            state = report()
+            if state is not None:
+                done, total = state
+                bar.update(task, completed=done, total=total)
+
+        def poll() -> None:
+            while not stop.wait(0.1):
+                update()
+
+        update()
+        thread = threading.Thread(target=poll, daemon=True)
+        thread.start()
+        try:
+            return run()
+        finally:
+            stop.set()
+            thread.join()
+            update()
 
 
 def _queries(

@@ -165,6 +165,7 @@ class PrivateTable:
         before anything is returned; refuses, recording nothing, if the budget cannot pay."""
         compiled, total, conf, alpha = self._compile(queries, epsilon, confidence, split)
         noises = [calibrate(c) for c in compiled]
+        self._check_columns(compiled)
         self.ledger.check(total)
         hash_key = _hash_key(self._rng)
         rng = self._rng
@@ -192,6 +193,21 @@ class PrivateTable:
         return results
 
     # -- internals ---------------------------------------------------------------------------
+    def _check_columns(self, compiled: list[Compiled]) -> None:
+        """Every column the queries use is in the source (its header or schema: not its values)."""
+        present = set(self.engine.column_names())
+        used = [g.name for c in compiled for g in c.groupings]
+        used += [c.value.column.name for c in compiled if c.value is not None]
+        if self.schema.privacy_unit is not None:
+            used.append(self.schema.privacy_unit)
+        for name in dict.fromkeys(used):
+            if name not in present:
+                raise ParameterError(
+                    f"column {name!r} is not in {self.engine.describe()}; its columns are "
+                    + ", ".join(repr(c) for c in sorted(present)),
+                    parameter="columns",
+                )
+
     def _compile(
         self,
         queries: Sequence[Query] | Query,

@@ -48,7 +48,9 @@ class _Recording:
         self.aggregates: list[Aggregates] = []
 
     def column_names(self) -> list[str]:
-        return [] if self.inner is None else list(self.inner.column_names())
+        if self.inner is None:
+            return ["pid", "age", "sex", "region"]
+        return list(self.inner.column_names())
 
     def describe(self) -> str:
         return "recorded"
@@ -110,6 +112,14 @@ def test_a_refused_release_reads_nothing_and_records_nothing() -> None:
     with pytest.raises(PrivacyBudgetError):
         table.release([Query("count")], 1)
     assert table.ledger.entries() == [] and engine.plans == []
+
+
+def test_a_column_missing_from_the_source_is_refused_before_anything_is_spent() -> None:
+    table = PrivateTable(schema=SCHEMA, engine=oracle_engine([{"pid": "1", "age": "3"}]),
+                         total_epsilon=1)  # fmt: skip
+    with pytest.raises(ParameterError, match="column 'sex' is not in") as info:
+        table.release([Query("count", by=("sex",))], 1)
+    assert info.value.parameter == "columns" and table.ledger.entries() == []
 
 
 def test_declaration_errors_name_the_parameter() -> None:

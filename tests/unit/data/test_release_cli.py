@@ -167,3 +167,57 @@ def test_var_std_cross_tab_and_bins_on_the_command_line(pums: Path) -> None:
     assert count["keys"]["educ"] == ["[1, 9)", "[9, 13)", "[13, 17)"] * 2
     assert all(0 <= v <= 2500 for v in var["value"])
     assert all(0 <= v <= 250_000 for v in std["value"])
+
+
+class _Interrupted:
+    """An engine interrupted (Ctrl-C) in the middle of its scan."""
+
+    def __init__(self, source: object, csv_options: object = None) -> None:
+        self.read = 0
+
+    def column_names(self) -> list[str]:
+        return ["x"]
+
+    def describe(self) -> str:
+        return "t"
+
+    def progress(self) -> tuple[int, int]:
+        return self.read, 2_000_000
+
+    def aggregate(self, plan: object) -> Any:
+        self.read = 1_000_000
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_during_the_scan_spends_nothing_and_exits_130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cli_data, "make_engine", lambda name, source, schema: _Interrupted(source))
+    ledger = str(tmp_path / "b.sqlite")
+    code, out = _run("release", str(tmp_path / "t.csv"), "--epsilon", "1", "--count",
+                     "--ledger", ledger, "--total-epsilon", "2")  # fmt: skip
+    assert code == 130 and "interrupted: nothing was spent" in out and "Traceback" not in out
+    assert Ledger(ledger).entries() == []
+
+
+def test_progress_is_in_bytes_with_percentage_never_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Done(_Interrupted):
+        def aggregate(self, plan: Any) -> Any:
+            self.read = 2_000_000
+            return local_engine([{"x": "1"}]).aggregate(plan)
+
+    monkeypatch.setattr(cli_data, "make_engine", lambda name, source, schema: Done(source))
+    seen: list[tuple[int, int]] = []
+    original = cli_data._with_progress
+
+    def spy(engine: Any, run: Any, quiet: bool) -> Any:
+        report = engine.progress
+        engine.progress = lambda: seen.append(report()) or report()
+        return original(engine, run, quiet)
+
+    monkeypatch.setattr(cli_data, "_with_progress", spy)
+    code, out = _run("release", str(tmp_path / "t.csv"), "--epsilon", "1", "--count")
+    assert code == 0, out
+    assert seen[0] == (0, 2_000_000) and seen[-1] == (2_000_000, 2_000_000)
