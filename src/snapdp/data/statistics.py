@@ -283,7 +283,11 @@ def _calibrate_part(compiled: Compiled, part: Part) -> Noise:
         return replace(composed, note=f"{part.name}: calibrated per group (ε/{cells}){why}")
     cal_eps, cal_sens = Fraction(cal.epsilon), cal.sensitivity
     if Fraction(cal_sens) / cal_eps < Fraction(part.per_cell) * cells / eps:
-        return Noise(part, cal_eps, cal_sens, cells, True)
+        note = (
+            f"{part.name}: calibrated to the whole table's L1 sensitivity {cal_sens} at the full "
+            "ε (certified per-shift bound; docs/data.md)"
+        )
+        return Noise(part, cal_eps, cal_sens, cells, True, note)
     return composed
 
 

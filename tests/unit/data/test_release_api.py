@@ -191,3 +191,32 @@ def test_json_form_is_columnar() -> None:
     doc = r.as_dict()
     assert doc["keys"] == {"sex": [0, 0, 0, 1, 1, 1], "region": ["a", "b", "c"] * 2}
     assert len(doc["value"]) == 6 and doc["epsilon"] == "0.5"
+
+
+class _Executors(_Recording):
+    """An engine that draws the noise itself when asked (as Spark executors do)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.requests: list[Any] = []
+
+    def wants_executor_noise(self, n_cells: int) -> bool:
+        return True
+
+    def noisy_aggregate(self, plan: AggregatePlan, requests: Any) -> dict[str, Any]:
+        self.requests += list(requests)
+        return {r.key: np.full(plan.n_cells, 7.0) for r in requests}
+
+
+def test_executor_noise_is_used_unless_a_seeded_rng_is_asked_for() -> None:
+    queries = [Query("count", by=("sex",)), Query("mean", "age", by=("sex",))]
+    engine = _Executors(oracle_engine(_rows()))
+    (count, mean) = PrivateTable(schema=SCHEMA, engine=engine, total_epsilon=1).release(queries, 1)
+    assert [r.source for r in engine.requests] == ["rows", "sum0", "count0"]
+    assert [row.value for row in count.rows] == [7.0, 7.0] and engine.plans == []
+    assert [row.value for row in mean.rows] == [1.0, 1.0]  # 7 quanta / 7 values
+    seeded = _Executors(oracle_engine(_rows()))
+    PrivateTable(
+        schema=SCHEMA, engine=seeded, total_epsilon=1, rng=np.random.default_rng(0)
+    ).release(queries, 1)
+    assert seeded.requests == [] and len(seeded.plans) == 1
