@@ -340,13 +340,15 @@ def run_table_release(
         _print_accuracy(table.accuracy(queries, eps, confidence=confidence), as_json)
         return
     total = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
-    book = Ledger(ledger, total if ledger is not None else (total or eps))
     table = PrivateTable(
         schema=schema,
         engine=make_engine(engine, source, schema),
-        ledger=book,
+        ledger=Ledger(None, eps),
         dataset=dataset,
     )
+    table.validate(queries, eps, confidence=confidence)  # before any ledger file is created
+    book = Ledger(ledger, total if ledger is not None else (total or eps))
+    table.ledger = book
     before = len(book.entries())
     try:
         results = _with_progress(

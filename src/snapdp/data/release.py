@@ -151,6 +151,20 @@ class PrivateTable:
         compiled, _, conf, alpha = self._compile(queries, epsilon, confidence, split)
         return [accuracy_of(c, calibrate(c), conf, alpha) for c in compiled]
 
+    def validate(
+        self,
+        queries: Sequence[Query] | Query,
+        epsilon: object,
+        *,
+        confidence: float = 0.95,
+        split: Sequence[object] | None = None,
+    ) -> None:
+        """Raise the ParameterError :meth:`release` would raise for these arguments before it
+        checks the budget (the declaration, the queries, ε, the source's column names); reads
+        no values, spends nothing."""
+        compiled, _, _, _ = self._compile(queries, epsilon, confidence, split)
+        self._check_columns(compiled)
+
     # -- release -----------------------------------------------------------------------------
     def release(
         self,
@@ -205,7 +219,7 @@ class PrivateTable:
                 raise ParameterError(
                     f"column {name!r} is not in {self.engine.describe()}; its columns are "
                     + ", ".join(repr(c) for c in sorted(present)),
-                    parameter="columns",
+                    parameter="data",
                 )
 
     def _compile(

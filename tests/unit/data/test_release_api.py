@@ -119,7 +119,7 @@ def test_a_column_missing_from_the_source_is_refused_before_anything_is_spent() 
                          total_epsilon=1)  # fmt: skip
     with pytest.raises(ParameterError, match="column 'sex' is not in") as info:
         table.release([Query("count", by=("sex",))], 1)
-    assert info.value.parameter == "columns" and table.ledger.entries() == []
+    assert info.value.parameter == "data" and table.ledger.entries() == []
 
 
 def test_declaration_errors_name_the_parameter() -> None:

@@ -221,3 +221,12 @@ def test_progress_is_in_bytes_with_percentage_never_rows(
     code, out = _run("release", str(tmp_path / "t.csv"), "--epsilon", "1", "--count")
     assert code == 0, out
     assert seen[0] == (0, 2_000_000) and seen[-1] == (2_000_000, 2_000_000)
+
+
+def test_a_refused_release_leaves_no_ledger_file(tmp_path: Path) -> None:
+    data = _csv(tmp_path, "x,g\n1,a\n")
+    ledger = tmp_path / "b.sqlite"
+    code, out = _run("release", data, "--epsilon", "1", "--sum", "wealth:0:10",
+                     "--ledger", str(ledger), "--total-epsilon", "2")  # fmt: skip
+    assert code == 2 and "column 'wealth' is not in" in out
+    assert not ledger.exists()
