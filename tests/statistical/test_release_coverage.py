@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy.stats import binom
 from tests.unit.data._engines import local_engine
 
@@ -101,3 +102,50 @@ def test_every_statistic_covers_its_truth(pums: Path) -> None:
     for label, m in misses.items():
         n = REPEATS * len(truths[label])
         assert m <= _allowed_misses(n), (label, m, n)
+
+
+def test_quantiles_cover_their_rank_accuracy(pums: Path) -> None:
+    """Each released p-quantile lies within one leaf of a value whose true rank is within the
+    stated rank ± of p·n (checked with the true counts below/at the window's ends)."""
+    pytest.importorskip("snapdp.data.quantiles")
+    path = pums / "PUMS_pid.csv"
+    df = pd.read_csv(path)
+    schema = Schema(
+        (Column("age", "integer", 0, 100), Column("income", "decimal", 0, 200_000),
+         Column("sex", "integer", keys=(0, 1))),
+        privacy_unit="pid",
+        bounds=ContributionBounds(max_rows_per_unit=1),
+    )  # fmt: skip
+    probs = (Fraction(1, 10), Fraction(1, 2), Fraction(9, 10))
+    queries = [
+        Query("quantiles", "age", quantiles=probs),
+        Query("quantiles", "income", ("sex",), quantiles=probs),
+    ]
+    table = PrivateTable(
+        schema=schema,
+        engine=_Cached(local_engine(path)),
+        total_epsilon=10**9,
+        rng=np.random.default_rng(7),
+    )
+    values = {
+        ((), "age"): np.sort(df.age.clip(0, 100).to_numpy()),
+        ((0,), "income"): np.sort(df.income[df.sex == 0].clip(0, 200_000).to_numpy()),
+        ((1,), "income"): np.sort(df.income[df.sex == 1].clip(0, 200_000).to_numpy()),
+    }
+    statements = table.accuracy(queries, 1, confidence=CONFIDENCE)
+    leaf = {s.query.column: s.leaf_width for s in statements}
+    misses = trials = 0
+    for _ in range(40):
+        for r in table.release(queries, 1, confidence=CONFIDENCE):
+            assert r.query.column is not None
+            for row in r.rows:
+                xs = values[(row.keys, r.query.column)]
+                target = float(row.quantile or 0) * len(xs)
+                w = leaf[r.query.column] or 0.0
+                at_most = np.searchsorted(xs, row.value + w, side="right")
+                below = np.searchsorted(xs, row.value - w, side="left")
+                assert row.rank_accuracy is not None
+                misses += at_most < target - row.rank_accuracy
+                misses += below > target + row.rank_accuracy
+                trials += 1
+    assert misses <= _allowed_misses(trials), (misses, trials)

@@ -309,6 +309,7 @@ def run_table_release(
     means: Sequence[str],
     variances: Sequence[str],
     stds: Sequence[str],
+    quantiles: Sequence[str],
     mean_method: str,
     by: Sequence[str],
     declaration: dict[str, Any],
@@ -332,9 +333,19 @@ def run_table_release(
         by_columns += [_assignment(s, "--key", "COL=VALUE")[0] for s in declaration.get("key", ())]
         by_columns += [_keys_spec(s, "--bins")[0] for s in declaration.get("bins", ())]
         by_columns = list(dict.fromkeys(by_columns))
-    value_specs = [*sums, *means, *variances, *stds]
+    quantile_specs = [_quantiles_spec(q) for q in quantiles]
+    value_specs = [*sums, *means, *variances, *stds, *(spec for spec, _ in quantile_specs)]
     schema = schema_from_options(**declaration, values=value_specs)
     queries = _queries(want_count, sums, means, variances, stds, mean_method, by_columns)
+    queries += [
+        Query("quantiles", _value_spec(spec)[0], tuple(by_columns), quantiles=probs)
+        for spec, probs in quantile_specs
+    ]
+    if not queries:
+        raise ParameterError(
+            "name at least one statistic: --count, --sum, --mean, --var, --std or --quantiles",
+            parameter="statistic",
+        )
     if dry_run:
         table = PrivateTable(schema=schema, engine=_NoEngine(label), ledger=Ledger(None, eps))
         _print_accuracy(table.accuracy(queries, eps, confidence=confidence), as_json)
@@ -448,12 +459,22 @@ def _queries(
     queries += [Query("mean", _value_spec(s)[0], b, method=mean_method) for s in means]  # type: ignore[arg-type]
     queries += [Query("variance", _value_spec(s)[0], b) for s in variances]
     queries += [Query("std", _value_spec(s)[0], b) for s in stds]
-    if not queries:
-        raise ParameterError(
-            "name at least one statistic: --count, --sum, --mean, --var or --std",
-            parameter="statistic",
-        )
     return queries
+
+
+def _quantiles_spec(spec: str) -> tuple[str, tuple[Fraction, ...]]:
+    """``COL[:LO:HI]:P1,P2`` → (the value spec, the probabilities, exactly)."""
+    head, sep, tail = spec.rpartition(":")
+    try:
+        probs = tuple(Fraction(p.strip()) for p in tail.split(","))
+    except (ValueError, ZeroDivisionError):
+        probs = ()
+    if not sep or not head or not probs or any(not 0 < p < 1 for p in probs):
+        raise ParameterError(
+            "`--quantiles` must look like COLUMN:LOWER:UPPER:P1,P2,… with each P in (0, 1) "
+            f"(e.g. income:0:500000:0.25,0.5,0.75), not {spec!r}"
+        )
+    return head, probs
 
 
 def _demo(
@@ -540,6 +561,7 @@ def _print_accuracy(statements: list[AccuracyStatement], as_json: bool) -> None:
                 "accuracy": s.accuracy,
                 "accuracy_per_count": s.per_count,
                 "accuracy_cap": s.cap,
+                "rank_accuracy": s.rank,
                 "notes": list(s.notes),
             }
             for s in statements
@@ -566,11 +588,15 @@ def _print_results(
         shown = Table(title=f"{r.label}, ε = {_exact_text(r.epsilon)}")
         for k in r.key_columns:
             shown.add_column(k)
+        quantiles = r.query.statistic == "quantiles"
+        if quantiles:
+            shown.add_column("p", justify="right")
         shown.add_column("value", justify="right")
         shown.add_column(f"± ({r.confidence:.0%})", justify="right")
         for row in r.rows:
             shown.add_row(
                 *[_key_text(k) for k in row.keys],
+                *([plain_number(float(row.quantile or 0))] if quantiles else []),
                 plain_number(row.value),
                 "±" + plain_number(row.accuracy, 4),
             )

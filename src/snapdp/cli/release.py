@@ -30,6 +30,13 @@ from snapdp.mechanism import SnappingMechanism
 @click.option("--var", "variances", multiple=True, metavar="COL[:LO:HI]", help="A variance.")
 @click.option("--std", "stds", multiple=True, metavar="COL[:LO:HI]", help="A standard deviation.")
 @click.option(
+    "--quantiles",
+    "quantiles",
+    multiple=True,
+    metavar="COL[:LO:HI]:P1,P2,…",
+    help="Quantiles, e.g. income:0:500000:0.25,0.5,0.75.",
+)
+@click.option(
     "--mean-method",
     type=click.Choice(["ratio", "substitute"]),
     default="ratio",
@@ -72,6 +79,7 @@ def release(
     means: tuple[str, ...],
     variances: tuple[str, ...],
     stds: tuple[str, ...],
+    quantiles: tuple[str, ...],
     mean_method: str,
     by: tuple[str, ...],
     ledger: str | None,
@@ -98,7 +106,7 @@ def release(
     stated probability. With --ledger the spend is committed before any result is shown. See
     docs/data.md.
     """
-    table_flags = want_count or sums or means or variances or stds or by
+    table_flags = want_count or sums or means or variances or stds or quantiles or by
     if value is not None:
         if data is not None or table_flags:
             raise ParameterError(
@@ -122,6 +130,7 @@ def release(
         means=means,
         variances=variances,
         stds=stds,
+        quantiles=quantiles,
         mean_method=mean_method,
         by=by,
         declaration=declaration,

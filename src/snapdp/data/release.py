@@ -210,7 +210,7 @@ class PrivateTable:
     def _check_columns(self, compiled: list[Compiled]) -> None:
         """Every column the queries use is in the source (its header or schema: not its values)."""
         present = set(self.engine.column_names())
-        used = [g.name for c in compiled for g in c.groupings]
+        used = [g.name for c in compiled for g in c.engine_groupings]
         used += [c.value.column.name for c in compiled if c.value is not None]
         if self.schema.privacy_unit is not None:
             used.append(self.schema.privacy_unit)
@@ -247,7 +247,7 @@ class PrivateTable:
         """The engine's aggregates (one engine call per distinct grouping) and the noise."""
         plans: dict[tuple[Column, ...], list[int]] = {}
         for i, c in enumerate(compiled):
-            plans.setdefault(c.groupings, []).append(i)
+            plans.setdefault(c.engine_groupings, []).append(i)
         out: list[dict[str, npt.NDArray[np.float64]]] = [{} for _ in compiled]
         for groupings, members in plans.items():
             values = list(dict.fromkeys(compiled[i].value for i in members if compiled[i].value))

@@ -66,6 +66,11 @@ __all__ = [
     "exact_inputs",
 ]
 
+_QUANTILE_NOTE = (
+    "quantiles: each lies within one leaf of a value whose true rank is within the rank ± of "
+    "p·n; the ± in values assumes the rows spread at least as evenly as over [L, U] "
+    "(docs/data.md, 'Quantiles')"
+)
 _VARIANCE_SPLIT = (Fraction(1000, 4146), Fraction(1414, 4146), Fraction(1732, 4146))
 
 
@@ -85,6 +90,7 @@ class Part:
     l1: int | Fraction
     lower: int
     upper: int
+    cells: int | None = None  # cells one unit touches, when not the query's (tree levels)
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,13 @@ class Compiled:
     parts: tuple[Part, ...]
     reach: Reach
     schema: Schema = field(repr=False)
+    leaf: Column | None = None  # quantiles: the value column binned at the tree's leaves
+    tree: Any = None  # quantiles: the tree (snapdp.data.quantiles.TreeSpec)
+
+    @property
+    def engine_groupings(self) -> tuple[Column, ...]:
+        """The grouping the engine counts: the query's, then the leaves for quantiles."""
+        return self.groupings if self.leaf is None else (*self.groupings, self.leaf)
 
     @property
     def n_cells(self) -> int:
@@ -138,6 +151,8 @@ class AccuracyStatement:
     per_count: float | None = None
     cap: float | None = None
     notes: tuple[str, ...] = ()
+    rank: float | None = None
+    leaf_width: float | None = None
 
     @property
     def label(self) -> str:
@@ -152,6 +167,8 @@ class AccuracyStatement:
         assert self.per_count is not None and self.cap is not None
         if not n > 0:
             return self.cap
+        if self.leaf_width is not None:
+            return min(self.cap, _up(self.leaf_width + self.per_count / n))
         a = _up(self.per_count / n)
         if self.query.statistic == "std":
             a = _up(math.sqrt(a))
@@ -161,6 +178,11 @@ class AccuracyStatement:
         """The accuracy in words."""
         if self.accuracy is not None:
             return f"±{_num(self.accuracy)}"
+        if self.rank is not None:
+            return (
+                f"rank ±{_num(self.rank)}; in values ±({_num(self.leaf_width or 0.0)} + "
+                f"{_num(self.per_count or 0.0)}/ñ) if evenly spread, ñ the noisy count of the cell"
+            )
         if self.query.statistic == "std":
             return f"±√({_num(self.per_count or 0.0)}/ñ), ñ the noisy count of the cell"
         return f"±{_num(self.per_count or 0.0)}/ñ, ñ the noisy count of the cell"
@@ -201,10 +223,7 @@ def compile_query(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
             parameter="column",
         )
     if stat == "quantiles":
-        raise ParameterError(
-            "quantiles are not available in this version (docs/data.md, 'Quantiles')",
-            parameter="statistic",
-        )
+        return _compile_quantiles(query, schema, epsilon, tuple(groupings), col, n_cells)
     squares = stat in ("variance", "std")
     fp = fixed_point(col, n, squares=squares)
     impute = None
@@ -238,6 +257,66 @@ def compile_query(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
     return Compiled(query, epsilon, tuple(groupings), value, fp, parts, r, schema)
 
 
+def _quantiles_module() -> Any:
+    try:
+        return importlib.import_module("snapdp.data.quantiles")
+    except ImportError:
+        raise ParameterError(
+            "quantiles are not available in this version (docs/data.md, 'Quantiles')",
+            parameter="statistic",
+        ) from None
+
+
+def _compile_quantiles(
+    query: Query,
+    schema: Schema,
+    epsilon: Fraction,
+    groupings: tuple[Column, ...],
+    col: Column,
+    by_cells: int,
+) -> Compiled:
+    """Quantiles from a tree histogram per cell (docs/data.md, "Quantiles").
+
+    The engine counts rows per (cell, leaf): the value column binned at the leaf edges, the outer
+    edges pushed to ±(the largest double) so that a value below L counts in the first leaf and
+    one above U in the last (the clamp). Level l of the trees of all cells is one part with ε/depth:
+    a unit moves its nodes by L1 <= l1 rows in all (computed over cells × leaves) and touches at
+    most min(cells touched, #nodes of the level over all cells) of them.
+    """
+    if col.lower is None or col.upper is None:
+        raise ParameterError(
+            f"column {col.name!r} needs declared bounds for quantiles", parameter="lower"
+        )
+    qmod = _quantiles_module()
+    span = col.upper - col.lower
+    resolution = query.resolution
+    if resolution is None:
+        resolution = span / 1024
+        if col.type == "integer":
+            resolution = max(resolution, Fraction(1))
+    tree = qmod.tree_spec(col.lower, col.upper, resolution)
+    edges = list(qmod.leaf_edges(tree))
+    big = Fraction(1.7976931348623157e308)
+    edges[0], edges[-1] = -big, big
+    leaf = replace(col, lower=None, upper=None, keys=None, bins=tuple(edges))
+    r = reach(schema, by_cells * tree.leaves)
+    n = schema.max_rows
+    parts = tuple(
+        Part(
+            f"level{lv}",
+            f"level{lv}",
+            Fraction(1, tree.depth),
+            r.l1,
+            r.l1,
+            0,
+            n,
+            min(r.cells, by_cells * tree.nodes(lv)),
+        )
+        for lv in range(1, tree.depth + 1)
+    )
+    return Compiled(query, epsilon, groupings, None, None, parts, r, schema, leaf, tree)
+
+
 def _substitute_part(query: Query, schema: Schema, fp: FixedPoint, r: Reach, cells: int) -> Part:
     if schema.rows is None:
         raise ParameterError(
@@ -265,7 +344,9 @@ def calibrate(compiled: Compiled) -> tuple[Noise, ...]:
 
 def _calibrate_part(compiled: Compiled, part: Part) -> Noise:
     eps = compiled.epsilon * part.weight
-    cells = compiled.reach.cells if part.source != "mean" else 1
+    cells = compiled.reach.cells if part.cells is None else part.cells
+    if part.source == "mean":
+        cells = 1
     if cells == 1:
         return Noise(part, eps, part.per_cell, 1, False)
     composed = Noise(part, eps / cells, part.per_cell, cells, False)
@@ -313,8 +394,10 @@ def accuracy_of(
     compiled: Compiled, noises: Sequence[Noise], confidence: float, alpha: float
 ) -> AccuracyStatement:
     """The query's accuracy at ``confidence`` = 1 − ``alpha`` (see the module docstring)."""
-    a = _part_accuracies(compiled, noises, alpha)
     notes = notes_for(compiled, noises)
+    if compiled.tree is not None:
+        return _quantile_accuracy(compiled, noises, confidence, alpha, notes)
+    a = _part_accuracies(compiled, noises, alpha)
     fp, stat = compiled.fixed, compiled.query.statistic
     if fp is None:
         return AccuracyStatement(
@@ -340,6 +423,38 @@ def accuracy_of(
     if stat == "std":
         cap = float(Fraction(w, 2) * fp.quantum)
     return AccuracyStatement(compiled.query, compiled.epsilon, confidence, None, num, cap, notes)
+
+
+def _quantile_accuracy(
+    compiled: Compiled,
+    noises: Sequence[Noise],
+    confidence: float,
+    alpha: float,
+    notes: tuple[str, ...],
+) -> AccuracyStatement:
+    """Rank ± = 2·W·(the largest node ± at α/T), T the nodes of one cell's tree (union bound);
+    in values, a planning figure: leaf width + rank·(U − L)/n for n evenly spread rows."""
+    tree = compiled.tree
+    nodes = sum(tree.nodes(lv) for lv in range(1, tree.depth + 1))
+    node = max(
+        SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper).accuracy(
+            alpha / nodes
+        )
+        for n in noises
+    )
+    cdf = _up(tree.weight * node)
+    span = float(tree.upper - tree.lower)
+    return AccuracyStatement(
+        compiled.query,
+        compiled.epsilon,
+        confidence,
+        None,
+        _up(2 * cdf) * span,
+        span,
+        (*notes, _QUANTILE_NOTE),
+        rank=_up(2 * cdf),
+        leaf_width=float(tree.leaf_width),
+    )
 
 
 def _part_accuracies(compiled: Compiled, noises: Sequence[Noise], alpha: float) -> dict[str, float]:
@@ -373,8 +488,11 @@ def notes_for(compiled: Compiled, noises: Sequence[Noise]) -> tuple[str, ...]:
             f"{g.name}: cells that are not {g.type} count as null; nulls {g.nulls.describe()}; "
             f"rows whose {g.name} is {outside} are dropped"
         )
-    if compiled.value is not None:
-        c = compiled.value.column
+    used = compiled.value.column if compiled.value is not None else None
+    if compiled.leaf is not None:
+        used = schema.column(compiled.leaf.name)
+    if used is not None:
+        c = used
         notes.append(
             f"{c.name}: cells that are not {c.type} count as null; nulls {c.nulls.describe()}; "
             f"values clamped to [{_frac(c.lower)}, {_frac(c.upper)}]"
@@ -392,6 +510,16 @@ def exact_inputs(
     """Each part's exact aggregate per cell (engine output, or derived from it exactly)."""
     out: dict[str, list[int | Fraction]] = {}
     j = value_index
+    if compiled.tree is not None:
+        tree = compiled.tree
+        qmod = _quantiles_module()
+        per_cell = [
+            qmod.level_counts(aggregates.rows[i * tree.leaves : (i + 1) * tree.leaves], tree)
+            for i in range(compiled.n_cells)
+        ]
+        for lv in range(1, tree.depth + 1):
+            out[f"level{lv}"] = [x for levels in per_cell for x in levels[lv - 1]]
+        return out
     for part in compiled.parts:
         if part.source == "rows":
             out[part.name] = list(aggregates.rows)
@@ -449,6 +577,9 @@ def assemble(
     cells = keys_product(compiled.groupings)
     rows: list[ResultRow] = []
     for i, keys in enumerate(cells):
+        if compiled.tree is not None:
+            rows += _quantile_rows(compiled, statement, noisy, i, tuple(keys))
+            continue
         value, acc = _cell_value(compiled, statement, noisy, i, fp, stat)
         rows.append(ResultRow(tuple(keys), value, acc))
     delta = math.fsum(n.cells * m.privacy.delta for n, m in zip(noises, mechs, strict=True))
@@ -463,6 +594,30 @@ def assemble(
         statement.notes,
         described,
     )
+
+
+def _quantile_rows(
+    compiled: Compiled,
+    statement: AccuracyStatement,
+    noisy: dict[str, npt.NDArray[np.float64]],
+    i: int,
+    keys: tuple[Key | str, ...],
+) -> list[ResultRow]:
+    tree = compiled.tree
+    qmod = _quantiles_module()
+    levels = []
+    for lv in range(1, tree.depth + 1):
+        width = tree.nodes(lv)
+        levels.append(noisy[f"level{lv}"][i * width : (i + 1) * width])
+    leaves = qmod.consistent_leaves(levels, tree)
+    probs = compiled.query.quantiles
+    values = qmod.quantiles_from_leaves(leaves, tree, probs)
+    total = float(np.sum(leaves))
+    acc = statement.at(total)
+    return [
+        ResultRow(keys, float(v), acc, p, statement.rank)
+        for p, v in zip(probs, values, strict=True)
+    ]
 
 
 def _cell_value(

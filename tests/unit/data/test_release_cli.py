@@ -230,3 +230,17 @@ def test_a_refused_release_leaves_no_ledger_file(tmp_path: Path) -> None:
                      "--ledger", str(ledger), "--total-epsilon", "2")  # fmt: skip
     assert code == 2 and "column 'wealth' is not in" in out
     assert not ledger.exists()
+
+
+def test_quantiles_on_the_command_line(tmp_path: Path) -> None:
+    pytest.importorskip("snapdp.data.quantiles")
+    lines = "".join(f"{a},{a % 2}\n" for a in range(100))
+    data = _csv(tmp_path, "age,sex\n" + lines)
+    code, out = _run("release", data, "--epsilon", "2", "--quantiles",
+                     "age:0:100:0.25,0.5,0.75", "--keys", "sex=0,1", "--json")  # fmt: skip
+    assert code == 0, out
+    (q,) = json.loads(out)["results"]
+    assert q["keys"] == {"sex": [0, 0, 0, 1, 1, 1]} and q["quantile"] == [0.25, 0.5, 0.75] * 2
+    assert all(0 <= v <= 100 for v in q["value"]) and q["value"][0] <= q["value"][2]
+    code, out = _run("release", data, "--epsilon", "2", "--quantiles", "age:0:100:1.5")
+    assert code == 2 and "--quantiles" in out
