@@ -603,6 +603,8 @@ def _print_results(
         console.print(shown)
         for note in r.notes:
             console.print(f"  · {note}")
+        # TODO(lead): print snapdp.usefulness.flags()/plain_summary() for r here once that
+        # module is on main (it was not when this was written); they read public parameters only.
     console.print(
         f"Each value is within its ± of the true statistic (of the declared, bounded table) with "
         f"probability ≥ {results[0].confidence:g}."

@@ -244,3 +244,52 @@ def test_quantiles_on_the_command_line(tmp_path: Path) -> None:
     assert all(0 <= v <= 100 for v in q["value"]) and q["value"][0] <= q["value"][2]
     code, out = _run("release", data, "--epsilon", "2", "--quantiles", "age:0:100:1.5")
     assert code == 2 and "--quantiles" in out
+
+
+SENTINEL = "Qx8SENTINEL3z"
+AWKWARD_LINES = [
+    "",  # an empty line
+    f"{SENTINEL},1,2.5",  # text in a numeric column, an undeclared numeric key
+    "7,,",  # empty cells
+    f'8,"{SENTINEL}',  # a malformed line (an unterminated quote)
+    "9,1e3,NaN",
+    f"10,{SENTINEL},-inf",
+    "11,99999999999999999999999,1",
+]
+
+
+def _mask(text: str, *paths: str) -> str:
+    import re
+
+    for p in paths:
+        text = text.replace(p, "DATA")
+    text = re.sub(r"[0-9][0-9,.]*", "#", text)  # the numbers (noisy, or their ±)
+    text = re.sub("[\u2500-\u257f]+", " ", text)  # table rules: widths follow the numbers
+    return re.sub(r"\s+", " ", text)
+
+
+@pytest.mark.parametrize("line", AWKWARD_LINES)
+def test_cli_neighbours_same_messages_and_exit_status(tmp_path: Path, line: str) -> None:
+    base = "v,k,w\n" + "".join(f"{i % 50},{i % 3},{i % 7}\n" for i in range(300))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    d = _csv(tmp_path / "a", base)
+    d2 = _csv(tmp_path / "b", base + line + "\n")
+    args = ["--epsilon", "1", "--count", "--mean", "v:0:100", "--var", "w:0:10",
+            "--keys", "k=0,1,2"]  # fmt: skip
+    code1, out1 = _run("release", d, *args)
+    code2, out2 = _run("release", d2, *args)
+    assert code1 == code2 == 0, (out1, out2)
+    assert _mask(out1, d) == _mask(out2, d2)
+    assert SENTINEL not in out2
+    code1, out1 = _run("release", d, *args, "--json")
+    code2, out2 = _run("release", d2, *args, "--json")
+    a, b = json.loads(out1), json.loads(out2)
+    for r1, r2 in zip(a["results"], b["results"], strict=True):
+        assert (r1["keys"], r1["notes"], r1["epsilon"], r1["mechanisms"]) == (
+            r2["keys"],
+            r2["notes"],
+            r2["epsilon"],
+            r2["mechanisms"],
+        )
+    assert SENTINEL not in out2
