@@ -11,6 +11,7 @@ import click
 from snapdp import __version__
 from snapdp.cli.budget import budget
 from snapdp.cli.compare import compare
+from snapdp.cli.plan import plan, run
 from snapdp.cli.release import release
 from snapdp.cli.verify import verify
 
@@ -27,3 +28,5 @@ main.add_command(release)
 main.add_command(compare)
 main.add_command(verify)
 main.add_command(budget)
+main.add_command(plan)
+main.add_command(run)
