@@ -468,6 +468,7 @@ class Plan:
         engine: Engine | None = None,
         rng: np.random.Generator | None = None,
         dataset: str | None = None,
+        preview: PlanPreview | None = None,
     ) -> PlanRun:
         """Release every query as ONE ledger entry (all or nothing) and, with ``output``, write
         ``results.csv``, ``results.parquet``, ``results.json`` and ``report.html`` there.
@@ -476,23 +477,32 @@ class Plan:
         ``total_epsilon``: the ledger's total when it is created (default: the plan's
         ``total_epsilon``, else the plan's total). The output folder is created and checked
         writable before anything is spent. ``rng``: seeded noise, NOT private (tests only).
+        ``preview``: this plan's :meth:`preview`, to skip planning again.
         """
         from snapdp.data.release import PrivateTable
         from snapdp.data.report import write_report
         from snapdp.data.results import write_results
 
-        preview = self.preview()
+        if preview is None:
+            preview = self.preview()
+        elif tuple(a.planned for a in preview.allocations) != tuple(self.queries):
+            raise ParameterError("`preview` is not this plan's preview", parameter="preview")
         out_dir = None if output is None else _prepare_output(Path(output))
         if engine is None:
             engine = _default_engine(self.source_path(), self.schema)
-        if total_epsilon is None:
-            total_epsilon = self.total_epsilon if self.total_epsilon is not None else preview.total
+        explicit = total_epsilon is not None
+        if explicit:
+            total_epsilon = _room_for(check_epsilon("total_epsilon", total_epsilon))
+        else:
+            total_epsilon = _room_for(
+                self.total_epsilon if self.total_epsilon is not None else preview.total
+            )
         from snapdp.data.ledger import Ledger
 
         table = PrivateTable(
             None,
             self.schema,
-            ledger=Ledger(None, preview.total),
+            ledger=Ledger(None, _room_for(preview.total)),
             dataset=dataset,
             engine=engine,
             rng=rng,
@@ -503,7 +513,7 @@ class Plan:
         if isinstance(ledger, Ledger):
             table.ledger = ledger
         else:
-            if ledger is not None and Path(str(ledger)).exists():
+            if not explicit and ledger is not None and Path(str(ledger)).exists():
                 total_epsilon = None  # an existing ledger keeps its own total
             table.ledger = Ledger(ledger, total_epsilon)  # type: ignore[arg-type]
         results = table.release(queries, preview.epsilons, confidence=confidence)
@@ -555,6 +565,13 @@ def _located(
     return PlanFileError(f"{where}, key `{describe_key(key)}`: {message}", parameter=parameter)
 
 
+def _room_for(total: Fraction) -> Fraction | float:
+    """A ledger total that holds ``total`` exactly: the ledger keeps its total as a double, so
+    round up to the next double when ``total`` is not one."""
+    f = float(total)
+    return total if Fraction(f) == total else math.nextafter(f, math.inf) if f < total else f
+
+
 def _prepare_output(out: Path) -> Path:
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -571,18 +588,12 @@ def _prepare_output(out: Path) -> Path:
 
 
 def _default_engine(source: object, schema: Schema) -> Engine:
-    """The DuckDB engine for ``source`` with the declaration's CSV options."""
-    import inspect
-
-    from snapdp.data.engines.duckdb import DuckDBEngine
+    """The release's default engine for ``source`` (DuckDB; Spark for a Spark DataFrame)."""
+    from snapdp.data.release import default_engine
 
     if source is None:
         raise ParameterError("the plan declares no `source`", parameter="source")
-    params = inspect.signature(DuckDBEngine).parameters
-    option = "csv_options" if "csv_options" in params else "csv"
-    options: dict[str, Any] = {option: schema.csv}
-    engine: Engine = DuckDBEngine(source, **options)
-    return engine
+    return default_engine(source, schema)
 
 
 # -- the TOML loader --------------------------------------------------------------------------
