@@ -519,7 +519,10 @@ class Plan:
         results = table.release(queries, preview.epsilons, confidence=confidence)
         files: tuple[Path, ...] = ()
         if out_dir is not None:
-            files = (*write_results(results, out_dir), write_report(results, out_dir, preview))
+            files = (
+                *write_results(results, out_dir),
+                write_report(results, out_dir, preview, self.schema),
+            )
         return PlanRun(tuple(results), preview, files)
 
     # -- checks ------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from snapdp.data.results import QueryResult, _atomic, _fraction_text, _json_valu
 
 if TYPE_CHECKING:
     from snapdp.data.plan import PlanPreview
+    from snapdp.data.schema import Schema
 
 __all__ = ["render_report", "write_report"]
 
@@ -54,18 +55,31 @@ def _labels(result: QueryResult) -> list[str]:
     return out
 
 
-def _chart(result: QueryResult) -> str:
-    """A horizontal bar chart of the values with ± error bars, as inline SVG."""
+def _chart(result: QueryResult, bounds: tuple[float, float] | None = None) -> str:
+    """A horizontal bar chart of the values with ± error bars (points for quantiles), as inline
+    SVG; ``bounds``: the value column's declared [L, U], where the error bars are cut (the true
+    value lies in them)."""
     from matplotlib.figure import Figure
 
     labels = _labels(result)
     values = [r.value for r in result.rows]
-    errors = [r.accuracy for r in result.rows]
+    below = [r.accuracy for r in result.rows]
+    above = list(below)
+    if bounds is not None:
+        below = [max(0.0, min(e, v - bounds[0])) for e, v in zip(below, values, strict=True)]
+        above = [max(0.0, min(e, bounds[1] - v)) for e, v in zip(above, values, strict=True)]
     height = max(1.6, 0.28 * len(values) + 0.9)
     fig = Figure(figsize=(6.2, height))
     ax = fig.add_subplot()
     ys = list(range(len(values)))
-    ax.barh(ys, values, xerr=errors, color="#4c78a8", ecolor="#333333", capsize=3, height=0.7)
+    if result.query.statistic == "quantiles":
+        ax.errorbar(values, ys, xerr=[below, above], fmt="o", color="#4c78a8",
+                    ecolor="#333333", capsize=3)  # fmt: skip
+        if bounds is not None:
+            ax.set_xlim(bounds[0], bounds[1])
+    else:
+        ax.barh(ys, values, xerr=[below, above], color="#4c78a8", ecolor="#333333", capsize=3,
+                height=0.7)  # fmt: skip
     ax.set_yticks(ys, labels, fontsize=8)
     ax.invert_yaxis()
     ax.axvline(0, color="#999999", linewidth=0.8)
@@ -98,8 +112,13 @@ def _table(result: QueryResult) -> str:
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def render_report(results: Sequence[QueryResult], preview: PlanPreview | None = None) -> str:
-    """The report as one HTML document (styles and charts inline)."""
+def render_report(
+    results: Sequence[QueryResult],
+    preview: PlanPreview | None = None,
+    schema: Schema | None = None,
+) -> str:
+    """The report as one HTML document (styles and charts inline). With ``schema``, error bars
+    of means and quantiles are cut at the value column's declared bounds."""
     total = sum((r.epsilon for r in results), Fraction(0))
     parts = [
         "<!DOCTYPE html>",
@@ -124,7 +143,7 @@ def render_report(results: Sequence[QueryResult], preview: PlanPreview | None = 
             f'<p class="meta">{meta}</p>',
             '<div class="query">',
             _table(r),
-            f'<div class="chart">{_chart(r)}</div>',
+            f'<div class="chart">{_chart(r, _bounds(r, schema))}</div>',
             "</div>",
             f'<ul class="notes">{notes}</ul>' if notes else "",
         ]
@@ -132,8 +151,22 @@ def render_report(results: Sequence[QueryResult], preview: PlanPreview | None = 
     return "\n".join(parts)
 
 
+def _bounds(result: QueryResult, schema: Schema | None) -> tuple[float, float] | None:
+    q = result.query
+    if schema is None or q.column is None or q.statistic not in ("mean", "quantiles"):
+        return None
+    col = schema.column(q.column)
+    if col.lower is None or col.upper is None:
+        return None
+    return float(col.lower), float(col.upper)
+
+
 def write_report(
-    results: Sequence[QueryResult], folder: str | Path, preview: PlanPreview | None = None
+    results: Sequence[QueryResult],
+    folder: str | Path,
+    preview: PlanPreview | None = None,
+    schema: Schema | None = None,
 ) -> Path:
     """Write ``report.html`` into ``folder`` (whole or not at all); returns its path."""
-    return _atomic(Path(folder) / "report.html", render_report(results, preview).encode("utf-8"))
+    html_text = render_report(results, preview, schema)
+    return _atomic(Path(folder) / "report.html", html_text.encode("utf-8"))
