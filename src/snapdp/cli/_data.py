@@ -10,6 +10,7 @@ are all integers make an integer column, else text; a value column named by ``--
 
 from __future__ import annotations
 
+import codecs
 import functools
 import importlib
 import json
@@ -35,6 +36,7 @@ from snapdp.data.schema import (
     CsvOptions,
     NullRule,
     Schema,
+    typed_key,
 )
 from snapdp.data.statistics import AccuracyStatement
 from snapdp.errors import ParameterError
@@ -66,8 +68,8 @@ FLAGS: dict[str, str] = {
     "by": "--by",
     "columns": "--column",
     "type": "--column",
-    "lower": "--column",
-    "upper": "--column",
+    "lower": "--column/--sum/--mean/--var/--std/--quantiles",
+    "upper": "--column/--sum/--mean/--var/--std/--quantiles",
     "epsilon": "--epsilon",
     "confidence": "--confidence",
     "delimiter": "--delimiter",
@@ -89,7 +91,9 @@ def flag_errors(func: Callable[P, R]) -> Callable[P, R]:
             flag = FLAGS.get(exc.parameter or "")
             if flag is None:
                 raise
-            message = str(exc).replace(f"`{exc.parameter}`", f"`{flag}`")
+            message = str(exc)
+            for parameter, name in FLAGS.items():
+                message = message.replace(f"`{parameter}`", f"`{name}`")
             if flag.split("/")[0] not in message:
                 message = f"{flag}: {message}"
             raise ParameterError(message, parameter=exc.parameter) from None
@@ -164,6 +168,13 @@ def schema_from_options(
 
     ``values``: the COL[:LO:HI] specs of the statistic flags (they may carry bounds).
     """
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise ParameterError(
+            f"`--encoding` {encoding!r} is not an encoding Python knows (e.g. utf-8, latin-1)",
+            parameter="encoding",
+        ) from None
     drafts: dict[str, _Draft] = {}
 
     def draft(name: str) -> _Draft:
@@ -235,7 +246,13 @@ def _column(name: str, d: _Draft) -> Column:
             kind = "decimal"
     rule = NullRule()
     if d.nulls is not None and d.nulls != "drop":
-        rule = NullRule("impute", d.nulls)
+        try:
+            rule = NullRule("impute", typed_key(kind, d.nulls, name))
+        except ParameterError:
+            raise ParameterError(
+                f"`--nulls` {name}={d.nulls!r}: the value must be a {kind} value (or 'drop')",
+                parameter="nulls",
+            ) from None
     return Column(name, kind, d.lower, d.upper, d.keys, d.bins, rule)  # type: ignore[arg-type]
 
 

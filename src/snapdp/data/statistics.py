@@ -39,6 +39,7 @@ import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -195,8 +196,15 @@ def compile_query(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
         raise ParameterError(f"a query must be a Query, not {query!r}", parameter="queries")
     overrides = dict(query.bins)
     groupings: list[Column] = []
+    declared = {c.name for c in schema.columns}
     for name in query.by:
-        col = schema.column(name)
+        if name not in declared and name not in overrides:
+            raise ParameterError(
+                f"grouping column {name!r} is not declared: declare its keys or bins "
+                "(docs/data.md, 'The declaration')",
+                parameter="by",
+            )
+        col = schema.column(name) if name in declared else Column(name, "decimal")
         if name in overrides:
             col = replace(col, keys=None, bins=tuple(overrides[name]))
         if not col.is_grouping:
@@ -254,7 +262,21 @@ def compile_query(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
             Part("csum", "csum", cs, r.per_cell * w, r.l1 * w, -n * w, n * w),
             Part("count", "count", ct, r.per_cell, r.l1, 0, n),
         )
+    _check_magnitudes(col, parts)
     return Compiled(query, epsilon, tuple(groupings), value, fp, parts, r, schema)
+
+
+def _check_magnitudes(col: Column, parts: Sequence[Part]) -> None:
+    """Mechanism parameters must stay far inside the double range (the accuracy and the
+    outputs are doubles)."""
+    limit = 1 << 1000
+    for p in parts:
+        if max(abs(p.lower), abs(p.upper), abs(p.per_cell), abs(p.l1)) >= limit:
+            raise ParameterError(
+                f"column {col.name!r}: bounds [{_frac(col.lower)}, {_frac(col.upper)}] are too "
+                "large for the row bound (every bound times the row bound must stay below 1e300)",
+                parameter="upper",
+            )
 
 
 def _quantiles_module() -> Any:
@@ -681,6 +703,8 @@ def _num(x: float) -> str:
 def _frac(x: Fraction | None) -> str:
     if x is None:
         return "?"
+    if abs(x) >= 10**15:
+        return f"{Decimal(x.numerator) / Decimal(x.denominator):.6G}"
     return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"
 
 

@@ -293,3 +293,45 @@ def test_cli_neighbours_same_messages_and_exit_status(tmp_path: Path, line: str)
             r2["mechanisms"],
         )
     assert SENTINEL not in out2
+
+
+def test_null_rules_substitute_mean_and_row_bound_on_the_command_line(tmp_path: Path) -> None:
+    data = _csv(tmp_path, "v,g\n" + "".join(f"{'' if i % 10 == 0 else i % 9},{i % 2}\n"
+                                              for i in range(200)))  # fmt: skip
+    code, out = _run("release", data, "--epsilon", "100", "--mean", "v:0:10", "--nulls", "v=5",
+                     "--mean-method", "substitute", "--rows", "200", "--json")  # fmt: skip
+    assert code == 0, out
+    (mean,) = json.loads(out)["results"]
+    assert any("nulls replaced by 5" in n for n in mean["notes"])
+    assert any("tables of n = 200 rows" in n for n in mean["notes"])
+    truth = (sum(i % 9 for i in range(200) if i % 10) + 5 * 20) / 200
+    assert mean["value"][0] == pytest.approx(truth, abs=0.5)
+    code, out = _run("release", data, "--epsilon", "1", "--count", "--keys", "g=0,1",
+                     "--max-rows", "1000", "--json")  # fmt: skip
+    assert code == 0, out
+    (count,) = json.loads(out)["results"]
+    assert "± holds for tables of at most 1,000 rows (declared)" in count["notes"]
+    code, out = _run("release", data, "--epsilon", "1", "--mean", "v:0:10", "--nulls", "v=x")
+    assert code == 2 and "--nulls" in out
+
+
+BAD_ARGUMENTS = [
+    ["--delimiter", ""], ["--column", "a:integer:x:y"], ["--column", "a"], ["--by", "a"],
+    ["--confidence", "2"], ["--max-rows-per-unit", "0"], ["--bins", "a=2,1"], ["--keys", "a=1,1"],
+    ["--keys", "a="], ["--key", "a"], ["--column", "a:integer", "--keys", "a=3.0"],
+    ["--nulls", "zz=1"], ["--rows", "0"], ["--max-rows", "0"], ["--sum", "a:1"],
+    ["--sum", "a:b:c"], ["--mean", "a:3:1"], ["--quantiles", "a:0:1"], ["--var", "b"],
+    ["--sum", "a:0:1e400"], ["--sum", "a:0:1", "--column", "a:text"], ["--encoding", "nope"],
+    ["--mean-method", "substitute", "--mean", "a:0:1"], ["--column", "a:date:0:1"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("extra", BAD_ARGUMENTS, ids=" ".join)
+def test_bad_arguments_are_one_line_errors_naming_a_flag(tmp_path: Path, extra: list[str]) -> None:
+    data = _csv(tmp_path, "a,b,c\n1,2,3\n")
+    stats = {"--sum", "--mean", "--var", "--quantiles"}
+    args = ["release", data, "--epsilon", "1", *([] if stats & set(extra) else ["--count"])]
+    code, out = _run(*args, *extra)
+    assert code == 2 and "Traceback" not in out
+    error = [line for line in out.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and "--" in error[0], out
