@@ -271,7 +271,9 @@ def _check_magnitudes(col: Column, parts: Sequence[Part]) -> None:
     outputs are doubles)."""
     limit = 1 << 1000
     for p in parts:
-        if max(abs(p.lower), abs(p.upper), abs(p.per_cell), abs(p.l1)) >= limit:
+        values: list[Fraction] = [Fraction(p.lower), Fraction(p.upper)]
+        values += [Fraction(p.per_cell), Fraction(p.l1)]
+        if max(abs(v) for v in values) >= limit:
             raise ParameterError(
                 f"column {col.name!r}: bounds [{_frac(col.lower)}, {_frac(col.upper)}] are too "
                 "large for the row bound (every bound times the row bound must stay below 1e300)",
