@@ -460,25 +460,25 @@ class DuckDBEngine:
         return query, layout
 
     def _bounding(self, plan: AggregatePlan, ctes: list[str], qnames: list[str]) -> str:
-        """Append the bounding CTEs; return the name of the bounded rows' relation."""
+        """Append the bounding CTEs (step 5); return the name of the bounded rows' relation.
+
+        Each stage is one aggregate: per group of the stage, the ``n`` lowest-ranked rows by
+        ``arg_min``/``min_by(…, n)``, the row packed into one integer when the declared domain
+        allows (a fixed-size state: less memory, no sort), else a struct. The row rank is a
+        function of the row (unit, cell, quanta), so each stage recomputes it."""
         hk = plan.hash_key
-        qtext = "".join(f" || '|' || COALESCE(CAST({q} AS VARCHAR), '')" for q in qnames)
-        rank = _rank_sql(hk, f"'r|' || {_P}u || '|' || CAST({_P}cell AS VARCHAR){qtext}")
-        row_cols = [f"{_P}cell", *qnames]
-        keep = f"{_P}u IS NOT NULL"
-        ctes.append(f"{_P}b0 AS (SELECT *, {rank} AS {_P}r FROM {_P}s1 WHERE {keep})")
-        current = f"{_P}b0"
-        struct_of = ", ".join(f"{_lit(c)}: {c}" for c in [*row_cols, f"{_P}r"])
-        unpack = ", ".join(f"{_P}t.{c} AS {c}" for c in [*row_cols, f"{_P}r"])
+        packer = _Packer(plan, qnames)
         b = plan.bounds
+        ctes.append(f"{_P}b0 AS (SELECT * FROM {_P}s1 WHERE {_P}u IS NOT NULL)")
+        current = f"{_P}b0"
         step = 1
         if b.max_rows_per_group is not None:
             current = _top_rows(
-                ctes, current, step, f"{_P}u, {_P}cell", b.max_rows_per_group, struct_of, unpack
+                ctes, current, step, [f"{_P}u", f"{_P}cell"], b.max_rows_per_group, packer, hk
             )
             step += 1
         if b.max_groups_per_unit is not None:
-            grank = _rank_sql(hk, f"'g|' || {_P}u || '|' || CAST({_P}cell AS VARCHAR)")
+            grank = _rank_sql(hk, f"'g|', {_P}u, '|', {_P}cell")
             n = b.max_groups_per_unit
             pick = (
                 f"arg_min({_P}cell, {_P}gr) AS {_P}cell"
@@ -486,8 +486,8 @@ class DuckDBEngine:
                 else f"unnest(min_by({_P}cell, {_P}gr, {n})) AS {_P}cell"
             )
             ctes.append(
-                f"{_P}g{step} AS (SELECT {_P}u, {_P}cell, {grank} AS {_P}gr FROM {current} "
-                f"GROUP BY {_P}u, {_P}cell)"
+                f"{_P}g{step} AS (SELECT {_P}u, {_P}cell, {grank} AS {_P}gr FROM "
+                f"(SELECT DISTINCT {_P}u, {_P}cell FROM {current}))"
             )
             ctes.append(f"{_P}h{step} AS (SELECT {_P}u, {pick} FROM {_P}g{step} GROUP BY {_P}u)")
             ctes.append(
@@ -497,11 +497,9 @@ class DuckDBEngine:
             current = f"{_P}b{step}"
             step += 1
         if b.max_rows_per_unit is not None:
-            current = _top_rows(
-                ctes, current, step, f"{_P}u", b.max_rows_per_unit, struct_of, unpack
-            )
+            current = _top_rows(ctes, current, step, [f"{_P}u"], b.max_rows_per_unit, packer, hk)
             step += 1
-        out = ", ".join(row_cols)
+        out = ", ".join([f"{_P}cell", *qnames])
         if plan.null_units == "own":
             ctes.append(
                 f"{_P}bz AS (SELECT {out} FROM {current} UNION ALL "
@@ -686,6 +684,10 @@ def _quanta_bits(vc: ValueColumn) -> int:
     return max(abs(vc.lower_q), abs(vc.upper_q)) + 2 * scale + 2
 
 
+def _q_type(vc: ValueColumn) -> str:
+    return "BIGINT" if _quanta_bits(vc) < 1 << 62 else "HUGEINT"
+
+
 def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
     """SQL: the quanta of the double ``value`` (step 6) and their SQL type.
 
@@ -708,7 +710,7 @@ def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
             "must stay below 2^64)",
             parameter="upper",
         )
-    q_type = "BIGINT" if magnitude < 1 << 62 else "HUGEINT"
+    q_type = _q_type(vc)
     scale: int = 10**vc.decimals
     lo = _down(Fraction(vc.lower_q, scale) - 1)
     hi = _up(Fraction(vc.upper_q, scale) + 1)
@@ -740,24 +742,73 @@ def _needs_limbs(vc: ValueColumn) -> bool:
     return vc.squares and (vc.upper_q - vc.lower_q) >= 1 << 31
 
 
-def _rank_sql(hash_key: str, text: str) -> str:
-    """SQL: rank_text(hash_key, text): the first 15 hex digits of md5 as a BIGINT."""
-    return f"CAST('0x' || left(md5({_lit(hash_key + '|')} || {text}), 15) AS BIGINT)"
+def _rank_sql(hash_key: str, parts: str) -> str:
+    """SQL: rank_text(hash_key, concat(parts)): the first 15 hex digits of md5 as a BIGINT."""
+    return f"CAST('0x' || left(md5(concat({_lit(hash_key + '|')}, {parts})), 15) AS BIGINT)"
+
+
+class _Packer:
+    """A row (cell, quanta) as one integer when the declared domain allows: digits of radix
+    n_cells, then (U_q − L_q + 2) per value column (0 for a null quantum, q − L_q + 1 otherwise).
+    BIGINT when the product of the radices is below 2^63, HUGEINT below 2^126, else a struct."""
+
+    def __init__(self, plan: AggregatePlan, qnames: list[str]) -> None:
+        self.qnames = qnames
+        self.values = plan.values
+        self.radices = [v.upper_q - v.lower_q + 2 for v in plan.values]
+        total = plan.n_cells
+        for r in self.radices:
+            total *= r
+        self.type = "BIGINT" if total < 1 << 63 else "HUGEINT" if total < 1 << 126 else None
+
+    def pack(self) -> str:
+        if self.type is None:
+            return "{" + ", ".join(f"{_lit(c)}: {c}" for c in [f"{_P}cell", *self.qnames]) + "}"
+        expr = f"CAST({_P}cell AS {self.type})"
+        for q, vc, radix in zip(self.qnames, self.values, self.radices, strict=True):
+            digit = f"COALESCE(CAST({q} AS {self.type}) - ({vc.lower_q - 1}), 0)"
+            expr = f"({expr} * {radix} + {digit})"
+        return expr
+
+    def unpack(self, packed: str) -> list[str]:
+        """SQL select items restoring ``cell`` and the quanta from ``packed``."""
+        if self.type is None:
+            return [f"{packed}.{c} AS {c}" for c in [f"{_P}cell", *self.qnames]]
+        items: list[str] = []
+        divisor = 1
+        columns = list(zip(self.qnames, self.values, self.radices, strict=True))
+        for q, vc, radix in reversed(columns):
+            digit = f"(({packed} // {divisor}) % {radix})"
+            items.append(
+                f"CAST(CASE WHEN {digit} = 0 THEN NULL ELSE {digit} + ({vc.lower_q - 1}) END "
+                f"AS {_q_type(vc)}) AS {q}"
+            )
+            divisor *= radix
+        items.append(f"CAST({packed} // {divisor} AS BIGINT) AS {_P}cell")
+        return items[::-1]
 
 
 def _top_rows(
-    ctes: list[str], current: str, step: int, by: str, n: int, struct_of: str, unpack: str
+    ctes: list[str],
+    current: str,
+    step: int,
+    by: list[str],
+    n: int,
+    packer: _Packer,
+    hash_key: str,
 ) -> str:
-    """Append a CTE keeping the ``n`` lowest-ranked rows per ``by``, by an aggregate (no sort)."""
-    keys = [k.strip() for k in by.split(",")]
+    """Append CTEs keeping the ``n`` lowest-ranked rows per ``by`` by one aggregate (no sort)."""
+    qtext = "".join(f", '|', COALESCE(CAST({q} AS VARCHAR), '')" for q in packer.qnames)
+    rank = _rank_sql(hash_key, f"'r|', {_P}u, '|', {_P}cell{qtext}")
+    keys = ", ".join(by)
     if n == 1:
-        pick = f"arg_min({{{struct_of}}}, {_P}r) AS {_P}t"
-        ctes.append(f"{_P}a{step} AS (SELECT {by}, {pick} FROM {current} GROUP BY {by})")
+        pick = f"arg_min({packer.pack()}, {rank}) AS {_P}t"
     else:
-        pick = f"unnest(min_by({{{struct_of}}}, {_P}r, {n})) AS {_P}t"
-        ctes.append(f"{_P}a{step} AS (SELECT {by}, {pick} FROM {current} GROUP BY {by})")
-    keep = ", ".join(k for k in keys if k != f"{_P}cell")
-    ctes.append(f"{_P}b{step} AS (SELECT {keep}, {unpack} FROM {_P}a{step})")
+        pick = f"unnest(min_by({packer.pack()}, {rank}, {n})) AS {_P}t"
+    ctes.append(f"{_P}a{step} AS (SELECT {keys}, {pick} FROM {current} GROUP BY {keys})")
+    ctes.append(
+        f"{_P}b{step} AS (SELECT {_P}u, {', '.join(packer.unpack(f'{_P}t'))} FROM {_P}a{step})"
+    )
     return f"{_P}b{step}"
 
 
