@@ -521,7 +521,7 @@ def make_engine(name: str, source: object, schema: Schema) -> Any:
         raise ParameterError(
             f"`--engine {name}` is not available in this installation", parameter="engine"
         ) from None
-    return getattr(module, class_name)(source, csv_options=schema.csv)
+    return getattr(module, class_name)(source, csv=schema.csv)
 
 
 class _NoEngine:

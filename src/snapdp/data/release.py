@@ -345,10 +345,10 @@ def default_engine(data: object, schema: Schema) -> Engine:
 
     if type(data).__module__.startswith("pyspark"):
         module = importlib.import_module("snapdp.data.engines.spark")
-        engine: Engine = module.SparkEngine(data, csv_options=schema.csv)
+        engine: Engine = module.SparkEngine(data, csv=schema.csv)
         return engine
     module = importlib.import_module("snapdp.data.engines.duckdb")
-    engine = module.DuckDBEngine(data, csv_options=schema.csv)
+    engine = module.DuckDBEngine(data, csv=schema.csv)
     return engine
 
 
