@@ -35,6 +35,7 @@ variance's (|√a − √b| ≤ √|a − b|).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from collections.abc import Sequence
@@ -291,6 +292,13 @@ def _quantiles_module() -> Any:
         ) from None
 
 
+@functools.lru_cache(maxsize=64)
+def _tree_spec(lower: Fraction, upper: Fraction, resolution: Fraction) -> Any:
+    """The stats module's tree for these exact parameters (cached: choosing it takes seconds for
+    thousands of leaves, and a release compiles its queries more than once)."""
+    return _quantiles_module().tree_spec(lower, upper, resolution)
+
+
 def _compile_quantiles(
     query: Query,
     schema: Schema,
@@ -319,7 +327,7 @@ def _compile_quantiles(
         resolution = span / 1024
         if col.type == "integer":
             resolution = max(resolution, Fraction(1))
-    tree = qmod.tree_spec(col.lower, col.upper, resolution)
+    tree = _tree_spec(col.lower, col.upper, resolution)
     edges = list(qmod.leaf_edges(tree))
     # Every value of the type lies in [−big, big): int64 for integers, finite doubles otherwise
     # (a decimal equal to the largest double itself would be outside: it is not clamped in).
