@@ -264,11 +264,13 @@ def _pairs(
     hi: Fraction,
     mech_sens: Fraction,
     shifts: Sequence[Fraction],
+    delta_1: Fraction,
 ) -> tuple[list[tuple[Fraction, Fraction]], bool]:
     """The (x, d) pairs to compare, and whether they are exhaustive over integer data."""
+    floor_delta = delta_1.numerator // delta_1.denominator
     integral = _is_int(lo) and _is_int(hi)
-    # every integer shift 1..max is present (shifts are distinct, so a count suffices)
-    all_int_shifts = all(_is_int(d) for d in shifts) and len(shifts) == max(shifts)
+    # every integer shift 1..⌊Δ₁⌋ is present (shifts are distinct, so a count suffices)
+    all_int_shifts = all(_is_int(d) for d in shifts) and len(shifts) == max(shifts) == floor_delta
     if integral and hi - lo <= EXHAUSTIVE_INPUTS and all_int_shifts:
         span = int(hi - lo)
         pairs = [(lo + x, d) for x in range(span + 1) for d in shifts if lo + x + d <= hi]
@@ -306,7 +308,7 @@ def _shift_certificate(
     except ValueError as exc:
         return fail(f"the mechanism refuses these parameters ({exc})")
     delta_cell = mpq(params.delta)
-    pairs, exhaustive = _pairs(params, lo, hi, mech_sens, shifts)
+    pairs, exhaustive = _pairs(params, lo, hi, mech_sens, shifts, delta_1)
     cache: dict[Fraction, ExactDistribution] = {}
 
     def dist(x: Fraction) -> ExactDistribution:
