@@ -9,7 +9,8 @@ follows the same steps, so that all of them return the same numbers for the same
 
 1. **Read.** A CSV file is read with every cell as text (encoding, delimiter and header from
    :class:`~snapdp.data.schema.CsvOptions`); a line that does not parse is skipped, as if absent.
-   Parquet files/folders and DataFrames keep their native types. Only a source that cannot be
+   Without a header the columns are named column0, column1, … Parquet files/folders and
+   DataFrames keep their native types. Only a source that cannot be
    opened or parsed as a whole raises, naming the file and the kind of failure, never its content.
 2. **Cast** every used column to its declared type with a cast that cannot fail (what is not a
    value of the type becomes null). An empty CSV cell is null. From text t (trimmed of spaces):
@@ -199,7 +200,8 @@ def rank_text(hash_key: str, text: str) -> int:
 
 
 def row_rank(hash_key: str, unit: str, cell: int, quanta: Sequence[int | None]) -> int:
-    """The rank of a row: text "r|<unit>|<cell>|<q0>|<q1>…" (a null quantum is empty)."""
+    """The rank of a row: text "r|<unit>|<cell>|<q0>|<q1>…", the quanta after the null rule (one
+    left out is empty)."""
     parts = ["r", unit, str(cell)] + ["" if q is None else str(q) for q in quanta]
     return rank_text(hash_key, "|".join(parts))
 

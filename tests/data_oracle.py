@@ -1,0 +1,281 @@
+"""A pure-Python reference engine: the engine contract of ``snapdp.data.engines.base``, written
+as plainly as possible, for small tables. Every real engine (DuckDB, Spark) must return exactly
+its aggregates for the same plan and hash key. It is an oracle for tests, not a product engine.
+
+Sources: a CSV path (read with Python's csv module: every cell text, empty cells null, lines with
+the wrong number of fields skipped), a list of row dicts (native values), a pandas DataFrame or an
+Arrow table (turned into row dicts).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import math
+import re
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from snapdp.data.engines.base import (
+    AggregatePlan,
+    Aggregates,
+    ValueColumn,
+    group_rank,
+    row_rank,
+)
+from snapdp.data.schema import Column, CsvOptions
+from snapdp.errors import ParameterError
+
+__all__ = ["OracleEngine", "cast", "quanta"]
+
+_INT = re.compile(r"[+-]?[0-9]+")
+_DEC = re.compile(r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_TRUE = ("true", "t", "yes", "1")
+_FALSE = ("false", "f", "no", "0")
+_I64 = 1 << 63
+_EXACT = 1 << 53
+
+
+def _native(x: Any) -> Any:
+    """numpy/pandas scalars → Python values; pandas' NA/NaT → None."""
+    if x is None:
+        return None
+    item = getattr(x, "item", None)
+    if callable(item) and type(x).__module__.startswith("numpy"):
+        x = item()
+    if type(x).__name__ in ("NAType", "NaTType"):
+        return None
+    return x
+
+
+def cast(kind: str, cell: Any) -> Any:
+    """The contract's cast of one cell to ``kind`` (None for null or failure)."""
+    cell = _native(cell)
+    if cell is None:
+        return None
+    if isinstance(cell, str):
+        if cell == "":
+            return None
+        t = cell.strip(" ")
+        if kind == "text":
+            return cell
+        if kind == "integer":
+            if _INT.fullmatch(t):
+                v = int(t)
+                return v if -_I64 <= v < _I64 else None
+            if _DEC.fullmatch(t):
+                d = float(t)
+                if math.isfinite(d) and d.is_integer() and abs(d) <= _EXACT:
+                    return int(d)
+            return None
+        if kind == "decimal":
+            if _DEC.fullmatch(t):
+                d = float(t)
+                return d if math.isfinite(d) else None
+            return None
+        if kind == "boolean":
+            low = t.lower()
+            return True if low in _TRUE else False if low in _FALSE else None
+        if kind == "date":
+            if _DATE.fullmatch(t):
+                try:
+                    return dt.date.fromisoformat(t)
+                except ValueError:
+                    return None
+            return None
+        raise AssertionError(kind)
+    if isinstance(cell, bool):
+        return cell if kind == "boolean" else None
+    if isinstance(cell, int):
+        if kind == "integer":
+            return cell if -_I64 <= cell < _I64 else None
+        if kind == "decimal":
+            return float(cell)
+        if kind == "text":
+            return str(cell)
+        return None
+    if isinstance(cell, float):
+        if not math.isfinite(cell):
+            return None
+        if kind == "integer":
+            return int(cell) if cell.is_integer() and abs(cell) <= _EXACT else None
+        if kind == "decimal":
+            return cell
+        return None
+    if isinstance(cell, dt.datetime):
+        return None
+    if isinstance(cell, dt.date):
+        return cell if kind == "date" else None
+    return None
+
+
+def _cell_index(column: Column, value: Any) -> int | None:
+    """The index of ``value`` (already cast) among the column's keys or bins, or None."""
+    if value is None:
+        if column.nulls.action != "impute":
+            return None
+        value = column.nulls.value
+        if isinstance(value, Fraction):
+            value = float(value)
+    if column.keys is not None:
+        for i, key in enumerate(column.keys):
+            k = float(key) if isinstance(key, Fraction) else key
+            if type(k) is type(value) and k == value:
+                return i
+        return None
+    assert column.bins is not None
+    edges = [float(e) for e in column.bins]
+    v = float(value)
+    for i in range(len(edges) - 1):
+        if edges[i] <= v < edges[i + 1]:
+            return i
+    return None
+
+
+def quanta(vc: ValueColumn, value: Any) -> int | None:
+    """Step 6 of the contract for one cast value (None: null before the null rule)."""
+    if value is None:
+        return vc.impute_q
+    v = float(value)
+    scale = 10**vc.decimals
+    lo_d = float(vc.lower_q // scale - 1)
+    hi_d = float(-(-vc.upper_q // scale) + 1)
+    y = min(max(v, lo_d), hi_d) * float(scale)
+    q = round(y)  # Python rounds a float half to even, exactly
+    return min(max(q, vc.lower_q), vc.upper_q)
+
+
+def _unit_text(value: Any) -> str:
+    return str(value)
+
+
+class OracleEngine:
+    """The reference :class:`~snapdp.data.engines.base.Engine` over a small table."""
+
+    def __init__(self, source: object, *, csv_options: CsvOptions | None = None) -> None:
+        opts = csv_options or CsvOptions()
+        if isinstance(source, (str, Path)):
+            self._columns, self._rows = _read_csv(Path(source), opts)
+            self._label = str(Path(source).resolve())
+        elif isinstance(source, list):
+            self._rows = [dict(r) for r in source]
+            self._columns = list(dict.fromkeys(k for r in self._rows for k in r))
+            self._label = "<rows>"
+        elif hasattr(source, "to_pylist"):
+            self._rows = source.to_pylist()
+            self._columns = list(source.column_names)
+            self._label = "<pyarrow.Table>"
+        elif hasattr(source, "to_dict"):
+            self._rows = source.to_dict("records")
+            self._columns = [str(c) for c in source.columns]
+            self._label = "<pandas.DataFrame>"
+        else:
+            raise ParameterError(f"unsupported source {type(source).__name__}")
+
+    def column_names(self) -> list[str]:
+        return list(self._columns)
+
+    def describe(self) -> str:
+        return self._label
+
+    def aggregate(self, plan: AggregatePlan) -> Aggregates:
+        for name in plan.used_columns():
+            if name not in self._columns:
+                raise ParameterError(f"declared column {name!r} is not in the data")
+        kept: list[tuple[str | None, int, list[int | None]]] = []
+        for row in self._rows:
+            cell = 0
+            dropped = False
+            for g in plan.groupings:
+                idx = _cell_index(g, cast(g.type, row.get(g.name)))
+                if idx is None:
+                    dropped = True
+                    break
+                cell = cell * g.n_cells + idx
+            if dropped:
+                continue
+            unit: str | None = None
+            if plan.unit is not None:
+                u = cast(plan.unit.type, row.get(plan.unit.name))
+                if u is None:
+                    if plan.null_units != "own":
+                        continue
+                else:
+                    unit = _unit_text(u)
+            qs = [quanta(vc, cast(vc.column.type, row.get(vc.column.name))) for vc in plan.values]
+            kept.append((unit, cell, qs))
+        if plan.unit is not None:
+            kept = _bound(plan, kept)
+        out = Aggregates.zeros(plan)
+        lohi = [vc.lower_q + vc.upper_q for vc in plan.values]
+        for _, cell, qs in kept:
+            out.rows[cell] += 1
+            for j, q in enumerate(qs):
+                if q is None:
+                    continue
+                out.sums[j][cell] += q
+                out.counts[j][cell] += 1
+                sq = out.squares[j]
+                if sq is not None:
+                    sq[cell] += (2 * q - lohi[j]) ** 2
+        return out
+
+
+def _bound(
+    plan: AggregatePlan, rows: list[tuple[str | None, int, list[int | None]]]
+) -> list[tuple[str | None, int, list[int | None]]]:
+    """Step 5: L∞ per (unit, cell), then L0 per unit, then k per unit, by keyed-hash rank."""
+    key, b = plan.hash_key, plan.bounds
+    own = [r for r in rows if r[0] is None]
+    units: dict[str, list[tuple[str | None, int, list[int | None]]]] = defaultdict(list)
+    for r in rows:
+        if r[0] is not None:
+            units[r[0]].append(r)
+
+    def rank(r: tuple[str | None, int, list[int | None]]) -> int:
+        assert r[0] is not None
+        return row_rank(key, r[0], r[1], r[2])
+
+    out = list(own)
+    for unit, urows in units.items():
+        if b.max_rows_per_group is not None:
+            by_cell: dict[int, list[Any]] = defaultdict(list)
+            for r in urows:
+                by_cell[r[1]].append(r)
+            urows = [
+                r
+                for cell_rows in by_cell.values()
+                for r in sorted(cell_rows, key=rank)[: b.max_rows_per_group]
+            ]
+        if b.max_groups_per_unit is not None:
+            cells = sorted({r[1] for r in urows}, key=lambda c: group_rank(key, unit, c))
+            keep = set(cells[: b.max_groups_per_unit])
+            urows = [r for r in urows if r[1] in keep]
+        if b.max_rows_per_unit is not None:
+            urows = sorted(urows, key=rank)[: b.max_rows_per_unit]
+        out.extend(urows)
+    return out
+
+
+def _read_csv(path: Path, opts: CsvOptions) -> tuple[list[str], list[dict[str, Any]]]:
+    try:
+        with path.open(encoding=opts.encoding, newline="") as f:
+            records = list(csv.reader(f, delimiter=opts.delimiter))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ParameterError(f"{path}: cannot be read ({type(exc).__name__})") from None
+    if not records:
+        raise ParameterError(f"{path}: the file is empty")
+    if opts.header:
+        columns, body = records[0], records[1:]
+    else:
+        columns = [f"column{i}" for i in range(len(records[0]))]  # as the contract names them
+        body = records
+    rows = [
+        {c: (None if v == "" else v) for c, v in zip(columns, rec, strict=True)}
+        for rec in body
+        if len(rec) == len(columns)
+    ]
+    return columns, rows
