@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -241,3 +242,53 @@ def test_rank_and_value_accuracy_statements() -> None:
         q.value_accuracy(spec, acc, 0)
     with pytest.raises(ParameterError, match="`confidence`"):
         q.rank_accuracy(spec, 1, 1, 1.5, 3)
+
+
+def _rank_statement_holds(
+    values: np.ndarray,
+    spec: q.TreeSpec,
+    estimates: tuple[float, ...],
+    probs: tuple[float, ...],
+    r: float,
+) -> bool:
+    """Each q̂ lies in a leaf [e_j, e_j+1] holding a value whose true rank is within ± r of p·N."""
+    edges = [float(e) for e in q.leaf_edges(spec)]
+    n = len(values)
+    for est, p in zip(estimates, probs, strict=True):
+        j = min(max(int(np.searchsorted(edges, est, side="right")) - 1, 0), spec.leaves - 1)
+        if est == edges[j] and j > 0:  # on an edge: either neighbouring leaf will do
+            j -= 1
+        below_left = np.sum(values < edges[j])
+        upto_right = np.sum(values <= edges[j + 1])
+        if not (below_left <= p * n + r and upto_right >= p * n - r):
+            return False
+    return True
+
+
+def _pums_age_coverage(path: str) -> None:
+    import pandas as pd
+
+    values = pd.read_csv(path)["age"].to_numpy(dtype=float)
+    spec = q.tree_spec(0, 100, 1)
+    k, eps, conf = 1, Fraction(1, 2), 0.5
+    probs = (0.1, 0.25, 0.5, 0.75, 0.9)
+    acc = q.rank_accuracy(spec, eps, k, conf, len(probs))
+    lo, hi = q.node_bounds(spec, eps, k)
+    cals = q.level_calibrations(spec, eps, k)
+    leaves = np.bincount(np.minimum(np.clip(values, 0, 100).astype(int), 99), minlength=100)
+    levels = q.level_counts(leaves.tolist(), spec)
+    rng = np.random.default_rng(1123)
+    runs, misses = 100, 0
+    for _ in range(runs):
+        noisy = [
+            SnappingMechanism(cal.epsilon, k, lo, hi, rng=rng).release_many(np.array(lv, float))
+            for cal, lv in zip(cals, levels, strict=True)
+        ]
+        est = q.quantiles_from_leaves(q.consistent_leaves(noisy, spec), spec, probs)
+        misses += not _rank_statement_holds(values, spec, est, probs, acc.rank)
+    assert misses <= binom.isf(1e-6, runs, 1 - conf)
+
+
+def test_rank_statement_coverage_on_pums_age(pums: Path) -> None:
+    """The stated rank accuracy of the released quantiles holds on PUMS age (seeded releases)."""
+    _pums_age_coverage(str(pums / "PUMS.csv"))
