@@ -17,8 +17,7 @@ one row per cell comes back.
   DuckDB's laxer parsers, e.g. ``'1_000'`` or ``'infinity'``, never decide).
 * **Cells.** Declared keys become a typed keys table (integers as HUGEINT, decimals as the double
   nearest the key, text, booleans, dates) joined to the typed cell: no text matching. Bins compare
-  an integer cell exactly with the ceiling of each edge, and a decimal cell (a double) with the
-  double nearest each edge. The cell index is row-major.
+  the cell as a double with the double nearest each edge. The cell index is row-major.
 * **Bounding** by the keyed-hash ranks: ``md5(hash_key | text)``, the first 15 hex digits as a
   BIGINT (:func:`~snapdp.data.engines.base.rank_text`, tested equal). No sort: L∞ keeps the lowest
   ranks per (unit, cell) by ``arg_min``/``min_by(…, n)`` aggregates, L0 keeps per unit the cells of
@@ -261,6 +260,9 @@ class DuckDBEngine:
             f"encoding = {_lit(duck_encoding)}, auto_detect = false, ignore_errors = true, "
             "null_padding = false, all_varchar = true)"
         )
+        if len(names) == 1:  # a blank line is no record (as Python's csv module reads it)
+            col = quote_identifier(names[0])
+            self._relation = f"(SELECT * FROM {self._relation} WHERE {col} IS NOT NULL)"
         self._is_csv = True
         self._types = dict.fromkeys(names, "VARCHAR")
         self._check_readable()
@@ -525,11 +527,8 @@ class DuckDBEngine:
         source = types.get(name, "VARCHAR")
         kind = column.type
         family = _family(source)
-        if family == "text":
-            x = f"CAST({col} AS VARCHAR)"
-            if self._is_csv:
-                x = f"NULLIF({x}, '')"
-            return _cast_text(x, kind)
+        if family == "text":  # an empty cell is null, in a CSV or not
+            return _cast_text(f"NULLIF(CAST({col} AS VARCHAR), '')", kind)
         if family == "int":
             if kind == "integer":
                 return f"TRY_CAST({col} AS BIGINT)"
@@ -668,15 +667,14 @@ def _keys_table(column: Column) -> str | None:
 
 
 def _bin_expr(column: Column, value: str) -> str:
-    """SQL: the bin index of ``value`` (NULL outside every bin or for a null). Integer cells
-    compare exactly with ⌈edge⌉; decimal cells with the double nearest each edge."""
+    """SQL: the bin index of ``value`` (NULL outside every bin or for a null): the value as a
+    double compared with the double nearest each edge (integers too: what every engine can do
+    the same way)."""
     assert column.bins is not None
-    if column.type == "integer":
-        edges = [f"CAST({_lit(str(math.ceil(e)))} AS HUGEINT)" for e in column.bins]
-    else:
-        edges = [_double_lit(_nearest_double(e)) for e in column.bins]
-    parts = [f"WHEN {value} < {edges[i + 1]} THEN {i}" for i in range(len(edges) - 1)]
-    return f"(CASE WHEN {value} >= {edges[0]} THEN (CASE {' '.join(parts)} END) END)"
+    edges = [_double_lit(_nearest_double(e)) for e in column.bins]
+    v = f"CAST({value} AS DOUBLE)"
+    parts = [f"WHEN {v} < {edges[i + 1]} THEN {i}" for i in range(len(edges) - 1)]
+    return f"(CASE WHEN {v} >= {edges[0]} THEN (CASE {' '.join(parts)} END) END)"
 
 
 def _quanta_bits(vc: ValueColumn) -> int:
@@ -691,9 +689,9 @@ def _q_type(vc: ValueColumn) -> str:
 def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
     """SQL: the quanta of the double ``value`` (step 6) and their SQL type.
 
-    q = clamp(round_half_even(clamp(v, lo, hi)·10^d), L_q, U_q) with lo ≤ L_q/10^d − 1 and
-    hi ≥ U_q/10^d + 1 (doubles rounded outwards): the coarse clamp only keeps the conversion in
-    range, the exact clamp is the integer one. Ties to even: ROUND(y) − y is exact, and
+    q = clamp(round_half_even(clamp(v, lo, hi)·10^d), L_q, U_q) with lo = ⌊L_q/10^d⌋ − 1 and
+    hi = ⌈U_q/10^d⌉ + 1 as doubles: the coarse clamp only keeps the conversion in range, the exact
+    clamp is the integer one. Ties to even: ROUND(y) − y is exact, and
     2·ROUND(y/2) is the even neighbour of a tie."""
     if vc.column.type not in ("integer", "decimal"):
         raise ParameterError(
@@ -712,8 +710,8 @@ def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
         )
     q_type = _q_type(vc)
     scale: int = 10**vc.decimals
-    lo = _down(Fraction(vc.lower_q, scale) - 1)
-    hi = _up(Fraction(vc.upper_q, scale) + 1)
+    lo = float(vc.lower_q // scale - 1)
+    hi = float(-(-vc.upper_q // scale) + 1)
     v = f"CAST({value} AS DOUBLE)"
     y = f"(LEAST(GREATEST({v}, {_double_lit(lo)}), {_double_lit(hi)}) * {float(scale)!r})"
     even = f"(CASE WHEN abs(ROUND({y}) - {y}) = 0.5 THEN 2 * ROUND({y} / 2) ELSE ROUND({y}) END)"
@@ -724,16 +722,6 @@ def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
     if vc.impute_q is not None:
         q = f"COALESCE({q}, {int(vc.impute_q)})"
     return q, q_type
-
-
-def _down(x: Fraction) -> float:
-    d = float(x)
-    return math.nextafter(d, -math.inf) if Fraction(d) > x else d
-
-
-def _up(x: Fraction) -> float:
-    d = float(x)
-    return math.nextafter(d, math.inf) if Fraction(d) < x else d
 
 
 def _needs_limbs(vc: ValueColumn) -> bool:
@@ -879,6 +867,8 @@ def _frame_to_arrow(frame: Any, plan: AggregatePlan) -> Any:
                 arr = arr.cast(pa.string())
         arrays.append(arr)
         names.append(name)
+    if not arrays:  # a plan reading no column still counts rows
+        arrays, names = [pa.nulls(len(frame), pa.int8())], [f"{_P}none"]
     return pa.Table.from_arrays(arrays, names=names)
 
 
