@@ -15,7 +15,7 @@ one row per cell comes back.
   of failure; DuckDB's own messages (which may quote rows) are never passed on.
 * **Cast** by the regular-expression gates of the contract (``TRY_CAST`` only after a gate, so
   DuckDB's laxer parsers, e.g. ``'1_000'`` or ``'infinity'``, never decide).
-* **Cells.** Declared keys become a typed keys table (integers as HUGEINT, decimals as the double
+* **Cells.** Declared keys become a typed keys table (integers as BIGINT, decimals as the double
   nearest the key, text, booleans, dates) joined to the typed cell: no text matching. Bins compare
   the cell as a double with the double nearest each edge. The cell index is row-major.
 * **Bounding** by the keyed-hash ranks: ``md5(hash_key | text)``, the first 15 hex digits as a
@@ -623,7 +623,8 @@ def _typed_literal(column: Column, value: object) -> str:
     kind = column.type
     if kind == "integer":
         assert isinstance(value, int)
-        return f"CAST({_lit(str(value))} AS HUGEINT)"
+        sql_type = "BIGINT" if -(1 << 63) <= value < 1 << 63 else "HUGEINT"
+        return f"CAST({_lit(str(value))} AS {sql_type})"
     if kind == "decimal":
         assert isinstance(value, Fraction)
         return _double_lit(_nearest_double(value))
@@ -691,8 +692,8 @@ def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
 
     q = clamp(round_half_even(clamp(v, lo, hi)·10^d), L_q, U_q) with lo = ⌊L_q/10^d⌋ − 1 and
     hi = ⌈U_q/10^d⌉ + 1 as doubles: the coarse clamp only keeps the conversion in range, the exact
-    clamp is the integer one. Ties to even: ROUND(y) − y is exact, and
-    2·ROUND(y/2) is the even neighbour of a tie."""
+    clamp is the integer one. Ties to even by DuckDB's ``round_even`` (tested equal to Python's
+    ``round`` on ties and random doubles)."""
     if vc.column.type not in ("integer", "decimal"):
         raise ParameterError(
             f"column {vc.column.name!r}: a value column must be integer or decimal, "
@@ -714,7 +715,7 @@ def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
     hi = float(-(-vc.upper_q // scale) + 1)
     v = f"CAST({value} AS DOUBLE)"
     y = f"(LEAST(GREATEST({v}, {_double_lit(lo)}), {_double_lit(hi)}) * {float(scale)!r})"
-    even = f"(CASE WHEN abs(ROUND({y}) - {y}) = 0.5 THEN 2 * ROUND({y} / 2) ELSE ROUND({y}) END)"
+    even = f"round_even({y}, 0)"
     q = (
         f"(CASE WHEN {value} IS NULL THEN NULL ELSE "
         f"LEAST(GREATEST(CAST({even} AS {q_type}), {vc.lower_q}), {vc.upper_q}) END)"

@@ -292,3 +292,22 @@ def test_aggregates_are_python_ints(table: tuple[Path, list[dict[str, str]]]) ->
     assert isinstance(got, Aggregates)
     for x in [*got.rows, *got.sums[0], *got.counts[0], *(got.squares[0] or [])]:
         assert type(x) is int
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(min_value=-(2.0**62), max_value=2.0**62),
+            st.integers(-(2**52), 2**52).map(lambda i: i + 0.5),
+            st.integers(-(2**20), 2**20).map(lambda i: i / 4),
+        ),
+        min_size=1,
+        max_size=50,
+    )
+)
+def test_round_even_is_pythons_round(values: list[float]) -> None:
+    """The quanta's half-to-even rounding: DuckDB's round_even equals Python's round, ties too."""
+    con = duckdb.connect()
+    got = con.execute("SELECT round_even(unnest(?::DOUBLE[]), 0)", [values]).fetchall()
+    assert [int(r[0]) for r in got] == [round(v) for v in values]
