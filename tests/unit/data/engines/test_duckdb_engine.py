@@ -229,14 +229,17 @@ def test_text_casts_equal_the_oracle(kind: str) -> None:
         assert got[s] == cast(kind, s), s
 
 
-@settings(max_examples=300, deadline=None)
+_CON = duckdb.connect()
+
+
+@settings(max_examples=200, deadline=None)
 @given(
     st.from_regex(
         r"[+-]?([0-9]{1,25}(\.[0-9]{0,25})?|\.[0-9]{1,25})([eE][+-]?[0-9]{1,3})?", fullmatch=True
     )
 )
 def test_decimal_text_is_correctly_rounded(text: str) -> None:
-    con = duckdb.connect()
+    con = _CON
     for kind in ("decimal", "integer"):
         got = con.execute(f"SELECT {_cast_text('s', kind)} FROM (SELECT ? AS s)", [text]).fetchone()
         assert got is not None and got[0] == cast(kind, text), (kind, text)
@@ -294,7 +297,7 @@ def test_aggregates_are_python_ints(table: tuple[Path, list[dict[str, str]]]) ->
         assert type(x) is int
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(
         st.one_of(
@@ -308,6 +311,6 @@ def test_aggregates_are_python_ints(table: tuple[Path, list[dict[str, str]]]) ->
 )
 def test_round_even_is_pythons_round(values: list[float]) -> None:
     """The quanta's half-to-even rounding: DuckDB's round_even equals Python's round, ties too."""
-    con = duckdb.connect()
+    con = _CON
     got = con.execute("SELECT round_even(unnest(?::DOUBLE[]), 0)", [values]).fetchall()
     assert [int(r[0]) for r in got] == [round(v) for v in values]
