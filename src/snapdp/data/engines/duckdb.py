@@ -51,7 +51,7 @@ from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
-__all__ = ["DuckDBEngine", "quote_identifier"]
+__all__ = ["DuckDBEngine", "cell_index_sql", "quote_identifier"]
 
 _DECIMAL_RE = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"
 _INTEGER_RE = r"[+-]?[0-9]+"
@@ -381,6 +381,29 @@ class DuckDBEngine:
                         pos += 1
         return result
 
+    # -- for `snapdp check` only (reads the data WITHOUT privacy; never in a release path) ----
+    def cast_select(self, columns: Sequence[Column]) -> str:
+        """SQL selecting, per declared column i, its raw cell as text (``raw_i``; an empty text
+        cell is null) and its value cast by the contract (``val_i``). For ``snapdp check``."""
+        decl = {c.name: c for c in columns}
+        _check_columns(list(decl), self._names)
+        relation, types = self._source_of(decl)
+        items = []
+        for i, (name, column) in enumerate(decl.items()):
+            col = quote_identifier(name)
+            items.append(f"NULLIF(CAST({col} AS VARCHAR), '') AS raw_{i}")
+            items.append(f"{self._cast(name, column, types)} AS val_{i}")
+        return f"SELECT {', '.join(items) or '1 AS one'} FROM {relation}"
+
+    def fetch(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run ``sql`` on this engine's connection (for ``snapdp check``: the owner's tool)."""
+        try:
+            return self._con.execute(sql).fetchall()
+        except self._duckdb.Error as exc:
+            raise ParameterError(
+                f"`data` {self._label!r} could not be read ({_kind(exc)})", parameter="data"
+            ) from None
+
     # -- SQL -----------------------------------------------------------------------------------
     def sql(self, plan: AggregatePlan) -> tuple[str, list[str]]:
         """The query for ``plan`` and, per value column, how its squares come back."""
@@ -390,11 +413,7 @@ class DuckDBEngine:
         alias = {name: f"{_P}c{i}" for i, name in enumerate(used)}
         # s0: the used columns under internal aliases, cast to their declared types.
         casts = []
-        decl: dict[str, Column] = {g.name: g for g in plan.groupings}
-        for v in plan.values:
-            decl[v.column.name] = v.column
-        if plan.unit is not None:
-            decl[plan.unit.name] = plan.unit
+        decl = _declared(plan)
         for name in used:
             casts.append(f"{self._cast(name, decl[name], types)} AS {alias[name]}")
         ctes = [f"{_P}s0 AS (SELECT {', '.join(casts) or '1 AS _snapdp_one'} FROM {relation})"]
@@ -513,9 +532,12 @@ class DuckDBEngine:
     def _source_for(self, plan: AggregatePlan) -> tuple[str, dict[str, str]]:
         """The FROM clause and the source's column types (a DataFrame: its used columns, as an
         Arrow table registered for this query)."""
+        return self._source_of(_declared(plan))
+
+    def _source_of(self, decl: dict[str, Column]) -> tuple[str, dict[str, str]]:
         if self._frame is None:
             return self._relation, self._types
-        table = _frame_to_arrow(self._frame, plan)
+        table = _frame_to_arrow(self._frame, decl)
         self._con.register(f"{_P}frame", table)
         relation = quote_identifier(f"{_P}frame")
         rows = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
@@ -647,10 +669,16 @@ def _nearest_double(x: Fraction) -> float:
 
 
 def _keys_table(column: Column) -> str | None:
-    """SQL VALUES rows (typed key, index); a key no cell can equal is left out. For a decimal
-    column, keys whose nearest double is the same go to the first of them (one cell per row)."""
+    """SQL VALUES rows (typed key, index), or None when no cell can equal any key."""
+    pairs = _key_literals(column)
+    return ", ".join(f"({lit}, {i})" for lit, i in pairs) if pairs else None
+
+
+def _key_literals(column: Column) -> list[tuple[str, int]]:
+    """(SQL literal, index) per key; a key no cell can equal is left out. For a decimal column,
+    keys whose nearest double is the same go to the first of them (one cell per row)."""
     assert column.keys is not None
-    rows: list[str] = []
+    pairs: list[tuple[str, int]] = []
     seen: set[object] = set()
     for i, key in enumerate(column.keys):
         if column.type == "integer":
@@ -663,8 +691,8 @@ def _keys_table(column: Column) -> str | None:
             if math.isinf(d) or d in seen:
                 continue
             seen.add(d)
-        rows.append(f"({_typed_literal(column, key)}, {i})")
-    return ", ".join(rows) if rows else None
+        pairs.append((_typed_literal(column, key), i))
+    return pairs
 
 
 def _bin_expr(column: Column, value: str) -> str:
@@ -676,6 +704,21 @@ def _bin_expr(column: Column, value: str) -> str:
     v = f"CAST({value} AS DOUBLE)"
     parts = [f"WHEN {v} < {edges[i + 1]} THEN {i}" for i in range(len(edges) - 1)]
     return f"(CASE WHEN {v} >= {edges[0]} THEN (CASE {' '.join(parts)} END) END)"
+
+
+def cell_index_sql(column: Column, value: str) -> str:
+    """SQL: the index of the cast ``value`` among ``column``'s keys or bins after its null rule
+    (NULL: the row is dropped from groupings on the column). For ``snapdp check``; the engine
+    itself joins a keys table, with the same result."""
+    if column.nulls.action == "impute":
+        value = f"COALESCE({value}, {_typed_literal(column, column.nulls.value)})"
+    if column.bins is not None:
+        return _bin_expr(column, value)
+    pairs = _key_literals(column)
+    if not pairs:
+        return "CAST(NULL AS BIGINT)"
+    whens = " ".join(f"WHEN {value} = {literal} THEN {i}" for literal, i in pairs)
+    return f"(CASE {whens} END)"
 
 
 def _quanta_bits(vc: ValueColumn) -> int:
@@ -802,13 +845,7 @@ def _top_rows(
 
 
 def _check_plan(plan: AggregatePlan, names: Sequence[str]) -> None:
-    missing = [c for c in plan.used_columns() if c not in names]
-    if missing:
-        raise ParameterError(
-            f"column {missing[0]!r} is not in the data (its columns: "
-            f"{', '.join(repr(n) for n in names[:20])}{', …' if len(names) > 20 else ''})",
-            parameter="columns",
-        )
+    _check_columns(plan.used_columns(), names)
     if not _HEX32.fullmatch(plan.hash_key):
         raise ParameterError("`hash_key` must be 32 hex digits", parameter="hash_key")
     if plan.unit is not None and plan.unit.type not in ("integer", "text"):
@@ -821,6 +858,17 @@ def _check_plan(plan: AggregatePlan, names: Sequence[str]) -> None:
         raise ParameterError(
             f"`null_units` must be 'drop' or 'own', not {plan.null_units!r}",
             parameter="null_units",
+        )
+
+
+def _check_columns(used: Sequence[str], names: Sequence[str]) -> None:
+    """Every used column must be in the source (its names are public: header or schema)."""
+    missing = [c for c in used if c not in names]
+    if missing:
+        raise ParameterError(
+            f"column {missing[0]!r} is not in the data (its columns: "
+            f"{', '.join(repr(n) for n in names[:20])}{', …' if len(names) > 20 else ''})",
+            parameter="columns",
         )
 
 
@@ -839,20 +887,24 @@ def _kind(exc: BaseException) -> str:
 
 
 # -- pandas ----------------------------------------------------------------------------------
-def _frame_to_arrow(frame: Any, plan: AggregatePlan) -> Any:
-    """The used columns of a pandas DataFrame as an Arrow table. Typed columns keep their native
-    types; an object column becomes text cell by cell by the contract's rules for the declared
-    type (so no type is ever inferred from the data)."""
-    import pyarrow as pa
-
+def _declared(plan: AggregatePlan) -> dict[str, Column]:
     decl: dict[str, Column] = {g.name: g for g in plan.groupings}
     for v in plan.values:
         decl[v.column.name] = v.column
     if plan.unit is not None:
         decl[plan.unit.name] = plan.unit
+    return decl
+
+
+def _frame_to_arrow(frame: Any, decl: dict[str, Column]) -> Any:
+    """The used columns of a pandas DataFrame as an Arrow table. Typed columns keep their native
+    types; an object column becomes text cell by cell by the contract's rules for the declared
+    type (so no type is ever inferred from the data)."""
+    import pyarrow as pa
+
     arrays = []
     names = []
-    for name in plan.used_columns():
+    for name in decl:
         series = frame[next(c for c in frame.columns if str(c) == name)]
         kind = decl[name].type
         if series.dtype == object:
