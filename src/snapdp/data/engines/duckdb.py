@@ -735,8 +735,9 @@ def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
 
     q = clamp(round_half_even(clamp(v, lo, hi)·10^d), L_q, U_q) with lo = ⌊L_q/10^d⌋ − 1 and
     hi = ⌈U_q/10^d⌉ + 1 as doubles: the coarse clamp only keeps the conversion in range, the exact
-    clamp is the integer one. Ties to even by DuckDB's ``round_even`` (tested equal to Python's
-    ``round`` on ties and random doubles)."""
+    clamp is the integer one. Ties to even: DuckDB's cast of a DOUBLE to an integer rounds to
+    nearest, ties to even (as ``nearbyint``; tested equal to Python's ``round`` on ties and random
+    doubles, for BIGINT and HUGEINT)."""
     if vc.column.type not in ("integer", "decimal"):
         raise ParameterError(
             f"column {vc.column.name!r}: a value column must be integer or decimal, "
@@ -758,10 +759,9 @@ def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
     hi = float(-(-vc.upper_q // scale) + 1)
     v = f"CAST({value} AS DOUBLE)"
     y = f"(LEAST(GREATEST({v}, {_double_lit(lo)}), {_double_lit(hi)}) * {float(scale)!r})"
-    even = f"round_even({y}, 0)"
     q = (
         f"(CASE WHEN {value} IS NULL THEN NULL ELSE "
-        f"LEAST(GREATEST(CAST({even} AS {q_type}), {vc.lower_q}), {vc.upper_q}) END)"
+        f"LEAST(GREATEST(CAST({y} AS {q_type}), {vc.lower_q}), {vc.upper_q}) END)"
     )
     if vc.impute_q is not None:
         q = f"COALESCE({q}, {int(vc.impute_q)})"
