@@ -87,7 +87,8 @@ class DuckDBEngine:
     """An :class:`~snapdp.data.engines.base.Engine` over a CSV or Parquet file, a folder of Parquet
     files, a pandas DataFrame or an Arrow table (see the module docstring and docs/data.md).
 
-    ``memory_limit`` (e.g. ``"2GB"``) and ``temp_directory`` are DuckDB's: past the limit, the
+    ``memory_limit`` (e.g. ``"2GB"``) and ``temp_directory`` (default: a private temporary
+    folder removed with the engine) are DuckDB's: past the limit, the
     bounding aggregates spill to the temporary directory. ``threads``: DuckDB's thread count.
     """
 
@@ -141,22 +142,29 @@ class DuckDBEngine:
     ) -> None:
         self._con.execute("SET enable_progress_bar = false")
         self._con.execute("SET preserve_insertion_order = false")
-        try:
-            if memory_limit is not None:
+        if memory_limit is not None:
+            try:
                 self._con.execute(f"SET memory_limit = {_lit(str(memory_limit))}")
-            if temp_directory is not None:
-                self._con.execute(f"SET temp_directory = {_lit(str(temp_directory))}")
-            if threads is not None:
-                if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-                    raise ParameterError(
-                        f"`threads` must be an integer >= 1, not {threads!r}", parameter="threads"
-                    )
-                self._con.execute(f"SET threads = {threads}")
+            except self._duckdb.Error:
+                raise ParameterError(
+                    f"`memory_limit` must be a size such as '2GB', not {memory_limit!r}",
+                    parameter="memory_limit",
+                ) from None
+        if temp_directory is None:  # never DuckDB's default (".tmp" in the working folder)
+            temp_directory = os.path.join(self._private_dir(), "spill")
+        try:
+            self._con.execute(f"SET temp_directory = {_lit(str(temp_directory))}")
         except self._duckdb.Error:
             raise ParameterError(
-                f"`memory_limit` must be a size such as '2GB', not {memory_limit!r}",
-                parameter="memory_limit",
+                f"`temp_directory` cannot be used: {str(temp_directory)!r}",
+                parameter="temp_directory",
             ) from None
+        if threads is not None:
+            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+                raise ParameterError(
+                    f"`threads` must be an integer >= 1, not {threads!r}", parameter="threads"
+                )
+            self._con.execute(f"SET threads = {threads}")
 
     def _open_path(self, text: str, glob: bool) -> None:
         if glob:
@@ -191,16 +199,21 @@ class DuckDBEngine:
             self._open_csv(path, literal)
         self._names = list(self._types)
 
+    def _private_dir(self) -> str:
+        """A private temporary folder, removed with the engine (spill files, literal links)."""
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="snapdp-")
+            weakref.finalize(self, shutil.rmtree, self._tmp, True)
+        return self._tmp
+
     def _literal(self, path: Path) -> str:
         """A path DuckDB reads literally: the path itself, or a symlink to it in a private
         temporary folder when the path holds a character DuckDB would take as a pattern."""
         if not _GLOB_CHARS.intersection(str(path)):
             return str(path)
-        if self._tmp is None:
-            self._tmp = tempfile.mkdtemp(prefix="snapdp-")
-            weakref.finalize(self, shutil.rmtree, self._tmp, True)
         suffix = "".join(path.suffixes[-2:]) if not path.is_dir() else ""
-        link = os.path.join(self._tmp, f"source{len(os.listdir(self._tmp))}{suffix}")
+        tmp = self._private_dir()
+        link = os.path.join(tmp, f"source{len(os.listdir(tmp))}{suffix}")
         os.symlink(path, link)
         return link
 
