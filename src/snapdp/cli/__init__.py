@@ -10,6 +10,7 @@ import click
 
 from snapdp import __version__
 from snapdp.cli.budget import budget
+from snapdp.cli.check import check
 from snapdp.cli.compare import compare
 from snapdp.cli.release import release
 from snapdp.cli.verify import verify
@@ -27,3 +28,4 @@ main.add_command(release)
 main.add_command(compare)
 main.add_command(verify)
 main.add_command(budget)
+main.add_command(check)

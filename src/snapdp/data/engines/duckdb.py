@@ -15,10 +15,9 @@ one row per cell comes back.
   of failure; DuckDB's own messages (which may quote rows) are never passed on.
 * **Cast** by the regular-expression gates of the contract (``TRY_CAST`` only after a gate, so
   DuckDB's laxer parsers, e.g. ``'1_000'`` or ``'infinity'``, never decide).
-* **Cells.** Declared keys become a typed keys table (integers as HUGEINT, decimals as the double
+* **Cells.** Declared keys become a typed keys table (integers as BIGINT, decimals as the double
   nearest the key, text, booleans, dates) joined to the typed cell: no text matching. Bins compare
-  an integer cell exactly with the ceiling of each edge, and a decimal cell (a double) with the
-  double nearest each edge. The cell index is row-major.
+  the cell as a double with the double nearest each edge. The cell index is row-major.
 * **Bounding** by the keyed-hash ranks: ``md5(hash_key | text)``, the first 15 hex digits as a
   BIGINT (:func:`~snapdp.data.engines.base.rank_text`, tested equal). No sort: L∞ keeps the lowest
   ranks per (unit, cell) by ``arg_min``/``min_by(…, n)`` aggregates, L0 keeps per unit the cells of
@@ -52,7 +51,7 @@ from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
-__all__ = ["DuckDBEngine", "quote_identifier"]
+__all__ = ["DuckDBEngine", "cell_index_sql", "quote_identifier"]
 
 _DECIMAL_RE = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"
 _INTEGER_RE = r"[+-]?[0-9]+"
@@ -88,7 +87,8 @@ class DuckDBEngine:
     """An :class:`~snapdp.data.engines.base.Engine` over a CSV or Parquet file, a folder of Parquet
     files, a pandas DataFrame or an Arrow table (see the module docstring and docs/data.md).
 
-    ``memory_limit`` (e.g. ``"2GB"``) and ``temp_directory`` are DuckDB's: past the limit, the
+    ``memory_limit`` (e.g. ``"2GB"``) and ``temp_directory`` (default: a private temporary
+    folder removed with the engine) are DuckDB's: past the limit, the
     bounding aggregates spill to the temporary directory. ``threads``: DuckDB's thread count.
     """
 
@@ -142,22 +142,29 @@ class DuckDBEngine:
     ) -> None:
         self._con.execute("SET enable_progress_bar = false")
         self._con.execute("SET preserve_insertion_order = false")
-        try:
-            if memory_limit is not None:
+        if memory_limit is not None:
+            try:
                 self._con.execute(f"SET memory_limit = {_lit(str(memory_limit))}")
-            if temp_directory is not None:
-                self._con.execute(f"SET temp_directory = {_lit(str(temp_directory))}")
-            if threads is not None:
-                if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-                    raise ParameterError(
-                        f"`threads` must be an integer >= 1, not {threads!r}", parameter="threads"
-                    )
-                self._con.execute(f"SET threads = {threads}")
+            except self._duckdb.Error:
+                raise ParameterError(
+                    f"`memory_limit` must be a size such as '2GB', not {memory_limit!r}",
+                    parameter="memory_limit",
+                ) from None
+        if temp_directory is None:  # never DuckDB's default (".tmp" in the working folder)
+            temp_directory = os.path.join(self._private_dir(), "spill")
+        try:
+            self._con.execute(f"SET temp_directory = {_lit(str(temp_directory))}")
         except self._duckdb.Error:
             raise ParameterError(
-                f"`memory_limit` must be a size such as '2GB', not {memory_limit!r}",
-                parameter="memory_limit",
+                f"`temp_directory` cannot be used: {str(temp_directory)!r}",
+                parameter="temp_directory",
             ) from None
+        if threads is not None:
+            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+                raise ParameterError(
+                    f"`threads` must be an integer >= 1, not {threads!r}", parameter="threads"
+                )
+            self._con.execute(f"SET threads = {threads}")
 
     def _open_path(self, text: str, glob: bool) -> None:
         if glob:
@@ -192,16 +199,21 @@ class DuckDBEngine:
             self._open_csv(path, literal)
         self._names = list(self._types)
 
+    def _private_dir(self) -> str:
+        """A private temporary folder, removed with the engine (spill files, literal links)."""
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="snapdp-")
+            weakref.finalize(self, shutil.rmtree, self._tmp, True)
+        return self._tmp
+
     def _literal(self, path: Path) -> str:
         """A path DuckDB reads literally: the path itself, or a symlink to it in a private
         temporary folder when the path holds a character DuckDB would take as a pattern."""
         if not _GLOB_CHARS.intersection(str(path)):
             return str(path)
-        if self._tmp is None:
-            self._tmp = tempfile.mkdtemp(prefix="snapdp-")
-            weakref.finalize(self, shutil.rmtree, self._tmp, True)
         suffix = "".join(path.suffixes[-2:]) if not path.is_dir() else ""
-        link = os.path.join(self._tmp, f"source{len(os.listdir(self._tmp))}{suffix}")
+        tmp = self._private_dir()
+        link = os.path.join(tmp, f"source{len(os.listdir(tmp))}{suffix}")
         os.symlink(path, link)
         return link
 
@@ -261,6 +273,9 @@ class DuckDBEngine:
             f"encoding = {_lit(duck_encoding)}, auto_detect = false, ignore_errors = true, "
             "null_padding = false, all_varchar = true)"
         )
+        if len(names) == 1:  # a blank line is no record (as Python's csv module reads it)
+            col = quote_identifier(names[0])
+            self._relation = f"(SELECT * FROM {self._relation} WHERE {col} IS NOT NULL)"
         self._is_csv = True
         self._types = dict.fromkeys(names, "VARCHAR")
         self._check_readable()
@@ -379,6 +394,29 @@ class DuckDBEngine:
                         pos += 1
         return result
 
+    # -- for `snapdp check` only (reads the data WITHOUT privacy; never in a release path) ----
+    def cast_select(self, columns: Sequence[Column]) -> str:
+        """SQL selecting, per declared column i, its raw cell as text (``raw_i``; an empty text
+        cell is null) and its value cast by the contract (``val_i``). For ``snapdp check``."""
+        decl = {c.name: c for c in columns}
+        _check_columns(list(decl), self._names)
+        relation, types = self._source_of(decl)
+        items = []
+        for i, (name, column) in enumerate(decl.items()):
+            col = quote_identifier(name)
+            items.append(f"NULLIF(CAST({col} AS VARCHAR), '') AS raw_{i}")
+            items.append(f"{self._cast(name, column, types)} AS val_{i}")
+        return f"SELECT {', '.join(items) or '1 AS one'} FROM {relation}"
+
+    def fetch(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run ``sql`` on this engine's connection (for ``snapdp check``: the owner's tool)."""
+        try:
+            return self._con.execute(sql).fetchall()
+        except self._duckdb.Error as exc:
+            raise ParameterError(
+                f"`data` {self._label!r} could not be read ({_kind(exc)})", parameter="data"
+            ) from None
+
     # -- SQL -----------------------------------------------------------------------------------
     def sql(self, plan: AggregatePlan) -> tuple[str, list[str]]:
         """The query for ``plan`` and, per value column, how its squares come back."""
@@ -388,11 +426,7 @@ class DuckDBEngine:
         alias = {name: f"{_P}c{i}" for i, name in enumerate(used)}
         # s0: the used columns under internal aliases, cast to their declared types.
         casts = []
-        decl: dict[str, Column] = {g.name: g for g in plan.groupings}
-        for v in plan.values:
-            decl[v.column.name] = v.column
-        if plan.unit is not None:
-            decl[plan.unit.name] = plan.unit
+        decl = _declared(plan)
         for name in used:
             casts.append(f"{self._cast(name, decl[name], types)} AS {alias[name]}")
         ctes = [f"{_P}s0 AS (SELECT {', '.join(casts) or '1 AS _snapdp_one'} FROM {relation})"]
@@ -511,9 +545,12 @@ class DuckDBEngine:
     def _source_for(self, plan: AggregatePlan) -> tuple[str, dict[str, str]]:
         """The FROM clause and the source's column types (a DataFrame: its used columns, as an
         Arrow table registered for this query)."""
+        return self._source_of(_declared(plan))
+
+    def _source_of(self, decl: dict[str, Column]) -> tuple[str, dict[str, str]]:
         if self._frame is None:
             return self._relation, self._types
-        table = _frame_to_arrow(self._frame, plan)
+        table = _frame_to_arrow(self._frame, decl)
         self._con.register(f"{_P}frame", table)
         relation = quote_identifier(f"{_P}frame")
         rows = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
@@ -525,11 +562,8 @@ class DuckDBEngine:
         source = types.get(name, "VARCHAR")
         kind = column.type
         family = _family(source)
-        if family == "text":
-            x = f"CAST({col} AS VARCHAR)"
-            if self._is_csv:
-                x = f"NULLIF({x}, '')"
-            return _cast_text(x, kind)
+        if family == "text":  # an empty cell is null, in a CSV or not
+            return _cast_text(f"NULLIF(CAST({col} AS VARCHAR), '')", kind)
         if family == "int":
             if kind == "integer":
                 return f"TRY_CAST({col} AS BIGINT)"
@@ -624,7 +658,8 @@ def _typed_literal(column: Column, value: object) -> str:
     kind = column.type
     if kind == "integer":
         assert isinstance(value, int)
-        return f"CAST({_lit(str(value))} AS HUGEINT)"
+        sql_type = "BIGINT" if -(1 << 63) <= value < 1 << 63 else "HUGEINT"
+        return f"CAST({_lit(str(value))} AS {sql_type})"
     if kind == "decimal":
         assert isinstance(value, Fraction)
         return _double_lit(_nearest_double(value))
@@ -647,10 +682,16 @@ def _nearest_double(x: Fraction) -> float:
 
 
 def _keys_table(column: Column) -> str | None:
-    """SQL VALUES rows (typed key, index); a key no cell can equal is left out. For a decimal
-    column, keys whose nearest double is the same go to the first of them (one cell per row)."""
+    """SQL VALUES rows (typed key, index), or None when no cell can equal any key."""
+    pairs = _key_literals(column)
+    return ", ".join(f"({lit}, {i})" for lit, i in pairs) if pairs else None
+
+
+def _key_literals(column: Column) -> list[tuple[str, int]]:
+    """(SQL literal, index) per key; a key no cell can equal is left out. For a decimal column,
+    keys whose nearest double is the same go to the first of them (one cell per row)."""
     assert column.keys is not None
-    rows: list[str] = []
+    pairs: list[tuple[str, int]] = []
     seen: set[object] = set()
     for i, key in enumerate(column.keys):
         if column.type == "integer":
@@ -663,20 +704,34 @@ def _keys_table(column: Column) -> str | None:
             if math.isinf(d) or d in seen:
                 continue
             seen.add(d)
-        rows.append(f"({_typed_literal(column, key)}, {i})")
-    return ", ".join(rows) if rows else None
+        pairs.append((_typed_literal(column, key), i))
+    return pairs
 
 
 def _bin_expr(column: Column, value: str) -> str:
-    """SQL: the bin index of ``value`` (NULL outside every bin or for a null). Integer cells
-    compare exactly with ⌈edge⌉; decimal cells with the double nearest each edge."""
+    """SQL: the bin index of ``value`` (NULL outside every bin or for a null): the value as a
+    double compared with the double nearest each edge (integers too: what every engine can do
+    the same way)."""
     assert column.bins is not None
-    if column.type == "integer":
-        edges = [f"CAST({_lit(str(math.ceil(e)))} AS HUGEINT)" for e in column.bins]
-    else:
-        edges = [_double_lit(_nearest_double(e)) for e in column.bins]
-    parts = [f"WHEN {value} < {edges[i + 1]} THEN {i}" for i in range(len(edges) - 1)]
-    return f"(CASE WHEN {value} >= {edges[0]} THEN (CASE {' '.join(parts)} END) END)"
+    edges = [_double_lit(_nearest_double(e)) for e in column.bins]
+    v = f"CAST({value} AS DOUBLE)"
+    parts = [f"WHEN {v} < {edges[i + 1]} THEN {i}" for i in range(len(edges) - 1)]
+    return f"(CASE WHEN {v} >= {edges[0]} THEN (CASE {' '.join(parts)} END) END)"
+
+
+def cell_index_sql(column: Column, value: str) -> str:
+    """SQL: the index of the cast ``value`` among ``column``'s keys or bins after its null rule
+    (NULL: the row is dropped from groupings on the column). For ``snapdp check``; the engine
+    itself joins a keys table, with the same result."""
+    if column.nulls.action == "impute":
+        value = f"COALESCE({value}, {_typed_literal(column, column.nulls.value)})"
+    if column.bins is not None:
+        return _bin_expr(column, value)
+    pairs = _key_literals(column)
+    if not pairs:
+        return "CAST(NULL AS BIGINT)"
+    whens = " ".join(f"WHEN {value} = {literal} THEN {i}" for literal, i in pairs)
+    return f"(CASE {whens} END)"
 
 
 def _quanta_bits(vc: ValueColumn) -> int:
@@ -691,10 +746,11 @@ def _q_type(vc: ValueColumn) -> str:
 def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
     """SQL: the quanta of the double ``value`` (step 6) and their SQL type.
 
-    q = clamp(round_half_even(clamp(v, lo, hi)·10^d), L_q, U_q) with lo ≤ L_q/10^d − 1 and
-    hi ≥ U_q/10^d + 1 (doubles rounded outwards): the coarse clamp only keeps the conversion in
-    range, the exact clamp is the integer one. Ties to even: ROUND(y) − y is exact, and
-    2·ROUND(y/2) is the even neighbour of a tie."""
+    q = clamp(round_half_even(clamp(v, lo, hi)·10^d), L_q, U_q) with lo = ⌊L_q/10^d⌋ − 1 and
+    hi = ⌈U_q/10^d⌉ + 1 as doubles: the coarse clamp only keeps the conversion in range, the exact
+    clamp is the integer one. Ties to even: DuckDB's cast of a DOUBLE to an integer rounds to
+    nearest, ties to even (as ``nearbyint``; tested equal to Python's ``round`` on ties and random
+    doubles, for BIGINT and HUGEINT)."""
     if vc.column.type not in ("integer", "decimal"):
         raise ParameterError(
             f"column {vc.column.name!r}: a value column must be integer or decimal, "
@@ -712,28 +768,17 @@ def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
         )
     q_type = _q_type(vc)
     scale: int = 10**vc.decimals
-    lo = _down(Fraction(vc.lower_q, scale) - 1)
-    hi = _up(Fraction(vc.upper_q, scale) + 1)
+    lo = float(vc.lower_q // scale - 1)
+    hi = float(-(-vc.upper_q // scale) + 1)
     v = f"CAST({value} AS DOUBLE)"
     y = f"(LEAST(GREATEST({v}, {_double_lit(lo)}), {_double_lit(hi)}) * {float(scale)!r})"
-    even = f"(CASE WHEN abs(ROUND({y}) - {y}) = 0.5 THEN 2 * ROUND({y} / 2) ELSE ROUND({y}) END)"
     q = (
         f"(CASE WHEN {value} IS NULL THEN NULL ELSE "
-        f"LEAST(GREATEST(CAST({even} AS {q_type}), {vc.lower_q}), {vc.upper_q}) END)"
+        f"LEAST(GREATEST(CAST({y} AS {q_type}), {vc.lower_q}), {vc.upper_q}) END)"
     )
     if vc.impute_q is not None:
         q = f"COALESCE({q}, {int(vc.impute_q)})"
     return q, q_type
-
-
-def _down(x: Fraction) -> float:
-    d = float(x)
-    return math.nextafter(d, -math.inf) if Fraction(d) > x else d
-
-
-def _up(x: Fraction) -> float:
-    d = float(x)
-    return math.nextafter(d, math.inf) if Fraction(d) < x else d
 
 
 def _needs_limbs(vc: ValueColumn) -> bool:
@@ -813,13 +858,7 @@ def _top_rows(
 
 
 def _check_plan(plan: AggregatePlan, names: Sequence[str]) -> None:
-    missing = [c for c in plan.used_columns() if c not in names]
-    if missing:
-        raise ParameterError(
-            f"column {missing[0]!r} is not in the data (its columns: "
-            f"{', '.join(repr(n) for n in names[:20])}{', …' if len(names) > 20 else ''})",
-            parameter="columns",
-        )
+    _check_columns(plan.used_columns(), names)
     if not _HEX32.fullmatch(plan.hash_key):
         raise ParameterError("`hash_key` must be 32 hex digits", parameter="hash_key")
     if plan.unit is not None and plan.unit.type not in ("integer", "text"):
@@ -832,6 +871,17 @@ def _check_plan(plan: AggregatePlan, names: Sequence[str]) -> None:
         raise ParameterError(
             f"`null_units` must be 'drop' or 'own', not {plan.null_units!r}",
             parameter="null_units",
+        )
+
+
+def _check_columns(used: Sequence[str], names: Sequence[str]) -> None:
+    """Every used column must be in the source (its names are public: header or schema)."""
+    missing = [c for c in used if c not in names]
+    if missing:
+        raise ParameterError(
+            f"column {missing[0]!r} is not in the data (its columns: "
+            f"{', '.join(repr(n) for n in names[:20])}{', …' if len(names) > 20 else ''})",
+            parameter="columns",
         )
 
 
@@ -850,20 +900,24 @@ def _kind(exc: BaseException) -> str:
 
 
 # -- pandas ----------------------------------------------------------------------------------
-def _frame_to_arrow(frame: Any, plan: AggregatePlan) -> Any:
-    """The used columns of a pandas DataFrame as an Arrow table. Typed columns keep their native
-    types; an object column becomes text cell by cell by the contract's rules for the declared
-    type (so no type is ever inferred from the data)."""
-    import pyarrow as pa
-
+def _declared(plan: AggregatePlan) -> dict[str, Column]:
     decl: dict[str, Column] = {g.name: g for g in plan.groupings}
     for v in plan.values:
         decl[v.column.name] = v.column
     if plan.unit is not None:
         decl[plan.unit.name] = plan.unit
+    return decl
+
+
+def _frame_to_arrow(frame: Any, decl: dict[str, Column]) -> Any:
+    """The used columns of a pandas DataFrame as an Arrow table. Typed columns keep their native
+    types; an object column becomes text cell by cell by the contract's rules for the declared
+    type (so no type is ever inferred from the data)."""
+    import pyarrow as pa
+
     arrays = []
     names = []
-    for name in plan.used_columns():
+    for name in decl:
         series = frame[next(c for c in frame.columns if str(c) == name)]
         kind = decl[name].type
         if series.dtype == object:
@@ -879,6 +933,8 @@ def _frame_to_arrow(frame: Any, plan: AggregatePlan) -> Any:
                 arr = arr.cast(pa.string())
         arrays.append(arr)
         names.append(name)
+    if not arrays:  # a plan reading no column still counts rows
+        arrays, names = [pa.nulls(len(frame), pa.int8())], [f"{_P}none"]
     return pa.Table.from_arrays(arrays, names=names)
 
 
