@@ -52,6 +52,7 @@ _FALSE = ("false", "f", "no", "0")
 _EXACT = float(1 << 53)
 _Q_LIMIT = 1 << 61  # quanta bounds must fit here: q, 2q − L − U and the limbs stay in a long
 _LIMB = 31
+_CASE_KEYS = 256  # up to this many keys: a CASE expression; more: a broadcast join
 _GLOB_CHARS = "\\*?[]{}"
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 _FLOATING = ("float", "double")
@@ -215,7 +216,14 @@ class SparkEngine:
             if g.nulls.action == "impute":
                 value = sf.coalesce(value, _typed_literal(g, g.nulls.value))
             idx_name = f"_i{len(df.columns)}"
-            if g.keys is not None:
+            if g.keys is not None and len(g.keys) <= _CASE_KEYS:
+                expr = None
+                for k, i in _distinct_keys(g):
+                    cond = value == _typed_literal(g, k)
+                    expr = sf.when(cond, sf.lit(i)) if expr is None else expr.when(cond, sf.lit(i))
+                assert expr is not None
+                df = df.withColumn(idx_name, expr).where(sf.col(idx_name).isNotNull())
+            elif g.keys is not None:
                 keys = _key_table(session, g, idx_name)
                 df = df.withColumn("_kv", value).join(sf.broadcast(keys), "_kv", "inner")
                 df = df.drop("_kv")
@@ -437,8 +445,7 @@ def _typed_literal(column: Column, value: object) -> Any:
     from pyspark.sql import functions as sf
 
     if column.type == "decimal":
-        assert isinstance(value, Fraction)
-        return sf.lit(float(value))
+        return sf.lit(float(value))  # type: ignore[arg-type]
     if column.type == "integer":
         return sf.lit(value).cast("bigint")
     if column.type == "date":
@@ -456,6 +463,14 @@ def _key_table(session: Any, g: Column, idx_name: str) -> Any:
         "boolean": "boolean",
         "date": "date",
     }[g.type]
+    rows = _distinct_keys(g)
+    return session.createDataFrame(rows, schema=f"_kv {spark_type}, {idx_name} int")
+
+
+def _distinct_keys(g: Column) -> list[tuple[object, int]]:
+    """(key as the engine compares it, index): decimal keys as doubles; the first of equal
+    doubles wins, as in the contract's first-match rule."""
+    assert g.keys is not None
     rows: list[tuple[object, int]] = []
     seen: set[object] = set()
     for i, key in enumerate(g.keys):
@@ -464,7 +479,7 @@ def _key_table(session: Any, g: Column, idx_name: str) -> Any:
             continue
         seen.add(k)
         rows.append((k, i))
-    return session.createDataFrame(rows, schema=f"_kv {spark_type}, {idx_name} int")
+    return rows
 
 
 # -- quanta (step 6) and ranks (step 5) ------------------------------------------------------

@@ -21,7 +21,7 @@ def spark_session() -> Iterator[Any]:
         SparkSession.builder.master("local[2]")
         .appName("snapdp-engine-tests")
         .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.shuffle.partitions", "1")
         .config("spark.default.parallelism", "2")
         .getOrCreate()
     )
