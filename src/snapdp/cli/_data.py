@@ -521,6 +521,8 @@ def make_engine(name: str, source: object, schema: Schema) -> Any:
         raise ParameterError(
             f"`--engine {name}` is not available in this installation", parameter="engine"
         ) from None
+    if name == "spark" and hasattr(source, "to_pandas"):  # an Arrow table (the demo)
+        source = source.to_pandas()
     return getattr(module, class_name)(source, csv=schema.csv)
 
 

@@ -695,13 +695,24 @@ def _describe(noise: Noise, mech: SnappingMechanism, fp: FixedPoint | None) -> d
         "sensitivity": str(noise.sensitivity),
         "lower": str(noise.part.lower),
         "upper": str(noise.part.upper),
-        "quantum": "1" if fp is None else str(fp.quantum),
+        "unit": _unit(noise.part, fp),
         "grid_spacing": mech.grid_spacing,
         "precision": mech.precision,
         "delta": mech.privacy.delta,
         "cells_touched": noise.cells,
         "l1_calibrated": noise.calibrated,
     }
+
+
+def _unit(part: Part, fp: FixedPoint | None) -> str:
+    """What one unit of the part's mechanism is worth in the data's units."""
+    if fp is None or part.source in ("rows", "count") or part.source.startswith("level"):
+        return "1 row"
+    if part.source == "squares":
+        return f"({fp.quantum})² (centred, doubled)"
+    if part.source == "csum":
+        return f"{fp.quantum} (centred, doubled)"
+    return str(fp.quantum)
 
 
 def _up(x: float) -> float:
