@@ -24,6 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 import click
 
 from snapdp._validation import check_epsilon
+from snapdp.cli._common import mark_spent
 from snapdp.data.ledger import Ledger
 from snapdp.data.query import Query
 from snapdp.data.release import PrivateTable
@@ -320,7 +321,7 @@ def _assignment(spec: str, flag: str, shape: str) -> tuple[str, str]:
 def run_table_release(
     *,
     data: str | None,
-    epsilon: str,
+    epsilon: object,
     want_count: bool,
     sums: Sequence[str],
     means: Sequence[str],
@@ -331,7 +332,7 @@ def run_table_release(
     by: Sequence[str],
     declaration: dict[str, Any],
     ledger: str | None,
-    total_epsilon: str | None,
+    total_epsilon: object,
     dataset: str | None,
     confidence: float,
     as_json: bool,
@@ -375,7 +376,8 @@ def run_table_release(
         dataset=dataset,
     )
     table.validate(queries, eps, confidence=confidence)  # before any ledger file is created
-    book = Ledger(ledger, total if ledger is not None else (total or eps))
+    name = table.dataset
+    book = Ledger(ledger, total if ledger is not None else (total or eps), dataset=name)
     table.ledger = book
     before = len(book.entries())
     try:
@@ -383,17 +385,9 @@ def run_table_release(
             table.engine, lambda: table.release(queries, eps, confidence=confidence), as_json
         )
     except KeyboardInterrupt:
-        committed = len(book.entries()) > before
-        click.echo(
-            "interrupted: "
-            + (
-                "the spend was already committed to the ledger, but no result was kept"
-                if committed
-                else "nothing was spent"
-            ),
-            err=True,
-        )
-        raise SystemExit(130) from None
+        if len(book.entries()) > before:  # the boundary then says the spend was committed
+            mark_spent(f"ledger {ledger or '(in memory)'}, dataset {name!r}")
+        raise
     remaining = table.remaining
     if as_json:
         click.echo(
