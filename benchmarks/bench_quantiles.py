@@ -4,7 +4,8 @@ For age [0, 100] and income [0, 500000] of /work/shared/data/PUMS.csv (1000 rows
 person, so k = 1), the quartiles (0.25, 0.5, 0.75) at a total ε = 1:
 
 * snapdp: one tree histogram at ε = 1 (ε/depth per level, L1-calibrated, count bounds
-  [0, 2**40]), least-squares consistency, isotonic CDF, interpolated quantiles;
+  ``node_bounds`` for 2**40 rows), least-squares consistency, isotonic CDF, interpolated
+  quantiles;
 * OpenDP 0.16: ``make_private_quantile`` (exponential mechanism over candidates, pure DP,
   symmetric distance) once per quantile at ε/3, the candidates being the same leaf edges.
 
@@ -30,7 +31,6 @@ DATA = "/work/shared/data/PUMS.csv"
 QUARTILES = (0.25, 0.5, 0.75)
 DECILES = tuple(i / 10 for i in range(1, 10))
 EPSILON = Fraction(1)
-COUNT_UPPER = 1 << 40
 COLUMNS = {"age": (0, 100, 1), "income": (0, 500_000, 1000)}
 
 
@@ -41,10 +41,11 @@ def _snapdp_quantiles(
     clipped = np.clip(values, edges[0], edges[-1])
     idx = np.minimum(np.searchsorted(edges, clipped, side="right") - 1, spec.leaves - 1)
     leaves = np.bincount(idx, minlength=spec.leaves)
-    cals = q.level_calibrations(spec, EPSILON, 1, 0, COUNT_UPPER)
+    lo, hi = q.node_bounds(spec, EPSILON, 1)
+    cals = q.level_calibrations(spec, EPSILON, 1)
     noisy = []
     for cal, level in zip(cals, q.level_counts(leaves.tolist(), spec), strict=True):
-        mech = SnappingMechanism(cal.epsilon, 1, 0, COUNT_UPPER, rng=rng)
+        mech = SnappingMechanism(cal.epsilon, 1, lo, hi, rng=rng)
         noisy.append(mech.release_many(np.array(level, dtype=float)))
     return q.quantiles_from_leaves(q.consistent_leaves(noisy, spec), spec, probs)
 
@@ -94,7 +95,7 @@ def main() -> None:
         tree = f"tree b={spec.branching}, depth={spec.depth}, leaf={float(spec.leaf_width):g}"
         for label, probs in (("quartiles", QUARTILES), ("deciles", DECILES)):
             truth = [float(np.quantile(values, p, method="inverted_cdf")) for p in probs]
-            acc = q.rank_accuracy(spec, EPSILON, 1, 0.95, len(probs), 0, COUNT_UPPER)
+            acc = q.rank_accuracy(spec, EPSILON, 1, 0.95, len(probs))
             ours_v, ours_r = [], []
             for _ in range(args.runs):
                 est = _snapdp_quantiles(values, spec, rng, probs)

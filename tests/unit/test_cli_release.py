@@ -39,8 +39,8 @@ def test_bad_input_is_a_clean_error() -> None:
     args = ["release", "--value", "1", "--epsilon", "0", "--lower", "0", "--upper", "1"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
-    assert "`epsilon` must be > 0" in result.output
+    assert "`--epsilon` must be > 0" in result.output
     assert "Traceback" not in result.output
     args = ["release", "--value", "1", "--epsilon", "1", "--lower", "5", "--upper", "1"]
     result = CliRunner().invoke(main, args)
-    assert result.exit_code == 2 and "`lower` must be < `upper`" in result.output
+    assert result.exit_code == 2 and "`--lower` must be < `--upper`" in result.output

@@ -10,6 +10,7 @@ are all integers make an integer column, else text; a value column named by ``--
 
 from __future__ import annotations
 
+import codecs
 import functools
 import importlib
 import json
@@ -23,6 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 import click
 
 from snapdp._validation import check_epsilon
+from snapdp.cli._common import mark_spent
 from snapdp.data.ledger import Ledger
 from snapdp.data.query import Query
 from snapdp.data.release import PrivateTable
@@ -35,6 +37,7 @@ from snapdp.data.schema import (
     CsvOptions,
     NullRule,
     Schema,
+    typed_key,
 )
 from snapdp.data.statistics import AccuracyStatement
 from snapdp.errors import ParameterError
@@ -66,8 +69,8 @@ FLAGS: dict[str, str] = {
     "by": "--by",
     "columns": "--column",
     "type": "--column",
-    "lower": "--column",
-    "upper": "--column",
+    "lower": "--column/--sum/--mean/--var/--std/--quantiles",
+    "upper": "--column/--sum/--mean/--var/--std/--quantiles",
     "epsilon": "--epsilon",
     "confidence": "--confidence",
     "delimiter": "--delimiter",
@@ -89,7 +92,9 @@ def flag_errors(func: Callable[P, R]) -> Callable[P, R]:
             flag = FLAGS.get(exc.parameter or "")
             if flag is None:
                 raise
-            message = str(exc).replace(f"`{exc.parameter}`", f"`{flag}`")
+            message = str(exc)
+            for parameter, name in FLAGS.items():
+                message = message.replace(f"`{parameter}`", f"`{name}`")
             if flag.split("/")[0] not in message:
                 message = f"{flag}: {message}"
             raise ParameterError(message, parameter=exc.parameter) from None
@@ -164,6 +169,13 @@ def schema_from_options(
 
     ``values``: the COL[:LO:HI] specs of the statistic flags (they may carry bounds).
     """
+    try:
+        codecs.lookup(encoding)
+    except LookupError:
+        raise ParameterError(
+            f"`--encoding` {encoding!r} is not an encoding Python knows (e.g. utf-8, latin-1)",
+            parameter="encoding",
+        ) from None
     drafts: dict[str, _Draft] = {}
 
     def draft(name: str) -> _Draft:
@@ -235,7 +247,13 @@ def _column(name: str, d: _Draft) -> Column:
             kind = "decimal"
     rule = NullRule()
     if d.nulls is not None and d.nulls != "drop":
-        rule = NullRule("impute", d.nulls)
+        try:
+            rule = NullRule("impute", typed_key(kind, d.nulls, name))
+        except ParameterError:
+            raise ParameterError(
+                f"`--nulls` {name}={d.nulls!r}: the value must be a {kind} value (or 'drop')",
+                parameter="nulls",
+            ) from None
     return Column(name, kind, d.lower, d.upper, d.keys, d.bins, rule)  # type: ignore[arg-type]
 
 
@@ -303,7 +321,7 @@ def _assignment(spec: str, flag: str, shape: str) -> tuple[str, str]:
 def run_table_release(
     *,
     data: str | None,
-    epsilon: str,
+    epsilon: object,
     want_count: bool,
     sums: Sequence[str],
     means: Sequence[str],
@@ -314,7 +332,7 @@ def run_table_release(
     by: Sequence[str],
     declaration: dict[str, Any],
     ledger: str | None,
-    total_epsilon: str | None,
+    total_epsilon: object,
     dataset: str | None,
     confidence: float,
     as_json: bool,
@@ -358,7 +376,8 @@ def run_table_release(
         dataset=dataset,
     )
     table.validate(queries, eps, confidence=confidence)  # before any ledger file is created
-    book = Ledger(ledger, total if ledger is not None else (total or eps))
+    name = table.dataset
+    book = Ledger(ledger, total if ledger is not None else (total or eps), dataset=name)
     table.ledger = book
     before = len(book.entries())
     try:
@@ -366,17 +385,9 @@ def run_table_release(
             table.engine, lambda: table.release(queries, eps, confidence=confidence), as_json
         )
     except KeyboardInterrupt:
-        committed = len(book.entries()) > before
-        click.echo(
-            "interrupted: "
-            + (
-                "the spend was already committed to the ledger, but no result was kept"
-                if committed
-                else "nothing was spent"
-            ),
-            err=True,
-        )
-        raise SystemExit(130) from None
+        if len(book.entries()) > before:  # the boundary then says the spend was committed
+            mark_spent(f"ledger {ledger or '(in memory)'}, dataset {name!r}")
+        raise
     remaining = table.remaining
     if as_json:
         click.echo(
@@ -504,7 +515,9 @@ def make_engine(name: str, source: object, schema: Schema) -> Any:
         raise ParameterError(
             f"`--engine {name}` is not available in this installation", parameter="engine"
         ) from None
-    return getattr(module, class_name)(source, csv_options=schema.csv)
+    if name == "spark" and hasattr(source, "to_pandas"):  # an Arrow table (the demo)
+        source = source.to_pandas()
+    return getattr(module, class_name)(source, csv=schema.csv)
 
 
 class _NoEngine:

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from snapdp.cli._common import json_option, library_errors
-from snapdp.data.plan import Plan
+from snapdp.data.plan import Plan, usefulness_flags
 
 __all__ = ["plan", "run"]
 
@@ -28,13 +28,18 @@ def plan(plan_file: str, as_json: bool) -> None:
     docs/plans.md."""
     p = Plan.load(plan_file)
     preview = p.preview()
+    flags = {a.planned.query.label: usefulness_flags(p.schema, a) for a in preview.allocations}
     if as_json:
-        click.echo(json.dumps({"plan": plan_file, **preview.as_dict()}))
+        shown = preview.as_dict()
+        for q in shown["queries"]:
+            q["flags"] = flags[q["query"]]
+        click.echo(json.dumps({"plan": plan_file, **shown}))
         return
     click.echo(f"Plan {plan_file} (nothing spent)\n")
     click.echo(preview.describe())
-    # TODO(lead): print snapdp.usefulness.flags() per query here once that module is on main (it
-    # was not when this was written); it reads public parameters only.
+    for label, found in flags.items():
+        for text in found:
+            click.echo(f"warning: {label}: {text}")
 
 
 @click.command()
@@ -92,8 +97,6 @@ def run(
             )
         )
         return
-    from snapdp.data.ledger import Ledger
-
-    remaining = Ledger(ledger).remaining()
+    remaining = done.ledger.remaining()
     _print_results(str(p.source_path()), results, done.preview.total, ledger, remaining)
     click.echo("Wrote " + ", ".join(str(f) for f in done.files))

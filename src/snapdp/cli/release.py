@@ -8,8 +8,15 @@ from typing import Any
 
 import click
 
-from snapdp._validation import check_epsilon
-from snapdp.cli._common import json_option, library_errors, sensitivity_option
+from snapdp._rational import format_rational, storage_text
+from snapdp.cli._common import (
+    epsilon_type,
+    json_option,
+    library_errors,
+    mark_spent,
+    plain_number,
+    sensitivity_option,
+)
 from snapdp.cli._data import declaration_options
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
@@ -19,7 +26,10 @@ from snapdp.mechanism import SnappingMechanism
 @click.argument("data", required=False, type=click.Path(dir_okay=False))
 @click.option("--value", type=float, help="Single-value mode: the true value f(D) to release.")
 @click.option(
-    "--epsilon", required=True, metavar="EPS", help="Privacy parameter ε > 0 (total). [required]"
+    "--epsilon",
+    type=epsilon_type,
+    required=True,
+    help="Privacy parameter ε > 0 (total), taken exactly as typed (0.1 is 1/10).",
 )
 @click.option("--lower", type=float, help="Single-value mode: public lower bound.")
 @click.option("--upper", type=float, help="Single-value mode: public upper bound.")
@@ -46,19 +56,30 @@ from snapdp.mechanism import SnappingMechanism
 @click.option("--by", multiple=True, metavar="COL[,COL…]", help="Group by these columns.")
 @declaration_options
 @click.option("--ledger", type=click.Path(dir_okay=False), help="SQLite budget ledger file.")
-@click.option("--total-epsilon", metavar="EPS", help="Total budget when creating a new ledger.")
-@click.option("--dataset", help="The name this data's budget is kept under (default: its path).")
+@click.option(
+    "--total-epsilon",
+    type=epsilon_type,
+    help="Total budget of the dataset when its ledger entry is new (exact, as --epsilon).",
+)
+@click.option(
+    "--dataset",
+    metavar="NAME",
+    help="The name of the budget in --ledger (default: the data's path; 'value' for --value).",
+)
+@click.option(
+    "--alpha",
+    type=float,
+    default=None,
+    help="Accuracy is stated at confidence 1 − alpha (default 0.05; or use --confidence).",
+)
 @click.option(
     "--confidence",
     type=float,
-    default=0.95,
-    show_default=True,
-    help="Every ± holds with this probability.",
+    default=None,
+    help="Every ± holds with this probability (default 0.95).",
 )
 @json_option
-@click.option(
-    "--dry-run", is_flag=True, help="Table mode: show the accuracy; read and spend nothing."
-)
+@click.option("--dry-run", is_flag=True, help="Show the accuracy; draw no noise and spend nothing.")
 @click.option(
     "--engine",
     type=click.Choice(["duckdb", "spark"]),
@@ -70,7 +91,7 @@ from snapdp.mechanism import SnappingMechanism
 def release(
     data: str | None,
     value: float | None,
-    epsilon: str,
+    epsilon: Fraction,
     lower: float | None,
     upper: float | None,
     sensitivity: float,
@@ -83,9 +104,10 @@ def release(
     mean_method: str,
     by: tuple[str, ...],
     ledger: str | None,
-    total_epsilon: str | None,
+    total_epsilon: Fraction | None,
     dataset: str | None,
-    confidence: float,
+    alpha: float | None,
+    confidence: float | None,
     as_json: bool,
     dry_run: bool,
     engine: str,
@@ -106,6 +128,15 @@ def release(
     stated probability. With --ledger the spend is committed before any result is shown. See
     docs/data.md.
     """
+    if alpha is not None and confidence is not None:
+        raise ParameterError("give `--alpha` or `--confidence`, not both")
+    table_confidence = 0.95 if confidence is None else confidence
+    if alpha is not None and value is None:
+        if not 0 < alpha < 1:
+            raise ParameterError(f"`--alpha` must be in (0, 1), not {alpha!r}")
+        table_confidence = float(1 - Fraction(repr(float(alpha))))
+    if alpha is None:
+        alpha = 0.05 if confidence is None else float(1 - Fraction(repr(float(confidence))))
     table_flags = want_count or sums or means or variances or stds or quantiles or by
     if value is not None:
         if data is not None or table_flags:
@@ -114,7 +145,17 @@ def release(
             )
         if lower is None or upper is None:
             raise ParameterError("`--value` needs `--lower` and `--upper`")
-        _single(value, epsilon, lower, upper, sensitivity, confidence, as_json)
+        _single(
+            value,
+            epsilon,
+            lower,
+            upper,
+            sensitivity,
+            alpha,
+            as_json,
+            _SingleBudget(ledger, total_epsilon, dataset),
+            dry_run,
+        )
         return
     if lower is not None or upper is not None:
         raise ParameterError(
@@ -137,39 +178,93 @@ def release(
         ledger=ledger,
         total_epsilon=total_epsilon,
         dataset=dataset,
-        confidence=confidence,
+        confidence=table_confidence,
         as_json=as_json,
         dry_run=dry_run,
         engine=engine,
     )
 
 
+class _SingleBudget:
+    """Where a --value release spends: a ledger file and dataset name, or nowhere."""
+
+    def __init__(
+        self, ledger: str | None, total_epsilon: Fraction | None, dataset: str | None
+    ) -> None:
+        if ledger is None and (total_epsilon is not None or dataset is not None):
+            raise ParameterError("`--total-epsilon` and `--dataset` need `--ledger`")
+        self.ledger = ledger
+        self.total_epsilon = total_epsilon
+        self.dataset = dataset or "value"
+
+
 def _single(
     value: float,
-    epsilon_text: str,
+    epsilon: Fraction,
     lower: float,
     upper: float,
     sensitivity: float,
-    confidence: float,
+    alpha: float,
     as_json: bool,
+    budget: _SingleBudget,
+    dry_run: bool,
 ) -> None:
-    epsilon = check_epsilon("epsilon", epsilon_text)
-    alpha = float(1 - Fraction(repr(float(confidence))))
+    """One value: accuracy first; with a ledger, check (before any noise), release, spend (before
+    anything is shown); with --dry-run, the accuracy only."""
     mechanism = SnappingMechanism(epsilon, sensitivity, lower, upper)
     accuracy = mechanism.accuracy(alpha)
-    released = mechanism.release(value)
+    book = None
+    if budget.ledger is not None:
+        from snapdp.data.ledger import Ledger
+
+        book = Ledger(budget.ledger, budget.total_epsilon, dataset=budget.dataset)
+        if not dry_run:
+            book.check(epsilon)  # refuse before any noise is drawn
     privacy = mechanism.privacy
-    if as_json:
-        out: dict[str, Any] = {
-            "release": released,
-            "accuracy": accuracy,
-            "confidence": confidence,
-            "epsilon": privacy.epsilon,
-            "delta": privacy.delta,
-            "grid_spacing": mechanism.grid_spacing,
-        }
-        click.echo(json.dumps(out))
+    out: dict[str, Any] = {
+        "accuracy": accuracy,
+        "confidence": 1 - alpha,
+        "epsilon": float(epsilon),
+        "epsilon_exact": storage_text(epsilon),
+        "delta": privacy.delta,
+        "grid_spacing": mechanism.grid_spacing,
+    }
+    if dry_run:
+        if book is not None:
+            remaining = book.remaining()
+            out["budget_remaining"] = format_rational(remaining)
+            out["would_be_refused"] = epsilon > remaining
+        if as_json:
+            click.echo(json.dumps({"dry_run": True, **out}))
+            return
+        click.echo(f"dry run: no noise drawn, nothing spent (ε = {format_rational(epsilon)})")
+        click.echo(
+            f"accuracy  ±{plain_number(accuracy, digits=6)} with probability >= {1 - alpha:g}"
+        )
+        if book is not None:
+            refused = " (this release would be refused)" if out["would_be_refused"] else ""
+            click.echo(f"remaining ε = {out['budget_remaining']} on {budget.dataset!r}{refused}")
         return
-    click.echo(f"release   {released!r}")
-    click.echo(f"accuracy  ±{accuracy:.6g} with probability >= {confidence:g}")
+    released = mechanism.release(value)
+    if book is not None:
+        query = {"lower": lower, "upper": upper, "sensitivity": sensitivity}
+        delta = privacy.delta
+        book.spend(epsilon, delta, "value", "--value", query)
+        mark_spent(
+            f"ledger {budget.ledger}, dataset {budget.dataset!r}",
+            json.dumps({"release": released}) if as_json else f"release   {released!r}",
+        )
+        out["ledger"] = budget.ledger
+        out["dataset"] = budget.dataset
+        out["budget_remaining"] = format_rational(book.remaining())
+    if as_json:
+        click.echo(json.dumps({"release": released, **out}))
+        return
+    click.echo(f"release   {plain_number(released)}")
+    click.echo(f"accuracy  ±{plain_number(accuracy, digits=6)} with probability >= {1 - alpha:g}")
     click.echo(f"guarantee {privacy}")
+    if book is not None:
+        click.echo(
+            f"spent ε = {format_rational(epsilon)} on {budget.dataset!r} in {budget.ledger}; "
+            f"remaining ε = {out['budget_remaining']}"
+        )

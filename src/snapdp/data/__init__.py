@@ -3,7 +3,7 @@ engines, the budget ledger (DESIGN §8). See ``docs/data.md``."""
 
 from __future__ import annotations
 
-from snapdp.data.ledger import Ledger, LedgerEntry
+from snapdp.data.ledger import DatasetBudget, Ledger, LedgerEntry, LedgerReport, read_ledger
 from snapdp.data.query import Query
 from snapdp.data.release import PrivateTable
 from snapdp.data.results import QueryResult, ResultRow
@@ -15,12 +15,15 @@ __all__ = [
     "Column",
     "ContributionBounds",
     "CsvOptions",
+    "DatasetBudget",
     "Ledger",
     "LedgerEntry",
+    "LedgerReport",
     "NullRule",
     "PrivateTable",
     "Query",
     "QueryResult",
     "ResultRow",
     "Schema",
+    "read_ledger",
 ]

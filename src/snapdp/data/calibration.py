@@ -167,7 +167,9 @@ def shift_certificate(
     translation-equivariant (x̃ → x̃ + jΛ maps output k to k + j, the noise does not depend on x̃),
     so the interior outputs' ratios repeat with period Λ·Δ in x; a clamped output's mass is a
     sum of unclamped masses, and a ratio of sums is at most the largest ratio of its terms. The
-    outputs' masses, hence the loss, depend on (ε, B̃, x̃, d/Δ) only (docs/data.md).
+    outputs' masses, hence the loss, depend on (ε, B̃, x̃, d/Δ) only (docs/data.md). Every
+    shift is checked from the centre; from the other three starts only the smallest, middle and
+    largest shift (each shift costs one exact distribution per start).
 
     Deterministic and data-free; cached on the exact parameters. Raises ParameterError for
     invalid parameters; parameters the mechanism refuses (ε too small) give ``certified=False``.
@@ -264,11 +266,13 @@ def _pairs(
     hi: Fraction,
     mech_sens: Fraction,
     shifts: Sequence[Fraction],
+    delta_1: Fraction,
 ) -> tuple[list[tuple[Fraction, Fraction]], bool]:
     """The (x, d) pairs to compare, and whether they are exhaustive over integer data."""
+    floor_delta = delta_1.numerator // delta_1.denominator
     integral = _is_int(lo) and _is_int(hi)
-    # every integer shift 1..max is present (shifts are distinct, so a count suffices)
-    all_int_shifts = all(_is_int(d) for d in shifts) and len(shifts) == max(shifts)
+    # every integer shift 1..⌊Δ₁⌋ is present (shifts are distinct, so a count suffices)
+    all_int_shifts = all(_is_int(d) for d in shifts) and len(shifts) == max(shifts) == floor_delta
     if integral and hi - lo <= EXHAUSTIVE_INPUTS and all_int_shifts:
         span = int(hi - lo)
         pairs = [(lo + x, d) for x in range(span + 1) for d in shifts if lo + x + d <= hi]
@@ -278,9 +282,12 @@ def _pairs(
     offsets = [Fraction(0), period / 3]
     if integral and _is_int(centre):
         offsets = [Fraction(int(o)) for o in offsets]  # stay on the integer lattice
-    starts = [lo] + [centre + o for o in offsets]
-    pairs = [(x, d) for x in starts for d in shifts if x + d <= hi]
-    pairs += [(hi - d, d) for d in shifts if hi - d >= lo]
+    # every shift from the centre; from the other starts the smallest, middle and largest
+    # (each extra shift costs one exact distribution per start)
+    few = sorted({shifts[0], shifts[len(shifts) // 2], shifts[-1]})
+    pairs = [(centre + offsets[0], d) for d in shifts if centre + offsets[0] + d <= hi]
+    pairs += [(x, d) for x in (lo, centre + offsets[1]) for d in few if x + d <= hi]
+    pairs += [(hi - d, d) for d in few if hi - d >= lo]
     return sorted(set(pairs)), False
 
 
@@ -306,7 +313,7 @@ def _shift_certificate(
     except ValueError as exc:
         return fail(f"the mechanism refuses these parameters ({exc})")
     delta_cell = mpq(params.delta)
-    pairs, exhaustive = _pairs(params, lo, hi, mech_sens, shifts)
+    pairs, exhaustive = _pairs(params, lo, hi, mech_sens, shifts, delta_1)
     cache: dict[Fraction, ExactDistribution] = {}
 
     def dist(x: Fraction) -> ExactDistribution:

@@ -57,6 +57,7 @@ __all__ = [
     "plan_epsilons",
     "smallest_epsilon",
     "statement_accuracy",
+    "usefulness_flags",
 ]
 
 DEFAULT_CONFIDENCE = 0.95
@@ -154,6 +155,28 @@ def statement_accuracy(schema: Schema) -> AccuracyAt:
         return float(statement.at(pq.group_size))
 
     return accuracy_at
+
+
+def usefulness_flags(schema: Schema, allocation: Allocation) -> list[str]:
+    """Warnings about a planned query's usefulness (``snapdp.usefulness.flags`` of each of its
+    mechanisms at its planned ε), from public parameters only; one plain sentence each."""
+    from snapdp import usefulness
+    from snapdp.data import statistics
+    from snapdp.mechanism import SnappingMechanism
+
+    pq = allocation.planned
+    compiled = statistics.compile_query(pq.query, schema, allocation.epsilon)
+    alpha = float(1 - Fraction(repr(pq.confidence)))
+    out: list[str] = []
+    for noise in statistics.calibrate(compiled):
+        mech = SnappingMechanism(
+            noise.epsilon, noise.sensitivity, noise.part.lower, noise.part.upper
+        )
+        for flag in usefulness.flags(mech, alpha):
+            text = f"{noise.part.name}: {flag.message}"
+            if text not in out:
+                out.append(text)
+    return out
 
 
 # -- the planner ------------------------------------------------------------------------------
@@ -382,11 +405,12 @@ def plan_epsilons(
 @dataclass(frozen=True)
 class PlanRun:
     """What :meth:`Plan.run` released: the results (one per query, plan order), the preview it
-    followed, the ledger entry id, and the files written (if any)."""
+    followed, the files written (if any) and the ledger it spent on."""
 
     results: tuple[QueryResult, ...]
     preview: PlanPreview
     files: tuple[Path, ...] = ()
+    ledger: Any = None
 
 
 @dataclass
@@ -490,19 +514,14 @@ class Plan:
         out_dir = None if output is None else _prepare_output(Path(output))
         if engine is None:
             engine = _default_engine(self.source_path(), self.schema)
-        explicit = total_epsilon is not None
-        if explicit:
-            total_epsilon = _room_for(check_epsilon("total_epsilon", total_epsilon))
-        else:
-            total_epsilon = _room_for(
-                self.total_epsilon if self.total_epsilon is not None else preview.total
-            )
+        given = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
+        default_total = self.total_epsilon if self.total_epsilon is not None else preview.total
         from snapdp.data.ledger import Ledger
 
         table = PrivateTable(
             None,
             self.schema,
-            ledger=Ledger(None, _room_for(preview.total)),
+            ledger=Ledger(None, preview.total),
             dataset=dataset,
             engine=engine,
             rng=rng,
@@ -512,10 +531,10 @@ class Plan:
         table.validate(queries, preview.epsilons, confidence=confidence)  # before any ledger file
         if isinstance(ledger, Ledger):
             table.ledger = ledger
+        elif ledger is None:
+            table.ledger = Ledger(None, given or default_total, dataset=table.dataset)
         else:
-            if not explicit and ledger is not None and Path(str(ledger)).exists():
-                total_epsilon = None  # an existing ledger keeps its own total
-            table.ledger = Ledger(ledger, total_epsilon)  # type: ignore[arg-type]
+            table.ledger = _open_ledger(Path(str(ledger)), given, default_total, table.dataset)
         results = table.release(queries, preview.epsilons, confidence=confidence)
         files: tuple[Path, ...] = ()
         if out_dir is not None:
@@ -523,7 +542,7 @@ class Plan:
                 *write_results(results, out_dir),
                 write_report(results, out_dir, preview, self.schema),
             )
-        return PlanRun(tuple(results), preview, files)
+        return PlanRun(tuple(results), preview, files, table.ledger)
 
     # -- checks ------------------------------------------------------------------------------
     def _check_query(self, i: int, pq: PlannedQuery) -> None:
@@ -568,11 +587,19 @@ def _located(
     return PlanFileError(f"{where}, key `{describe_key(key)}`: {message}", parameter=parameter)
 
 
-def _room_for(total: Fraction) -> Fraction | float:
-    """A ledger total that holds ``total`` exactly: the ledger keeps its total as a double, so
-    round up to the next double when ``total`` is not one."""
-    f = float(total)
-    return total if Fraction(f) == total else math.nextafter(f, math.inf) if f < total else f
+def _open_ledger(path: Path, given: Fraction | None, default: Fraction, dataset: str) -> Any:
+    """The ledger at ``path`` for ``dataset``: with the total given, or the one it already keeps
+    for the dataset, or else (a new budget) the plan's total."""
+    from snapdp.data.ledger import Ledger
+
+    if given is not None:
+        return Ledger(path, given, dataset=dataset)
+    try:
+        return Ledger(path, None, dataset=dataset)
+    except ParameterError as exc:
+        if exc.parameter != "total_epsilon":
+            raise
+    return Ledger(path, default, dataset=dataset)
 
 
 def _prepare_output(out: Path) -> Path:

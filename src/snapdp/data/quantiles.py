@@ -26,6 +26,8 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
+from snapdp import _exact
+from snapdp._exact import mpq
 from snapdp._validation import check_epsilon, check_finite, check_positive_finite
 from snapdp.accuracy import accuracy_bound
 from snapdp.data.calibration import Calibration, calibrate_l1
@@ -42,6 +44,7 @@ __all__ = [
     "leaf_edges",
     "level_calibrations",
     "level_counts",
+    "node_bounds",
     "quantiles_from_leaves",
     "rank_accuracy",
     "tree_spec",
@@ -166,12 +169,34 @@ def level_counts(leaf_counts: Sequence[int], spec: TreeSpec) -> list[list[int]]:
     return levels
 
 
+def node_bounds(
+    spec: TreeSpec, epsilon: object, row_bound: int, max_rows: int = DEFAULT_MAX_ROWS
+) -> tuple[int, int]:
+    """Symmetric count-mechanism bounds ±B that the noise of a node can never reach.
+
+    B = max_rows + ⌈1500·k·depth·k/ε⌉. Every node gets ε_node >= ε/(depth·k) (the fallback of
+    :func:`level_calibrations` is ε/(depth·m), m <= k), so λ′ <= 2/ε_node, Λ <= 2λ′, and the noise
+    of one release reaches at most (λ′·1074·ln 2 + Λ)·k <= 1494·k/ε_node (U* >= 2**-1074). A true
+    count in [0, max_rows] therefore never meets the clamp: each node's error is exactly
+    k·(Y + R), Y the noise and |R| <= Λ/2 the snapping, which :func:`rank_accuracy` uses.
+    """
+    eps = check_epsilon("epsilon", epsilon)
+    k = _check_row_bound(row_bound)
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise ParameterError(
+            f"`max_rows` must be an integer >= 1, not {max_rows!r}", parameter="max_rows"
+        )
+    margin = math.ceil(Fraction(1500 * k * spec.depth * k) / eps)
+    return -(max_rows + margin), max_rows + margin
+
+
 def level_calibrations(
     spec: TreeSpec,
     epsilon: object,
     row_bound: int,
-    lower: object = 0,
-    upper: object = DEFAULT_MAX_ROWS,
+    lower: object | None = None,
+    upper: object | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
 ) -> tuple[Calibration, ...]:
     """How to noise each level l = 1..depth: ε/depth each, L1-calibrated (docs/data.md).
 
@@ -179,15 +204,36 @@ def level_calibrations(
     touches in at most m = min(k, b**l) cells; each level's nodes get
     ``calibrate_l1(ε/depth, k, lower, upper, m)``: when certified, every node of the level gets
     noise for Δ = k at that calibration's ε; when not, ε/(depth·m) at Δ = k (a unit's rows may
-    all fall in one node). [lower, upper] are the count mechanism's public bounds.
+    all fall in one node). [lower, upper] are the count mechanism's public bounds; by default
+    :func:`node_bounds` (recommended: the tighter accuracy statement needs them).
     """
     eps = check_epsilon("epsilon", epsilon)
     k = _check_row_bound(row_bound)
+    lo, hi = _bounds(spec, eps, k, lower, upper, max_rows)
     eps_level = eps / spec.depth
     return tuple(
-        calibrate_l1(eps_level, k, lower, upper, min(k, spec.nodes(level)))
+        calibrate_l1(eps_level, k, lo, hi, min(k, spec.nodes(level)))
         for level in range(1, spec.depth + 1)
     )
+
+
+def _bounds(
+    spec: TreeSpec,
+    eps: Fraction,
+    k: int,
+    lower: object | None,
+    upper: object | None,
+    max_rows: int,
+) -> tuple[Fraction, Fraction]:
+    if (lower is None) != (upper is None):
+        raise ParameterError(
+            "`lower` and `upper` must be given together (or neither, for node_bounds)",
+            parameter="lower",
+        )
+    if lower is None:
+        lo, hi = node_bounds(spec, eps, k, max_rows)
+        return Fraction(lo), Fraction(hi)
+    return Fraction(check_finite("lower", lower)), Fraction(check_finite("upper", upper))
 
 
 def consistent_leaves(
@@ -292,16 +338,26 @@ def rank_accuracy(
     row_bound: int,
     confidence: float,
     n_probabilities: int,
-    lower: object = 0,
-    upper: object = DEFAULT_MAX_ROWS,
+    lower: object | None = None,
+    upper: object | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
 ) -> RankAccuracy:
     """The rank accuracy of the released quantiles, from public parameters only.
 
     The least-squares CDF at leaf edge t is Σᵢ w_{t,i}·ỹᵢ over the T released nodes, with the
-    true CDF Σᵢ w_{t,i}·yᵢ (the estimate is exact on exact trees), so its error is at most
-    W·max |ỹᵢ − yᵢ|, W = maxₜ Σᵢ |w_{t,i}| (:attr:`TreeSpec.weight`). With α = 1 − confidence a
-    union bound over all T nodes gives max |ỹᵢ − yᵢ| <= a(α/T), each node's accuracy bound at
-    its level's calibrated (ε, Δ = row_bound, [lower, upper]) (snapdp.accuracy, DESIGN §4).
+    true CDF Σᵢ w_{t,i}·yᵢ (the estimate is exact on exact trees). With α = 1 − confidence, the
+    smaller of two bounds, each holding for every edge at once with probability >= 1 − α:
+
+    * *union*: the error is at most W·max |ỹᵢ − yᵢ| (W = maxₜ Σᵢ |w_{t,i}|), and a union bound
+      over the T nodes gives max |ỹᵢ − yᵢ| <= a(α/T), each node's accuracy at its level's
+      calibrated (ε, Δ = k, bounds) (snapdp.accuracy, DESIGN §4). Valid for any bounds.
+    * *Chernoff* (only with the default :func:`node_bounds`, where the clamp never binds): the
+      error is k·Σ w·Y + k·Σ w·R with |R| <= Λ/2, so at most k·W·Λ/2 + |k·Σ w·Y|. The noises Y are
+      independent, symmetric, |Y| <= λ″·|ln U*| with P(|ln U*| > s) <= (1 + 2**-51)·e^-s, so
+      E e^{θwY} <= (1 + 2**-51)/(1 − θ²w²λ″²); with S₂ = maxₜ Σw² and w∞ = max |w|,
+      P(|Σ w·Y| > s) <= 2(1 + 2**-51)^T·exp(−θs + θ²λ″²S₂/(1 − θ²λ″²w∞²)) for every admissible θ,
+      union over the n_leaves edges.
+
     The bound holds for every edge at once, hence for any number of probabilities
     (``n_probabilities`` is checked but does not enlarge it); the isotonic step keeps it.
     """
@@ -320,18 +376,64 @@ def rank_accuracy(
             f"`confidence` must lie strictly between 0 and 1, not {confidence!r}",
             parameter="confidence",
         )
+    eps = check_epsilon("epsilon", epsilon)
     k = _check_row_bound(row_bound)
-    cals = level_calibrations(spec, epsilon, k, lower, upper)
+    lo, hi = _bounds(spec, eps, k, lower, upper, max_rows)
+    cals = level_calibrations(spec, eps, k, lo, hi)
+    alpha = 1 - conf
     total_nodes = sum(spec.nodes(level) for level in range(1, spec.depth + 1))
-    alpha_node = (1 - conf) / total_nodes
     node = 0.0
+    worst = None
     for cal in cals:
-        params = compute_parameters(cal.epsilon, k, _frac(lower), _frac(upper))
-        node = max(node, accuracy_bound(params, alpha_node))
+        params = compute_parameters(cal.epsilon, k, lo, hi)
+        node = max(node, accuracy_bound(params, alpha / total_nodes))
+        if worst is None or params.scale > worst.scale:
+            worst = params
+    assert worst is not None  # depth >= 1
     cdf = _round_up(spec.weight * node)
+    if lower is None:  # node_bounds: the clamp never binds
+        cdf = min(cdf, _chernoff_cdf(spec, worst.scale, worst.grid, k, alpha, total_nodes))
     return RankAccuracy(
         cdf, _round_up(2 * cdf), node, spec.weight, conf, all(c.certified for c in cals)
     )
+
+
+def _chernoff_cdf(
+    spec: TreeSpec, scale: object, grid: object, k: int, alpha: float, total_nodes: int
+) -> float:
+    """k·W·Λ/2 + s, s the Chernoff bound of :func:`rank_accuracy`, rounded up generously."""
+    w1, s2, wmax = _weight_stats(spec.branching, spec.depth)
+    lam = float(_exact.round_up(mpq(scale) * (1 + mpq(1, 1 << 50)), 53)) * k  # λ″·k, up
+    rounding = w1 * float(mpq(grid)) * k / 2
+    # ln of the allowed tail per edge and side, with the (1 + 2**-51)^T factor
+    log_target = math.log(alpha / (2 * spec.leaves)) - total_nodes * math.log1p(2.0**-51)
+
+    def exponent(s: float) -> float:
+        # min over θ in (0, 1/(λ·w∞)) of −θs + θ²λ²S₂/(1 − θ²λ²w∞²): convex, ternary search
+        a, b = 0.0, (1 - 1e-12) / (lam * wmax)
+
+        def f(t: float) -> float:
+            return -t * s + t * t * lam * lam * s2 / (1 - t * t * lam * lam * wmax * wmax)
+
+        for _ in range(200):
+            m1, m2 = a + (b - a) / 3, b - (b - a) / 3
+            if f(m1) <= f(m2):
+                b = m2
+            else:
+                a = m1
+        return f((a + b) / 2)  # an admissible θ: a valid (upper) bound on the minimum
+
+    hi = lam * wmax
+    while exponent(hi) > log_target:
+        hi *= 2
+    lo = 0.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if exponent(mid) > log_target:
+            lo = mid
+        else:
+            hi = mid
+    return _round_up((hi + rounding) * (1 + 1e-9) + w1 * 2.0**-10)
 
 
 def value_accuracy(spec: TreeSpec, rank_acc: RankAccuracy | float, n_ref: int) -> float:
@@ -408,12 +510,20 @@ def _apply_inverse(x: npt.NDArray[np.float64], b: int, depth: int) -> npt.NDArra
     return out
 
 
-@functools.lru_cache(maxsize=512)
 def _weight(b: int, depth: int) -> float:
-    """W = max over leaf edges t of Σ over nodes of |w_{t,i}|, w_t = A(AᵀA)⁻¹q_t (q_t: 1 on the
-    leaves before t). Computed in doubles in chunks of edges; inflated by 1e-9 relative."""
+    """W = max over leaf edges t of Σ over nodes of |w_{t,i}| (see :func:`_weight_stats`)."""
+    return _weight_stats(b, depth)[0]
+
+
+@functools.lru_cache(maxsize=512)
+def _weight_stats(b: int, depth: int) -> tuple[float, float, float]:
+    """(W, S₂, w∞): maxₜ Σᵢ|w_{t,i}|, maxₜ Σᵢ w_{t,i}², maxₜᵢ |w_{t,i}|, w_t = A(AᵀA)⁻¹q_t.
+
+    q_t is 1 on the leaves before edge t. Computed in doubles in chunks of edges; each inflated
+    by 1e-9 relative (far above the rounding error of these short sums).
+    """
     n = b**depth
-    best = 0.0
+    w1 = s2 = wmax = 0.0
     chunk = max(1, min(n, (1 << 22) // n))
     leaves = np.arange(n)
     for start in range(1, n + 1, chunk):
@@ -421,13 +531,17 @@ def _weight(b: int, depth: int) -> float:
         q = (leaves[None, :] < ts[:, None]).astype(np.float64)
         z = _apply_inverse(q, b, depth)
         prefix = np.concatenate((np.zeros((len(ts), 1)), np.cumsum(z, axis=1)), axis=1)
-        total = np.zeros(len(ts))
+        abs_sum = np.zeros(len(ts))
+        sq_sum = np.zeros(len(ts))
         for level in range(1, depth + 1):
             size = b ** (depth - level)
             node_sums = prefix[:, size::size] - prefix[:, 0:n:size]
-            total += np.abs(node_sums).sum(axis=1)
-        best = max(best, float(total.max()))
-    return best * _WEIGHT_INFLATION
+            abs_sum += np.abs(node_sums).sum(axis=1)
+            sq_sum += (node_sums * node_sums).sum(axis=1)
+            wmax = max(wmax, float(np.abs(node_sums).max()))
+        w1 = max(w1, float(abs_sum.max()))
+        s2 = max(s2, float(sq_sum.max()))
+    return w1 * _WEIGHT_INFLATION, s2 * _WEIGHT_INFLATION, wmax * _WEIGHT_INFLATION
 
 
 def _isotonic(y: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from snapdp._validation import check_epsilon
 from snapdp.data.engines.base import AggregatePlan, Engine, ExecutorNoiseEngine, NoiseRequest
-from snapdp.data.ledger import Ledger
+from snapdp.data.ledger import Ledger, dataset_name_for
 from snapdp.data.query import Query
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import Column, Schema
@@ -65,7 +65,8 @@ class PrivateTable:
     ``schema``: the declaration (columns, privacy unit, contribution bounds, public row facts);
     None declares nothing, which suits counts only. ``ledger`` (a path, a :class:`Ledger`, or None
     for an in-memory one) and ``total_epsilon``: the budget. ``dataset``: the name this data's
-    budget is kept under (default: the engine's label of the source). ``rng``: a seeded numpy
+    budget is kept under (default: the source's resolved path, or the engine's label of a
+    DataFrame; a :class:`Ledger` passed in keeps its own). ``rng``: a seeded numpy
     Generator makes the hash key and the noise reproducible and NOT private (tests only).
     """
 
@@ -92,8 +93,11 @@ class PrivateTable:
         self.engine: Engine = engine if engine is not None else default_engine(data, schema)
         if schema.privacy_unit is not None:
             _check_unit(schema)
-        self.ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger, total_epsilon)
-        self.dataset = dataset if dataset is not None else self.engine.describe()
+        name = dataset if dataset is not None else dataset_name_for(data, self.engine.describe())
+        self.ledger = (
+            ledger if isinstance(ledger, Ledger) else Ledger(ledger, total_epsilon, dataset=name)
+        )
+        self.dataset = name
         self._rng = rng
 
     # -- budget ------------------------------------------------------------------------------
@@ -345,10 +349,10 @@ def default_engine(data: object, schema: Schema) -> Engine:
 
     if type(data).__module__.startswith("pyspark"):
         module = importlib.import_module("snapdp.data.engines.spark")
-        engine: Engine = module.SparkEngine(data, csv_options=schema.csv)
+        engine: Engine = module.SparkEngine(data, csv=schema.csv)
         return engine
     module = importlib.import_module("snapdp.data.engines.duckdb")
-    engine = module.DuckDBEngine(data, csv_options=schema.csv)
+    engine = module.DuckDBEngine(data, csv=schema.csv)
     return engine
 
 

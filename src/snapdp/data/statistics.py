@@ -35,10 +35,12 @@ variance's (|√a − √b| ≤ √|a − b|).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -195,8 +197,15 @@ def compile_query(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
         raise ParameterError(f"a query must be a Query, not {query!r}", parameter="queries")
     overrides = dict(query.bins)
     groupings: list[Column] = []
+    declared = {c.name for c in schema.columns}
     for name in query.by:
-        col = schema.column(name)
+        if name not in declared and name not in overrides:
+            raise ParameterError(
+                f"grouping column {name!r} is not declared: declare its keys or bins "
+                "(docs/data.md, 'The declaration')",
+                parameter="by",
+            )
+        col = schema.column(name) if name in declared else Column(name, "decimal")
         if name in overrides:
             col = replace(col, keys=None, bins=tuple(overrides[name]))
         if not col.is_grouping:
@@ -254,7 +263,23 @@ def compile_query(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
             Part("csum", "csum", cs, r.per_cell * w, r.l1 * w, -n * w, n * w),
             Part("count", "count", ct, r.per_cell, r.l1, 0, n),
         )
+    _check_magnitudes(col, parts)
     return Compiled(query, epsilon, tuple(groupings), value, fp, parts, r, schema)
+
+
+def _check_magnitudes(col: Column, parts: Sequence[Part]) -> None:
+    """Mechanism parameters must stay far inside the double range (the accuracy and the
+    outputs are doubles)."""
+    limit = 1 << 1000
+    for p in parts:
+        values: list[Fraction] = [Fraction(p.lower), Fraction(p.upper)]
+        values += [Fraction(p.per_cell), Fraction(p.l1)]
+        if max(abs(v) for v in values) >= limit:
+            raise ParameterError(
+                f"column {col.name!r}: bounds [{_frac(col.lower)}, {_frac(col.upper)}] are too "
+                "large for the row bound (every bound times the row bound must stay below 1e300)",
+                parameter="upper",
+            )
 
 
 def _quantiles_module() -> Any:
@@ -265,6 +290,13 @@ def _quantiles_module() -> Any:
             "quantiles are not available in this version (docs/data.md, 'Quantiles')",
             parameter="statistic",
         ) from None
+
+
+@functools.lru_cache(maxsize=64)
+def _tree_spec(lower: Fraction, upper: Fraction, resolution: Fraction) -> Any:
+    """The stats module's tree for these exact parameters (cached: choosing it takes seconds for
+    thousands of leaves, and a release compiles its queries more than once)."""
+    return _quantiles_module().tree_spec(lower, upper, resolution)
 
 
 def _compile_quantiles(
@@ -278,10 +310,11 @@ def _compile_quantiles(
     """Quantiles from a tree histogram per cell (docs/data.md, "Quantiles").
 
     The engine counts rows per (cell, leaf): the value column binned at the leaf edges, the outer
-    edges pushed to ±(the largest double) so that a value below L counts in the first leaf and
-    one above U in the last (the clamp). Level l of the trees of all cells is one part with ε/depth:
-    a unit moves its nodes by L1 <= l1 rows in all (computed over cells × leaves) and touches at
-    most min(cells touched, #nodes of the level over all cells) of them.
+    edges pushed to ±2^63 (integer) or ±(the largest double) (decimal) so that a value below L
+    counts in the first leaf and one above U in the last (the clamp). Level l of the trees of all
+    cells is one part with ε/depth: a unit moves its nodes by L1 <= l1 rows in all (computed over
+    cells × leaves) and touches at most min(cells touched, #nodes of the level over all cells) of
+    them.
     """
     if col.lower is None or col.upper is None:
         raise ParameterError(
@@ -294,9 +327,11 @@ def _compile_quantiles(
         resolution = span / 1024
         if col.type == "integer":
             resolution = max(resolution, Fraction(1))
-    tree = qmod.tree_spec(col.lower, col.upper, resolution)
+    tree = _tree_spec(col.lower, col.upper, resolution)
     edges = list(qmod.leaf_edges(tree))
-    big = Fraction(1.7976931348623157e308)
+    # Every value of the type lies in [−big, big): int64 for integers, finite doubles otherwise
+    # (a decimal equal to the largest double itself would be outside: it is not clamped in).
+    big = Fraction(1 << 63) if col.type == "integer" else Fraction(1.7976931348623157e308)
     edges[0], edges[-1] = -big, big
     leaf = replace(col, lower=None, upper=None, keys=None, bins=tuple(edges))
     r = reach(schema, by_cells * tree.leaves)
@@ -660,13 +695,24 @@ def _describe(noise: Noise, mech: SnappingMechanism, fp: FixedPoint | None) -> d
         "sensitivity": str(noise.sensitivity),
         "lower": str(noise.part.lower),
         "upper": str(noise.part.upper),
-        "quantum": "1" if fp is None else str(fp.quantum),
+        "unit": _unit(noise.part, fp),
         "grid_spacing": mech.grid_spacing,
         "precision": mech.precision,
         "delta": mech.privacy.delta,
         "cells_touched": noise.cells,
         "l1_calibrated": noise.calibrated,
     }
+
+
+def _unit(part: Part, fp: FixedPoint | None) -> str:
+    """What one unit of the part's mechanism is worth in the data's units."""
+    if fp is None or part.source in ("rows", "count") or part.source.startswith("level"):
+        return "1 row"
+    if part.source == "squares":
+        return f"({fp.quantum})² (centred, doubled)"
+    if part.source == "csum":
+        return f"{fp.quantum} (centred, doubled)"
+    return str(fp.quantum)
 
 
 def _up(x: float) -> float:
@@ -681,6 +727,8 @@ def _num(x: float) -> str:
 def _frac(x: Fraction | None) -> str:
     if x is None:
         return "?"
+    if abs(x) >= 10**15:
+        return f"{Decimal(x.numerator) / Decimal(x.denominator):.6G}"
     return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"
 
 

@@ -16,7 +16,7 @@ def local_engine(source: object, csv_options: CsvOptions | None = None) -> Any:
     try:
         module = importlib.import_module("snapdp.data.engines.duckdb")
         if not isinstance(source, list):
-            return module.DuckDBEngine(source, csv_options=csv_options or CsvOptions())
+            return module.DuckDBEngine(source, csv=csv_options or CsvOptions())
     except ImportError:
         pass
     try:

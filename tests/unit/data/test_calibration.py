@@ -110,6 +110,9 @@ def test_explicit_shifts() -> None:
     cert = shift_certificate(1, 5, 0, 100, shifts=[5, 1])
     assert [row.shift for row in cert.shifts] == [1, 5]
     assert not cert.exhaustive  # not every integer shift
+    partial = shift_certificate(1, 5, 0, 100, shifts=[1, 2, 3])
+    assert not partial.exhaustive  # 1..3 is not 1..Δ
+    assert shift_certificate(1, 5, 0, 100, shifts=[5, 4, 3, 2, 1]).exhaustive
     with pytest.raises(ParameterError, match="`shifts` must lie in"):
         shift_certificate(1, 5, 0, 100, shifts=[6])
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -177,13 +178,19 @@ def test_exact_tree_round_trip_gives_exact_quantiles() -> None:
         assert abs(v - np.quantile(values, p, method="inverted_cdf")) <= 1
 
 
-def test_rank_accuracy_coverage_seeded() -> None:
+@pytest.mark.parametrize("explicit_bounds", [False, True])
+def test_rank_accuracy_coverage_seeded(explicit_bounds: bool) -> None:
     """The stated CDF bound holds in >= 1 − α of seeded releases (binomial test at 1e-6)."""
     spec = q.tree_spec(0, 50, 1, branching=4)
     k, eps, conf = 2, Fraction(1), 0.5  # a low confidence makes the test able to fail
-    acc = q.rank_accuracy(spec, eps, k, conf, 3, 0, 1 << 20)
+    if explicit_bounds:  # the union bound only
+        lo, hi = 0, 1 << 20
+        acc = q.rank_accuracy(spec, eps, k, conf, 3, lo, hi)
+    else:  # node_bounds: the Chernoff bound
+        lo, hi = q.node_bounds(spec, eps, k)
+        acc = q.rank_accuracy(spec, eps, k, conf, 3)
     assert acc.calibrated
-    cals = q.level_calibrations(spec, eps, k, 0, 1 << 20)
+    cals = q.level_calibrations(spec, eps, k, lo, hi)
     rng = np.random.default_rng(2026)
     values = np.clip(rng.normal(25, 8, 500), 0, 50)
     leaves = np.bincount(np.minimum(values.astype(int), 49), minlength=64)[: spec.leaves]
@@ -194,7 +201,7 @@ def test_rank_accuracy_coverage_seeded() -> None:
     for _ in range(runs):
         noisy = []
         for cal, level in zip(cals, levels, strict=True):
-            mech = SnappingMechanism(cal.epsilon, k, 0, 1 << 20, rng=rng)
+            mech = SnappingMechanism(cal.epsilon, k, lo, hi, rng=rng)
             noisy.append(mech.release_many(np.array(level, dtype=float)))
         cdf = np.cumsum(q.consistent_leaves(noisy, spec))
         err = np.abs(cdf - truth).max()
@@ -205,11 +212,26 @@ def test_rank_accuracy_coverage_seeded() -> None:
     assert worst > 0  # noise was added
 
 
+def test_node_bounds_are_out_of_reach() -> None:
+    """No node's noise can reach the clamp: (λ′·1074·ln 2 + Λ)·k below the margin, any level."""
+    spec = q.tree_spec(0, 100, 1)
+    for eps, k in ((Fraction(1), 1), (Fraction(1, 10), 5)):
+        lo, hi = q.node_bounds(spec, eps, k, max_rows=1000)
+        assert lo == -hi
+        for cal in q.level_calibrations(spec, eps, k, max_rows=1000):
+            for e in (cal.epsilon, eps / spec.depth / k):  # calibrated, and the fallback
+                p = SnappingMechanism(e, k, lo, hi).parameters
+                reach = (p.scale * 1074 * 0.6931471805599454 + p.grid) * k
+                assert 1000 + reach < hi
+
+
 def test_rank_and_value_accuracy_statements() -> None:
     spec = q.tree_spec(0, 100, 1)
     acc = q.rank_accuracy(spec, 1, 1, 0.95, 3)
     assert acc.rank == pytest.approx(2 * acc.cdf)
-    assert acc.cdf >= acc.weight * acc.node
+    union = q.rank_accuracy(spec, 1, 1, 0.95, 3, 0, 1 << 40)
+    assert union.cdf >= union.weight * union.node  # explicit bounds: the union bound
+    assert acc.cdf < union.cdf / 2  # node_bounds: the Chernoff bound is much tighter
     # more ε: a smaller bound; more confidence: a larger one
     assert q.rank_accuracy(spec, 2, 1, 0.95, 3).cdf < acc.cdf
     assert q.rank_accuracy(spec, 1, 1, 0.999, 3).cdf > acc.cdf
@@ -220,3 +242,53 @@ def test_rank_and_value_accuracy_statements() -> None:
         q.value_accuracy(spec, acc, 0)
     with pytest.raises(ParameterError, match="`confidence`"):
         q.rank_accuracy(spec, 1, 1, 1.5, 3)
+
+
+def _rank_statement_holds(
+    values: np.ndarray,
+    spec: q.TreeSpec,
+    estimates: tuple[float, ...],
+    probs: tuple[float, ...],
+    r: float,
+) -> bool:
+    """Each q̂ lies in a leaf [e_j, e_j+1] holding a value whose true rank is within ± r of p·N."""
+    edges = [float(e) for e in q.leaf_edges(spec)]
+    n = len(values)
+    for est, p in zip(estimates, probs, strict=True):
+        j = min(max(int(np.searchsorted(edges, est, side="right")) - 1, 0), spec.leaves - 1)
+        if est == edges[j] and j > 0:  # on an edge: either neighbouring leaf will do
+            j -= 1
+        below_left = np.sum(values < edges[j])
+        upto_right = np.sum(values <= edges[j + 1])
+        if not (below_left <= p * n + r and upto_right >= p * n - r):
+            return False
+    return True
+
+
+def _pums_age_coverage(path: str) -> None:
+    import pandas as pd
+
+    values = pd.read_csv(path)["age"].to_numpy(dtype=float)
+    spec = q.tree_spec(0, 100, 1)
+    k, eps, conf = 1, Fraction(1, 2), 0.5
+    probs = (0.1, 0.25, 0.5, 0.75, 0.9)
+    acc = q.rank_accuracy(spec, eps, k, conf, len(probs))
+    lo, hi = q.node_bounds(spec, eps, k)
+    cals = q.level_calibrations(spec, eps, k)
+    leaves = np.bincount(np.minimum(np.clip(values, 0, 100).astype(int), 99), minlength=100)
+    levels = q.level_counts(leaves.tolist(), spec)
+    rng = np.random.default_rng(1123)
+    runs, misses = 100, 0
+    for _ in range(runs):
+        noisy = [
+            SnappingMechanism(cal.epsilon, k, lo, hi, rng=rng).release_many(np.array(lv, float))
+            for cal, lv in zip(cals, levels, strict=True)
+        ]
+        est = q.quantiles_from_leaves(q.consistent_leaves(noisy, spec), spec, probs)
+        misses += not _rank_statement_holds(values, spec, est, probs, acc.rank)
+    assert misses <= binom.isf(1e-6, runs, 1 - conf)
+
+
+def test_rank_statement_coverage_on_pums_age(pums: Path) -> None:
+    """The stated rank accuracy of the released quantiles holds on PUMS age (seeded releases)."""
+    _pums_age_coverage(str(pums / "PUMS.csv"))

@@ -28,7 +28,7 @@ SCHEMA = Schema(
         Column("region", "text", keys=("a", "b", "c")),
     ),
     privacy_unit="pid",
-    bounds=ContributionBounds(max_rows_per_unit=2),
+    bounds=ContributionBounds(max_rows_per_unit=1),  # one cell per unit: no L1 calibration
 )
 
 
@@ -149,6 +149,18 @@ def test_seeded_releases_are_reproducible_including_the_hash_key() -> None:
     a, b, c = run(7), run(7), run(8)
     assert a == b
     assert a[1] != c[1] and a[0] != c[0]
+
+
+def test_grouped_parts_are_l1_calibrated_when_certified() -> None:
+    """k = 2 over 6 cells: per-cell composition would give each cell ε/2 at Δ = 2; the certified
+    L1 calibration gives each cell about ε at Δ₁ = 2, half the noise."""
+    schema = Schema(SCHEMA.columns, "pid", bounds=ContributionBounds(max_rows_per_unit=2))
+    table = PrivateTable(schema=schema, engine=_Recording(), total_epsilon=1)
+    (grouped,) = table.accuracy([Query("count", by=("sex", "region"))], 1)
+    (single,) = table.accuracy([Query("count")], 1)
+    assert any("calibrated to the whole table's L1 sensitivity 2" in n for n in grouped.notes)
+    assert grouped.accuracy is not None and single.accuracy is not None
+    assert grouped.accuracy == pytest.approx(single.accuracy, rel=0.01)  # not twice as large
 
 
 def test_notes_state_the_rules_and_the_row_bound() -> None:

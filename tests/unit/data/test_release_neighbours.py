@@ -156,7 +156,7 @@ def _release(rows: list[dict[str, Any]], schema: Schema) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("name", list(AWKWARD))
 def test_an_awkward_row_changes_nothing_but_the_noise(name: str) -> None:
-    schema = _schema(ContributionBounds(max_rows_per_unit=2))
+    schema = _schema(ContributionBounds(max_rows_per_unit=1))
     rows = _table(np.random.default_rng(3), 20)
     r1, agg1, led1 = _release(rows, schema)
     r2, agg2, led2 = _release([*rows, AWKWARD[name]], schema)
@@ -190,7 +190,7 @@ SENTINEL = "Zq7SENTINELx9"
 
 
 def test_sentinels_never_appear_in_outputs_errors_or_the_ledger() -> None:
-    schema = _schema(ContributionBounds(max_rows_per_unit=2))
+    schema = _schema(ContributionBounds(max_rows_per_unit=1))
     rows = _table(np.random.default_rng(4), 10)
     rows += [
         {"pid": SENTINEL, "g": "1", "h": "x", "v": "1", "w": "1"},
