@@ -75,16 +75,11 @@ def test_example_plan_end_to_end(
     pums: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The example plan as written: `snapdp plan` shows ε and ± before spending, the targets met
-    within total_epsilon = 2; `snapdp run` spends it as one ledger entry and writes the four
-    outputs."""
+    within total_epsilon = 2; `snapdp run` spends it as one ledger entry (on the DuckDB engine)
+    and writes the four outputs."""
     shutil.copy(EXAMPLE, tmp_path / "plan.toml")
     shutil.copy(pums / "PUMS_dup.csv", tmp_path / "PUMS_dup.csv")
     monkeypatch.setattr(plan_module, "statement_accuracy", _memo_accuracy)
-    # TODO(lead): drop this patch once the DuckDB engine takes the release's quantile leaf bins
-    # (an edge of -1.8e308 is cast to HUGEINT and fails); the oracle engine stands in for it.
-    monkeypatch.setattr(
-        plan_module, "_default_engine", lambda source, schema: oracle_engine(source)
-    )
     runner = CliRunner()
     shown = runner.invoke(main, ["plan", str(tmp_path / "plan.toml"), "--json"])
     assert shown.exit_code == 0, shown.output
