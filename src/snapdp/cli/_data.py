@@ -569,9 +569,9 @@ def _key_text(k: object) -> str:
 def usefulness(result: QueryResult, schema: Schema) -> tuple[list[dict[str, Any]], str | None]:
     """Flags and a plain summary for a result, from its public parameters only
     (:mod:`snapdp.usefulness`, docs/utility.md): the grid and δ flags of each part's mechanism;
-    "almost pure noise" when a value's ± is at least half the declared value range (a
-    mechanism's own bounds come from the row bound, too generous to judge by); and, at 95%
-    confidence for a bounded value statistic, the one-sentence summary."""
+    for a substitute mean (whose ± is fixed by public parameters), "almost pure noise" when the
+    ± is at least half the declared value range and, at 95% confidence, the one-sentence
+    summary. (A mechanism's own bounds come from the row bound, too generous to judge by.)"""
     from snapdp.mechanism import SnappingMechanism
     from snapdp.usefulness import flags as mechanism_flags
     from snapdp.usefulness import plain_summary
@@ -590,11 +590,14 @@ def usefulness(result: QueryResult, schema: Schema) -> tuple[list[dict[str, Any]
                 found.setdefault(flag.code, flag.as_dict())
     query = result.query
     summary = None
-    if query.column is not None and query.statistic in ("mean", "quantiles") and result.rows:
+    # Only a ± fixed by public parameters is judged (a ratio mean's or a quantile's depends on
+    # the noisy count: judging it would make the messages vary with the noise).
+    if query.statistic == "mean" and query.method == "substitute" and result.rows:
+        assert query.column is not None
         column = schema.column(query.column)
         if column.lower is not None and column.upper is not None:
             lo, hi = float(column.lower), float(column.upper)
-            worst = max(row.accuracy for row in result.rows)
+            worst = result.rows[0].accuracy
             if 2 * worst >= hi - lo:
                 found.setdefault(
                     "almost_pure_noise",
