@@ -394,7 +394,9 @@ def run_table_release(
             json.dumps(
                 {
                     "data": label,
-                    "results": [r.as_dict() for r in results],
+                    "results": [
+                        {**r.as_dict(), "flags": usefulness(r, schema)[0]} for r in results
+                    ],
                     "epsilon_spent": _exact_text(eps),
                     "ledger": ledger,
                     "budget_remaining": _exact_text(remaining),
@@ -402,7 +404,7 @@ def run_table_release(
             )
         )
         return
-    _print_results(label, results, eps, ledger, remaining)
+    _print_results(label, results, eps, ledger, remaining, schema)
 
 
 def _with_progress(engine: Any, run: Callable[[], R], quiet: bool) -> R:
@@ -564,6 +566,54 @@ def _key_text(k: object) -> str:
     return str(k)
 
 
+def usefulness(result: QueryResult, schema: Schema) -> tuple[list[dict[str, Any]], str | None]:
+    """Flags and a plain summary for a result, from its public parameters only
+    (:mod:`snapdp.usefulness`, docs/utility.md): the grid and δ flags of each part's mechanism;
+    for a substitute mean (whose ± is fixed by public parameters), "almost pure noise" when the
+    ± is at least half the declared value range and, at 95% confidence, the one-sentence
+    summary. (A mechanism's own bounds come from the row bound, too generous to judge by.)"""
+    from snapdp.mechanism import SnappingMechanism
+    from snapdp.usefulness import flags as mechanism_flags
+    from snapdp.usefulness import plain_summary
+
+    alpha = float(1 - Fraction(repr(result.confidence)))
+    found: dict[str, dict[str, Any]] = {}
+    for part in result.mechanisms.values():
+        mech = SnappingMechanism(
+            Fraction(part["epsilon"]),
+            Fraction(part["sensitivity"]),
+            Fraction(part["lower"]),
+            Fraction(part["upper"]),
+        )
+        for flag in mechanism_flags(mech, alpha):
+            if flag.code != "almost_pure_noise":
+                found.setdefault(flag.code, flag.as_dict())
+    query = result.query
+    summary = None
+    # Only a ± fixed by public parameters is judged (a ratio mean's or a quantile's depends on
+    # the noisy count: judging it would make the messages vary with the noise).
+    if query.statistic == "mean" and query.method == "substitute" and result.rows:
+        assert query.column is not None
+        column = schema.column(query.column)
+        if column.lower is not None and column.upper is not None:
+            lo, hi = float(column.lower), float(column.upper)
+            worst = result.rows[0].accuracy
+            if 2 * worst >= hi - lo:
+                found.setdefault(
+                    "almost_pure_noise",
+                    {
+                        "code": "almost_pure_noise",
+                        "message": "the ± is at least half the declared range: these values "
+                        "are almost pure noise; a larger ε or narrower bounds would help",
+                        "threshold": 1.0,
+                        "value": 2 * worst / (hi - lo),
+                    },
+                )
+            if result.confidence == 0.95:
+                summary = plain_summary(_exact_text(result.epsilon), lo, hi, worst)
+    return list(found.values()), summary
+
+
 def _print_accuracy(statements: list[AccuracyStatement], as_json: bool) -> None:
     if as_json:
         doc = [
@@ -590,7 +640,12 @@ def _print_accuracy(statements: list[AccuracyStatement], as_json: bool) -> None:
 
 
 def _print_results(
-    label: str, results: list[QueryResult], eps: Fraction, ledger: str | None, remaining: Fraction
+    label: str,
+    results: list[QueryResult],
+    eps: Fraction,
+    ledger: str | None,
+    remaining: Fraction,
+    schema: Schema,
 ) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -616,8 +671,11 @@ def _print_results(
         console.print(shown)
         for note in r.notes:
             console.print(f"  · {note}")
-        # TODO(lead): print snapdp.usefulness.flags()/plain_summary() for r here once that
-        # module is on main (it was not when this was written); they read public parameters only.
+        flags, summary = usefulness(r, schema)
+        for flag in flags:
+            console.print(f"  ⚑ {flag['message']}")
+        if summary:
+            console.print(f"  {summary}")
     console.print(
         f"Each value is within its ± of the true statistic (of the declared, bounded table) with "
         f"probability ≥ {results[0].confidence:g}."

@@ -64,7 +64,7 @@ from snapdp.mechanism import SnappingMechanism
 @click.option(
     "--dataset",
     metavar="NAME",
-    help="The name of the budget in --ledger (default: the data's path; 'value' for --value).",
+    help="Single-value mode: the name of the budget in --ledger (default: value).",
 )
 @click.option(
     "--alpha",
@@ -157,6 +157,11 @@ def release(
             dry_run,
         )
         return
+    if dataset is not None:
+        raise ParameterError(
+            "`--dataset` names the budget of a --value release; a table's budget is named by "
+            "its file (see docs/data.md)"
+        )
     if lower is not None or upper is not None:
         raise ParameterError(
             "`--lower`/`--upper` belong to --value; for a table use --sum COL:LO:HI"

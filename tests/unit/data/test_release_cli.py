@@ -336,3 +336,14 @@ def test_bad_arguments_are_one_line_errors_naming_a_flag(tmp_path: Path, extra: 
     assert code == 2 and "Traceback" not in out
     error = [line for line in out.splitlines() if line.startswith("Error:")]
     assert len(error) == 1 and "--" in error[0], out
+
+
+def test_usefulness_flags_and_summary_from_public_parameters(tmp_path: Path) -> None:
+    data = _csv(tmp_path, "v\n" + "".join(f"{i % 10}\n" for i in range(30)))
+    sub = ["--mean-method", "substitute", "--rows", "30"]
+    code, out = _run("release", data, "--epsilon", "0.01", "--mean", "v:0:10", *sub, "--json")
+    assert code == 0, out
+    (mean,) = json.loads(out)["results"]
+    assert [f["code"] for f in mean["flags"]] == ["almost_pure_noise"]
+    code, out = _run("release", data, "--epsilon", "0.01", "--mean", "v:0:10", *sub)
+    assert code == 0 and "almost pure noise" in out and "95% of releases are within" in out
