@@ -61,7 +61,6 @@ def plan(plan_file: str, as_json: bool) -> None:
     help="Folder for results.csv, results.parquet, results.json and report.html "
     "(default: PLAN's name + '-results', beside it).",
 )
-@click.option("--dataset", help="The name this data's budget is kept under (default: its path).")
 @json_option
 @library_errors
 def run(
@@ -69,7 +68,6 @@ def run(
     ledger: str,
     total_epsilon: str | None,
     output: str | None,
-    dataset: str | None,
     as_json: bool,
 ) -> None:
     """Release every query of the plan file PLAN as ONE ledger entry (all or nothing) and write
@@ -82,7 +80,7 @@ def run(
         if output is not None
         else Path(plan_file).with_name(Path(plan_file).stem + "-results")
     )
-    done = p.run(ledger=ledger, total_epsilon=total_epsilon, output=out, dataset=dataset)
+    done = p.run(ledger=ledger, total_epsilon=total_epsilon, output=out)
     results = list(done.results)
     if as_json:
         click.echo(
@@ -98,5 +96,5 @@ def run(
         )
         return
     remaining = done.ledger.remaining()
-    _print_results(str(p.source_path()), results, done.preview.total, ledger, remaining)
+    _print_results(str(p.source_path()), results, done.preview.total, ledger, remaining, p.schema)
     click.echo("Wrote " + ", ".join(str(f) for f in done.files))

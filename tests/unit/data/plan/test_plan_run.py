@@ -158,6 +158,12 @@ def test_cli_plan_and_run(plan_dir: Path) -> None:
     args = ["run", str(plan_dir / "plan.toml"), "--ledger", str(plan_dir / "b.sqlite")]
     again = runner.invoke(main, [*args, "--output", str(plan_dir / "o2")])
     assert again.exit_code == 1 and "budget" in again.output.lower()
+    shown_text = runner.invoke(
+        main, ["run", str(plan_dir / "plan.toml"), "--ledger", str(plan_dir / "b2.sqlite")]
+    )
+    assert shown_text.exit_code == 0, shown_text.output
+    assert "count by sex" in shown_text.output and "Wrote " in shown_text.output
+    assert (plan_dir / "plan-results" / "report.html").is_file()  # the default output folder
     assert _spends(plan_dir / "b.sqlite") == 1
 
 
