@@ -1,168 +1,178 @@
-"""Benchmark: private count/sum/mean by 50 groups over a 10^7-row Parquet table vs plain DuckDB.
+"""Benchmark: the DuckDB engine's exact aggregates vs plain DuckDB, with and without a privacy unit.
 
-Usage: PYTHONPATH=src python benchmarks/bench_data.py [--rows N] [--repeats R] [--spark]
+Usage: PYTHONPATH=src python benchmarks/bench_data.py [--rows N] [--units U] [--repeats R]
+       [--memory-limit 700MB] [--tasks a,b,...]
 
-Generates a synthetic table in a temporary directory (not kept), then times, each in a fresh
-subprocess (so that peak RSS is per task): the plain DuckDB aggregate, the same with the values
-clamped, and the snapdp release (aggregate + noise + ledger commit), without and with a
-privacy-unit column (contribution bounding by a window function); with --spark also plain Spark
-SQL and the snapdp release on Spark local[2] (session start-up not timed). Prints Markdown.
+Writes a synthetic Parquet table (N rows; g: 50 groups; x: values in [0, 1000) with 2 decimals;
+pid: U units, rows spread evenly) to a temporary directory (deleted afterwards), then runs each
+task in a fresh subprocess, which reports its own wall time (the query only: imports and the
+connection excluded) and its peak RSS (``resource.getrusage(RUSAGE_SELF).ru_maxrss`` at exit).
+Prints a Markdown table (docs/performance.md, "Data releases").
+
+Tasks:
+- ``plain``: plain DuckDB, values clamped, count and sum by g.
+- ``engine``: snapdp's DuckDBEngine, count and sum of quanta by 50 declared keys, no unit.
+- ``plain-unit``: plain DuckDB doing the same bounding as the engine (k = 1: per pid the row of
+  lowest keyed-MD5 rank by ``arg_min``, then the group aggregate) - the physical floor of the job.
+- ``plain-unit-hash``: the same with DuckDB's own 64-bit ``hash()`` as the rank (cheaper than MD5,
+  not the contract's rank; for reference).
+- ``engine-unit``: DuckDBEngine with privacy unit pid, k = 1, ``memory_limit`` and a temporary
+  directory (spilling allowed).
+- ``engine-unit-nolimit``: the same with DuckDB's default memory limit (80% of RAM).
+The Spark engine's benchmark is separate (benchmarks/bench_spark.py, where present).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 GROUPS = 50
+HASH_KEY = "0123456789abcdef0123456789abcdef"
 
-TASKS = {
-    "plain DuckDB: count, sum, avg by g": """
-con = duckdb.connect()
-con.execute("SET enable_progress_bar = false")
-rows = con.execute("SELECT g, COUNT(*), SUM(x), AVG(x) "
-                   "FROM read_parquet('{path}') GROUP BY g").fetchall()
-assert len(rows) == {groups}
-""",
-    "plain DuckDB, values clamped": """
-con = duckdb.connect()
-con.execute("SET enable_progress_bar = false")
-rows = con.execute("SELECT g, COUNT(*), SUM(LEAST(GREATEST(x, 0), 1000)), "
-                   "AVG(LEAST(GREATEST(x, 0), 1000)) "
-                   "FROM read_parquet('{path}') GROUP BY g").fetchall()
-assert len(rows) == {groups}
-""",
-    "plain DuckDB, clamped, 1 random row per pid": """
-con = duckdb.connect()
-con.execute("SET enable_progress_bar = false")
-rows = con.execute("SELECT g, COUNT(*), SUM(LEAST(GREATEST(x, 0), 1000)), "
-                   "AVG(LEAST(GREATEST(x, 0), 1000)) FROM (SELECT * FROM (SELECT *, random() AS r "
-                   "FROM read_parquet('{path}')) QUALIFY ROW_NUMBER() OVER "
-                   "(PARTITION BY pid ORDER BY r) <= 1) "
-                   "GROUP BY g").fetchall()
-""",
-    "snapdp release: count, sum, mean by g": """
-t = PrivateTable('{path}', max_rows={rows}, total_epsilon=1.0)
-res = t.release([Count(), Sum('x', 0, 1000), Mean('x', 0, 1000)], 1.0, by='g',
-                keys=[str(i) for i in range({groups})])
-assert len(res[0].values) == {groups}
-""",
-    "snapdp release, privacy unit pid (k = 1)": """
-t = PrivateTable('{path}', max_rows={rows}, total_epsilon=1.0, privacy_unit='pid')
-res = t.release([Count(), Sum('x', 0, 1000), Mean('x', 0, 1000)], 1.0, by='g',
-                keys=[str(i) for i in range({groups})])
-assert len(res[0].values) == {groups}
-""",
-}
-
-SPARK_SETUP = """
-from pyspark.sql import SparkSession
-spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-         .config("spark.sql.shuffle.partitions", "8").getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
-spark.range(1000).count()  # warm-up, not timed
-"""
-
-SPARK_TASKS = {
-    "plain Spark SQL (local[2]), clamped": """
-from pyspark.sql import functions as sf
-x = sf.least(sf.greatest(sf.col("x"), sf.lit(0.0)), sf.lit(1000.0))
-rows = (spark.read.parquet('{path}').groupBy("g")
-        .agg(sf.count(sf.lit(1)), sf.sum(x), sf.avg(x)).collect())
-assert len(rows) == {groups}
-""",
-    "snapdp release on Spark (local[2])": """
-from snapdp.data.spark_engine import SparkEngine
-t = PrivateTable(engine=SparkEngine('{path}', spark=spark), max_rows={rows}, total_epsilon=1.0)
-res = t.release([Count(), Sum('x', 0, 1000), Mean('x', 0, 1000)], 1.0, by='g',
-                keys=[str(i) for i in range({groups})])
-assert len(res[0].values) == {groups}
-""",
-}
-
-_RUNNER = """
-import resource, time
+_PRELUDE = """
+import json, resource, sys, time
 import duckdb
-from snapdp.data import Count, Mean, PrivateTable, Sum
-{setup}
-t0 = time.perf_counter()
-{body}
-wall = time.perf_counter() - t0
-print("RESULT", wall, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+path, mem, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
+"""
+
+_PLAIN = """
+con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
+t = time.perf_counter()
+rows = con.execute(QUERY.format(path=path)).fetchall()
+seconds = time.perf_counter() - t
+assert len(rows) == 50, len(rows)
+"""
+
+_ENGINE = """
+from fractions import Fraction
+from snapdp.data.engines.base import AggregatePlan, ValueColumn
+from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.schema import Column, ContributionBounds
+g = Column("g", "integer", keys=tuple(range(50)))
+x = Column("x", "decimal", lower=Fraction(0), upper=Fraction(1000))
+unit = Column("pid", "integer") if UNIT else None
+bounds = ContributionBounds(max_rows_per_unit=1) if UNIT else ContributionBounds()
+plan = AggregatePlan((g,), (ValueColumn(x, 2, 0, 100000),), unit, "drop", bounds, HASH_KEY)
+engine = DuckDBEngine(path, memory_limit=None if mem == "-" else mem,
+                      temp_directory=None if mem == "-" else tmp)
+t = time.perf_counter()
+agg = engine.aggregate(plan)
+seconds = time.perf_counter() - t
+assert len(agg.rows) == 50
+"""
+
+_RANK = (
+    "CAST('0x' || left(md5(concat('{hk}|r|', pid, '|', g, '|', "
+    "CAST(round_even(least(greatest(x, 0), 1000) * 100, 0) AS BIGINT))), 15) AS BIGINT)"
+).replace("{hk}", HASH_KEY)
+
+TASKS: dict[str, tuple[str, str]] = {
+    "plain": (
+        "plain DuckDB, clamped: count, sum by g",
+        'QUERY = "SELECT g, COUNT(*), SUM(LEAST(GREATEST(x, 0), 1000)) '
+        "FROM read_parquet('{path}') GROUP BY g\"" + _PLAIN,
+    ),
+    "engine": ("**snapdp DuckDBEngine, no unit**", "UNIT = False" + _ENGINE),
+    "plain-unit": (
+        "plain DuckDB, same bounding (k = 1, MD5 rank by arg_min), clamped",
+        'QUERY = "SELECT p // 100001, COUNT(*), SUM(p % 100001) FROM (SELECT pid, '
+        "arg_min(g * 100001 + CAST(round_even(LEAST(GREATEST(x, 0), 1000) * 100, 0) AS BIGINT), "
+        + _RANK
+        + ") AS p FROM read_parquet('{path}') GROUP BY pid) GROUP BY 1\""
+        + _PLAIN,
+    ),
+    "plain-unit-hash": (
+        "plain DuckDB, k = 1 by arg_min of DuckDB's hash() (not the contract's rank)",
+        'QUERY = "SELECT p // 100001, COUNT(*), SUM(p % 100001) FROM (SELECT pid, '
+        "arg_min(g * 100001 + CAST(round_even(LEAST(GREATEST(x, 0), 1000) * 100, 0) AS BIGINT), "
+        "hash(pid, g, x, 12345)) AS p FROM read_parquet('{path}') GROUP BY pid) GROUP BY 1\""
+        + _PLAIN,
+    ),
+    "engine-unit": (
+        "**snapdp DuckDBEngine, unit pid, k = 1, memory limit**",
+        "UNIT = True" + _ENGINE,
+    ),
+    "engine-unit-nolimit": (
+        "snapdp DuckDBEngine, unit pid, k = 1, DuckDB's default memory limit",
+        "UNIT = True" + _ENGINE,
+    ),
+}
+
+_EPILOGUE = """
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"seconds": seconds, "rss_mib": rss}))
 """
 
 
-def make_table(path: Path, rows: int) -> None:
-    """A synthetic table: g (50 groups), x (lognormal, some beyond the bounds), pid."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rng = np.random.default_rng(0)
-    chunk = 1_000_000
-    schema = pa.schema([("pid", pa.int64()), ("g", pa.int64()), ("x", pa.float64())])
-    with pq.ParquetWriter(path, schema) as writer:
-        for start in range(0, rows, chunk):
-            n = min(chunk, rows - start)
-            writer.write_table(
-                pa.table(
-                    {
-                        "pid": np.arange(start, start + n, dtype=np.int64) // 2,
-                        "g": rng.integers(0, GROUPS, n),
-                        "x": rng.lognormal(5, 1.2, n),
-                    },
-                    schema=schema,
-                )
-            )
-
-
-def run(body: str, setup: str = "") -> tuple[float, float]:
-    """(wall seconds, peak RSS in MiB) of ``body`` in a fresh interpreter, imports excluded."""
-    out = (
-        subprocess.run(
-            [sys.executable, "-c", _RUNNER.format(body=body, setup=setup)],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.split("RESULT")[-1]
-        .split()
+def generate(path: Path, rows: int, units: int) -> None:
+    """A synthetic table: row i has g = i mod 50, x = a hash of i in [0, 1000) with 2 decimals,
+    pid = (i · 7919) mod units (each unit gets rows/units rows, scattered)."""
+    code = (
+        "import duckdb, sys\n"
+        "con = duckdb.connect()\n"
+        'con.execute("SET preserve_insertion_order = false")\n'
+        'con.execute(f"COPY (SELECT (i % 50)::BIGINT AS g, (hash(i) % 100000)::DOUBLE / 100 AS x, '
+        "((i * 7919) % {sys.argv[3]})::BIGINT AS pid FROM range({sys.argv[2]}) t(i)) "
+        "TO '{sys.argv[1]}' (FORMAT parquet)\")\n"
     )
-    return float(out[0]), int(out[1]) / 1024
+    subprocess.run([sys.executable, "-c", code, str(path), str(rows), str(units)], check=True)
+
+
+def run_task(name: str, path: Path, memory_limit: str, tmp: Path) -> dict[str, float]:
+    _, body = TASKS[name]
+    code = _PRELUDE + f"HASH_KEY = {HASH_KEY!r}\n" + body + _EPILOGUE
+    mem = "-" if name == "engine-unit-nolimit" or not name.startswith("engine") else memory_limit
+    if name == "engine":
+        mem = "-"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path), mem, str(tmp)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--rows", type=int, default=10_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--spark", action="store_true", help="also time Spark local[2]")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--units", type=int, default=5_000_000)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--memory-limit", default="700MB")
+    parser.add_argument("--tasks", default=",".join(TASKS))
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "bench.parquet"
-        t0 = time.perf_counter()
-        make_table(path, args.rows)
-        print(f"generated {args.rows:,} rows in {time.perf_counter() - t0:.1f} s "
-              f"({path.stat().st_size / 2**20:.0f} MiB Parquet)")  # fmt: skip
-        results = {}
-        tasks = [(name, body, "") for name, body in TASKS.items()]
-        if args.spark:
-            tasks += [(name, body, SPARK_SETUP) for name, body in SPARK_TASKS.items()]
-        for name, template, setup in tasks:
-            body = template.format(path=path, rows=args.rows, groups=GROUPS)
-            runs = [run(body, setup) for _ in range(args.repeats)]
-            walls = sorted(w for w, _ in runs)
-            results[name] = (walls[len(walls) // 2], max(m for _, m in runs))
-        base = results["plain DuckDB, values clamped"][0]
-        print("| task | wall time (median) | × clamped plain | peak RSS |")
-        print("| --- | ---: | ---: | ---: |")
-        for name, (wall, mem) in results.items():
-            print(f"| {name} | {wall:.2f} s | {wall / base:.2f} | {mem:.0f} MiB |")
-        print(json.dumps({k: {"wall_s": w, "peak_mib": m} for k, (w, m) in results.items()}))
+    names = [t for t in args.tasks.split(",") if t]
+    with tempfile.TemporaryDirectory(prefix="snapdp-bench-") as d:
+        path = Path(d) / "data.parquet"
+        generate(path, args.rows, args.units)
+        spill = Path(d) / "spill"
+        spill.mkdir()
+        results: dict[str, tuple[float, float]] = {}
+        for name in names:
+            runs = [run_task(name, path, args.memory_limit, spill) for _ in range(args.repeats)]
+            results[name] = (
+                statistics.median(r["seconds"] for r in runs),
+                max(r["rss_mib"] for r in runs),
+            )
+            print(
+                f"# {name}: {results[name][0]:.2f} s, {results[name][1]:.0f} MiB", file=sys.stderr
+            )
+    print(f"{args.rows:,} rows, {args.units:,} units, memory limit {args.memory_limit}\n")
+    print("| task | wall time | × its plain baseline | peak RSS |")
+    print("| --- | ---: | ---: | ---: |")
+    for name in names:
+        seconds, rss = results[name]
+        base = "plain-unit" if "unit" in name else "plain"
+        ratio = f"{seconds / results[base][0]:.2f}" if base in results else "-"
+        print(f"| {TASKS[name][0]} | {seconds:.2f} s | {ratio} | {rss:.0f} MiB |")
 
 
 if __name__ == "__main__":

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+# SNAPDP_SHARED_DATA points a git worktree (whose parent has no shared/) at the PUMS folder.
+SHARED_DATA = Path(os.environ.get("SNAPDP_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
 @pytest.fixture(scope="session")

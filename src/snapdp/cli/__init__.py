@@ -12,7 +12,9 @@ import click
 from snapdp import __version__
 from snapdp.cli._common import BoundaryGroup
 from snapdp.cli.budget import budget
+from snapdp.cli.check import check
 from snapdp.cli.compare import compare
+from snapdp.cli.plan import plan, run
 from snapdp.cli.release import release
 from snapdp.cli.verify import verify
 
@@ -29,3 +31,6 @@ main.add_command(release)
 main.add_command(compare)
 main.add_command(verify)
 main.add_command(budget)
+main.add_command(check)
+main.add_command(plan)
+main.add_command(run)

@@ -18,6 +18,7 @@ from snapdp.cli._common import (
     plain_number,
     sensitivity_option,
 )
+from snapdp.cli._data import declaration_options
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
@@ -35,20 +36,26 @@ from snapdp.mechanism import SnappingMechanism
 @click.option("--upper", type=float, help="Single-value mode: public upper bound.")
 @sensitivity_option
 @click.option("--count", "want_count", is_flag=True, help="Release the row count.")
-@click.option("--sum", "sums", multiple=True, metavar="COL:LO:HI", help="Release a clamped sum.")
-@click.option("--mean", "means", multiple=True, metavar="COL:LO:HI", help="Release a clamped mean.")
-@click.option("--by", help="Group by this column (a histogram); needs --keys.")
-@click.option("--keys", "keys_spec", metavar="COL=a,b,c", help="The declared group keys.")
-@click.option("--privacy-unit", help="Column identifying a person (default: each row is one).")
-@click.option("--max-rows-per-unit", type=int, default=1, show_default=True, help="k.")
-@click.option("--max-rows", type=int, help="Public upper bound on the number of rows.")
+@click.option("--sum", "sums", multiple=True, metavar="COL[:LO:HI]", help="A clamped sum.")
+@click.option("--mean", "means", multiple=True, metavar="COL[:LO:HI]", help="A clamped mean.")
+@click.option("--var", "variances", multiple=True, metavar="COL[:LO:HI]", help="A variance.")
+@click.option("--std", "stds", multiple=True, metavar="COL[:LO:HI]", help="A standard deviation.")
 @click.option(
-    "--nulls",
-    type=click.Choice(["error", "drop", "lower", "upper"]),
-    default="error",
-    show_default=True,
-    help="Null policy for value columns: refuse, drop, or impute the lower/upper bound.",
+    "--quantiles",
+    "quantiles",
+    multiple=True,
+    metavar="COL[:LO:HI]:P1,P2,…",
+    help="Quantiles, e.g. income:0:500000:0.25,0.5,0.75.",
 )
+@click.option(
+    "--mean-method",
+    type=click.Choice(["ratio", "substitute"]),
+    default="ratio",
+    show_default=True,
+    help="Means: noisy sum / noisy count, or sum/n with n declared public (--rows).",
+)
+@click.option("--by", multiple=True, metavar="COL[,COL…]", help="Group by these columns.")
+@declaration_options
 @click.option("--ledger", type=click.Path(dir_okay=False), help="SQLite budget ledger file.")
 @click.option(
     "--total-epsilon",
@@ -63,9 +70,14 @@ from snapdp.mechanism import SnappingMechanism
 @click.option(
     "--alpha",
     type=float,
-    default=0.05,
-    show_default=True,
-    help="Accuracy is stated at confidence 1 − alpha.",
+    default=None,
+    help="Accuracy is stated at confidence 1 − alpha (default 0.05; or use --confidence).",
+)
+@click.option(
+    "--confidence",
+    type=float,
+    default=None,
+    help="Every ± holds with this probability (default 0.95).",
 )
 @json_option
 @click.option("--dry-run", is_flag=True, help="Show the accuracy; draw no noise and spend nothing.")
@@ -87,35 +99,48 @@ def release(
     want_count: bool,
     sums: tuple[str, ...],
     means: tuple[str, ...],
-    by: str | None,
-    keys_spec: str | None,
-    privacy_unit: str | None,
-    max_rows_per_unit: int,
-    max_rows: int | None,
-    nulls: str,
+    variances: tuple[str, ...],
+    stds: tuple[str, ...],
+    quantiles: tuple[str, ...],
+    mean_method: str,
+    by: tuple[str, ...],
     ledger: str | None,
     total_epsilon: Fraction | None,
     dataset: str | None,
-    alpha: float,
+    alpha: float | None,
+    confidence: float | None,
     as_json: bool,
     dry_run: bool,
     engine: str,
+    **declaration: Any,
 ) -> None:
     """Release one value (--value) or statistics over DATA (a CSV or Parquet file).
 
     Single value: snapdp release --value 42 --epsilon 1 --lower 0 --upper 100
 
-    Table: snapdp release [DATA] --epsilon 1 --count --sum income:0:500000
-    --mean age:0:100 --by sex --keys sex=0,1 --max-rows 1000 [--ledger budget.sqlite]
+    Table: snapdp release [DATA] --epsilon 1 --count --mean age:0:100 --var income:0:500000
+    --by sex --keys sex=0,1 [--ledger budget.sqlite]
 
     Without DATA, the statistics are released from a synthetic demo table (100,000 people:
     pid, age, sex, educ, race, income, region). The total ε is split equally among the
-    statistics. Accuracy comes from public parameters only (docs/mechanism.md): each value is within
-    ± its accuracy of the true (clamped, contribution-bounded) statistic with probability at
-    least 1 − alpha. With --ledger the spend is committed before any result is shown.
+    statistics. Columns, keys and bounds are declared (--column, --keys, --bins, …) or taken
+    from the query; never from the data. Accuracy comes from public parameters only: each value
+    is within ± its accuracy of the true (clamped, contribution-bounded) statistic with the
+    stated probability. With --ledger the spend is committed before any result is shown. See
+    docs/data.md.
     """
+    if alpha is not None and confidence is not None:
+        raise ParameterError("give `--alpha` or `--confidence`, not both")
+    table_confidence = 0.95 if confidence is None else confidence
+    if alpha is not None and value is None:
+        if not 0 < alpha < 1:
+            raise ParameterError(f"`--alpha` must be in (0, 1), not {alpha!r}")
+        table_confidence = float(1 - Fraction(repr(float(alpha))))
+    if alpha is None:
+        alpha = 0.05 if confidence is None else float(1 - Fraction(repr(float(confidence))))
+    table_flags = want_count or sums or means or variances or stds or quantiles or by
     if value is not None:
-        if data is not None or want_count or sums or means or by or keys_spec:
+        if data is not None or table_flags:
             raise ParameterError(
                 "`--value` releases one number: do not combine it with DATA or statistics"
             )
@@ -146,19 +171,20 @@ def release(
 
     run_table_release(
         data=data,
-        epsilon=float(epsilon),  # the table glue takes a float for now (docs/data.md)
+        epsilon=epsilon,
         want_count=want_count,
         sums=sums,
         means=means,
+        variances=variances,
+        stds=stds,
+        quantiles=quantiles,
+        mean_method=mean_method,
         by=by,
-        keys_spec=keys_spec,
-        privacy_unit=privacy_unit,
-        max_rows_per_unit=max_rows_per_unit,
-        max_rows=max_rows,
-        nulls=nulls,
+        declaration=declaration,
         ledger=ledger,
-        total_epsilon=None if total_epsilon is None else float(total_epsilon),
-        alpha=alpha,
+        total_epsilon=total_epsilon,
+        dataset=dataset,
+        confidence=table_confidence,
         as_json=as_json,
         dry_run=dry_run,
         engine=engine,

@@ -1,24 +1,29 @@
-"""Differentially private releases over tables: statistics, privacy units, engines, the budget
-ledger (DESIGN §8). See ``docs/data.md``."""
+"""Differentially private releases over declared tables: the declaration, queries, statistics,
+engines, the budget ledger (DESIGN §8). See ``docs/data.md``."""
 
 from __future__ import annotations
 
 from snapdp.data.ledger import DatasetBudget, Ledger, LedgerEntry, LedgerReport, read_ledger
-from snapdp.data.release import AccuracyPreview, PrivateTable, StatisticResult
-from snapdp.data.spec import Count, Mean, Sum, parse_bound_spec, parse_keys_spec
+from snapdp.data.query import Query
+from snapdp.data.release import PrivateTable
+from snapdp.data.results import QueryResult, ResultRow
+from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
+from snapdp.data.statistics import AccuracyStatement
 
 __all__ = [
-    "AccuracyPreview",
-    "Count",
+    "AccuracyStatement",
+    "Column",
+    "ContributionBounds",
+    "CsvOptions",
     "DatasetBudget",
     "Ledger",
     "LedgerEntry",
     "LedgerReport",
-    "Mean",
+    "NullRule",
     "PrivateTable",
-    "StatisticResult",
-    "Sum",
-    "parse_bound_spec",
-    "parse_keys_spec",
+    "Query",
+    "QueryResult",
+    "ResultRow",
+    "Schema",
     "read_ledger",
 ]

@@ -28,6 +28,8 @@ class Query:
     this query. ``quantiles``: probabilities in (0, 1) for ``statistic="quantiles"``.
     ``method``: for a mean, "ratio" (noisy sum / noisy count, default) or "substitute" (needs the
     declared public row count). ``name``: a label for results (default: derived).
+    ``resolution``: for quantiles, the widest leaf of the tree histogram (default: the declared
+    range / 1024, and at least 1 for an integer column).
     """
 
     statistic: StatisticName
@@ -37,6 +39,7 @@ class Query:
     quantiles: tuple[Fraction, ...] = ()
     method: Literal["ratio", "substitute"] = "ratio"
     name: str | None = None
+    resolution: Fraction | None = None
 
     def __post_init__(self) -> None:
         if self.statistic not in STATISTICS:
@@ -67,6 +70,21 @@ class Query:
             raise ParameterError(
                 "only statistic='quantiles' takes `quantiles`", parameter="quantiles"
             )
+        if self.resolution is not None:
+            if self.statistic != "quantiles":
+                raise ParameterError(
+                    "only statistic='quantiles' takes `resolution`", parameter="resolution"
+                )
+            try:
+                res = Fraction(self.resolution)
+            except (TypeError, ValueError, ZeroDivisionError):
+                raise ParameterError(
+                    f"`resolution` must be a number > 0, not {self.resolution!r}",
+                    parameter="resolution",
+                ) from None
+            if not res > 0:
+                raise ParameterError("`resolution` must be > 0", parameter="resolution")
+            object.__setattr__(self, "resolution", res)
         if self.method not in ("ratio", "substitute"):
             raise ParameterError(
                 f"`method` must be 'ratio' or 'substitute', not {self.method!r}", parameter="method"

@@ -6,14 +6,29 @@ See docs/data.md.
 
 from __future__ import annotations
 
+import csv
+import datetime as _dt
+import io
+import json
+import os
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 from snapdp.data.query import Query
 from snapdp.data.schema import Key
 
-__all__ = ["QueryResult", "ResultRow"]
+__all__ = [
+    "RESULT_FILES",
+    "QueryResult",
+    "ResultRow",
+    "long_table",
+    "results_json",
+    "write_results",
+]
 
 
 @dataclass(frozen=True)
@@ -48,3 +63,151 @@ class QueryResult:
     def label(self) -> str:
         """The query's label."""
         return self.query.label
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result in columnar JSON-ready form: one list per key column, ``value``,
+        ``accuracy`` (and ``quantile``, ``rank_accuracy`` for quantiles), with ε as an exact
+        decimal/fraction string, δ, the confidence and the notes."""
+        columns: dict[str, list[Any]] = {k: [] for k in self.key_columns}
+        for row in self.rows:
+            for name, key in zip(self.key_columns, row.keys, strict=True):
+                columns[name].append(_json_value(key))
+        out: dict[str, Any] = {
+            "query": self.label,
+            "statistic": self.query.statistic,
+            "column": self.query.column,
+            "by": list(self.key_columns),
+            "keys": columns,
+            "value": [r.value for r in self.rows],
+            "accuracy": [r.accuracy for r in self.rows],
+        }
+        if any(r.quantile is not None for r in self.rows):
+            out["quantile"] = [_json_value(r.quantile) for r in self.rows]
+            out["rank_accuracy"] = [r.rank_accuracy for r in self.rows]
+        out.update(
+            epsilon=_fraction_text(self.epsilon),
+            delta=self.delta,
+            confidence=self.confidence,
+            notes=list(self.notes),
+            mechanisms=self.mechanisms,
+        )
+        return out
+
+
+def _fraction_text(x: Fraction) -> str:
+    """A Fraction as a finite decimal when it is one (1/10 → "0.1"), else "p/q"."""
+    d = x.denominator
+    twos = fives = 0
+    while d % 2 == 0:
+        d //= 2
+        twos += 1
+    while d % 5 == 0:
+        d //= 5
+        fives += 1
+    if d != 1:
+        return f"{x.numerator}/{x.denominator}"
+    places = max(twos, fives)
+    scaled = x * 10**places
+    text = str(abs(scaled.numerator)).rjust(places + 1, "0")
+    sign = "-" if x < 0 else ""
+    if places == 0:
+        return sign + text
+    return f"{sign}{text[:-places]}.{text[-places:]}"
+
+
+def _json_value(x: object) -> object:
+    if isinstance(x, Fraction):
+        return int(x) if x.denominator == 1 else float(x)
+    if isinstance(x, _dt.date):
+        return x.isoformat()
+    return x
+
+
+# -- writers (docs/plans.md, "Outputs") -------------------------------------------------------
+#: The files :func:`write_results` writes (the HTML report is :mod:`snapdp.data.report`'s).
+RESULT_FILES = ("results.csv", "results.parquet", "results.json")
+
+
+def long_table(results: Sequence[QueryResult]) -> tuple[list[str], list[list[object]]]:
+    """All results as one long table: a row per released number with its query, statistic,
+    column, one column per key column used by any query (empty where a query has no such key),
+    quantile, value, accuracy (±), rank accuracy, confidence and the query's exact ε."""
+    key_names: list[str] = list(dict.fromkeys(k for r in results for k in r.key_columns))
+    header = ["query", "statistic", "column", *key_names, "quantile", "value", "accuracy",
+              "rank_accuracy", "confidence", "epsilon"]  # fmt: skip
+    rows: list[list[object]] = []
+    for r in results:
+        for row in r.rows:
+            keys = dict(zip(r.key_columns, row.keys, strict=True))
+            rows.append(
+                [
+                    r.label,
+                    r.query.statistic,
+                    r.query.column,
+                    *(_json_value(keys[k]) if k in keys else None for k in key_names),
+                    None if row.quantile is None else float(row.quantile),
+                    row.value,
+                    row.accuracy,
+                    row.rank_accuracy,
+                    r.confidence,
+                    _fraction_text(r.epsilon),
+                ]
+            )
+    return header, rows
+
+
+def results_json(results: Sequence[QueryResult]) -> dict[str, Any]:
+    """The columnar JSON form: ``{"queries": [QueryResult.as_dict(), ...], "epsilon": total}``."""
+    total = sum((r.epsilon for r in results), Fraction(0))
+    return {"queries": [r.as_dict() for r in results], "epsilon": _fraction_text(total)}
+
+
+def write_results(results: Sequence[QueryResult], folder: str | Path) -> tuple[Path, ...]:
+    """Write ``results.csv`` (long form), ``results.parquet`` (the same table, typed) and
+    ``results.json`` (columnar) into ``folder``; each file appears whole or not at all (written
+    to a temporary file, then renamed). Returns their paths."""
+    out = Path(folder)
+    header, rows = long_table(results)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if v is None else v for v in row])
+    paths = [
+        _atomic(out / "results.csv", text.getvalue().encode("utf-8")),
+        _atomic(out / "results.parquet", _parquet_bytes(header, rows)),
+        _atomic(
+            out / "results.json",
+            (json.dumps(results_json(results), indent=2, default=str) + "\n").encode("utf-8"),
+        ),
+    ]
+    return tuple(paths)
+
+
+def _parquet_bytes(header: list[str], rows: list[list[object]]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrays = []
+    for i, _name in enumerate(header):
+        column = [row[i] for row in rows]
+        try:
+            arrays.append(pa.array(column))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):  # keys of several types: keep them as text
+            arrays.append(pa.array([None if v is None else str(v) for v in column]))
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_arrays(arrays, names=header), buf)
+    return buf.getvalue()
+
+
+def _atomic(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` whole or not at all."""
+    fd, tmp = tempfile.mkstemp(prefix="." + path.name, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path

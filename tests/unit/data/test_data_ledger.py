@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from snapdp.data import Count, Ledger, PrivateTable, Sum
+from snapdp.data import Column, Ledger, PrivateTable, Query, Schema
 from snapdp.data.ledger import read_ledger
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 from snapdp.mechanism import SnappingMechanism
@@ -94,13 +94,16 @@ def test_changing_bounds_or_keys_does_not_open_a_fresh_budget(tmp_path: Path) ->
     csv = tmp_path / "t.csv"
     pd.DataFrame({"x": range(10), "g": [0, 1] * 5}).to_csv(csv, index=False)
     path = tmp_path / "b.sqlite"
-    seeded = {"max_rows": 100, "ledger": path}
-    PrivateTable(str(csv), total_epsilon=1, **seeded).release([Sum("x", 0, 10)], Fraction(1, 2))
-    table = PrivateTable(csv, **seeded)  # the same file by another spelling: the same budget
-    table.release([Sum("x", -5, 50)], Fraction(1, 4))
-    table.release([Count()], Fraction(1, 4), by="g", keys=[0, 1, 2])
+    narrow = Schema((Column("x", "decimal", 0, 10),))
+    PrivateTable(str(csv), narrow, total_epsilon=1, ledger=path).release(
+        [Query("sum", "x")], Fraction(1, 2)
+    )
+    wide = Schema((Column("x", "decimal", -5, 50), Column("g", "integer", keys=(0, 1, 2))))
+    table = PrivateTable(csv, wide, ledger=path)  # the same file by another spelling: same budget
+    table.release([Query("sum", "x")], Fraction(1, 4))
+    table.release([Query("count", by=("g",))], Fraction(1, 4))
     with pytest.raises(PrivacyBudgetError):
-        table.release([Count()], Fraction(1, 1000))
+        table.release([Query("count")], Fraction(1, 1000))
     (only,) = read_ledger(path).datasets
     assert only.dataset == str(csv.resolve()) and only.spent == 1
 
@@ -120,7 +123,7 @@ def no_noise(monkeypatch: pytest.MonkeyPatch) -> None:
 def _table(tmp_path: Path, ledger: Path, total: object = 1) -> PrivateTable:
     csv = tmp_path / "t.csv"
     pd.DataFrame({"x": range(10)}).to_csv(csv, index=False)
-    return PrivateTable(csv, max_rows=100, ledger=ledger, total_epsilon=total)
+    return PrivateTable(csv, ledger=ledger, total_epsilon=total)
 
 
 def test_a_refused_first_release_leaves_no_file(tmp_path: Path, no_noise: None) -> None:
@@ -242,8 +245,8 @@ def test_an_unwritable_ledger_is_refused_before_any_noise(
             Ledger(path).check("0.25")
         assert str(path) in str(info.value)
         with pytest.raises(LedgerError, match="cannot be written"):
-            table = PrivateTable(csv, max_rows=100, ledger=path, dataset="default")
-            table.release([Count()], Fraction(1, 4))
+            table = PrivateTable(csv, ledger=path, dataset="default")
+            table.release([Query("count")], Fraction(1, 4))
         if how != "journal":  # (SQLite cannot even read past a journal path it cannot open)
             assert Ledger(path).spent() == Fraction(1, 4)  # still readable
 
@@ -457,8 +460,8 @@ def _release_then_die(path: str, csv: str, stage: str) -> None:
         ledger_module._before_commit = die
     else:
         ledger_module._after_commit = die
-    table = PrivateTable(csv, max_rows=100, ledger=path, dataset="t")
-    table.release([Count()], 0.25)
+    table = PrivateTable(csv, ledger=path, dataset="t")
+    table.release([Query("count")], 0.25)
     os._exit(3)  # never reached: the process is killed inside release()
 
 

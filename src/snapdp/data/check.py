@@ -1,0 +1,304 @@
+"""``snapdp check``: what in the data does not fit its declaration — WITHOUT privacy (docs/data.md).
+
+For the data owner only. A release never says what the data holds beyond its noisy answers
+(DESIGN §8.1), so the diagnostics that leave the release path come here: per declared column, the
+cells whose cast fails (count and a few examples), the nulls, the values outside the bounds, the
+values that are no declared key or lie outside every bin (with counts); per privacy unit, the
+null units and the units and rows over each contribution bound; the true row count against a
+declared ``rows`` and ``max_rows``. Everything here is exact and may quote cells: it must not be
+shown to analysts. It never spends budget and never opens a ledger.
+
+The cast, key and bin rules are the engines' (:mod:`snapdp.data.engines.base`, read by the DuckDB
+engine), so what is reported is what a release would do with the row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from snapdp.data.engines.duckdb import DuckDBEngine, cell_index_sql
+from snapdp.data.schema import Column, Schema
+
+__all__ = ["CheckReport", "ColumnReport", "UnitReport", "check"]
+
+WARNING = (
+    "snapdp check reads the data WITHOUT privacy: the counts and cells below are exact. "
+    "Do not show this report to anyone who may not see the data."
+)
+
+
+@dataclass
+class ColumnReport:
+    """What does not fit one declared column. ``nulls``: empty/null cells; ``cast_failures``:
+    cells that are not values of the declared type (they become null), with ``examples``;
+    ``below``/``above``: values outside [lower, upper] (clamped in releases); ``outside_domain``:
+    values that are no declared key / in no bin (their rows leave groupings on the column), the
+    most frequent in ``undeclared`` as (cell text, rows); ``null_rule``: what releases do with
+    nulls."""
+
+    name: str
+    type: str
+    null_rule: str
+    nulls: int = 0
+    cast_failures: int = 0
+    examples: list[str] = field(default_factory=list)
+    below: int | None = None
+    above: int | None = None
+    outside_domain: int | None = None
+    undeclared: list[tuple[str, int]] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        """Whether every cell fits the declaration."""
+        return not (
+            self.nulls or self.cast_failures or self.below or self.above or self.outside_domain
+        )
+
+
+@dataclass
+class UnitReport:
+    """The privacy unit: null units, units, and the units (and rows) over each declared bound.
+    L0 and L∞ are counted over the cells of every declared grouping column together (rows outside
+    them are not counted there)."""
+
+    column: str
+    null_units: int = 0
+    null_rule: str = "drop"
+    units: int = 0
+    max_rows_per_unit: int = 0
+    over_rows_per_unit: tuple[int, int] | None = None  # (units, rows beyond the bound)
+    over_groups_per_unit: tuple[int, int] | None = None  # (units, cells beyond the bound)
+    over_rows_per_group: tuple[int, int] | None = None  # ((unit, cell) pairs, rows beyond)
+
+
+@dataclass
+class CheckReport:
+    """The whole report (see the module docstring); :meth:`to_dict` for JSON, :meth:`to_text`."""
+
+    source: str
+    rows: int
+    declared_rows: int | None
+    max_rows: int
+    columns: list[ColumnReport]
+    unit: UnitReport | None = None
+
+    @property
+    def fits(self) -> bool:
+        """Whether the data fits the declaration in every respect checked."""
+        unit_ok = self.unit is None or not (
+            self.unit.null_units
+            or any(
+                o is not None and o[0]
+                for o in (
+                    self.unit.over_rows_per_unit,
+                    self.unit.over_groups_per_unit,
+                    self.unit.over_rows_per_group,
+                )
+            )
+        )
+        rows_ok = (self.declared_rows is None or self.rows == self.declared_rows) and (
+            self.rows <= self.max_rows
+        )
+        return unit_ok and rows_ok and all(c.fits for c in self.columns)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, with the warning first."""
+        out: dict[str, Any] = {"warning": WARNING, "fits": self.fits}
+        out.update(asdict(self))
+        return out
+
+    def to_text(self) -> str:
+        """A plain-text report; its first line is the warning."""
+        lines = [WARNING, "", f"data: {self.source}"]
+        rows = f"rows: {self.rows:,}"
+        if self.declared_rows is not None:
+            same = "matches" if self.rows == self.declared_rows else "DOES NOT match"
+            rows += f" ({same} the declared rows = {self.declared_rows:,})"
+        if self.rows > self.max_rows:
+            rows += f" — MORE than max_rows = {self.max_rows:,}: accuracy claims do not hold"
+        lines.append(rows)
+        for c in self.columns:
+            lines.append("")
+            lines.append(f"column {c.name!r} ({c.type}; nulls {c.null_rule})")
+            if c.fits:
+                lines.append("  every cell fits")
+                continue
+            if c.nulls:
+                lines.append(f"  {c.nulls:,} null or empty cell(s)")
+            if c.cast_failures:
+                ex = ", ".join(repr(e) for e in c.examples)
+                lines.append(f"  {c.cast_failures:,} cell(s) not {c.type} (become null), e.g. {ex}")
+            if c.below:
+                lines.append(f"  {c.below:,} value(s) below the lower bound (clamped)")
+            if c.above:
+                lines.append(f"  {c.above:,} value(s) above the upper bound (clamped)")
+            if c.outside_domain:
+                top = ", ".join(f"{v!r}: {n:,}" for v, n in c.undeclared)
+                lines.append(
+                    f"  {c.outside_domain:,} row(s) with a value outside the declared keys/bins "
+                    f"(left out of groupings on it): {top}"
+                )
+        if self.unit is not None:
+            u = self.unit
+            lines += ["", f"privacy unit {u.column!r}: {u.units:,} unit(s)"]
+            lines.append(f"  most rows of one unit: {u.max_rows_per_unit:,}")
+            if u.null_units:
+                lines.append(f"  {u.null_units:,} row(s) with a null unit ({u.null_rule})")
+            for label, over, what in (
+                ("max_rows_per_unit", u.over_rows_per_unit, "row(s)"),
+                ("max_groups_per_unit", u.over_groups_per_unit, "cell(s)"),
+                ("max_rows_per_group", u.over_rows_per_group, "row(s)"),
+            ):
+                if over is not None:
+                    who = "(unit, cell) pair(s)" if label == "max_rows_per_group" else "unit(s)"
+                    lines.append(
+                        f"  {label}: {over[0]:,} {who} over the bound, {over[1]:,} {what} "
+                        "beyond it (not used in releases)"
+                    )
+        lines += ["", "fits the declaration" if self.fits else "does NOT fit the declaration"]
+        return "\n".join(lines)
+
+
+def check(
+    source: object,
+    schema: Schema,
+    *,
+    glob: bool = False,
+    examples: int = 3,
+    top: int = 10,
+    memory_limit: str | None = None,
+    temp_directory: str | None = None,
+) -> CheckReport:
+    """Check ``source`` against ``schema`` WITHOUT privacy (see the module docstring)."""
+    engine = DuckDBEngine(
+        source, csv=schema.csv, glob=glob, memory_limit=memory_limit, temp_directory=temp_directory
+    )
+    columns = list(schema.columns)
+    unit_col: Column | None = None
+    if schema.privacy_unit is not None:
+        declared = {c.name: c for c in columns}
+        unit_col = declared.get(schema.privacy_unit) or Column(schema.privacy_unit, "text")
+        if schema.privacy_unit not in declared:
+            columns.append(unit_col)
+    base = engine.cast_select(columns)
+    t = f"(WITH t AS ({base}) SELECT * FROM t)"
+    index = {c.name: i for i, c in enumerate(columns)}
+
+    items = ["COUNT(*)"]
+    for i, c in enumerate(columns):
+        items += [
+            f"COUNT(*) FILTER (WHERE raw_{i} IS NULL)",
+            f"COUNT(*) FILTER (WHERE raw_{i} IS NOT NULL AND val_{i} IS NULL)",
+        ]
+        if c.lower is not None and c.upper is not None:
+            lo, hi = _double(c.lower), _double(c.upper)
+            items += [
+                f"COUNT(*) FILTER (WHERE CAST(val_{i} AS DOUBLE) < {lo})",
+                f"COUNT(*) FILTER (WHERE CAST(val_{i} AS DOUBLE) > {hi})",
+            ]
+        if c.is_grouping:
+            items.append(
+                f"COUNT(*) FILTER (WHERE val_{i} IS NOT NULL AND "
+                f"{cell_index_sql(c, f'val_{i}')} IS NULL)"
+            )
+    counts = list(engine.fetch(f"SELECT {', '.join(items)} FROM {t}")[0])
+    rows = int(counts.pop(0))
+    reports: list[ColumnReport] = []
+    for i, c in enumerate(columns):
+        if c is unit_col and c not in schema.columns:
+            counts = counts[2:]
+            continue
+        r = ColumnReport(c.name, c.type, c.nulls.describe())
+        r.nulls, r.cast_failures = int(counts.pop(0)), int(counts.pop(0))
+        if c.lower is not None:
+            r.below, r.above = int(counts.pop(0)), int(counts.pop(0))
+        if c.is_grouping:
+            r.outside_domain = int(counts.pop(0))
+        if r.cast_failures and examples > 0:
+            r.examples = [
+                str(x[0])
+                for x in engine.fetch(
+                    f"SELECT DISTINCT raw_{i} FROM {t} WHERE raw_{i} IS NOT NULL AND "
+                    f"val_{i} IS NULL ORDER BY raw_{i} LIMIT {int(examples)}"
+                )
+            ]
+        if r.outside_domain:
+            r.undeclared = [
+                (str(v), int(n))
+                for v, n in engine.fetch(
+                    f"SELECT raw_{i}, COUNT(*) AS n FROM {t} WHERE val_{i} IS NOT NULL AND "
+                    f"{cell_index_sql(c, f'val_{i}')} IS NULL GROUP BY raw_{i} "
+                    f"ORDER BY n DESC, raw_{i} LIMIT {int(top)}"
+                )
+            ]
+        reports.append(r)
+    unit = None
+    if unit_col is not None:
+        unit = _unit_report(engine, schema, unit_col, t, index, columns)
+    return CheckReport(engine.describe(), rows, schema.rows, schema.max_rows, reports, unit)
+
+
+def _unit_report(
+    engine: DuckDBEngine,
+    schema: Schema,
+    unit_col: Column,
+    t: str,
+    index: dict[str, int],
+    columns: Sequence[Column],
+) -> UnitReport:
+    u = f"val_{index[unit_col.name]}"
+    report = UnitReport(unit_col.name, null_rule=schema.null_units)
+    report.null_units = int(engine.fetch(f"SELECT COUNT(*) FROM {t} WHERE {u} IS NULL")[0][0])
+    units, most = engine.fetch(
+        f"SELECT COUNT(*), COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM {t} "
+        f"WHERE {u} IS NOT NULL GROUP BY {u})"
+    )[0]
+    report.units, report.max_rows_per_unit = int(units), int(most)
+    b = schema.bounds
+    if b.max_rows_per_unit is not None:
+        k = b.max_rows_per_unit
+        report.over_rows_per_unit = _pair(
+            engine.fetch(
+                f"SELECT COUNT(*) FILTER (WHERE n > {k}), COALESCE(SUM(GREATEST(n - {k}, 0)), 0) "
+                f"FROM (SELECT COUNT(*) AS n FROM {t} WHERE {u} IS NOT NULL GROUP BY {u})"
+            )[0]
+        )
+    groupings = [c for c in columns if c.is_grouping]
+    if groupings and (b.max_groups_per_unit is not None or b.max_rows_per_group is not None):
+        cell_parts = [cell_index_sql(c, f"val_{index[c.name]}") for c in groupings]
+        cell = "[" + ", ".join(cell_parts) + "]"
+        not_null = " AND ".join(f"({p}) IS NOT NULL" for p in cell_parts)
+        cells = f"(SELECT {u} AS u, {cell} AS cell FROM {t} WHERE {u} IS NOT NULL AND {not_null})"
+        if b.max_groups_per_unit is not None:
+            n0 = b.max_groups_per_unit
+            report.over_groups_per_unit = _pair(
+                engine.fetch(
+                    f"SELECT COUNT(*) FILTER (WHERE n > {n0}), "
+                    f"COALESCE(SUM(GREATEST(n - {n0}, 0)), 0) FROM "
+                    f"(SELECT COUNT(DISTINCT cell) AS n FROM {cells} GROUP BY u)"
+                )[0]
+            )
+        if b.max_rows_per_group is not None:
+            n1 = b.max_rows_per_group
+            report.over_rows_per_group = _pair(
+                engine.fetch(
+                    f"SELECT COUNT(*) FILTER (WHERE n > {n1}), "
+                    f"COALESCE(SUM(GREATEST(n - {n1}, 0)), 0) FROM "
+                    f"(SELECT COUNT(*) AS n FROM {cells} GROUP BY u, cell)"
+                )[0]
+            )
+    return report
+
+
+def _pair(row: tuple[Any, ...]) -> tuple[int, int]:
+    return int(row[0]), int(row[1])
+
+
+def _double(x: object) -> str:
+    d = float(x)  # type: ignore[arg-type]
+    if math.isinf(d):
+        return "'inf'::DOUBLE" if d > 0 else "'-inf'::DOUBLE"
+    return f"{d!r}::DOUBLE"

@@ -1,0 +1,966 @@
+r"""The DuckDB engine: the engine contract in one SQL query per plan, out of core (docs/data.md).
+
+Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through Python, and only
+one row per cell comes back.
+
+* **Read.** A path is a literal file or folder (a name holding ``[``, ``*`` or ``?`` is not a
+  pattern) unless ``glob=True``. A folder is a Parquet dataset (``**/*.parquet``, hive
+  partitioning); a file starting with the Parquet magic bytes is Parquet; any other file is a CSV,
+  read with every cell as text (``all_varchar``), the header parsed here (never sniffed), the
+  delimiter, quote ``"`` and encoding given, lines that do not parse (wrong number of fields,
+  bytes that are not in the encoding) skipped. A pandas DataFrame is turned into an Arrow table
+  column by column with the declared types (object columns cell by cell by the contract's rules:
+  never by DuckDB's type inference from a sample of the data); an Arrow table is read as it is.
+  Errors: only for a source that cannot be opened or read as a whole, naming the file and the kind
+  of failure; DuckDB's own messages (which may quote rows) are never passed on.
+* **Cast** by the regular-expression gates of the contract (``TRY_CAST`` only after a gate, so
+  DuckDB's laxer parsers, e.g. ``'1_000'`` or ``'infinity'``, never decide).
+* **Cells.** Declared keys become a typed keys table (integers as BIGINT, decimals as the double
+  nearest the key, text, booleans, dates) joined to the typed cell: no text matching. Bins compare
+  the cell as a double with the double nearest each edge. The cell index is row-major.
+* **Bounding** by the keyed-hash ranks: ``md5(hash_key | text)``, the first 15 hex digits as a
+  BIGINT (:func:`~snapdp.data.engines.base.rank_text`, tested equal). No sort: L∞ keeps the lowest
+  ranks per (unit, cell) by ``arg_min``/``min_by(…, n)`` aggregates, L0 keeps per unit the cells of
+  lowest group rank (an aggregate, then a semi-join), k keeps the lowest-ranked rows per unit by
+  one aggregate over units. DuckDB's ``memory_limit`` and ``temp_directory`` let these spill.
+* **Aggregates** are exact: quanta sums as HUGEINT; Σ(2q − L_q − U_q)² as HUGEINT when a row's
+  square is below 2^64, else by 32-bit limbs recombined in Python. Which method is used depends on
+  the declared bounds only; no error can depend on the data.
+
+Internal names: the source's columns are read once, under aliases ``_snapdp_…`` chosen here; no
+user column name appears anywhere else in the query, so no user column can collide with them.
+"""
+
+from __future__ import annotations
+
+import csv as _csv
+import datetime as _dt
+import io
+import math
+import os
+import re
+import shutil
+import tempfile
+import weakref
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
+from snapdp.data.schema import Column, CsvOptions
+from snapdp.errors import ParameterError
+
+__all__ = ["DuckDBEngine", "cell_index_sql", "quote_identifier"]
+
+_DECIMAL_RE = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"
+_INTEGER_RE = r"[+-]?[0-9]+"
+_DATE_RE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_TWO53 = 9007199254740992
+_GLOB_CHARS = frozenset("*?[]{}\\")
+_HEX32 = re.compile(r"[0-9a-fA-F]{32}")
+_INT_TYPES = (
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
+    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT",
+)  # fmt: skip
+_FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
+_P = "_snapdp_"  # the prefix of every internal name
+
+
+def quote_identifier(name: str) -> str:
+    """A SQL identifier for ``name``, quoted so that any column name is safe."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _double_lit(x: float) -> str:
+    if math.isinf(x):
+        return "'inf'::DOUBLE" if x > 0 else "'-inf'::DOUBLE"
+    return f"{x!r}::DOUBLE"
+
+
+class DuckDBEngine:
+    """An :class:`~snapdp.data.engines.base.Engine` over a CSV or Parquet file, a folder of Parquet
+    files, a pandas DataFrame or an Arrow table (see the module docstring and docs/data.md).
+
+    ``memory_limit`` (e.g. ``"2GB"``) and ``temp_directory`` (default: a private temporary
+    folder removed with the engine) are DuckDB's: past the limit, the
+    bounding aggregates spill to the temporary directory. ``threads``: DuckDB's thread count.
+    """
+
+    def __init__(
+        self,
+        source: object,
+        *,
+        csv: CsvOptions = CsvOptions(),  # noqa: B008 - frozen dataclass
+        glob: bool = False,
+        memory_limit: str | None = None,
+        temp_directory: str | None = None,
+        threads: int | None = None,
+    ) -> None:
+        import duckdb
+
+        self._duckdb = duckdb
+        self._csv = csv
+        self._frame: Any = None
+        self._arrow: Any = None
+        self._is_csv = False
+        self._tmp: str | None = None
+        self._con = duckdb.connect(":memory:")
+        self._configure(memory_limit, temp_directory, threads)
+        if isinstance(source, (str, Path)):
+            self._open_path(str(source), glob)
+        elif _module(source).startswith("pandas") and type(source).__name__ == "DataFrame":
+            self._frame = source
+            frame: Any = source
+            self._label = "<pandas.DataFrame>"
+            self._names = [str(c) for c in frame.columns]
+            if len(set(self._names)) != len(self._names):
+                raise ParameterError("`data`: the DataFrame has repeated column names")
+            self._types = {}
+        elif _module(source).startswith("pyarrow") and type(source).__name__ == "Table":
+            self._arrow = source
+            self._label = "<pyarrow.Table>"
+            self._con.register(f"{_P}arrow", source)
+            self._relation = quote_identifier(f"{_P}arrow")
+            self._types = self._describe()
+            self._names = list(self._types)
+        else:
+            raise ParameterError(
+                "`data` must be a path to a CSV or Parquet file or a folder of Parquet files, a "
+                f"pandas DataFrame or a pyarrow Table, not {type(source).__name__}",
+                parameter="data",
+            )
+
+    # -- set-up --------------------------------------------------------------------------------
+    def _configure(
+        self, memory_limit: str | None, temp_directory: str | None, threads: int | None
+    ) -> None:
+        self._con.execute("SET enable_progress_bar = false")
+        self._con.execute("SET preserve_insertion_order = false")
+        if memory_limit is not None:
+            try:
+                self._con.execute(f"SET memory_limit = {_lit(str(memory_limit))}")
+            except self._duckdb.Error:
+                raise ParameterError(
+                    f"`memory_limit` must be a size such as '2GB', not {memory_limit!r}",
+                    parameter="memory_limit",
+                ) from None
+        if temp_directory is None:  # never DuckDB's default (".tmp" in the working folder)
+            temp_directory = os.path.join(self._private_dir(), "spill")
+        try:
+            self._con.execute(f"SET temp_directory = {_lit(str(temp_directory))}")
+        except self._duckdb.Error:
+            raise ParameterError(
+                f"`temp_directory` cannot be used: {str(temp_directory)!r}",
+                parameter="temp_directory",
+            ) from None
+        if threads is not None:
+            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+                raise ParameterError(
+                    f"`threads` must be an integer >= 1, not {threads!r}", parameter="threads"
+                )
+            self._con.execute(f"SET threads = {threads}")
+
+    def _open_path(self, text: str, glob: bool) -> None:
+        if glob:
+            self._open_glob(text)
+            return
+        path = Path(text).expanduser()
+        self._label = str(path)
+        try:
+            if not path.exists():
+                raise ParameterError(f"`data` file not found: {text!r}", parameter="data")
+            path = path.resolve()
+            self._label = str(path)
+            if path.is_dir():
+                self._open_parquet_folder(path)
+                return
+            with open(path, "rb") as fh:
+                head = fh.read(4)
+        except PermissionError:
+            raise ParameterError(
+                f"`data` {str(path)!r} cannot be opened (permission denied)", parameter="data"
+            ) from None
+        except OSError as exc:
+            raise ParameterError(
+                f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
+                parameter="data",
+            ) from None
+        literal = self._literal(path)
+        if head == b"PAR1":
+            self._relation = f"read_parquet({_lit(literal)})"
+            self._types = self._describe()
+        else:
+            self._open_csv(path, literal)
+        self._names = list(self._types)
+
+    def _private_dir(self) -> str:
+        """A private temporary folder, removed with the engine (spill files, literal links)."""
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="snapdp-")
+            weakref.finalize(self, shutil.rmtree, self._tmp, True)
+        return self._tmp
+
+    def _literal(self, path: Path) -> str:
+        """A path DuckDB reads literally: the path itself, or a symlink to it in a private
+        temporary folder when the path holds a character DuckDB would take as a pattern."""
+        if not _GLOB_CHARS.intersection(str(path)):
+            return str(path)
+        suffix = "".join(path.suffixes[-2:]) if not path.is_dir() else ""
+        tmp = self._private_dir()
+        link = os.path.join(tmp, f"source{len(os.listdir(tmp))}{suffix}")
+        os.symlink(path, link)
+        return link
+
+    def _open_parquet_folder(self, path: Path) -> None:
+        files = [p for p in path.rglob("*.parquet") if p.is_file()]
+        if not files:
+            raise ParameterError(
+                f"`data` folder {str(path)!r} holds no .parquet files", parameter="data"
+            )
+        pattern = os.path.join(self._literal(path), "**", "*.parquet")
+        self._relation = f"read_parquet({_lit(pattern)}, hive_partitioning = true)"
+        self._types = self._describe()
+        self._names = list(self._types)
+
+    def _open_glob(self, pattern: str) -> None:
+        import glob as _glob
+
+        self._label = pattern
+        matches = sorted(p for p in _glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        if not matches:
+            raise ParameterError(f"`data` pattern {pattern!r} matches no file", parameter="data")
+        with open(matches[0], "rb") as fh:
+            head = fh.read(4)
+        if head == b"PAR1":
+            self._relation = f"read_parquet({_lit(pattern)}, union_by_name = true)"
+            self._types = self._describe()
+        else:
+            self._open_csv(Path(matches[0]), pattern)
+        self._names = list(self._types)
+
+    def _open_csv(self, path: Path, literal: str) -> None:
+        opts = self._csv
+        encoding = opts.encoding.lower().replace("_", "-")
+        duck_encoding = {"utf-8": "utf-8", "utf8": "utf-8", "latin-1": "latin-1"}.get(encoding)
+        if encoding in ("latin1", "iso-8859-1", "iso8859-1"):
+            duck_encoding = "latin-1"
+        if encoding in ("utf-16", "utf16"):
+            duck_encoding = "utf-16"
+        if duck_encoding is None:
+            raise ParameterError(
+                f"`encoding` {opts.encoding!r} is not supported: use utf-8, utf-16 or latin-1",
+                parameter="encoding",
+            )
+        header = self._header(path, duck_encoding)
+        if opts.header:
+            names = header
+            if len(set(names)) != len(names):
+                raise ParameterError(
+                    f"`data` {str(path)!r}: the CSV header repeats a column name", parameter="data"
+                )
+        else:
+            names = [f"column{i}" for i in range(len(header))]
+        columns = "{" + ", ".join(f"{_lit(n)}: 'VARCHAR'" for n in names) + "}"
+        self._relation = (
+            f"read_csv({_lit(literal)}, columns = {columns}, header = {str(opts.header).lower()}, "
+            f"delim = {_lit(opts.delimiter)}, quote = '\"', escape = '\"', "
+            f"encoding = {_lit(duck_encoding)}, auto_detect = false, ignore_errors = true, "
+            "null_padding = false, all_varchar = true)"
+        )
+        if len(names) == 1:  # a blank line is no record (as Python's csv module reads it)
+            col = quote_identifier(names[0])
+            self._relation = f"(SELECT * FROM {self._relation} WHERE {col} IS NOT NULL)"
+        self._is_csv = True
+        self._types = dict.fromkeys(names, "VARCHAR")
+        self._check_readable()
+
+    def _header(self, path: Path, encoding: str) -> list[str]:
+        """The first record of the CSV file: its column names (a header is public)."""
+        try:
+            size = path.stat().st_size
+            if size == 0:
+                raise ParameterError(
+                    f"`data` {str(path)!r} is empty (0 bytes): not a table", parameter="data"
+                )
+            with open(path, "rb") as fh:
+                raw = fh.read(1 << 20)
+        except OSError as exc:
+            raise ParameterError(
+                f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
+                parameter="data",
+            ) from None
+        if path.name.lower().endswith(".gz"):
+            import gzip
+
+            try:
+                with gzip.open(path, "rb") as gz:
+                    raw = gz.read(1 << 20)
+            except OSError:
+                raise ParameterError(
+                    f"`data` {str(path)!r} is not a valid gzip file", parameter="data"
+                ) from None
+        py_encoding = {"utf-8": "utf-8-sig", "utf-16": "utf-16", "latin-1": "latin-1"}[encoding]
+        first = raw.split(b"\n", 1)[0] if encoding != "utf-16" else raw
+        if b"\x00" in first and encoding != "utf-16":
+            raise ParameterError(
+                f"`data` {str(path)!r} is not a text (CSV) file: it holds NUL bytes",
+                parameter="data",
+            )
+        try:
+            text = first.decode(py_encoding, errors="strict")
+        except UnicodeDecodeError:
+            if encoding == "utf-16":
+                text = raw[: len(raw) // 2 * 2].decode(py_encoding, errors="ignore")
+            else:
+                raise ParameterError(
+                    f"`data` {str(path)!r}: the CSV header is not valid {encoding} text "
+                    "(see --encoding)",
+                    parameter="encoding",
+                ) from None
+        line = text.splitlines()[0] if text.strip("\r\n") else ""
+        try:
+            record = next(_csv.reader(io.StringIO(line), delimiter=self._csv.delimiter), [])
+        except _csv.Error:
+            record = []
+        if not record or (len(record) == 1 and not record[0]):
+            raise ParameterError(
+                f"`data` {str(path)!r}: the first line holds no CSV header", parameter="data"
+            )
+        return record
+
+    def _check_readable(self) -> None:
+        """Read the source's schema; a failure is one line naming the file, never DuckDB's text."""
+        try:
+            self._con.execute(f"DESCRIBE SELECT * FROM {self._relation}").fetchall()
+        except self._duckdb.Error:
+            raise ParameterError(
+                f"`data` {self._label!r} cannot be read as a table", parameter="data"
+            ) from None
+
+    def _describe(self) -> dict[str, str]:
+        try:
+            rows = self._con.execute(f"DESCRIBE SELECT * FROM {self._relation}").fetchall()
+        except self._duckdb.Error:
+            raise ParameterError(
+                f"`data` {self._label!r} cannot be read as a Parquet table or Arrow table",
+                parameter="data",
+            ) from None
+        return {str(r[0]): str(r[1]).upper() for r in rows}
+
+    # -- the Engine protocol -------------------------------------------------------------------
+    def describe(self) -> str:
+        """The resolved path, or the frame's type."""
+        return self._label
+
+    def column_names(self) -> list[str]:
+        """The source's column names (header or schema)."""
+        return list(self._names)
+
+    def aggregate(self, plan: AggregatePlan) -> Aggregates:
+        """The exact aggregates of ``plan`` (engine contract, docs/data.md)."""
+        sql, layout = self.sql(plan)
+        result = Aggregates.zeros(plan)
+        try:
+            rows = self._con.execute(sql).fetchall()
+        except self._duckdb.Error as exc:
+            raise ParameterError(
+                f"`data` {self._label!r} could not be read ({_kind(exc)})", parameter="data"
+            ) from None
+        finally:
+            if self._frame is not None:
+                self._con.unregister(f"{_P}frame")
+        for row in rows:
+            cell = int(row[0])
+            result.rows[cell] = int(row[1])
+            pos = 2
+            for j, vc in enumerate(plan.values):
+                result.sums[j][cell] = int(row[pos] or 0)
+                result.counts[j][cell] = int(row[pos + 1])
+                pos += 2
+                squares = result.squares[j]
+                if vc.squares and squares is not None:
+                    if layout[j] == "limbs":
+                        hi, mid, lo = (int(x or 0) for x in row[pos : pos + 3])
+                        squares[cell] = (hi << 64) + (mid << 33) + lo
+                        pos += 3
+                    else:
+                        squares[cell] = int(row[pos] or 0)
+                        pos += 1
+        return result
+
+    # -- for `snapdp check` only (reads the data WITHOUT privacy; never in a release path) ----
+    def cast_select(self, columns: Sequence[Column]) -> str:
+        """SQL selecting, per declared column i, its raw cell as text (``raw_i``; an empty text
+        cell is null) and its value cast by the contract (``val_i``). For ``snapdp check``."""
+        decl = {c.name: c for c in columns}
+        _check_columns(list(decl), self._names)
+        relation, types = self._source_of(decl)
+        items = []
+        for i, (name, column) in enumerate(decl.items()):
+            col = quote_identifier(name)
+            items.append(f"NULLIF(CAST({col} AS VARCHAR), '') AS raw_{i}")
+            items.append(f"{self._cast(name, column, types)} AS val_{i}")
+        return f"SELECT {', '.join(items) or '1 AS one'} FROM {relation}"
+
+    def fetch(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run ``sql`` on this engine's connection (for ``snapdp check``: the owner's tool)."""
+        try:
+            return self._con.execute(sql).fetchall()
+        except self._duckdb.Error as exc:
+            raise ParameterError(
+                f"`data` {self._label!r} could not be read ({_kind(exc)})", parameter="data"
+            ) from None
+
+    # -- SQL -----------------------------------------------------------------------------------
+    def sql(self, plan: AggregatePlan) -> tuple[str, list[str]]:
+        """The query for ``plan`` and, per value column, how its squares come back."""
+        _check_plan(plan, self._names)
+        relation, types = self._source_for(plan)
+        used = plan.used_columns()
+        alias = {name: f"{_P}c{i}" for i, name in enumerate(used)}
+        # s0: the used columns under internal aliases, cast to their declared types.
+        casts = []
+        decl = _declared(plan)
+        for name in used:
+            casts.append(f"{self._cast(name, decl[name], types)} AS {alias[name]}")
+        ctes = [f"{_P}s0 AS (SELECT {', '.join(casts) or '1 AS _snapdp_one'} FROM {relation})"]
+        # s1: cells, quanta, unit text.
+        cols: list[str] = []
+        joins: list[str] = []
+        cell_terms: list[str] = []
+        stride = plan.n_cells
+        where: list[str] = []
+        for gi, g in enumerate(plan.groupings):
+            stride //= g.n_cells
+            value = alias[g.name]
+            if g.nulls.action == "impute":
+                value = f"COALESCE({value}, {_typed_literal(g, g.nulls.value)})"
+            if g.keys is not None:
+                keys = _keys_table(g)
+                if keys is None:
+                    where.append("FALSE")
+                    continue
+                joins.append(
+                    f"JOIN (VALUES {keys}) AS {_P}k{gi}({_P}kv, {_P}ki) "
+                    f"ON {value} = {_P}k{gi}.{_P}kv"
+                )
+                cell_terms.append(f"{_P}k{gi}.{_P}ki * {stride}")
+            else:
+                index = _bin_expr(g, value)
+                where.append(f"({index}) IS NOT NULL")
+                cell_terms.append(f"({index}) * {stride}")
+        cell = " + ".join(cell_terms) if cell_terms else "0"
+        cols.append(f"CAST({cell} AS BIGINT) AS {_P}cell")
+        layout: list[str] = []
+        for j, vc in enumerate(plan.values):
+            q, q_type = _quanta_expr(alias[vc.column.name], vc)
+            cols.append(f"CAST({q} AS {q_type}) AS {_P}q{j}")
+            layout.append("limbs" if _needs_limbs(vc) else "direct")
+        if plan.unit is not None:
+            cols.append(f"{alias[plan.unit.name]} AS {_P}u")
+        ctes.append(
+            f"{_P}s1 AS (SELECT {', '.join(cols)} FROM {_P}s0 {' '.join(joins)}"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + ")"
+        )
+        qnames = [f"{_P}q{j}" for j in range(len(plan.values))]
+        final = f"{_P}s1"
+        if plan.unit is not None:
+            final = self._bounding(plan, ctes, qnames)
+        select = [f"{_P}cell", "COUNT(*)"]
+        for j, vc in enumerate(plan.values):
+            q = f"{_P}q{j}"
+            select += [f"CAST(SUM({q}) AS HUGEINT)", f"COUNT({q})"]
+            if vc.squares:
+                centre = vc.lower_q + vc.upper_q
+                c = f"(2 * CAST({q} AS HUGEINT) - ({centre}))"
+                if layout[j] == "limbs":
+                    a = f"abs({c})"
+                    hi, lo = f"({a} >> 32)", f"({a} & 4294967295)"
+                    select += [f"SUM({hi} * {hi})", f"SUM({hi} * {lo})", f"SUM({lo} * {lo})"]
+                else:
+                    select.append(f"SUM({c} * {c})")
+        query = (
+            "WITH "
+            + ",\n".join(ctes)
+            + f"\nSELECT {', '.join(select)} FROM {final} GROUP BY {_P}cell"
+        )
+        return query, layout
+
+    def _bounding(self, plan: AggregatePlan, ctes: list[str], qnames: list[str]) -> str:
+        """Append the bounding CTEs (step 5); return the name of the bounded rows' relation.
+
+        Each stage is one aggregate: per group of the stage, the ``n`` lowest-ranked rows by
+        ``arg_min``/``min_by(…, n)``, the row packed into one integer when the declared domain
+        allows (a fixed-size state: less memory, no sort), else a struct. The row rank is a
+        function of the row (unit, cell, quanta), so each stage recomputes it."""
+        hk = plan.hash_key
+        packer = _Packer(plan, qnames)
+        b = plan.bounds
+        ctes.append(f"{_P}b0 AS (SELECT * FROM {_P}s1 WHERE {_P}u IS NOT NULL)")
+        current = f"{_P}b0"
+        step = 1
+        if b.max_rows_per_group is not None:
+            current = _top_rows(
+                ctes, current, step, [f"{_P}u", f"{_P}cell"], b.max_rows_per_group, packer, hk
+            )
+            step += 1
+        if b.max_groups_per_unit is not None:
+            grank = _rank_sql(hk, f"'g|', {_P}u, '|', {_P}cell")
+            n = b.max_groups_per_unit
+            pick = (
+                f"arg_min({_P}cell, {_P}gr) AS {_P}cell"
+                if n == 1
+                else f"unnest(min_by({_P}cell, {_P}gr, {n})) AS {_P}cell"
+            )
+            ctes.append(
+                f"{_P}g{step} AS (SELECT {_P}u, {_P}cell, {grank} AS {_P}gr FROM "
+                f"(SELECT DISTINCT {_P}u, {_P}cell FROM {current}))"
+            )
+            ctes.append(f"{_P}h{step} AS (SELECT {_P}u, {pick} FROM {_P}g{step} GROUP BY {_P}u)")
+            ctes.append(
+                f"{_P}b{step} AS (SELECT * FROM {current} SEMI JOIN {_P}h{step} "
+                f"USING ({_P}u, {_P}cell))"
+            )
+            current = f"{_P}b{step}"
+            step += 1
+        if b.max_rows_per_unit is not None:
+            current = _top_rows(ctes, current, step, [f"{_P}u"], b.max_rows_per_unit, packer, hk)
+            step += 1
+        out = ", ".join([f"{_P}cell", *qnames])
+        if plan.null_units == "own":
+            ctes.append(
+                f"{_P}bz AS (SELECT {out} FROM {current} UNION ALL "
+                f"SELECT {out} FROM {_P}s1 WHERE {_P}u IS NULL)"
+            )
+            return f"{_P}bz"
+        return current
+
+    def _source_for(self, plan: AggregatePlan) -> tuple[str, dict[str, str]]:
+        """The FROM clause and the source's column types (a DataFrame: its used columns, as an
+        Arrow table registered for this query)."""
+        return self._source_of(_declared(plan))
+
+    def _source_of(self, decl: dict[str, Column]) -> tuple[str, dict[str, str]]:
+        if self._frame is None:
+            return self._relation, self._types
+        table = _frame_to_arrow(self._frame, decl)
+        self._con.register(f"{_P}frame", table)
+        relation = quote_identifier(f"{_P}frame")
+        rows = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
+        return relation, {str(r[0]): str(r[1]).upper() for r in rows}
+
+    def _cast(self, name: str, column: Column, types: dict[str, str]) -> str:
+        """SQL: the source column ``name`` cast to ``column.type`` by the contract's rules."""
+        col = quote_identifier(name)
+        source = types.get(name, "VARCHAR")
+        kind = column.type
+        family = _family(source)
+        if family == "text":  # an empty cell is null, in a CSV or not
+            return _cast_text(f"NULLIF(CAST({col} AS VARCHAR), '')", kind)
+        if family == "int":
+            if kind == "integer":
+                return f"TRY_CAST({col} AS BIGINT)"
+            if kind == "decimal":
+                return f"CAST({col} AS DOUBLE)"
+            if kind == "text":
+                return f"CAST({col} AS VARCHAR)"
+            return _null(kind)
+        if family == "float":
+            d = f"CAST({col} AS DOUBLE)"
+            if kind == "integer":
+                return (
+                    f"(CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) <= {_TWO53}.0 "
+                    f"THEN CAST({d} AS BIGINT) END)"
+                )
+            if kind == "decimal":
+                return f"(CASE WHEN isfinite({d}) THEN {d} END)"
+            return _null(kind)
+        if family == "bool" and kind == "boolean":
+            return col
+        if family == "date" and kind == "date":
+            return col
+        return _null(kind)
+
+
+# -- SQL helpers -----------------------------------------------------------------------------
+def _module(obj: object) -> str:
+    return type(obj).__module__ or ""
+
+
+def _family(sql_type: str) -> str:
+    t = sql_type.upper()
+    if t == "VARCHAR" or t.startswith("ENUM"):
+        return "text"
+    if t in _INT_TYPES:
+        return "int"
+    if t in _FLOAT_TYPES:
+        return "float"
+    if t == "BOOLEAN":
+        return "bool"
+    if t == "DATE":
+        return "date"
+    return "other"
+
+
+def _null(kind: str) -> str:
+    return f"CAST(NULL AS {_SQL_TYPES[kind]})"
+
+
+_SQL_TYPES = {
+    "integer": "BIGINT",
+    "decimal": "DOUBLE",
+    "text": "VARCHAR",
+    "boolean": "BOOLEAN",
+    "date": "DATE",
+}
+
+
+def _cast_text(x: str, kind: str) -> str:
+    """SQL: the text ``x`` cast to ``kind`` by the contract's gates (step 2)."""
+    if kind == "text":
+        return x
+    t = f"trim({x}, ' ')"
+    if kind == "integer":
+        d = f"TRY_CAST({t} AS DOUBLE)"
+        return (
+            f"(CASE WHEN regexp_full_match({t}, '{_INTEGER_RE}') "
+            f"AND TRY_CAST({t} AS BIGINT) IS NOT NULL THEN TRY_CAST({t} AS BIGINT) "
+            f"WHEN regexp_full_match({t}, '{_DECIMAL_RE}') AND isfinite({d}) "
+            f"AND {d} = trunc({d}) AND abs({d}) <= {_TWO53}.0 THEN CAST({d} AS BIGINT) END)"
+        )
+    if kind == "decimal":
+        d = f"TRY_CAST({t} AS DOUBLE)"
+        return f"(CASE WHEN regexp_full_match({t}, '{_DECIMAL_RE}') AND isfinite({d}) THEN {d} END)"
+    if kind == "boolean":
+        low = f"lower({t})"
+        return (
+            f"(CASE WHEN {low} IN ('true', 't', 'yes', '1') THEN TRUE "
+            f"WHEN {low} IN ('false', 'f', 'no', '0') THEN FALSE END)"
+        )
+    if kind == "date":
+        return (
+            f"(CASE WHEN regexp_full_match({t}, '{_DATE_RE}') AND left({t}, 4) <> '0000' "
+            f"THEN TRY_CAST({t} AS DATE) END)"
+        )
+    raise ParameterError(f"unknown column type {kind!r}", parameter="type")
+
+
+def _typed_literal(column: Column, value: object) -> str:
+    """SQL: a typed key or imputed value of ``column`` (exact for integers; decimals as the double
+    nearest the value)."""
+    kind = column.type
+    if kind == "integer":
+        assert isinstance(value, int)
+        sql_type = "BIGINT" if -(1 << 63) <= value < 1 << 63 else "HUGEINT"
+        return f"CAST({_lit(str(value))} AS {sql_type})"
+    if kind == "decimal":
+        assert isinstance(value, Fraction)
+        return _double_lit(_nearest_double(value))
+    if kind == "text":
+        assert isinstance(value, str)
+        return _lit(value)
+    if kind == "boolean":
+        return "TRUE" if value else "FALSE"
+    if kind == "date":
+        assert isinstance(value, _dt.date)
+        return f"DATE {_lit(value.isoformat())}"
+    raise ParameterError(f"unknown column type {kind!r}", parameter="type")
+
+
+def _nearest_double(x: Fraction) -> float:
+    try:
+        return float(x)  # correctly rounded
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
+def _keys_table(column: Column) -> str | None:
+    """SQL VALUES rows (typed key, index), or None when no cell can equal any key."""
+    pairs = _key_literals(column)
+    return ", ".join(f"({lit}, {i})" for lit, i in pairs) if pairs else None
+
+
+def _key_literals(column: Column) -> list[tuple[str, int]]:
+    """(SQL literal, index) per key; a key no cell can equal is left out. For a decimal column,
+    keys whose nearest double is the same go to the first of them (one cell per row)."""
+    assert column.keys is not None
+    pairs: list[tuple[str, int]] = []
+    seen: set[object] = set()
+    for i, key in enumerate(column.keys):
+        if column.type == "integer":
+            assert isinstance(key, int)
+            if not -(1 << 63) <= key < (1 << 63):
+                continue
+        if column.type == "decimal":
+            assert isinstance(key, Fraction)
+            d = _nearest_double(key)
+            if math.isinf(d) or d in seen:
+                continue
+            seen.add(d)
+        pairs.append((_typed_literal(column, key), i))
+    return pairs
+
+
+def _bin_expr(column: Column, value: str) -> str:
+    """SQL: the bin index of ``value`` (NULL outside every bin or for a null): the value as a
+    double compared with the double nearest each edge (integers too: what every engine can do
+    the same way)."""
+    assert column.bins is not None
+    edges = [_double_lit(_nearest_double(e)) for e in column.bins]
+    v = f"CAST({value} AS DOUBLE)"
+    parts = [f"WHEN {v} < {edges[i + 1]} THEN {i}" for i in range(len(edges) - 1)]
+    return f"(CASE WHEN {v} >= {edges[0]} THEN (CASE {' '.join(parts)} END) END)"
+
+
+def cell_index_sql(column: Column, value: str) -> str:
+    """SQL: the index of the cast ``value`` among ``column``'s keys or bins after its null rule
+    (NULL: the row is dropped from groupings on the column). For ``snapdp check``; the engine
+    itself joins a keys table, with the same result."""
+    if column.nulls.action == "impute":
+        value = f"COALESCE({value}, {_typed_literal(column, column.nulls.value)})"
+    if column.bins is not None:
+        return _bin_expr(column, value)
+    pairs = _key_literals(column)
+    if not pairs:
+        return "CAST(NULL AS BIGINT)"
+    whens = " ".join(f"WHEN {value} = {literal} THEN {i}" for literal, i in pairs)
+    return f"(CASE {whens} END)"
+
+
+def _quanta_bits(vc: ValueColumn) -> int:
+    scale: int = 10**vc.decimals
+    return max(abs(vc.lower_q), abs(vc.upper_q)) + 2 * scale + 2
+
+
+def _q_type(vc: ValueColumn) -> str:
+    return "BIGINT" if _quanta_bits(vc) < 1 << 62 else "HUGEINT"
+
+
+def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
+    """SQL: the quanta of the double ``value`` (step 6) and their SQL type.
+
+    q = clamp(round_half_even(clamp(v, lo, hi)·10^d), L_q, U_q) with lo = ⌊L_q/10^d⌋ − 1 and
+    hi = ⌈U_q/10^d⌉ + 1 as doubles: the coarse clamp only keeps the conversion in range, the exact
+    clamp is the integer one. Ties to even: DuckDB's cast of a DOUBLE to an integer rounds to
+    nearest, ties to even (as ``nearbyint``; tested equal to Python's ``round`` on ties and random
+    doubles, for BIGINT and HUGEINT)."""
+    if vc.column.type not in ("integer", "decimal"):
+        raise ParameterError(
+            f"column {vc.column.name!r}: a value column must be integer or decimal, "
+            f"not {vc.column.type!r}",
+            parameter="type",
+        )
+    if not vc.lower_q <= vc.upper_q:
+        raise ParameterError(f"column {vc.column.name!r}: empty quanta range", parameter="lower")
+    magnitude = _quanta_bits(vc)
+    if magnitude >= 1 << 64:
+        raise ParameterError(
+            f"column {vc.column.name!r}: bounds too wide to sum exactly (|bound|·10^decimals "
+            "must stay below 2^64)",
+            parameter="upper",
+        )
+    q_type = _q_type(vc)
+    scale: int = 10**vc.decimals
+    lo = float(vc.lower_q // scale - 1)
+    hi = float(-(-vc.upper_q // scale) + 1)
+    v = f"CAST({value} AS DOUBLE)"
+    y = f"(LEAST(GREATEST({v}, {_double_lit(lo)}), {_double_lit(hi)}) * {float(scale)!r})"
+    q = (
+        f"(CASE WHEN {value} IS NULL THEN NULL ELSE "
+        f"LEAST(GREATEST(CAST({y} AS {q_type}), {vc.lower_q}), {vc.upper_q}) END)"
+    )
+    if vc.impute_q is not None:
+        q = f"COALESCE({q}, {int(vc.impute_q)})"
+    return q, q_type
+
+
+def _needs_limbs(vc: ValueColumn) -> bool:
+    """Whether Σ(2q − L − U)² needs 32-bit limbs: a row's square may reach 2^62 (then 2^63+
+    rows could overflow HUGEINT). From the declared bounds only."""
+    return vc.squares and (vc.upper_q - vc.lower_q) >= 1 << 31
+
+
+def _rank_sql(hash_key: str, parts: str) -> str:
+    """SQL: rank_text(hash_key, concat(parts)): the first 15 hex digits of md5 as a BIGINT."""
+    return f"CAST('0x' || left(md5(concat({_lit(hash_key + '|')}, {parts})), 15) AS BIGINT)"
+
+
+class _Packer:
+    """A row (cell, quanta) as one integer when the declared domain allows: digits of radix
+    n_cells, then (U_q − L_q + 2) per value column (0 for a null quantum, q − L_q + 1 otherwise).
+    BIGINT when the product of the radices is below 2^63, HUGEINT below 2^126, else a struct."""
+
+    def __init__(self, plan: AggregatePlan, qnames: list[str]) -> None:
+        self.qnames = qnames
+        self.values = plan.values
+        self.radices = [v.upper_q - v.lower_q + 2 for v in plan.values]
+        total = plan.n_cells
+        for r in self.radices:
+            total *= r
+        self.type = "BIGINT" if total < 1 << 63 else "HUGEINT" if total < 1 << 126 else None
+
+    def pack(self) -> str:
+        if self.type is None:
+            return "{" + ", ".join(f"{_lit(c)}: {c}" for c in [f"{_P}cell", *self.qnames]) + "}"
+        expr = f"CAST({_P}cell AS {self.type})"
+        for q, vc, radix in zip(self.qnames, self.values, self.radices, strict=True):
+            digit = f"COALESCE(CAST({q} AS {self.type}) - ({vc.lower_q - 1}), 0)"
+            expr = f"({expr} * {radix} + {digit})"
+        return expr
+
+    def unpack(self, packed: str) -> list[str]:
+        """SQL select items restoring ``cell`` and the quanta from ``packed``."""
+        if self.type is None:
+            return [f"{packed}.{c} AS {c}" for c in [f"{_P}cell", *self.qnames]]
+        items: list[str] = []
+        divisor = 1
+        columns = list(zip(self.qnames, self.values, self.radices, strict=True))
+        for q, vc, radix in reversed(columns):
+            digit = f"(({packed} // {divisor}) % {radix})"
+            items.append(
+                f"CAST(CASE WHEN {digit} = 0 THEN NULL ELSE {digit} + ({vc.lower_q - 1}) END "
+                f"AS {_q_type(vc)}) AS {q}"
+            )
+            divisor *= radix
+        items.append(f"CAST({packed} // {divisor} AS BIGINT) AS {_P}cell")
+        return items[::-1]
+
+
+def _top_rows(
+    ctes: list[str],
+    current: str,
+    step: int,
+    by: list[str],
+    n: int,
+    packer: _Packer,
+    hash_key: str,
+) -> str:
+    """Append CTEs keeping the ``n`` lowest-ranked rows per ``by`` by one aggregate (no sort)."""
+    qtext = "".join(f", '|', COALESCE(CAST({q} AS VARCHAR), '')" for q in packer.qnames)
+    rank = _rank_sql(hash_key, f"'r|', {_P}u, '|', {_P}cell{qtext}")
+    keys = ", ".join(by)
+    if n == 1:
+        pick = f"arg_min({packer.pack()}, {rank}) AS {_P}t"
+    else:
+        pick = f"unnest(min_by({packer.pack()}, {rank}, {n})) AS {_P}t"
+    ctes.append(f"{_P}a{step} AS (SELECT {keys}, {pick} FROM {current} GROUP BY {keys})")
+    ctes.append(
+        f"{_P}b{step} AS (SELECT {_P}u, {', '.join(packer.unpack(f'{_P}t'))} FROM {_P}a{step})"
+    )
+    return f"{_P}b{step}"
+
+
+def _check_plan(plan: AggregatePlan, names: Sequence[str]) -> None:
+    _check_columns(plan.used_columns(), names)
+    if not _HEX32.fullmatch(plan.hash_key):
+        raise ParameterError("`hash_key` must be 32 hex digits", parameter="hash_key")
+    if plan.unit is not None and plan.unit.type not in ("integer", "text"):
+        raise ParameterError(
+            f"the privacy unit {plan.unit.name!r} must be declared integer or text, not "
+            f"{plan.unit.type!r}",
+            parameter="privacy_unit",
+        )
+    if plan.null_units not in ("drop", "own"):
+        raise ParameterError(
+            f"`null_units` must be 'drop' or 'own', not {plan.null_units!r}",
+            parameter="null_units",
+        )
+
+
+def _check_columns(used: Sequence[str], names: Sequence[str]) -> None:
+    """Every used column must be in the source (its names are public: header or schema)."""
+    missing = [c for c in used if c not in names]
+    if missing:
+        raise ParameterError(
+            f"column {missing[0]!r} is not in the data (its columns: "
+            f"{', '.join(repr(n) for n in names[:20])}{', …' if len(names) > 20 else ''})",
+            parameter="columns",
+        )
+
+
+def _kind(exc: BaseException) -> str:
+    """The kind of a read failure, from the exception's class only (never its text)."""
+    name = type(exc).__name__
+    if "IO" in name:
+        return "an I/O error"
+    if "OutOfMemory" in name:
+        return "out of memory: raise --memory-limit or set a temporary directory"
+    if "Conversion" in name or "InvalidInput" in name:
+        return "a file that is not a readable table"
+    if "Interrupt" in name:
+        return "interrupted"
+    return "a read error"
+
+
+# -- pandas ----------------------------------------------------------------------------------
+def _declared(plan: AggregatePlan) -> dict[str, Column]:
+    decl: dict[str, Column] = {g.name: g for g in plan.groupings}
+    for v in plan.values:
+        decl[v.column.name] = v.column
+    if plan.unit is not None:
+        decl[plan.unit.name] = plan.unit
+    return decl
+
+
+def _frame_to_arrow(frame: Any, decl: dict[str, Column]) -> Any:
+    """The used columns of a pandas DataFrame as an Arrow table. Typed columns keep their native
+    types; an object column becomes text cell by cell by the contract's rules for the declared
+    type (so no type is ever inferred from the data)."""
+    import pyarrow as pa
+
+    arrays = []
+    names = []
+    for name in decl:
+        series = frame[next(c for c in frame.columns if str(c) == name)]
+        kind = decl[name].type
+        if series.dtype == object:
+            arr = pa.array([_object_cell(x, kind) for x in series], type=pa.string())
+        else:
+            try:
+                arr = pa.Array.from_pandas(series)
+            except (pa.ArrowException, TypeError, ValueError):
+                arr = pa.array([_object_cell(x, kind) for x in series], type=pa.string())
+            if pa.types.is_dictionary(arr.type):
+                arr = arr.cast(arr.type.value_type)
+            if pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
+                arr = arr.cast(pa.string())
+        arrays.append(arr)
+        names.append(name)
+    if not arrays:  # a plan reading no column still counts rows
+        arrays, names = [pa.nulls(len(frame), pa.int8())], [f"{_P}none"]
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _object_cell(x: object, kind: str) -> str | None:
+    """One cell of an object column as the text that casts to the contract's value (or None)."""
+    import numbers
+
+    if x is None or (isinstance(x, bool) and kind != "boolean"):
+        return None
+    if isinstance(x, str):
+        return x
+    if kind == "boolean":
+        return ("true" if x else "false") if isinstance(x, (bool,)) else _np_bool(x)
+    if isinstance(x, numbers.Integral):
+        return str(int(x))
+    if kind == "date":
+        if isinstance(x, _dt.date) and not isinstance(x, _dt.datetime):
+            return x.isoformat()
+        return None
+    if kind in ("integer", "decimal") and isinstance(x, numbers.Real):
+        d = float(x)
+        return repr(d) if math.isfinite(d) else None
+    return None
+
+
+def _np_bool(x: object) -> str | None:
+    if type(x).__name__ == "bool_":
+        return "true" if bool(x) else "false"
+    return None

@@ -1,0 +1,566 @@
+"""The Spark engine: the engine contract of :mod:`snapdp.data.engines.base` in Spark SQL.
+
+Every step of the contract (read, cast, cells, units, keyed-hash bounding, quanta, exact
+aggregates) is written here as Spark column expressions so that, for the same plan and
+``hash_key``, this engine returns exactly the aggregates of the pure-Python reference engine
+and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluster"):
+
+* CSV is read with every cell as text (no inference, ``DROPMALFORMED``: a line with the wrong
+  number of fields is skipped); paths are literal (glob characters escaped) unless ``glob=True``.
+* Spark's own casts differ from the contract ("1e3", " 5", "Infinity", "1.0E10", "00", …), so
+  every cast from text is gated by the contract's regular expressions (``rlike``) and done with
+  ``try_cast`` (nothing raises under ANSI mode).
+* Keys are matched as typed values (a broadcast join on a typed key table), bins by double
+  comparisons, nulls by each column's rule; ``least``/``greatest`` (which skip NULLs) are only
+  applied to non-null values.
+* Ranks are ``md5(hash_key "|" text)`` → 15 hex digits → ``conv(…, 16, 10)`` as a long, the same
+  number as :func:`~snapdp.data.engines.base.rank_text`.
+* Sums are exact DECIMAL(38, 0); sums of squares are split into 31-bit limbs and recombined in
+  Python, so nothing is rounded.
+
+Internal columns are projected under fresh names (``_s<i>``, ``_q<j>``, …) after selecting only the
+declared columns, so no user column name can collide with them. Nothing here raises, warns or logs
+about what the data holds (DESIGN §8.1): the only errors name the source or the plan.
+
+Executor noise (:class:`~snapdp.data.engines.base.ExecutorNoiseEngine`): for many cells the exact
+aggregates stay on the executors; ``mapInPandas`` builds one ``SnappingMechanism`` per request on
+each executor's OS CSPRNG and returns only the noisy value per cell.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from snapdp.data.engines.base import AggregatePlan, Aggregates, NoiseRequest, ValueColumn
+from snapdp.data.schema import Column, CsvOptions
+from snapdp.errors import ParameterError
+
+__all__ = ["SparkEngine"]
+
+_INT_RE = r"^[+-]?[0-9]+\z"
+_DEC_RE = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\z"
+_DATE_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\z"
+_TRUE = ("true", "t", "yes", "1")
+_FALSE = ("false", "f", "no", "0")
+_EXACT = float(1 << 53)
+_Q_LIMIT = 1 << 61  # quanta bounds must fit here: q, 2q − L − U and the limbs stay in a long
+_LIMB = 31
+_CASE_KEYS = 256  # up to this many keys: a CASE expression; more: a broadcast join
+_GLOB_CHARS = "\\*?[]{}"
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+_FLOATING = ("float", "double")
+
+
+def _escape_glob(path: str) -> str:
+    """A path with Hadoop's glob characters escaped, so that Spark reads it literally."""
+    return "".join("\\" + ch if ch in _GLOB_CHARS else ch for ch in path)
+
+
+class SparkEngine:
+    """An :class:`~snapdp.data.engines.base.ExecutorNoiseEngine` over a CSV or Parquet path (a
+    file, or a folder with hive partitioning), a Spark DataFrame or a pandas DataFrame.
+
+    ``spark``: the session (default: the active one, or a new local one). ``csv``: how a CSV is
+    read. ``glob``: treat the path as a glob pattern (default: literal). Noise is drawn on the
+    executors for at least ``executor_noise_threshold`` cells, in ``noise_partitions`` partitions
+    (default: Spark's). See docs/data.md, "Running on a cluster".
+    """
+
+    def __init__(
+        self,
+        source: object,
+        *,
+        spark: Any = None,
+        csv: CsvOptions = CsvOptions(),  # noqa: B008 - frozen, immutable default
+        glob: bool = False,
+        executor_noise_threshold: int = 10_000,
+        noise_partitions: int | None = None,
+    ) -> None:
+        try:
+            from pyspark.sql import DataFrame, SparkSession
+        except ImportError:  # pragma: no cover - exercised only without pyspark
+            raise ParameterError(
+                "the Spark engine needs pyspark: pip install 'snapdp[spark]'", parameter="engine"
+            ) from None
+        self.executor_noise_threshold = int(executor_noise_threshold)
+        self.noise_partitions = noise_partitions
+        self.last_noise_location: str | None = None
+        if isinstance(source, DataFrame):
+            self._df: Any = source
+            self._label = "<pyspark.sql.DataFrame>"
+            return
+        session = spark or SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        if isinstance(source, (str, Path)):
+            self._df, self._label = _read_path(session, str(source), csv, glob)
+        elif type(source).__module__.startswith("pandas"):
+            self._df = _from_pandas(session, source)
+            self._label = "<pandas.DataFrame>"
+        else:
+            raise ParameterError(
+                "`data` for the Spark engine must be a CSV/Parquet path, a Spark DataFrame or a "
+                f"pandas DataFrame, not {type(source).__name__}",
+                parameter="data",
+            )
+
+    # -- Engine ----------------------------------------------------------------------------
+    def describe(self) -> str:
+        """The resolved path, or the frame's type."""
+        return self._label
+
+    def column_names(self) -> list[str]:
+        """The source's column names (header or schema)."""
+        return [str(c) for c in self._df.columns]
+
+    def aggregate(self, plan: AggregatePlan) -> Aggregates:
+        """The exact aggregates (one row per non-empty cell collected to the driver)."""
+        agg, limbs = self._aggregate_df(plan)
+        out = Aggregates.zeros(plan)
+        for row in agg.collect():
+            cell = int(row["_cell"])
+            out.rows[cell] = int(row["_rows"])
+            for j, vc in enumerate(plan.values):
+                out.sums[j][cell] = int(row[f"_sum{j}"])
+                out.counts[j][cell] = int(row[f"_cnt{j}"])
+                sq = out.squares[j]
+                if sq is not None and vc.squares:
+                    sq[cell] = _squares_from_limbs(*(int(row[f"_sq{j}_{n}"]) for n in limbs))
+        self.last_noise_location = "driver"
+        return out
+
+    # -- ExecutorNoiseEngine ---------------------------------------------------------------
+    def wants_executor_noise(self, n_cells: int) -> bool:
+        """Whether to draw the noise on the executors: at least ``executor_noise_threshold``."""
+        return n_cells >= self.executor_noise_threshold
+
+    def noisy_aggregate(
+        self, plan: AggregatePlan, requests: Sequence[NoiseRequest]
+    ) -> dict[str, npt.NDArray[np.float64]]:
+        """The noisy arrays (cell order), drawn on the executors' CSPRNG by ``mapInPandas``.
+
+        One Spark job: aggregate, complete the cell set with zeros, release per partition. A
+        task that fails is retried by Spark from the source; its noise never reaches the driver
+        (only a finished task's output is collected, once). If the job fails, a RuntimeError
+        names no data and nothing is returned (docs/data.md, "Running on a cluster").
+        """
+        from pyspark.sql import functions as sf
+
+        agg, limbs = self._aggregate_df(plan)
+        session = self._df.sparkSession
+        cells = session.range(plan.n_cells).withColumnRenamed("id", "_cell")
+        full = cells.join(agg, "_cell", "left")
+        cols = [sf.col("_cell")]
+        for name in agg.columns:
+            if name != "_cell":
+                cols.append(sf.coalesce(sf.col(name), sf.lit(0)).cast("decimal(38,0)").alias(name))
+        full = full.select(*cols)
+        if self.noise_partitions is not None:
+            full = full.repartition(self.noise_partitions)
+        specs = [
+            (f"_v{i}", _source_columns(r.source, limbs), r.mechanism)
+            for i, r in enumerate(requests)
+        ]
+        schema = "_cell long" + "".join(f", {name} double" for name, _, _ in specs)
+        try:
+            noisy = full.mapInPandas(_executor_noise(specs), schema=schema).toPandas()
+        except Exception as exc:  # a lost executor or a failed job: no partial result
+            raise RuntimeError(
+                f"the Spark job failed ({type(exc).__name__}); no noisy value was returned "
+                "(see docs/data.md, 'Running on a cluster')"
+            ) from None
+        noisy = noisy.sort_values("_cell")
+        if not np.array_equal(noisy["_cell"].to_numpy(), np.arange(plan.n_cells)):
+            raise RuntimeError("the Spark job returned an incomplete set of cells")
+        self.last_noise_location = "executors"
+        return {
+            r.key: noisy[name].to_numpy(np.float64)
+            for r, (name, _, _) in zip(requests, specs, strict=True)
+        }
+
+    # -- the plan as Spark expressions -----------------------------------------------------
+    def _aggregate_df(self, plan: AggregatePlan) -> tuple[Any, tuple[str, ...]]:
+        """Per non-empty cell: ``_cell``, ``_rows``, ``_sum<j>``, ``_cnt<j>``, ``_sq<j>_<limb>``."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as sf
+
+        names = plan.used_columns()
+        present = set(self.column_names())
+        for name in names:
+            if name not in present:
+                raise ParameterError(
+                    f"declared column {name!r} is not in the data", parameter="columns"
+                )
+        for vc in plan.values:
+            if max(abs(vc.lower_q), abs(vc.upper_q)) >= _Q_LIMIT:
+                raise ParameterError(
+                    f"column {vc.column.name!r}: the bounds in quanta must lie within ±2^61 for "
+                    "the Spark engine (fewer decimals)",
+                    parameter="decimals",
+                )
+        src = {name: f"_s{i}" for i, name in enumerate(names)}
+        dtypes = dict(self._df.dtypes)
+        df = self._df.select(*[sf.col(_quote(n)).alias(src[n]) for n in names])
+        session = self._df.sparkSession
+
+        # step 3: cells
+        df = df.withColumn("_cell", sf.lit(0).cast("long"))
+        stride = 1
+        for g in reversed(plan.groupings):
+            value = _cast(g, sf.col(src[g.name]), dtypes[g.name])
+            if g.nulls.action == "impute":
+                value = sf.coalesce(value, _typed_literal(g, g.nulls.value))
+            idx_name = f"_i{len(df.columns)}"
+            if g.keys is not None and len(g.keys) <= _CASE_KEYS:
+                expr = None
+                for k, i in _distinct_keys(g):
+                    cond = value == _typed_literal(g, k)
+                    expr = sf.when(cond, sf.lit(i)) if expr is None else expr.when(cond, sf.lit(i))
+                assert expr is not None
+                df = df.withColumn(idx_name, expr).where(sf.col(idx_name).isNotNull())
+            elif g.keys is not None:
+                keys = _key_table(session, g, idx_name)
+                df = df.withColumn("_kv", value).join(sf.broadcast(keys), "_kv", "inner")
+                df = df.drop("_kv")
+            else:
+                assert g.bins is not None
+                v = value.cast("double")
+                edges = [float(e) for e in g.bins]
+                expr = None
+                for i in range(len(edges) - 1):
+                    cond = (v >= sf.lit(edges[i])) & (v < sf.lit(edges[i + 1]))
+                    expr = sf.when(cond, sf.lit(i)) if expr is None else expr.when(cond, sf.lit(i))
+                assert expr is not None
+                df = df.withColumn(idx_name, expr).where(sf.col(idx_name).isNotNull())
+            df = df.withColumn("_cell", sf.col("_cell") + sf.col(idx_name).cast("long") * stride)
+            stride *= g.n_cells
+
+        # step 6: quanta
+        for j, vc in enumerate(plan.values):
+            value = _cast(vc.column, sf.col(src[vc.column.name]), dtypes[vc.column.name])
+            df = df.withColumn(f"_q{j}", _quanta(vc, value))
+
+        # steps 4 and 5: units and bounding
+        if plan.unit is not None:
+            unit = _cast(plan.unit, sf.col(src[plan.unit.name]), dtypes[plan.unit.name])
+            df = df.withColumn("_u", unit.cast("string"))
+            own = df.where(sf.col("_u").isNull()) if plan.null_units == "own" else None
+            df = df.where(sf.col("_u").isNotNull())
+            b = plan.bounds
+            if b.is_bounded:
+                quanta = [
+                    sf.coalesce(sf.col(f"_q{j}").cast("string"), sf.lit(""))
+                    for j in range(len(plan.values))
+                ]
+                text = sf.concat_ws(
+                    "|", sf.lit("r"), sf.col("_u"), sf.col("_cell").cast("string"), *quanta
+                )
+                df = df.withColumn("_rr", _rank(plan.hash_key, text))
+                if b.max_rows_per_group is not None:
+                    w = Window.partitionBy("_u", "_cell").orderBy("_rr")
+                    df = df.withColumn("_n", sf.row_number().over(w))
+                    df = df.where(sf.col("_n") <= b.max_rows_per_group).drop("_n")
+                if b.max_groups_per_unit is not None:
+                    gtext = sf.concat_ws(
+                        "|", sf.lit("g"), sf.col("_u"), sf.col("_cell").cast("string")
+                    )
+                    w = Window.partitionBy("_u").orderBy("_gr")
+                    df = df.withColumn("_gr", _rank(plan.hash_key, gtext))
+                    df = df.withColumn("_n", sf.dense_rank().over(w))
+                    df = df.where(sf.col("_n") <= b.max_groups_per_unit).drop("_n", "_gr")
+                if b.max_rows_per_unit is not None:
+                    w = Window.partitionBy("_u").orderBy("_rr")
+                    df = df.withColumn("_n", sf.row_number().over(w))
+                    df = df.where(sf.col("_n") <= b.max_rows_per_unit).drop("_n")
+                df = df.drop("_rr")
+            if own is not None:
+                df = df.unionByName(own)
+
+        # step 7: exact aggregates
+        limbs: tuple[str, ...] = ("hh", "hl", "ll")
+        exprs = [sf.count(sf.lit(1)).alias("_rows")]
+        for j, vc in enumerate(plan.values):
+            q = sf.col(f"_q{j}")
+            exprs.append(sf.sum(q.cast("decimal(38,0)")).alias(f"_sum{j}"))
+            exprs.append(sf.count(q).alias(f"_cnt{j}"))
+            if vc.squares:
+                t = sf.abs(q * 2 - sf.lit(vc.lower_q + vc.upper_q))
+                hi = sf.shiftright(t, _LIMB)
+                lo = t.bitwiseAND(sf.lit((1 << _LIMB) - 1))
+                for n, term in zip(limbs, (hi * hi, hi * lo, lo * lo), strict=True):
+                    exprs.append(sf.sum(term.cast("decimal(38,0)")).alias(f"_sq{j}_{n}"))
+        agg = df.groupBy("_cell").agg(*exprs)
+        cols = [sf.col("_cell"), sf.col("_rows")]
+        for j, vc in enumerate(plan.values):
+            cols += [
+                sf.coalesce(sf.col(f"_sum{j}"), sf.lit(0)).alias(f"_sum{j}"),
+                sf.col(f"_cnt{j}"),
+            ]
+            if vc.squares:
+                cols += [
+                    sf.coalesce(sf.col(f"_sq{j}_{n}"), sf.lit(0)).alias(f"_sq{j}_{n}")
+                    for n in limbs
+                ]
+        return agg.select(*cols), limbs
+
+
+# -- reading -------------------------------------------------------------------------------
+def _read_path(session: Any, text: str, csv: CsvOptions, glob: bool) -> tuple[Any, str]:
+    is_uri = "://" in text
+    path = Path(text)
+    if not is_uri and not glob and not path.exists():
+        raise ParameterError(f"`data` file not found: {text!r}", parameter="data")
+    label = text if is_uri or glob else str(path.resolve())
+    target = text if glob else _escape_glob(label)
+    lower = text.lower()
+    try:
+        if lower.endswith((".parquet", ".pq", ".parq")) or (not is_uri and path.is_dir()):
+            key = "spark.sql.sources.partitionColumnTypeInference.enabled"
+            before = session.conf.get(key)
+            session.conf.set(key, "false")  # partition values as text, cast by the declaration
+            try:
+                df = session.read.parquet(target)
+            finally:
+                session.conf.set(key, before)
+        elif lower.endswith((".csv", ".tsv", ".txt", ".csv.gz")):
+            df = (
+                session.read.option("header", csv.header)
+                .option("inferSchema", False)
+                .option("sep", csv.delimiter)
+                .option("encoding", csv.encoding)
+                .option("quote", '"')
+                .option("escape", '"')
+                .option("multiLine", True)
+                .option("mode", "DROPMALFORMED")
+                .csv(target)
+            )
+            if not csv.header:
+                df = df.toDF(*[f"column{i}" for i in range(len(df.columns))])
+        else:
+            raise ParameterError(
+                f"`data` must be a .csv or .parquet path, not {text!r}", parameter="data"
+            )
+    except ParameterError:
+        raise
+    except Exception as exc:
+        raise ParameterError(
+            f"`data` {label!r} cannot be read by Spark ({type(exc).__name__})", parameter="data"
+        ) from None
+    return df, label
+
+
+def _from_pandas(session: Any, frame: Any) -> Any:
+    """A pandas DataFrame as a Spark DataFrame (object columns holding text stay text)."""
+    return session.createDataFrame(frame)
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+# -- casts (step 2) ---------------------------------------------------------------------------
+def _cast(column: Column, c: Any, dtype: str) -> Any:
+    """The contract's cast of a source column of Spark type ``dtype`` to ``column.type``."""
+    from pyspark.sql import functions as sf
+
+    kind = column.type
+    dtype = dtype.lower()
+    null = {
+        "integer": "bigint",
+        "decimal": "double",
+        "text": "string",
+        "boolean": "boolean",
+        "date": "date",
+    }[kind]
+    if dtype == "string":
+        s = sf.when(c != sf.lit(""), c)
+        t = sf.trim(s, sf.lit(" "))
+        if kind == "text":
+            return s
+        if kind == "integer":
+            d = t.try_cast("double")
+            return (
+                sf.when(t.rlike(_INT_RE), t.try_cast("bigint"))
+                .when(t.rlike(_DEC_RE), _integral(d))
+                .otherwise(sf.lit(None).cast("bigint"))
+            )
+        if kind == "decimal":
+            d = t.try_cast("double")
+            return sf.when(t.rlike(_DEC_RE), _finite(d)).otherwise(sf.lit(None).cast("double"))
+        if kind == "boolean":
+            low = sf.lower(t)
+            return (
+                sf.when(low.isin(*_TRUE), sf.lit(True))
+                .when(low.isin(*_FALSE), sf.lit(False))
+                .otherwise(sf.lit(None).cast("boolean"))
+            )
+        return sf.when(
+            t.rlike(_DATE_RE) & (sf.substring(t, 1, 4) != sf.lit("0000")), t.try_cast("date")
+        ).otherwise(sf.lit(None).cast("date"))
+    if dtype in _INTEGRAL:
+        if kind == "integer":
+            return c.cast("bigint")
+        if kind == "decimal":
+            return c.cast("bigint").cast("double")
+        if kind == "text":
+            return c.cast("bigint").cast("string")
+        return sf.lit(None).cast(null)
+    if dtype in _FLOATING:
+        d = c.cast("double")
+        if kind == "integer":
+            return _integral(d)
+        if kind == "decimal":
+            return _finite(d)
+        return sf.lit(None).cast(null)
+    if dtype == "boolean" and kind == "boolean":
+        return c
+    if dtype == "date" and kind == "date":
+        return c
+    return sf.lit(None).cast(null)
+
+
+def _finite(d: Any) -> Any:
+    from pyspark.sql import functions as sf
+
+    return sf.when(sf.abs(d) <= sf.lit(float("1.7976931348623157e308")), d).otherwise(
+        sf.lit(None).cast("double")
+    )
+
+
+def _integral(d: Any) -> Any:
+    """A double that is integral with |d| <= 2^53 as a long; else null (NaN, ±inf included)."""
+    from pyspark.sql import functions as sf
+
+    small = sf.when(sf.abs(d) <= sf.lit(_EXACT), d)
+    as_long = small.cast("bigint")
+    return sf.when(as_long.cast("double") == small, as_long).otherwise(sf.lit(None).cast("bigint"))
+
+
+def _typed_literal(column: Column, value: object) -> Any:
+    from pyspark.sql import functions as sf
+
+    if column.type == "decimal":
+        return sf.lit(float(value))  # type: ignore[arg-type]
+    if column.type == "integer":
+        return sf.lit(value).cast("bigint")
+    if column.type == "date":
+        return sf.lit(value).cast("date")
+    return sf.lit(value)
+
+
+def _key_table(session: Any, g: Column, idx_name: str) -> Any:
+    """The declared keys as a typed table (_kv, idx); the first of equal doubles wins."""
+    assert g.keys is not None
+    spark_type = {
+        "integer": "bigint",
+        "decimal": "double",
+        "text": "string",
+        "boolean": "boolean",
+        "date": "date",
+    }[g.type]
+    rows = _distinct_keys(g)
+    return session.createDataFrame(rows, schema=f"_kv {spark_type}, {idx_name} int")
+
+
+def _distinct_keys(g: Column) -> list[tuple[object, int]]:
+    """(key as the engine compares it, index): decimal keys as doubles; the first of equal
+    doubles wins, as in the contract's first-match rule."""
+    assert g.keys is not None
+    rows: list[tuple[object, int]] = []
+    seen: set[object] = set()
+    for i, key in enumerate(g.keys):
+        k: object = float(key) if isinstance(key, Fraction) else key
+        if k in seen:
+            continue
+        seen.add(k)
+        rows.append((k, i))
+    return rows
+
+
+# -- quanta (step 6) and ranks (step 5) ------------------------------------------------------
+def _quanta(vc: ValueColumn, value: Any) -> Any:
+    """q = clamp(rint(clamp(v, L−1, U+1)·10^d), L_q, U_q) as a long; a null takes impute_q."""
+    from pyspark.sql import functions as sf
+
+    scale = 10**vc.decimals
+    lo_d = float(vc.lower_q // scale - 1)
+    hi_d = float(-(-vc.upper_q // scale) + 1)
+    v = value.cast("double")
+    y = sf.least(sf.greatest(v, sf.lit(lo_d)), sf.lit(hi_d)) * sf.lit(float(scale))
+    r = sf.least(sf.greatest(sf.rint(y), sf.lit(-float(_Q_LIMIT))), sf.lit(float(_Q_LIMIT)))
+    q = sf.least(
+        sf.greatest(r.cast("bigint"), sf.lit(vc.lower_q).cast("bigint")),
+        sf.lit(vc.upper_q).cast("bigint"),
+    )
+    impute = sf.lit(vc.impute_q).cast("bigint")
+    return sf.when(v.isNull(), impute).otherwise(q)
+
+
+def _rank(hash_key: str, text: Any) -> Any:
+    """:func:`~snapdp.data.engines.base.rank_text` as a Spark expression."""
+    from pyspark.sql import functions as sf
+
+    digest = sf.md5(sf.concat(sf.lit(hash_key + "|"), text))
+    return sf.conv(sf.substring(digest, 1, 15), 16, 10).cast("bigint")
+
+
+def _squares_from_limbs(hh: int, hl: int, ll: int) -> int:
+    """Σt² from Σhi², Σhi·lo, Σlo² with |t| = hi·2^31 + lo."""
+    return (hh << (2 * _LIMB)) + (hl << (_LIMB + 1)) + ll
+
+
+# -- executor noise ------------------------------------------------------------------------
+def _source_columns(source: str, limbs: tuple[str, ...]) -> tuple[str, ...]:
+    """The aggregate columns holding a NoiseRequest's exact source."""
+    if source == "rows":
+        return ("_rows",)
+    for prefix, col in (("sum", "_sum"), ("count", "_cnt")):
+        if source.startswith(prefix) and source[len(prefix) :].isdigit():
+            return (col + source[len(prefix) :],)
+    if source.startswith("squares") and source[7:].isdigit():
+        return tuple(f"_sq{source[7:]}_{n}" for n in limbs)
+    raise ParameterError(f"unknown aggregate {source!r}", parameter="source")
+
+
+def _executor_noise(
+    specs: list[tuple[str, tuple[str, ...], tuple[object, object, object, object]]],
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInPandas`` function: per partition, one mechanism per request on the OS CSPRNG.
+
+    The exact value (a Python int, recombined from its columns) is clamped to
+    [⌊lower⌋, ⌈upper⌉] first — the mechanism clamps to [lower, upper] anyway, so this changes
+    nothing but keeps the value in int64 for the vectorised path when the bounds allow."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pandas as pd
+
+        from snapdp.mechanism import SnappingMechanism
+
+        built = []
+        for name, cols, (eps, sens, lower, upper) in specs:
+            mech = SnappingMechanism(eps, sens, lower, upper)  # type: ignore[arg-type]
+            lo = math.floor(Fraction(lower))  # type: ignore[call-overload]
+            hi = math.ceil(Fraction(upper))  # type: ignore[call-overload]
+            built.append((name, cols, mech, lo, hi))
+        for batch in batches:
+            out = pd.DataFrame({"_cell": batch["_cell"].to_numpy(np.int64)})
+            for name, cols, mech, lo, hi in built:
+                parts = [[int(x) for x in batch[c]] for c in cols]
+                exact = (
+                    parts[0]
+                    if len(parts) == 1
+                    else [_squares_from_limbs(*p) for p in zip(*parts, strict=True)]
+                )
+                clamped = [min(max(x, lo), hi) for x in exact]
+                if lo >= -(1 << 63) and hi < (1 << 63):
+                    out[name] = mech.release_many(np.array(clamped, dtype=np.int64))
+                else:
+                    out[name] = np.array([mech.release(x) for x in clamped], dtype=np.float64)
+            yield out
+
+    return run

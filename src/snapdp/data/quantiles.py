@@ -1,0 +1,560 @@
+"""Quantiles from a b-ary tree histogram: the math only (no engine, no I/O). See docs/data.md.
+
+A bounded numeric column [L, U] is cut into b**depth equal leaves no wider than the declared
+resolution. The engine counts the rows per leaf (values clamped to [L, U]); :func:`level_counts`
+sums them into the levels 1..depth of the tree (the root, the total, is not released); the caller
+adds noise with one snapping mechanism per level (:func:`level_calibrations`: ε split equally over
+the levels); :func:`consistent_leaves` post-processes the noisy tree into consistent,
+non-negative leaf counts with a monotone CDF; :func:`quantiles_from_leaves` reads the quantiles.
+:func:`rank_accuracy` and :func:`value_accuracy` state the accuracy before anything is spent.
+
+Privacy: a row lies in exactly one node per level, so a unit with at most k rows (the per-unit
+row bound) moves one level's node counts by d₁, …, d_m with Σdᵢ <= k: each level is a histogram
+with L1 sensitivity k, calibrated as in :mod:`snapdp.data.calibration`. The levels are released
+with ε/depth each and compose to ε (sequential composition over the levels); their δ add up.
+Everything after the noise is post-processing of public quantities.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import numpy.typing as npt
+
+from snapdp import _exact
+from snapdp._exact import mpq
+from snapdp._validation import check_epsilon, check_finite, check_positive_finite
+from snapdp.accuracy import accuracy_bound
+from snapdp.data.calibration import Calibration, calibrate_l1
+from snapdp.data.schema import DEFAULT_MAX_ROWS
+from snapdp.errors import ParameterError
+from snapdp.parameters import compute_parameters
+
+__all__ = [
+    "BRANCHING_CANDIDATES",
+    "MAX_LEAVES",
+    "RankAccuracy",
+    "TreeSpec",
+    "consistent_leaves",
+    "leaf_edges",
+    "level_calibrations",
+    "level_counts",
+    "node_bounds",
+    "quantiles_from_leaves",
+    "rank_accuracy",
+    "tree_spec",
+    "value_accuracy",
+]
+
+MAX_LEAVES = 4096
+"""The largest number of leaves a tree may have (the declared resolution must allow it)."""
+
+BRANCHING_CANDIDATES = tuple(range(2, 17))
+"""The branching factors :func:`tree_spec` chooses among."""
+
+_REFERENCE_ALPHA = 0.05  # the confidence the branching factor is optimised for (any is close)
+_WEIGHT_INFLATION = 1 + 1e-9  # W is summed in doubles; its relative error is far below this
+
+
+@dataclass(frozen=True)
+class TreeSpec:
+    """A b-ary tree over [lower, upper]: ``branching``**``depth`` leaves of width ``leaf_width``.
+
+    Levels are numbered 1..depth (level 1: the b children of the root; level depth: the leaves);
+    level l has b**l nodes, each covering b**(depth − l) consecutive leaves. ``weight`` is W, the
+    largest Σ|wᵢ| of the least-squares CDF estimate at a leaf edge as a combination of node
+    counts (see :func:`rank_accuracy`).
+    """
+
+    lower: Fraction
+    upper: Fraction
+    branching: int
+    depth: int
+    weight: float
+
+    @property
+    def leaves(self) -> int:
+        """The number of leaves, b**depth."""
+        return int(self.branching**self.depth)
+
+    @property
+    def leaf_width(self) -> Fraction:
+        """(upper − lower)/b**depth, exactly."""
+        return (self.upper - self.lower) / self.leaves
+
+    def nodes(self, level: int) -> int:
+        """The number of nodes at ``level`` (1..depth): b**level."""
+        return int(self.branching**level)
+
+
+def tree_spec(
+    lower: object, upper: object, resolution: object, branching: int | None = None
+) -> TreeSpec:
+    """The tree for [lower, upper] with leaves no wider than ``resolution``.
+
+    depth = the smallest d with b**d >= (upper − lower)/resolution (at least 1). Without a
+    ``branching``, b is the candidate in 2..16 minimising W(b)·depth(b)·ln(T(b)/0.05) — the
+    stated CDF error bound of :func:`rank_accuracy` up to the factor 1/ε·row_bound shared by all
+    candidates (T = the number of released nodes, each node's noise scale grows with depth since
+    the levels split ε). OpenDP picks b from a data-size heuristic; ours minimises the bound we
+    state, from public parameters only. At most :data:`MAX_LEAVES` leaves. See docs/data.md.
+    """
+    lo = Fraction(check_finite("lower", lower))
+    hi = Fraction(check_finite("upper", upper))
+    if not lo < hi:
+        raise ParameterError(
+            f"`lower` must be < `upper`, not {float(lo)!r} >= {float(hi)!r}", parameter="lower"
+        )
+    res = Fraction(check_positive_finite("resolution", resolution))
+    needed = max(1, math.ceil((hi - lo) / res))
+    if needed > MAX_LEAVES:
+        raise ParameterError(
+            f"`resolution` = {float(res)!r} needs {needed} leaves over [{float(lo)!r}, "
+            f"{float(hi)!r}]; at most {MAX_LEAVES} are allowed (choose a coarser resolution)",
+            parameter="resolution",
+        )
+    if branching is not None:
+        if isinstance(branching, bool) or not isinstance(branching, int) or branching < 2:
+            raise ParameterError(
+                f"`branching` must be an integer >= 2, not {branching!r}", parameter="branching"
+            )
+        depth = _depth_for(branching, needed)
+        if branching**depth > MAX_LEAVES:
+            raise ParameterError(
+                f"`branching` = {branching} needs {branching**depth} leaves; at most "
+                f"{MAX_LEAVES} are allowed",
+                parameter="branching",
+            )
+        return TreeSpec(lo, hi, branching, depth, _weight(branching, depth))
+    best: tuple[float, int, int] | None = None
+    for b in BRANCHING_CANDIDATES:
+        depth = _depth_for(b, needed)
+        if b**depth > MAX_LEAVES:
+            continue
+        score = _score(b, depth)
+        if best is None or score < best[0]:
+            best = (score, b, depth)
+    assert best is not None  # b = 2 always fits: 2**⌈log2 needed⌉ <= MAX_LEAVES (a power of 2)
+    _, b, depth = best
+    return TreeSpec(lo, hi, b, depth, _weight(b, depth))
+
+
+def leaf_edges(spec: TreeSpec) -> tuple[Fraction, ...]:
+    """The b**depth + 1 leaf edges L = e₀ < e₁ < … < e_n = U, exactly.
+
+    Leaf i is [eᵢ, eᵢ₊₁); the last leaf is closed, [e_{n−1}, U]. The engine counts values clamped
+    to [L, U] (so a value below L counts in leaf 0, one at or above U in the last leaf).
+    """
+    w = spec.leaf_width
+    return (*tuple(spec.lower + i * w for i in range(spec.leaves)), spec.upper)
+
+
+def level_counts(leaf_counts: Sequence[int], spec: TreeSpec) -> list[list[int]]:
+    """The exact node counts of levels 1..depth (level depth = the leaves), as Python ints."""
+    if len(leaf_counts) != spec.leaves:
+        raise ParameterError(
+            f"`leaf_counts` must have {spec.leaves} entries (one per leaf), not {len(leaf_counts)}",
+            parameter="leaf_counts",
+        )
+    levels = [[int(c) for c in leaf_counts]]
+    for _ in range(spec.depth - 1):
+        below = levels[0]
+        b = spec.branching
+        levels.insert(0, [sum(below[i : i + b]) for i in range(0, len(below), b)])
+    return levels
+
+
+def node_bounds(
+    spec: TreeSpec, epsilon: object, row_bound: int, max_rows: int = DEFAULT_MAX_ROWS
+) -> tuple[int, int]:
+    """Symmetric count-mechanism bounds ±B that the noise of a node can never reach.
+
+    B = max_rows + ⌈1500·k·depth·k/ε⌉. Every node gets ε_node >= ε/(depth·k) (the fallback of
+    :func:`level_calibrations` is ε/(depth·m), m <= k), so λ′ <= 2/ε_node, Λ <= 2λ′, and the noise
+    of one release reaches at most (λ′·1074·ln 2 + Λ)·k <= 1494·k/ε_node (U* >= 2**-1074). A true
+    count in [0, max_rows] therefore never meets the clamp: each node's error is exactly
+    k·(Y + R), Y the noise and |R| <= Λ/2 the snapping, which :func:`rank_accuracy` uses.
+    """
+    eps = check_epsilon("epsilon", epsilon)
+    k = _check_row_bound(row_bound)
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise ParameterError(
+            f"`max_rows` must be an integer >= 1, not {max_rows!r}", parameter="max_rows"
+        )
+    margin = math.ceil(Fraction(1500 * k * spec.depth * k) / eps)
+    return -(max_rows + margin), max_rows + margin
+
+
+def level_calibrations(
+    spec: TreeSpec,
+    epsilon: object,
+    row_bound: int,
+    lower: object | None = None,
+    upper: object | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
+) -> tuple[Calibration, ...]:
+    """How to noise each level l = 1..depth: ε/depth each, L1-calibrated (docs/data.md).
+
+    Level l is a histogram of b**l cells with L1 sensitivity ``row_bound`` (k) that a unit
+    touches in at most m = min(k, b**l) cells; each level's nodes get
+    ``calibrate_l1(ε/depth, k, lower, upper, m)``: when certified, every node of the level gets
+    noise for Δ = k at that calibration's ε; when not, ε/(depth·m) at Δ = k (a unit's rows may
+    all fall in one node). [lower, upper] are the count mechanism's public bounds; by default
+    :func:`node_bounds` (recommended: the tighter accuracy statement needs them).
+    """
+    eps = check_epsilon("epsilon", epsilon)
+    k = _check_row_bound(row_bound)
+    lo, hi = _bounds(spec, eps, k, lower, upper, max_rows)
+    eps_level = eps / spec.depth
+    return tuple(
+        calibrate_l1(eps_level, k, lo, hi, min(k, spec.nodes(level)))
+        for level in range(1, spec.depth + 1)
+    )
+
+
+def _bounds(
+    spec: TreeSpec,
+    eps: Fraction,
+    k: int,
+    lower: object | None,
+    upper: object | None,
+    max_rows: int,
+) -> tuple[Fraction, Fraction]:
+    if (lower is None) != (upper is None):
+        raise ParameterError(
+            "`lower` and `upper` must be given together (or neither, for node_bounds)",
+            parameter="lower",
+        )
+    if lower is None:
+        lo, hi = node_bounds(spec, eps, k, max_rows)
+        return Fraction(lo), Fraction(hi)
+    return Fraction(check_finite("lower", lower)), Fraction(check_finite("upper", upper))
+
+
+def consistent_leaves(
+    noisy_levels: Sequence[Sequence[float]], spec: TreeSpec
+) -> npt.NDArray[np.float64]:
+    """Consistent, non-negative leaf counts with a monotone CDF from the noisy levels 1..depth.
+
+    1. Least squares (Hay et al. 2010): the leaf vector z minimising Σ over all released nodes of
+       (node sum of z − noisy node)², every node weighted equally (equal ε per level). For a
+       complete tree AᵀA = Σₗ sₗ·Eₗ (Eₗ: the average over level-l blocks of sₗ = b**(depth−l)
+       leaves) has the nested projections Dⱼ = Eⱼ − Eⱼ₋₁ as eigenspaces with eigenvalues
+       μⱼ = Σ_{l>=j} sₗ, so z = Σⱼ Dⱼ(Aᵀy)/μⱼ, computed with block averages.
+    2. The CDF of z at the leaf edges is made monotone by isotonic regression (pool adjacent
+       violators) and clipped at 0; the leaves are its differences, hence >= 0.
+    Step 2 never moves the CDF farther from a monotone, non-negative true CDF in the largest
+    error (isotonic regression is a sup-norm contraction toward monotone sequences), so the bound
+    of :func:`rank_accuracy` holds for the result. Pure post-processing.
+    """
+    b, depth, n = spec.branching, spec.depth, spec.leaves
+    if len(noisy_levels) != depth:
+        raise ParameterError(
+            f"`noisy_levels` must have {depth} levels (1..depth), not {len(noisy_levels)}",
+            parameter="noisy_levels",
+        )
+    levels = []
+    for level, values in enumerate(noisy_levels, start=1):
+        arr = np.asarray(values, dtype=np.float64)
+        if arr.shape != (b**level,):
+            raise ParameterError(
+                f"`noisy_levels` level {level} must have {b**level} nodes, not {arr.shape}",
+                parameter="noisy_levels",
+            )
+        levels.append(arr)
+    # Aᵀy: each leaf gets the sum of its ancestors' noisy values (levels 1..depth)
+    aty = np.zeros(n)
+    for level, arr in enumerate(levels, start=1):
+        aty += np.repeat(arr, b ** (depth - level))
+    z = _apply_inverse(aty, b, depth)
+    cdf = np.cumsum(z)
+    cdf = np.maximum(_isotonic(cdf), 0.0)
+    return np.diff(np.concatenate(([0.0], cdf)))
+
+
+def quantiles_from_leaves(
+    leaves: Sequence[float] | npt.NDArray[np.float64],
+    spec: TreeSpec,
+    probabilities: Sequence[object],
+) -> tuple[float, ...]:
+    """The p-quantiles from non-negative leaf counts, interpolated linearly within a leaf.
+
+    With C₀ = 0, Cⱼ the cumulative count up to edge eⱼ and N = C_n the total, the p-quantile is
+    the value v in the first leaf j with C_{j+1} >= p·N, at v = eⱼ + (p·N − Cⱼ)/leafⱼ·w (the
+    leaf's rows taken as spread evenly over it); an empty total gives L + p·(U − L) (no
+    information: the interpolation over a uniform spread). Non-decreasing in p.
+    """
+    arr = np.asarray(leaves, dtype=np.float64)
+    if arr.shape != (spec.leaves,):
+        raise ParameterError(
+            f"`leaves` must have {spec.leaves} entries, not {arr.shape}", parameter="leaves"
+        )
+    probs = [float(check_finite("probabilities", p)) for p in probabilities]
+    if any(not 0 <= p <= 1 for p in probs):
+        raise ParameterError("`probabilities` must lie in [0, 1]", parameter="probabilities")
+    lo, width = float(spec.lower), float(spec.leaf_width)
+    cdf = np.concatenate(([0.0], np.cumsum(np.maximum(arr, 0.0))))
+    total = cdf[-1]
+    out = []
+    for p in probs:
+        if not total > 0:
+            out.append(lo + p * float(spec.upper - spec.lower))
+            continue
+        target = p * total
+        j = int(np.searchsorted(cdf[1:], target, side="left"))
+        j = min(j, spec.leaves - 1)
+        mass = cdf[j + 1] - cdf[j]
+        frac = 0.0 if mass <= 0 else min(1.0, max(0.0, (target - cdf[j]) / mass))
+        out.append(min(float(spec.upper), lo + (j + frac) * width))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class RankAccuracy:
+    """The accuracy of tree quantiles, stated before spending (see :func:`rank_accuracy`).
+
+    ``cdf``: with probability >= ``confidence``, every released CDF value at a leaf edge is within
+    ± cdf of the true count of rows below that edge. ``rank``: (1 + p)·cdf <= 2·cdf: each released
+    p-quantile lies within one leaf of a value whose true rank is within ± rank of p·N (N the
+    true row count). ``node``: each node's accuracy at the union-bound level; ``weight``: W.
+    """
+
+    cdf: float
+    rank: float
+    node: float
+    weight: float
+    confidence: float
+    calibrated: bool
+
+
+def rank_accuracy(
+    spec: TreeSpec,
+    epsilon: object,
+    row_bound: int,
+    confidence: float,
+    n_probabilities: int,
+    lower: object | None = None,
+    upper: object | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
+) -> RankAccuracy:
+    """The rank accuracy of the released quantiles, from public parameters only.
+
+    The least-squares CDF at leaf edge t is Σᵢ w_{t,i}·ỹᵢ over the T released nodes, with the
+    true CDF Σᵢ w_{t,i}·yᵢ (the estimate is exact on exact trees). With α = 1 − confidence, the
+    smaller of two bounds, each holding for every edge at once with probability >= 1 − α:
+
+    * *union*: the error is at most W·max |ỹᵢ − yᵢ| (W = maxₜ Σᵢ |w_{t,i}|), and a union bound
+      over the T nodes gives max |ỹᵢ − yᵢ| <= a(α/T), each node's accuracy at its level's
+      calibrated (ε, Δ = k, bounds) (snapdp.accuracy, DESIGN §4). Valid for any bounds.
+    * *Chernoff* (only with the default :func:`node_bounds`, where the clamp never binds): the
+      error is k·Σ w·Y + k·Σ w·R with |R| <= Λ/2, so at most k·W·Λ/2 + |k·Σ w·Y|. The noises Y are
+      independent, symmetric, |Y| <= λ″·|ln U*| with P(|ln U*| > s) <= (1 + 2**-51)·e^-s, so
+      E e^{θwY} <= (1 + 2**-51)/(1 − θ²w²λ″²); with S₂ = maxₜ Σw² and w∞ = max |w|,
+      P(|Σ w·Y| > s) <= 2(1 + 2**-51)^T·exp(−θs + θ²λ″²S₂/(1 − θ²λ″²w∞²)) for every admissible θ,
+      union over the n_leaves edges.
+
+    The bound holds for every edge at once, hence for any number of probabilities
+    (``n_probabilities`` is checked but does not enlarge it); the isotonic step keeps it.
+    """
+    if isinstance(n_probabilities, bool) or not isinstance(n_probabilities, int):
+        raise ParameterError(
+            f"`n_probabilities` must be an integer >= 1, not {n_probabilities!r}",
+            parameter="n_probabilities",
+        )
+    if n_probabilities < 1:
+        raise ParameterError(
+            f"`n_probabilities` must be >= 1, not {n_probabilities!r}", parameter="n_probabilities"
+        )
+    conf = float(check_finite("confidence", confidence))
+    if not 0 < conf < 1:
+        raise ParameterError(
+            f"`confidence` must lie strictly between 0 and 1, not {confidence!r}",
+            parameter="confidence",
+        )
+    eps = check_epsilon("epsilon", epsilon)
+    k = _check_row_bound(row_bound)
+    lo, hi = _bounds(spec, eps, k, lower, upper, max_rows)
+    cals = level_calibrations(spec, eps, k, lo, hi)
+    alpha = 1 - conf
+    total_nodes = sum(spec.nodes(level) for level in range(1, spec.depth + 1))
+    node = 0.0
+    worst = None
+    for cal in cals:
+        params = compute_parameters(cal.epsilon, k, lo, hi)
+        node = max(node, accuracy_bound(params, alpha / total_nodes))
+        if worst is None or params.scale > worst.scale:
+            worst = params
+    assert worst is not None  # depth >= 1
+    cdf = _round_up(spec.weight * node)
+    if lower is None:  # node_bounds: the clamp never binds
+        cdf = min(cdf, _chernoff_cdf(spec, worst.scale, worst.grid, k, alpha, total_nodes))
+    return RankAccuracy(
+        cdf, _round_up(2 * cdf), node, spec.weight, conf, all(c.certified for c in cals)
+    )
+
+
+def _chernoff_cdf(
+    spec: TreeSpec, scale: object, grid: object, k: int, alpha: float, total_nodes: int
+) -> float:
+    """k·W·Λ/2 + s, s the Chernoff bound of :func:`rank_accuracy`, rounded up generously."""
+    w1, s2, wmax = _weight_stats(spec.branching, spec.depth)
+    lam = float(_exact.round_up(mpq(scale) * (1 + mpq(1, 1 << 50)), 53)) * k  # λ″·k, up
+    rounding = w1 * float(mpq(grid)) * k / 2
+    # ln of the allowed tail per edge and side, with the (1 + 2**-51)^T factor
+    log_target = math.log(alpha / (2 * spec.leaves)) - total_nodes * math.log1p(2.0**-51)
+
+    def exponent(s: float) -> float:
+        # min over θ in (0, 1/(λ·w∞)) of −θs + θ²λ²S₂/(1 − θ²λ²w∞²): convex, ternary search
+        a, b = 0.0, (1 - 1e-12) / (lam * wmax)
+
+        def f(t: float) -> float:
+            return -t * s + t * t * lam * lam * s2 / (1 - t * t * lam * lam * wmax * wmax)
+
+        for _ in range(200):
+            m1, m2 = a + (b - a) / 3, b - (b - a) / 3
+            if f(m1) <= f(m2):
+                b = m2
+            else:
+                a = m1
+        return f((a + b) / 2)  # an admissible θ: a valid (upper) bound on the minimum
+
+    hi = lam * wmax
+    while exponent(hi) > log_target:
+        hi *= 2
+    lo = 0.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if exponent(mid) > log_target:
+            lo = mid
+        else:
+            hi = mid
+    return _round_up((hi + rounding) * (1 + 1e-9) + w1 * 2.0**-10)
+
+
+def value_accuracy(spec: TreeSpec, rank_acc: RankAccuracy | float, n_ref: int) -> float:
+    """A planning figure in value units: leaf width + rank·(U − L)/n_ref, at most U − L.
+
+    What holds without data is the rank statement (each quantile is within one leaf of a value
+    whose true rank is within ± rank of its target). Converting ranks to values needs the data's
+    density; this assumes a reference group of ``n_ref`` rows spread at least as evenly as a
+    uniform distribution over [L, U] (density >= n_ref/(U − L)), under which a rank error r moves
+    the value by at most r·(U − L)/n_ref. It is an assumption stated to the planner, not a
+    guarantee; skewed data (e.g. incomes) are far less even at the top.
+    """
+    if isinstance(n_ref, bool) or not isinstance(n_ref, int) or n_ref < 1:
+        raise ParameterError(f"`n_ref` must be an integer >= 1, not {n_ref!r}", parameter="n_ref")
+    r = rank_acc.rank if isinstance(rank_acc, RankAccuracy) else float(rank_acc)
+    span = float(spec.upper - spec.lower)
+    return min(span, float(spec.leaf_width) + r * span / n_ref)
+
+
+# --------------------------------------------------------------------------------------------
+# implementation
+
+
+def _frac(x: object) -> Fraction:
+    return Fraction(check_finite("bound", x))
+
+
+def _round_up(x: float) -> float:
+    return math.nextafter(x, math.inf)
+
+
+def _check_row_bound(row_bound: object) -> int:
+    if isinstance(row_bound, bool) or not isinstance(row_bound, int) or row_bound < 1:
+        raise ParameterError(
+            f"`row_bound` must be an integer >= 1, not {row_bound!r}", parameter="row_bound"
+        )
+    return row_bound
+
+
+def _depth_for(b: int, needed: int) -> int:
+    depth = 1
+    while b**depth < needed:
+        depth += 1
+    return depth
+
+
+def _score(b: int, depth: int) -> float:
+    total = sum(b**level for level in range(1, depth + 1))
+    return _weight(b, depth) * depth * math.log(total / _REFERENCE_ALPHA)
+
+
+def _eigenvalues(b: int, depth: int) -> list[float]:
+    """μⱼ = Σ_{l>=j} b**(depth − l), j = 1..depth."""
+    sizes = [b ** (depth - level) for level in range(1, depth + 1)]
+    return [float(sum(sizes[j - 1 :])) for j in range(1, depth + 1)]
+
+
+def _block_average(x: npt.NDArray[np.float64], size: int) -> npt.NDArray[np.float64]:
+    """Eₗ: the average over consecutive blocks of ``size`` along the last axis, repeated back."""
+    shape = (*x.shape[:-1], x.shape[-1] // size, size)
+    means = x.reshape(shape).mean(axis=-1)
+    return np.repeat(means, size, axis=-1)
+
+
+def _apply_inverse(x: npt.NDArray[np.float64], b: int, depth: int) -> npt.NDArray[np.float64]:
+    """(AᵀA)⁻¹x = Σⱼ (Eⱼ − Eⱼ₋₁)x/μⱼ (E₀ = 0, E_depth = identity), along the last axis."""
+    mu = _eigenvalues(b, depth)
+    out = np.zeros_like(x)
+    previous = np.zeros_like(x)
+    for j in range(1, depth + 1):
+        current = x if j == depth else _block_average(x, b ** (depth - j))
+        out += (current - previous) / mu[j - 1]
+        previous = current
+    return out
+
+
+def _weight(b: int, depth: int) -> float:
+    """W = max over leaf edges t of Σ over nodes of |w_{t,i}| (see :func:`_weight_stats`)."""
+    return _weight_stats(b, depth)[0]
+
+
+@functools.lru_cache(maxsize=512)
+def _weight_stats(b: int, depth: int) -> tuple[float, float, float]:
+    """(W, S₂, w∞): maxₜ Σᵢ|w_{t,i}|, maxₜ Σᵢ w_{t,i}², maxₜᵢ |w_{t,i}|, w_t = A(AᵀA)⁻¹q_t.
+
+    q_t is 1 on the leaves before edge t. Computed in doubles in chunks of edges; each inflated
+    by 1e-9 relative (far above the rounding error of these short sums).
+    """
+    n = b**depth
+    w1 = s2 = wmax = 0.0
+    chunk = max(1, min(n, (1 << 22) // n))
+    leaves = np.arange(n)
+    for start in range(1, n + 1, chunk):
+        ts = np.arange(start, min(n, start + chunk - 1) + 1)
+        q = (leaves[None, :] < ts[:, None]).astype(np.float64)
+        z = _apply_inverse(q, b, depth)
+        prefix = np.concatenate((np.zeros((len(ts), 1)), np.cumsum(z, axis=1)), axis=1)
+        abs_sum = np.zeros(len(ts))
+        sq_sum = np.zeros(len(ts))
+        for level in range(1, depth + 1):
+            size = b ** (depth - level)
+            node_sums = prefix[:, size::size] - prefix[:, 0:n:size]
+            abs_sum += np.abs(node_sums).sum(axis=1)
+            sq_sum += (node_sums * node_sums).sum(axis=1)
+            wmax = max(wmax, float(np.abs(node_sums).max()))
+        w1 = max(w1, float(abs_sum.max()))
+        s2 = max(s2, float(sq_sum.max()))
+    return w1 * _WEIGHT_INFLATION, s2 * _WEIGHT_INFLATION, wmax * _WEIGHT_INFLATION
+
+
+def _isotonic(y: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The non-decreasing least-squares fit to y (pool adjacent violators, equal weights)."""
+    values: list[float] = []
+    counts: list[int] = []
+    for v in y.tolist():
+        values.append(v)
+        counts.append(1)
+        while len(values) > 1 and values[-2] > values[-1]:
+            c = counts[-2] + counts[-1]
+            values[-2] = (values[-2] * counts[-2] + values[-1] * counts[-1]) / c
+            counts[-2] = c
+            values.pop()
+            counts.pop()
+    return np.repeat(np.asarray(values), counts)

@@ -1,0 +1,172 @@
+"""The HTML report of a release: one self-contained file (docs/plans.md, "Outputs").
+
+Each query gets a heading, its ε, confidence and notes, a table of its released values with ±,
+and a bar chart with error bars (±) drawn by matplotlib as inline SVG (no pyplot, no global
+state, no network). Everything shown is a function of the results (DESIGN §8.1).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from snapdp.data.results import QueryResult, _atomic, _fraction_text, _json_value
+
+if TYPE_CHECKING:
+    from snapdp.data.plan import PlanPreview
+    from snapdp.data.schema import Schema
+
+__all__ = ["render_report", "write_report"]
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
+       max-width: 1100px; color: #1d1d1f; padding: 0 1em; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.92em; }
+th, td { padding: 0.25em 0.8em; border-bottom: 1px solid #eee; text-align: right; }
+th { background: #f4f5f7; } td.k, th.k { text-align: left; }
+.meta { color: #555; font-size: 0.92em; } .notes { color: #555; font-size: 0.88em; }
+.query { display: flex; gap: 2em; align-items: flex-start; flex-wrap: wrap; }
+.chart svg { max-width: 560px; height: auto; }
+"""
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return ""
+    return f"{x:,.2f}" if abs(x) < 1e15 else f"{x:.4g}"
+
+
+def _key_text(k: object) -> str:
+    return str(_json_value(k))
+
+
+def _labels(result: QueryResult) -> list[str]:
+    out = []
+    for row in result.rows:
+        parts = [f"{c}={_key_text(k)}" for c, k in zip(result.key_columns, row.keys, strict=True)]
+        if row.quantile is not None:
+            parts.append(f"q={float(row.quantile):g}")
+        out.append(", ".join(parts) or result.query.statistic)
+    return out
+
+
+def _chart(result: QueryResult, bounds: tuple[float, float] | None = None) -> str:
+    """A horizontal bar chart of the values with ± error bars (points for quantiles), as inline
+    SVG; ``bounds``: the value column's declared [L, U], where the error bars are cut (the true
+    value lies in them)."""
+    from matplotlib.figure import Figure
+
+    labels = _labels(result)
+    values = [r.value for r in result.rows]
+    below = [r.accuracy for r in result.rows]
+    above = list(below)
+    if bounds is not None:
+        below = [max(0.0, min(e, v - bounds[0])) for e, v in zip(below, values, strict=True)]
+        above = [max(0.0, min(e, bounds[1] - v)) for e, v in zip(above, values, strict=True)]
+    height = max(1.6, 0.28 * len(values) + 0.9)
+    fig = Figure(figsize=(6.2, height))
+    ax = fig.add_subplot()
+    ys = list(range(len(values)))
+    if result.query.statistic == "quantiles":
+        ax.errorbar(values, ys, xerr=[below, above], fmt="o", color="#4c78a8",
+                    ecolor="#333333", capsize=3)  # fmt: skip
+        if bounds is not None:
+            ax.set_xlim(bounds[0], bounds[1])
+    else:
+        ax.barh(ys, values, xerr=[below, above], color="#4c78a8", ecolor="#333333", capsize=3,
+                height=0.7)  # fmt: skip
+    ax.set_yticks(ys, labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(0, color="#999999", linewidth=0.8)
+    ax.set_xlabel(f"{result.query.statistic} (± at {result.confidence:g} confidence)", fontsize=9)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    svg = buf.getvalue()
+    return svg[svg.find("<svg") :]
+
+
+def _table(result: QueryResult) -> str:
+    quantiles = any(r.quantile is not None for r in result.rows)
+    head = "".join(f'<th class="k">{html.escape(c)}</th>' for c in result.key_columns)
+    if quantiles:
+        head += '<th class="k">quantile</th>'
+    head += "<th>value</th><th>±</th>"
+    body = []
+    for r in result.rows:
+        cells = "".join(f'<td class="k">{html.escape(_key_text(k))}</td>' for k in r.keys)
+        if quantiles:
+            cells += f'<td class="k">{"" if r.quantile is None else f"{float(r.quantile):g}"}</td>'
+        cells += f"<td>{_num(r.value)}</td><td>{_num(r.accuracy)}</td>"
+        body.append(f"<tr>{cells}</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def render_report(
+    results: Sequence[QueryResult],
+    preview: PlanPreview | None = None,
+    schema: Schema | None = None,
+) -> str:
+    """The report as one HTML document (styles and charts inline). With ``schema``, error bars
+    of means and quantiles are cut at the value column's declared bounds."""
+    total = sum((r.epsilon for r in results), Fraction(0))
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>snapdp release report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Release report</h1>",
+        f'<p class="meta">{len(results)} queries, total ε = {_fraction_text(total)} '
+        "(one ledger entry). Every value is within ± of the true value (after the declared "
+        "clamping and contribution bounds) with the stated confidence. See docs/plans.md.</p>",
+    ]
+    if preview is not None and preview.assumptions:
+        items = "".join(f"<li>{html.escape(a)}</li>" for a in preview.assumptions)
+        parts.append(f'<p class="meta">The plan assumed:</p><ul class="meta">{items}</ul>')
+    for i, r in enumerate(results, start=1):
+        meta = f"ε = {_fraction_text(r.epsilon)}, confidence {r.confidence:g}"
+        if r.delta:
+            meta += f", δ = {r.delta:.3g}"
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in r.notes)
+        parts += [
+            f"<h2>{i}. {html.escape(r.label)}</h2>",
+            f'<p class="meta">{meta}</p>',
+            '<div class="query">',
+            _table(r),
+            f'<div class="chart">{_chart(r, _bounds(r, schema))}</div>',
+            "</div>",
+            f'<ul class="notes">{notes}</ul>' if notes else "",
+        ]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _bounds(result: QueryResult, schema: Schema | None) -> tuple[float, float] | None:
+    q = result.query
+    if schema is None or q.column is None or q.statistic not in ("mean", "quantiles"):
+        return None
+    col = schema.column(q.column)
+    if col.lower is None or col.upper is None:
+        return None
+    return float(col.lower), float(col.upper)
+
+
+def write_report(
+    results: Sequence[QueryResult],
+    folder: str | Path,
+    preview: PlanPreview | None = None,
+    schema: Schema | None = None,
+) -> Path:
+    """Write ``report.html`` into ``folder`` (whole or not at all); returns its path."""
+    html_text = render_report(results, preview, schema)
+    return _atomic(Path(folder) / "report.html", html_text.encode("utf-8"))

@@ -1,0 +1,737 @@
+"""The statistics of a release: from a query and the declaration to mechanisms, accuracy and
+results (DESIGN §4, §8.3–8.4; docs/data.md, "Statistics").
+
+A query compiles (:func:`compile_query`) into *parts*: exact integer aggregates per cell, each
+released by one snapping mechanism per cell, with a share of the query's ε:
+
+* count: the rows; one cell moves by r; bounds [0, N].
+* sum: Σq; moves by r·max(|L_q|, |U_q|); bounds [N·min(L_q, 0), N·max(U_q, 0)].
+* mean (ratio): Σq (ε/2) and the number of values (ε/2), as sum and count.
+* mean (substitute): Σq/n with the declared public n (all of ε); moves by (U_q − L_q)/n;
+  bounds [L_q, U_q].
+* variance, std: Σw² (ε·0.24), Σw (ε·0.34) and the number of values (ε·0.42), with
+  w = 2q − L_q − U_q and W = U_q − L_q; moves by r·W², r·W, r; bounds [0, N·W²], [−N·W, N·W],
+  [0, N].
+
+(q: a value in quanta, see :mod:`snapdp.data.sensitivity`; N: the public row bound; r: the rows
+one unit can add to a cell, see :mod:`snapdp.data.bounding`.) The variance split is the one that
+minimises its stated error: that error is (a_Σw² + 2W·a_Σw + 3W²·a_n)/(4ñ), and each a is
+proportional to 1/ε of its part, so εᵢ ∝ √(1, 2, 3), taken as the rationals 1000:1414:1732.
+
+**Grouped parts** (DESIGN §8.4). A unit touches at most ``cells`` cells and moves each by at most
+``per_cell``, all together by at most ``l1``. Each cell's mechanism gets ε/cells at the per-cell
+sensitivity (composition over the cells one unit touches) — or, when ``l1`` is smaller than
+cells·per_cell and the per-shift certificate of :func:`snapdp.data.calibration.calibrate_l1`
+holds, the full (certified, slack-reduced) ε at sensitivity ``l1``, whichever has less noise.
+Without a certificate the result says that it fell back.
+
+**Accuracy before spending.** Count, sum and the substitute mean have a ± that depends on the
+public parameters only. A ratio mean's ± is (a_Σ + M·a_n)/ñ and a variance's is
+(a_Σw² + 2W·a_Σw + 3W²·a_n)/(4ñ) (union bound over the parts, each at α/parts), with ñ the
+noisy count of the cell: :class:`AccuracyStatement` states the numerator before anything is spent
+and the result states the ± once ñ is known (post-processing). A std's ± is the square root of its
+variance's (|√a − √b| ≤ √|a − b|).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from snapdp.data.bounding import Reach, reach
+from snapdp.data.engines.base import Aggregates, ValueColumn
+from snapdp.data.query import Query
+from snapdp.data.results import QueryResult, ResultRow
+from snapdp.data.schema import DEFAULT_MAX_ROWS, Column, Key, Schema, keys_product
+from snapdp.data.sensitivity import FixedPoint, fits_int64, fixed_point
+from snapdp.errors import ParameterError
+from snapdp.mechanism import SnappingMechanism
+
+__all__ = [
+    "AccuracyStatement",
+    "Compiled",
+    "Noise",
+    "Part",
+    "accuracy_of",
+    "assemble",
+    "calibrate",
+    "compile_query",
+    "exact_inputs",
+]
+
+_QUANTILE_NOTE = (
+    "quantiles: each lies within one leaf of a value whose true rank is within the rank ± of "
+    "p·n; the ± in values assumes the rows spread at least as evenly as over [L, U] "
+    "(docs/data.md, 'Quantiles')"
+)
+_VARIANCE_SPLIT = (Fraction(1000, 4146), Fraction(1414, 4146), Fraction(1732, 4146))
+
+
+@dataclass(frozen=True)
+class Part:
+    """One exact aggregate per cell, released by one mechanism per cell.
+
+    ``source``: ``"rows"``, ``"sum"``, ``"count"`` (non-null values), ``"squares"``, ``"csum"``
+    (Σ(2q − L_q − U_q)) or ``"mean"`` (Σq/n, substitute). ``per_cell``/``l1``: sensitivities in
+    the part's units; [``lower``, ``upper``]: the mechanism's bounds.
+    """
+
+    name: str
+    source: str
+    weight: Fraction
+    per_cell: int | Fraction
+    l1: int | Fraction
+    lower: int
+    upper: int
+    cells: int | None = None  # cells one unit touches, when not the query's (tree levels)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A part's calibrated mechanism parameters (exact) and how they were chosen."""
+
+    part: Part
+    epsilon: Fraction
+    sensitivity: int | Fraction
+    cells: int
+    calibrated: bool
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A query checked against the declaration: its grouping, value column and parts."""
+
+    query: Query
+    epsilon: Fraction
+    groupings: tuple[Column, ...]
+    value: ValueColumn | None
+    fixed: FixedPoint | None
+    parts: tuple[Part, ...]
+    reach: Reach
+    schema: Schema = field(repr=False)
+    leaf: Column | None = None  # quantiles: the value column binned at the tree's leaves
+    tree: Any = None  # quantiles: the tree (snapdp.data.quantiles.TreeSpec)
+
+    @property
+    def engine_groupings(self) -> tuple[Column, ...]:
+        """The grouping the engine counts: the query's, then the leaves for quantiles."""
+        return self.groupings if self.leaf is None else (*self.groupings, self.leaf)
+
+    @property
+    def n_cells(self) -> int:
+        """The number of cells (1 when ungrouped)."""
+        n = 1
+        for g in self.groupings:
+            n *= g.n_cells
+        return n
+
+
+@dataclass(frozen=True)
+class AccuracyStatement:
+    """The accuracy a query will have, stated before anything is spent (DESIGN §4).
+
+    ``accuracy``: the ± of every released value at ``confidence``, when it depends on public
+    parameters only (count, sum, substitute mean); else None and ``per_count`` is the numerator
+    c such that the ± of a cell with noisy count ñ is c/ñ (ratio mean, variance; for a std,
+    √(c/ñ)), capped at ``cap`` (the width of the value range). ``epsilon``: the query's exact ε.
+    """
+
+    query: Query
+    epsilon: Fraction
+    confidence: float
+    accuracy: float | None
+    per_count: float | None = None
+    cap: float | None = None
+    notes: tuple[str, ...] = ()
+    rank: float | None = None
+    leaf_width: float | None = None
+
+    @property
+    def label(self) -> str:
+        """The query's label."""
+        return self.query.label
+
+    def at(self, n: int | float) -> float:
+        """The ± for a cell of ``n`` rows (n > 0): exact statement for count-independent
+        statistics; for ratio forms, the bound with ñ = n (a planning figure)."""
+        if self.accuracy is not None:
+            return self.accuracy
+        assert self.per_count is not None and self.cap is not None
+        if not n > 0:
+            return self.cap
+        if self.leaf_width is not None:
+            return min(self.cap, _up(self.leaf_width + self.per_count / n))
+        a = _up(self.per_count / n)
+        if self.query.statistic == "std":
+            a = _up(math.sqrt(a))
+        return min(self.cap, a)
+
+    def describe(self) -> str:
+        """The accuracy in words."""
+        if self.accuracy is not None:
+            return f"±{_num(self.accuracy)}"
+        if self.rank is not None:
+            return (
+                f"rank ±{_num(self.rank)}; in values ±({_num(self.leaf_width or 0.0)} + "
+                f"{_num(self.per_count or 0.0)}/ñ) if evenly spread, ñ the noisy count of the cell"
+            )
+        if self.query.statistic == "std":
+            return f"±√({_num(self.per_count or 0.0)}/ñ), ñ the noisy count of the cell"
+        return f"±{_num(self.per_count or 0.0)}/ñ, ñ the noisy count of the cell"
+
+
+# -- compiling --------------------------------------------------------------------------------
+def compile_query(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
+    """Check ``query`` against ``schema`` and work out its parts (no data is read)."""
+    if not isinstance(query, Query):
+        raise ParameterError(f"a query must be a Query, not {query!r}", parameter="queries")
+    overrides = dict(query.bins)
+    groupings: list[Column] = []
+    declared = {c.name for c in schema.columns}
+    for name in query.by:
+        if name not in declared and name not in overrides:
+            raise ParameterError(
+                f"grouping column {name!r} is not declared: declare its keys or bins "
+                "(docs/data.md, 'The declaration')",
+                parameter="by",
+            )
+        col = schema.column(name) if name in declared else Column(name, "decimal")
+        if name in overrides:
+            col = replace(col, keys=None, bins=tuple(overrides[name]))
+        if not col.is_grouping:
+            raise ParameterError(
+                f"grouping column {name!r} needs declared keys or bins (docs/data.md, "
+                "'The declaration')",
+                parameter="by",
+            )
+        groupings.append(col)
+    n_cells = 1
+    for g in groupings:
+        n_cells *= g.n_cells
+    r = reach(schema, n_cells)
+    n = schema.max_rows
+    stat = query.statistic
+    if stat == "count":
+        part = Part("count", "rows", Fraction(1), r.per_cell, r.l1, 0, n)
+        return Compiled(query, epsilon, tuple(groupings), None, None, (part,), r, schema)
+    assert query.column is not None
+    col = schema.column(query.column)
+    if col.type not in ("integer", "decimal"):
+        raise ParameterError(
+            f"a {stat} needs a numeric column; {col.name!r} is declared {col.type}",
+            parameter="column",
+        )
+    if stat == "quantiles":
+        return _compile_quantiles(query, schema, epsilon, tuple(groupings), col, n_cells)
+    squares = stat in ("variance", "std")
+    fp = fixed_point(col, n, squares=squares)
+    impute = None
+    if col.nulls.action == "impute":
+        assert col.nulls.value is not None
+        q = round(Fraction(col.nulls.value) * 10**fp.decimals)  # type: ignore[arg-type]
+        impute = min(max(q, fp.lower_q), fp.upper_q)
+    value = ValueColumn(col, fp.decimals, fp.lower_q, fp.upper_q, impute, squares)
+    parts: tuple[Part, ...]
+    if stat == "sum":
+        lo, hi = fp.sum_bounds(n)
+        parts = (Part("sum", "sum", Fraction(1), r.per_cell * fp.magnitude,
+                      r.l1 * fp.magnitude, lo, hi),)  # fmt: skip
+    elif stat == "mean" and query.method == "substitute":
+        parts = (_substitute_part(query, schema, fp, r, n_cells),)
+    elif stat == "mean":
+        lo, hi = fp.sum_bounds(n)
+        half = Fraction(1, 2)
+        parts = (
+            Part("sum", "sum", half, r.per_cell * fp.magnitude, r.l1 * fp.magnitude, lo, hi),
+            Part("count", "count", half, r.per_cell, r.l1, 0, n),
+        )
+    else:  # variance, std
+        w = fp.width
+        sq, cs, ct = _VARIANCE_SPLIT
+        parts = (
+            Part("squares", "squares", sq, r.per_cell * w * w, r.l1 * w * w, 0, n * w * w),
+            Part("csum", "csum", cs, r.per_cell * w, r.l1 * w, -n * w, n * w),
+            Part("count", "count", ct, r.per_cell, r.l1, 0, n),
+        )
+    _check_magnitudes(col, parts)
+    return Compiled(query, epsilon, tuple(groupings), value, fp, parts, r, schema)
+
+
+def _check_magnitudes(col: Column, parts: Sequence[Part]) -> None:
+    """Mechanism parameters must stay far inside the double range (the accuracy and the
+    outputs are doubles)."""
+    limit = 1 << 1000
+    for p in parts:
+        values: list[Fraction] = [Fraction(p.lower), Fraction(p.upper)]
+        values += [Fraction(p.per_cell), Fraction(p.l1)]
+        if max(abs(v) for v in values) >= limit:
+            raise ParameterError(
+                f"column {col.name!r}: bounds [{_frac(col.lower)}, {_frac(col.upper)}] are too "
+                "large for the row bound (every bound times the row bound must stay below 1e300)",
+                parameter="upper",
+            )
+
+
+def _quantiles_module() -> Any:
+    try:
+        return importlib.import_module("snapdp.data.quantiles")
+    except ImportError:
+        raise ParameterError(
+            "quantiles are not available in this version (docs/data.md, 'Quantiles')",
+            parameter="statistic",
+        ) from None
+
+
+@functools.lru_cache(maxsize=64)
+def _tree_spec(lower: Fraction, upper: Fraction, resolution: Fraction) -> Any:
+    """The stats module's tree for these exact parameters (cached: choosing it takes seconds for
+    thousands of leaves, and a release compiles its queries more than once)."""
+    return _quantiles_module().tree_spec(lower, upper, resolution)
+
+
+def _compile_quantiles(
+    query: Query,
+    schema: Schema,
+    epsilon: Fraction,
+    groupings: tuple[Column, ...],
+    col: Column,
+    by_cells: int,
+) -> Compiled:
+    """Quantiles from a tree histogram per cell (docs/data.md, "Quantiles").
+
+    The engine counts rows per (cell, leaf): the value column binned at the leaf edges, the outer
+    edges pushed to ±2^63 (integer) or ±(the largest double) (decimal) so that a value below L
+    counts in the first leaf and one above U in the last (the clamp). Level l of the trees of all
+    cells is one part with ε/depth: a unit moves its nodes by L1 <= l1 rows in all (computed over
+    cells × leaves) and touches at most min(cells touched, #nodes of the level over all cells) of
+    them.
+    """
+    if col.lower is None or col.upper is None:
+        raise ParameterError(
+            f"column {col.name!r} needs declared bounds for quantiles", parameter="lower"
+        )
+    qmod = _quantiles_module()
+    span = col.upper - col.lower
+    resolution = query.resolution
+    if resolution is None:
+        resolution = span / 1024
+        if col.type == "integer":
+            resolution = max(resolution, Fraction(1))
+    tree = _tree_spec(col.lower, col.upper, resolution)
+    edges = list(qmod.leaf_edges(tree))
+    # Every value of the type lies in [−big, big): int64 for integers, finite doubles otherwise
+    # (a decimal equal to the largest double itself would be outside: it is not clamped in).
+    big = Fraction(1 << 63) if col.type == "integer" else Fraction(1.7976931348623157e308)
+    edges[0], edges[-1] = -big, big
+    leaf = replace(col, lower=None, upper=None, keys=None, bins=tuple(edges))
+    r = reach(schema, by_cells * tree.leaves)
+    n = schema.max_rows
+    parts = tuple(
+        Part(
+            f"level{lv}",
+            f"level{lv}",
+            Fraction(1, tree.depth),
+            r.l1,
+            r.l1,
+            0,
+            n,
+            min(r.cells, by_cells * tree.nodes(lv)),
+        )
+        for lv in range(1, tree.depth + 1)
+    )
+    return Compiled(query, epsilon, groupings, None, None, parts, r, schema, leaf, tree)
+
+
+def _substitute_part(query: Query, schema: Schema, fp: FixedPoint, r: Reach, cells: int) -> Part:
+    if schema.rows is None:
+        raise ParameterError(
+            "a substitute mean needs the public row count declared (Schema.rows; CLI --rows)",
+            parameter="rows",
+        )
+    if cells != 1:
+        raise ParameterError(
+            "a substitute mean cannot be grouped (group sizes are not public)", parameter="by"
+        )
+    if r.l1 != 1:
+        raise ParameterError(
+            "a substitute mean needs one row per unit (max_rows_per_unit=1)",
+            parameter="max_rows_per_unit",
+        )
+    sens = Fraction(fp.width, schema.rows)
+    return Part("mean", "mean", Fraction(1), sens, sens, fp.lower_q, fp.upper_q)
+
+
+# -- calibrating ------------------------------------------------------------------------------
+def calibrate(compiled: Compiled) -> tuple[Noise, ...]:
+    """Each part's exact mechanism parameters (see the module docstring, "Grouped parts")."""
+    return tuple(_calibrate_part(compiled, p) for p in compiled.parts)
+
+
+def _calibrate_part(compiled: Compiled, part: Part) -> Noise:
+    eps = compiled.epsilon * part.weight
+    cells = compiled.reach.cells if part.cells is None else part.cells
+    if part.source == "mean":
+        cells = 1
+    if cells == 1:
+        return Noise(part, eps, part.per_cell, 1, False)
+    composed = Noise(part, eps / cells, part.per_cell, cells, False)
+    if not part.l1 < cells * part.per_cell:
+        return composed
+    cal = _calibrate_l1(eps, part.l1, part.lower, part.upper, cells)
+    if cal is None:
+        return replace(
+            composed,
+            note=f"{part.name}: calibrated per group (ε/{cells}): the L1 calibration is not "
+            "available in this version",
+        )
+    if not cal.certified:
+        why = f": {cal.note}" if cal.note else ""
+        return replace(composed, note=f"{part.name}: calibrated per group (ε/{cells}){why}")
+    cal_eps, cal_sens = Fraction(cal.epsilon), cal.sensitivity
+    if Fraction(cal_sens) / cal_eps < Fraction(part.per_cell) * cells / eps:
+        note = (
+            f"{part.name}: calibrated to the whole table's L1 sensitivity {cal_sens} at the full "
+            "ε (certified per-shift bound; docs/data.md)"
+        )
+        return Noise(part, cal_eps, cal_sens, cells, True, note)
+    return composed
+
+
+def _calibrate_l1(epsilon: Fraction, l1: int | Fraction, lower: int, upper: int, cells: int) -> Any:
+    """The stats module's certified L1 calibration, or None while it is not installed."""
+    try:
+        module = importlib.import_module("snapdp.data.calibration")
+    except ImportError:
+        return None
+    return module.calibrate_l1(epsilon, l1, lower, upper, cells)
+
+
+def mechanisms(noises: Sequence[Noise], rng: np.random.Generator | None) -> list[SnappingMechanism]:
+    """One mechanism per part (shared by the part's cells: each call draws fresh noise)."""
+    return [
+        SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper, rng=rng)
+        for n in noises
+    ]
+
+
+# -- accuracy ---------------------------------------------------------------------------------
+def accuracy_of(
+    compiled: Compiled, noises: Sequence[Noise], confidence: float, alpha: float
+) -> AccuracyStatement:
+    """The query's accuracy at ``confidence`` = 1 − ``alpha`` (see the module docstring)."""
+    notes = notes_for(compiled, noises)
+    if compiled.tree is not None:
+        return _quantile_accuracy(compiled, noises, confidence, alpha, notes)
+    a = _part_accuracies(compiled, noises, alpha)
+    fp, stat = compiled.fixed, compiled.query.statistic
+    if fp is None:
+        return AccuracyStatement(
+            compiled.query, compiled.epsilon, confidence, a["count"], notes=notes
+        )
+    q = float(fp.quantum)
+    if stat == "sum":
+        return AccuracyStatement(compiled.query, compiled.epsilon, confidence, _up(a["sum"] * q),
+                                 notes=notes)  # fmt: skip
+    if "mean" in a:
+        return AccuracyStatement(compiled.query, compiled.epsilon, confidence,
+                                 min(_up(a["mean"] * q), float(fp.width * fp.quantum)),
+                                 notes=notes)  # fmt: skip
+    if stat == "mean":
+        num = _up((a["sum"] + fp.magnitude * a["count"]) * q)
+        cap = float(fp.width * fp.quantum)
+        return AccuracyStatement(
+            compiled.query, compiled.epsilon, confidence, None, num, cap, notes
+        )
+    w = fp.width
+    num = _up((a["squares"] + 2 * w * a["csum"] + 3 * w * w * a["count"]) / 4 * q * q)
+    cap = float(Fraction(w * w, 4) * fp.quantum**2)
+    if stat == "std":
+        cap = float(Fraction(w, 2) * fp.quantum)
+    return AccuracyStatement(compiled.query, compiled.epsilon, confidence, None, num, cap, notes)
+
+
+def _quantile_accuracy(
+    compiled: Compiled,
+    noises: Sequence[Noise],
+    confidence: float,
+    alpha: float,
+    notes: tuple[str, ...],
+) -> AccuracyStatement:
+    """Rank ± = 2·W·(the largest node ± at α/T), T the nodes of one cell's tree (union bound);
+    in values, a planning figure: leaf width + rank·(U − L)/n for n evenly spread rows."""
+    tree = compiled.tree
+    nodes = sum(tree.nodes(lv) for lv in range(1, tree.depth + 1))
+    node = max(
+        SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper).accuracy(
+            alpha / nodes
+        )
+        for n in noises
+    )
+    cdf = _up(tree.weight * node)
+    span = float(tree.upper - tree.lower)
+    return AccuracyStatement(
+        compiled.query,
+        compiled.epsilon,
+        confidence,
+        None,
+        _up(2 * cdf) * span,
+        span,
+        (*notes, _QUANTILE_NOTE),
+        rank=_up(2 * cdf),
+        leaf_width=float(tree.leaf_width),
+    )
+
+
+def _part_accuracies(compiled: Compiled, noises: Sequence[Noise], alpha: float) -> dict[str, float]:
+    each = alpha / len(noises)
+    return {
+        n.part.name: SnappingMechanism(
+            n.epsilon, n.sensitivity, n.part.lower, n.part.upper
+        ).accuracy(each)
+        for n in noises
+    }
+
+
+def notes_for(compiled: Compiled, noises: Sequence[Noise]) -> tuple[str, ...]:
+    """Plain statements qualifying every value of the query: the neighbouring relation, the null
+    and fit rules applied, the row bound the ± holds for, calibration fallbacks."""
+    schema, query = compiled.schema, compiled.query
+    notes: list[str] = []
+    if query.statistic == "mean" and query.method == "substitute":
+        notes.append(
+            f"neighbours: substitute one row; ± holds for tables of n = {schema.rows:,} rows "
+            "(declared public, not checked)"
+        )
+    else:
+        notes.append(f"neighbours: {compiled.reach.relation}")
+    if schema.privacy_unit is not None:
+        rule = "dropped" if schema.null_units == "drop" else "each its own unit"
+        notes.append(f"rows with a null {schema.privacy_unit}: {rule}")
+    for g in compiled.groupings:
+        outside = "not a declared key" if g.keys is not None else "outside every bin"
+        notes.append(
+            f"{g.name}: cells that are not {g.type} count as null; nulls {g.nulls.describe()}; "
+            f"rows whose {g.name} is {outside} are dropped"
+        )
+    used = compiled.value.column if compiled.value is not None else None
+    if compiled.leaf is not None:
+        used = schema.column(compiled.leaf.name)
+    if used is not None:
+        c = used
+        notes.append(
+            f"{c.name}: cells that are not {c.type} count as null; nulls {c.nulls.describe()}; "
+            f"values clamped to [{_frac(c.lower)}, {_frac(c.upper)}]"
+        )
+    if schema.max_rows != DEFAULT_MAX_ROWS and query.method != "substitute":
+        notes.append(f"± holds for tables of at most {schema.max_rows:,} rows (declared)")
+    notes += [n.note for n in noises if n.note]
+    return tuple(notes)
+
+
+# -- the exact inputs of the mechanisms --------------------------------------------------------
+def exact_inputs(
+    compiled: Compiled, aggregates: Aggregates, value_index: int | None
+) -> dict[str, list[int | Fraction]]:
+    """Each part's exact aggregate per cell (engine output, or derived from it exactly)."""
+    out: dict[str, list[int | Fraction]] = {}
+    j = value_index
+    if compiled.tree is not None:
+        tree = compiled.tree
+        qmod = _quantiles_module()
+        per_cell = [
+            qmod.level_counts(aggregates.rows[i * tree.leaves : (i + 1) * tree.leaves], tree)
+            for i in range(compiled.n_cells)
+        ]
+        for lv in range(1, tree.depth + 1):
+            out[f"level{lv}"] = [x for levels in per_cell for x in levels[lv - 1]]
+        return out
+    for part in compiled.parts:
+        if part.source == "rows":
+            out[part.name] = list(aggregates.rows)
+            continue
+        assert j is not None and compiled.fixed is not None
+        fp = compiled.fixed
+        if part.source == "sum":
+            out[part.name] = list(aggregates.sums[j])
+        elif part.source == "count":
+            out[part.name] = list(aggregates.counts[j])
+        elif part.source == "squares":
+            squares = aggregates.squares[j]
+            assert squares is not None
+            out[part.name] = list(squares)
+        elif part.source == "csum":
+            mid2 = fp.lower_q + fp.upper_q
+            out[part.name] = [
+                2 * s - c * mid2
+                for s, c in zip(aggregates.sums[j], aggregates.counts[j], strict=True)
+            ]
+        else:  # "mean": Σq / n with the declared public n
+            rows = compiled.schema.rows
+            assert rows is not None
+            out[part.name] = [Fraction(s, rows) for s in aggregates.sums[j]]
+    return out
+
+
+def noisy_values(
+    mechanism: SnappingMechanism, part: Part, exact: Sequence[int | Fraction]
+) -> npt.NDArray[np.float64]:
+    """The mechanism's outputs for the exact values, in cell order.
+
+    Each value is first clamped, exactly, to the mechanism's bounds (the mechanism clamps too, so
+    this changes nothing); int64 arrays take the vectorised path when the bounds fit, else each
+    value takes the exact path.
+    """
+    clamped = [min(max(x, part.lower), part.upper) for x in exact]
+    if fits_int64(part.lower, part.upper) and all(isinstance(x, int) for x in clamped):
+        return mechanism.release_many(np.array(clamped, dtype=np.int64))
+    return np.array([mechanism.release(x) for x in clamped], dtype=np.float64)
+
+
+# -- results ----------------------------------------------------------------------------------
+def assemble(
+    compiled: Compiled,
+    noises: Sequence[Noise],
+    noisy: dict[str, npt.NDArray[np.float64]],
+    confidence: float,
+    alpha: float,
+    mechs: Sequence[SnappingMechanism],
+) -> QueryResult:
+    """The query's result from the parts' noisy arrays (post-processing only)."""
+    statement = accuracy_of(compiled, noises, confidence, alpha)
+    fp, stat = compiled.fixed, compiled.query.statistic
+    cells = keys_product(compiled.groupings)
+    rows: list[ResultRow] = []
+    for i, keys in enumerate(cells):
+        if compiled.tree is not None:
+            rows += _quantile_rows(compiled, statement, noisy, i, tuple(keys))
+            continue
+        value, acc = _cell_value(compiled, statement, noisy, i, fp, stat)
+        rows.append(ResultRow(tuple(keys), value, acc))
+    delta = math.fsum(n.cells * m.privacy.delta for n, m in zip(noises, mechs, strict=True))
+    described = {n.part.name: _describe(n, m, fp) for n, m in zip(noises, mechs, strict=True)}
+    return QueryResult(
+        compiled.query,
+        tuple(g.name for g in compiled.groupings),
+        tuple(rows),
+        compiled.epsilon,
+        _up(delta) if delta > 0 else 0.0,
+        confidence,
+        statement.notes,
+        described,
+    )
+
+
+def _quantile_rows(
+    compiled: Compiled,
+    statement: AccuracyStatement,
+    noisy: dict[str, npt.NDArray[np.float64]],
+    i: int,
+    keys: tuple[Key | str, ...],
+) -> list[ResultRow]:
+    tree = compiled.tree
+    qmod = _quantiles_module()
+    levels = []
+    for lv in range(1, tree.depth + 1):
+        width = tree.nodes(lv)
+        levels.append(noisy[f"level{lv}"][i * width : (i + 1) * width])
+    leaves = qmod.consistent_leaves(levels, tree)
+    probs = compiled.query.quantiles
+    values = qmod.quantiles_from_leaves(leaves, tree, probs)
+    total = float(np.sum(leaves))
+    acc = statement.at(total)
+    return [
+        ResultRow(keys, float(v), acc, p, statement.rank)
+        for p, v in zip(probs, values, strict=True)
+    ]
+
+
+def _cell_value(
+    compiled: Compiled,
+    statement: AccuracyStatement,
+    noisy: dict[str, npt.NDArray[np.float64]],
+    i: int,
+    fp: FixedPoint | None,
+    stat: str,
+) -> tuple[float, float]:
+    if fp is None:
+        assert statement.accuracy is not None
+        return float(noisy["count"][i]), statement.accuracy
+    scale = float(10**fp.decimals)
+    lo, hi = float(fp.lower_q) / scale, float(fp.upper_q) / scale
+    if statement.accuracy is not None:  # sum, substitute mean
+        key = "sum" if stat == "sum" else "mean"
+        return float(noisy[key][i]) / scale, statement.accuracy
+    assert statement.cap is not None
+    n = float(noisy["count"][i])
+    if stat == "mean":
+        if not n > 0:
+            return (lo + hi) / 2, statement.cap
+        return min(max(float(noisy["sum"][i]) / scale / n, lo), hi), statement.at(n)
+    w = float(fp.width)
+    if not n > 0:
+        var_q = w * w / 8
+    else:
+        m1 = min(max(float(noisy["csum"][i]) / n, -w), w)
+        m2 = min(max(float(noisy["squares"][i]) / n, 0.0), w * w)
+        var_q = min(max(m2 - m1 * m1, 0.0), w * w) / 4
+    var = var_q / (scale * scale)
+    acc = statement.at(n) if n > 0 else statement.cap
+    return (math.sqrt(var) if stat == "std" else var), acc
+
+
+def _describe(noise: Noise, mech: SnappingMechanism, fp: FixedPoint | None) -> dict[str, Any]:
+    return {
+        "epsilon": str(noise.epsilon),
+        "sensitivity": str(noise.sensitivity),
+        "lower": str(noise.part.lower),
+        "upper": str(noise.part.upper),
+        "unit": _unit(noise.part, fp),
+        "grid_spacing": mech.grid_spacing,
+        "precision": mech.precision,
+        "delta": mech.privacy.delta,
+        "cells_touched": noise.cells,
+        "l1_calibrated": noise.calibrated,
+    }
+
+
+def _unit(part: Part, fp: FixedPoint | None) -> str:
+    """What one unit of the part's mechanism is worth in the data's units."""
+    if fp is None or part.source in ("rows", "count") or part.source.startswith("level"):
+        return "1 row"
+    if part.source == "squares":
+        return f"({fp.quantum})² (centred, doubled)"
+    if part.source == "csum":
+        return f"{fp.quantum} (centred, doubled)"
+    return str(fp.quantum)
+
+
+def _up(x: float) -> float:
+    """x rounded up generously (a few ulps) for stated bounds computed in doubles."""
+    return math.nextafter(x * (1 + 2**-50), math.inf)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.6g}"
+
+
+def _frac(x: Fraction | None) -> str:
+    if x is None:
+        return "?"
+    if abs(x) >= 10**15:
+        return f"{Decimal(x.numerator) / Decimal(x.denominator):.6G}"
+    return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"
+
+
+def key_label(key: Key | str) -> str:
+    """A typed key as text (for tables)."""
+    return str(key)

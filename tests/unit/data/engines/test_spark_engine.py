@@ -1,0 +1,232 @@
+"""The Spark engine (local[2]) against the pure-Python reference engine, bit for bit: casts,
+typed keys, bins, nulls, units and k/L0/L∞ bounding with the same hash key; the keyed-hash rank;
+the all-null group; literal paths; neighbours and sentinels; executor noise."""
+
+from __future__ import annotations
+
+import datetime as dt
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from tests.data_oracle import OracleEngine
+
+from snapdp.data.engines.base import (
+    AggregatePlan,
+    Aggregates,
+    ExecutorNoiseEngine,
+    NoiseRequest,
+    ValueColumn,
+    rank_text,
+)
+from snapdp.data.schema import Column, ContributionBounds, NullRule
+from snapdp.errors import ParameterError
+from snapdp.mechanism import SnappingMechanism
+
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+KEY = "0123456789abcdef0123456789abcdef"
+
+# Awkward cells on purpose: spaces, exponents, Infinity, 1.0E10, "00", empty cells, quoted text,
+# a short (malformed) line, units that are null, integers as "3.0", a date that does not exist.
+CSV = """k,v,n,u,b,d,t
+1,10,5,p,true,2024-01-31,a
+2,20,17,p,no,2024-02-30,b
+2.5,30,18,q,T,2024-02-29,a
+,40,101,q,0,,
+1,x,-1,r,yes,2024-13-01,"b"
+unknown,50,3,r,maybe,x,c
+1,2
+ 1 ,1e3,7,p,FALSE,2023-12-31, a
+1.0E10,Infinity,00,s,1,2024-01-01,a
+00,"3",4,,f,2024-01-02,b
+2,1.5,,t,true,2024-01-03,c
+3.0,-7.25,45,p,t,2024-01-31,a
++2,.5,60,u,f,2024-01-31,b
+-0,5.,99,u,t,2024-02-29,c
+2,NaN,30,p,t,2024-02-29,a
+1,1e400,30,q,t,2024-02-29,b
+2,24.95,80,q,t,2024-02-29,c
+"""
+
+K = Column("k", "integer", keys=(0, 1, 2))
+K_IMP = Column("k", "integer", keys=(1, 2), nulls=NullRule("impute", 2))
+N_BINS = Column("n", "integer", bins=(0, 18, Fraction(101, 2), 101))
+D_KEYS = Column("d", "date", keys=(dt.date(2024, 1, 31), dt.date(2024, 2, 29)))
+B_KEYS = Column("b", "boolean", keys=(True, False))
+T_KEYS = Column("t", "text", keys=("a", "b", " a"))
+V = ValueColumn(Column("v", "decimal", lower=-5, upper=25), 1, -50, 250, None, squares=True)
+V_IMP = ValueColumn(Column("v", "decimal", lower=-5, upper=25), 0, -5, 25, 3)
+N_VAL = ValueColumn(Column("n", "integer", lower=0, upper=60), 0, 0, 60, None, squares=True)
+U_TEXT = Column("u", "text")
+
+
+def _plans() -> list[tuple[str, AggregatePlan]]:
+    bounds = ContributionBounds
+    return [
+        ("ungrouped", AggregatePlan(values=(V, N_VAL))),
+        ("int keys x bins", AggregatePlan(groupings=(K, N_BINS), values=(V,))),
+        ("imputed key, imputed value", AggregatePlan(groupings=(K_IMP,), values=(V_IMP,))),
+        ("date x boolean x text", AggregatePlan(groupings=(D_KEYS, B_KEYS, T_KEYS), values=(V,))),
+        ("k=1", AggregatePlan((K,), (V,), U_TEXT, bounds=bounds(1), hash_key=KEY)),
+        ("L0=1 Linf=1", AggregatePlan((K,), (V,), U_TEXT, bounds=bounds(None, 1, 1), hash_key=KEY)),
+        (
+            "k, L0, Linf, own null units",
+            AggregatePlan((T_KEYS,), (V, N_VAL), U_TEXT, "own", bounds(2, 2, 1), hash_key="f" * 32),
+        ),
+        (
+            "integer unit",
+            AggregatePlan((), (V,), Column("n", "integer"), bounds=bounds(1), hash_key=KEY),
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+def csv_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("spark") / "t.csv"
+    path.write_text(CSV)
+    return path
+
+
+def _spark(source: object, spark: Any, **kw: Any) -> Any:
+    from snapdp.data.engines.spark import SparkEngine
+
+    return SparkEngine(source, spark=spark, **kw)
+
+
+@pytest.mark.parametrize(("name", "plan"), _plans(), ids=[n for n, _ in _plans()])
+def test_csv_aggregates_equal_the_oracle(
+    spark_session: Any, csv_file: Path, name: str, plan: AggregatePlan
+) -> None:
+    expected = OracleEngine(csv_file).aggregate(plan)
+    assert expected.rows != Aggregates.zeros(plan).rows  # the case exercises something
+    assert _spark(str(csv_file), spark_session).aggregate(plan) == expected
+
+
+def test_pandas_native_types_equal_the_oracle(spark_session: Any) -> None:
+    frame = pd.DataFrame(
+        {
+            "k": [1.0, 2.0, float("nan"), 2.5, 1.0, 2.0, float("inf"), 0.0],
+            "v": [1.25, float("nan"), 3.0, -4.0, 1e300, float("-inf"), 7.0, 2.0],
+            "n": [5, 17, 18, 101, -1, 3, 45, 60],
+            "u": ["p", "p", None, "q", "", "r", "r", "p"],
+        }
+    )
+    for plan in (
+        AggregatePlan(groupings=(K, N_BINS), values=(V, N_VAL)),
+        AggregatePlan((K_IMP,), (V_IMP,), U_TEXT, bounds=ContributionBounds(1), hash_key=KEY),
+    ):
+        expected = OracleEngine(frame).aggregate(plan)
+        assert _spark(frame, spark_session).aggregate(plan) == expected
+
+
+def test_spark_rank_equals_rank_text(spark_session: Any) -> None:
+    from pyspark.sql import functions as sf
+
+    from snapdp.data.engines.spark import _rank
+
+    texts = ["r|p|0|10", "g|ünïcode ✓|3", "", "r|12345678901234567890|7||-5"]
+    df = spark_session.createDataFrame([(t,) for t in texts], "t string")
+    got = [r[0] for r in df.select(_rank(KEY, sf.col("t"))).collect()]
+    assert got == [rank_text(KEY, t) for t in texts]
+    assert max(got) < 1 << 60
+
+
+def test_an_all_null_group_sums_to_zero(spark_session: Any) -> None:
+    """Issue 11 item 2: least/greatest skip NULLs; a group whose values are all null must sum
+    to 0 with count 0, not to a bound."""
+    frame = pd.DataFrame({"k": [1, 1, 2, 2], "v": [None, None, 4.0, 5.0]}, dtype=object)
+    plan = AggregatePlan(groupings=(Column("k", "integer", keys=(1, 2)),), values=(V,))
+    got = _spark(frame.astype({"k": "int64", "v": "float64"}), spark_session).aggregate(plan)
+    assert got.sums == [[0, 90]] and got.counts == [[0, 2]] and got.rows == [2, 2]
+
+
+def test_paths_are_literal_unless_glob(spark_session: Any, tmp_path: Path) -> None:
+    (tmp_path / "a1.csv").write_text("v\n1\n1\n1\n")
+    (tmp_path / "a[12].csv").write_text("v\n1\n")
+    plan = AggregatePlan(values=(V,))
+    assert _spark(str(tmp_path / "a[12].csv"), spark_session).aggregate(plan).rows == [1]
+    pattern = str(tmp_path / "a[1].csv")
+    assert _spark(pattern, spark_session, glob=True).aggregate(plan).rows == [3]
+    with pytest.raises(ParameterError, match="not found"):
+        _spark(pattern, spark_session)
+
+
+def test_internal_names_do_not_collide(spark_session: Any) -> None:
+    frame = pd.DataFrame({"_cell": [1, 2, 2], "_q0": [1.0, 2.0, 3.0], "_u": ["a", "a", "b"]})
+    plan = AggregatePlan(
+        (Column("_cell", "integer", keys=(1, 2)),),
+        (ValueColumn(Column("_q0", "decimal", lower=0, upper=5), 0, 0, 5),),
+        Column("_u", "text"),
+        bounds=ContributionBounds(1),
+        hash_key=KEY,
+    )
+    assert _spark(frame, spark_session).aggregate(plan) == OracleEngine(frame).aggregate(plan)
+
+
+AWKWARD = {
+    "null key": ",10,20,z",
+    "undeclared key": "2.5,10,20,z",
+    "text value": "1,SENTINEL-7f3a,20,z",
+    "empty cells": ",,,",
+    "nan": "1,NaN,20,z",
+    "inf": "2,-Infinity,20,z",
+    "huge": "1,1e308,99999999999999999999,z",
+    "null unit": "1,10,20,",
+    "duplicate unit": "2,24,59,p",
+    "malformed line": "1,SENTINEL-7f3a",
+}
+
+
+@pytest.mark.parametrize("row", list(AWKWARD), ids=list(AWKWARD))
+def test_neighbours_move_each_cell_by_at_most_the_bounds(
+    spark_session: Any, tmp_path: Path, row: str
+) -> None:
+    """D and D + one awkward row (a unit adds at most k = 1 row): each cell's row count moves by
+    at most 1 and each sum by at most max(|L_q|, |U_q|) = 250; nothing raises, and the engine's
+    public strings never show a planted sentinel."""
+    base = "k,v,n,u\n1,10,5,p\n2,20,17,p\n1,3,40,q\n2,-2,59,r\n0,7,7,s\n"
+    d, d2 = tmp_path / "d.csv", tmp_path / "d2.csv"
+    d.write_text(base)
+    d2.write_text(base + AWKWARD[row] + "\n")
+    plan = AggregatePlan((K,), (V,), U_TEXT, bounds=ContributionBounds(1), hash_key=KEY)
+    e1, e2 = _spark(str(d), spark_session), _spark(str(d2), spark_session)
+    a, b = e1.aggregate(plan), e2.aggregate(plan)
+    assert b == OracleEngine(d2).aggregate(plan)
+    assert sum(abs(x - y) for x, y in zip(a.rows, b.rows, strict=True)) <= 1
+    assert all(abs(x - y) <= 250 for x, y in zip(a.sums[0], b.sums[0], strict=True))
+    assert "SENTINEL" not in e2.describe() + " ".join(e2.column_names())
+
+
+def test_a_missing_column_names_the_column_not_the_data(spark_session: Any, csv_file: Path) -> None:
+    plan = AggregatePlan(values=(ValueColumn(Column("zz", "integer", lower=0, upper=1), 0, 0, 1),))
+    with pytest.raises(ParameterError, match="'zz' is not in the data"):
+        _spark(str(csv_file), spark_session).aggregate(plan)
+
+
+def test_executor_noise_returns_one_noisy_value_per_cell(spark_session: Any) -> None:
+    """Noise drawn on the executors: every cell (empty ones included) gets exactly one value in
+    the mechanism's range, near the exact aggregate; exact sums above int64 (16 rows of 2^60)
+    are clamped to the mechanism's public bounds first, as the mechanism itself would."""
+    n_cells = 40
+    big = 1 << 60
+    frame = pd.DataFrame({"k": [i % 20 for i in range(200)], "v": [float(big)] * 200})
+    vc = ValueColumn(Column("v", "decimal", lower=0, upper=big), 0, 0, big)
+    plan = AggregatePlan((Column("k", "integer", keys=tuple(range(n_cells))),), (vc,))
+    engine = _spark(frame, spark_session, executor_noise_threshold=10, noise_partitions=3)
+    assert isinstance(engine, ExecutorNoiseEngine) and engine.wants_executor_noise(n_cells)
+    exact = engine.aggregate(plan)
+    assert exact.sums[0][0] == 10 * big > 1 << 63
+    params = (Fraction(20), Fraction(1), Fraction(0), Fraction(1000))
+    out = engine.noisy_aggregate(
+        plan, [NoiseRequest("n", "rows", params), NoiseRequest("s", "sum0", params)]
+    )
+    assert engine.last_noise_location == "executors"
+    accuracy = SnappingMechanism(*params).accuracy(1e-9)  # type: ignore[arg-type]
+    assert out["n"].shape == out["s"].shape == (n_cells,)
+    assert np.all(np.abs(out["n"] - np.array(exact.rows)) <= accuracy)
+    expected_s = np.where(np.arange(n_cells) < 20, 1000.0, 0.0)  # clamped to the upper bound
+    assert np.all(np.abs(out["s"] - expected_s) <= accuracy)

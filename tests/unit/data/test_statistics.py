@@ -1,0 +1,65 @@
+"""Exact fixed point, mechanism inputs and the variance split (src/snapdp/data/statistics.py,
+sensitivity.py; docs/data.md, "Statistics")."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from snapdp.data import Column, Query, Schema
+from snapdp.data.sensitivity import INT64_LIMIT, fixed_point
+from snapdp.data.statistics import Part, compile_query, noisy_values
+from snapdp.errors import ParameterError
+from snapdp.mechanism import SnappingMechanism
+
+
+def test_decimals_keep_every_mechanism_bound_in_int64() -> None:
+    n = 1 << 40
+    assert fixed_point(Column("x", "integer", 0, 100), n).decimals == 0
+    fp = fixed_point(Column("x", "decimal", 0, 1), n)
+    assert fp.decimals == 6 and n * fp.magnitude < INT64_LIMIT <= n * fp.magnitude * 10
+    sq = fixed_point(Column("x", "decimal", 0, 1), n, squares=True)
+    assert sq.decimals == 3 and n * sq.width**2 < INT64_LIMIT <= n * (sq.width * 10) ** 2
+    huge = fixed_point(Column("x", "decimal", 0, 10**12), n, squares=True)
+    assert huge.decimals == 0  # nothing fits: the exact per-value path, at d = 0
+    assert fixed_point(Column("x", "decimal", Fraction(-3, 2), 4), 1000).lower_q == -1_500_000_000
+    with pytest.raises(ParameterError, match="no two distinct"):
+        fixed_point(Column("x", "integer", Fraction(1, 3), Fraction(2, 3)), n)
+
+
+def test_the_int64_path_is_the_per_value_path_bit_for_bit() -> None:
+    part = Part("sum", "sum", Fraction(1), 100, 100, 0, 10**6)
+    exact = [0, 5, 10**6 + 7, 123_456, -3, 999_999]  # two outside the bounds: clamped first
+
+    def mech() -> SnappingMechanism:
+        return SnappingMechanism(Fraction(1, 2), 100, 0, 10**6, rng=np.random.default_rng(3))
+
+    fast = noisy_values(mech(), part, exact)
+    m = mech()
+    slow = [m.release(min(max(x, 0), 10**6)) for x in exact]
+    assert fast.tolist() == slow
+
+
+def test_bounds_beyond_int64_take_the_exact_path() -> None:
+    big = 1 << 80
+    part = Part("squares", "squares", Fraction(1), 10**6, 10**6, 0, big)
+    m = SnappingMechanism(1, 10**6, 0, big, rng=np.random.default_rng(0))
+    out = noisy_values(m, part, [big + 5, 2**70, 0])
+    assert out[0] <= big and out.dtype == np.float64 and len(out) == 3
+
+
+def test_variance_parts_and_their_sensitivities() -> None:
+    schema = Schema((Column("v", "integer", -2, 6),))
+    c = compile_query(Query("variance", "v"), schema, Fraction(1))
+    parts = {p.name: p for p in c.parts}
+    assert (parts["squares"].per_cell, parts["csum"].per_cell, parts["count"].per_cell) == (
+        64,
+        8,
+        1,
+    )
+    assert sum(p.weight for p in c.parts) == 1
+    w = [float(p.weight) for p in c.parts]
+    assert w[1] / w[0] == pytest.approx(2**0.5, rel=1e-3)
+    assert w[2] / w[0] == pytest.approx(3**0.5, rel=1e-3)
