@@ -37,8 +37,7 @@ def spark() -> Iterator[Any]:
     )
     session.sparkContext.setLogLevel("ERROR")
     assert pyspark.__version__
-    yield session
-    session.stop()
+    yield session  # not stopped: tests/unit/data/engines/conftest.py shares the session
 
 
 def _plan(pums: Path, name: str, **kw: Any) -> AggregatePlan:

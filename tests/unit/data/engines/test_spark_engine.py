@@ -155,6 +155,22 @@ def test_paths_are_literal_unless_glob(spark_session: Any, tmp_path: Path) -> No
         _spark(pattern, spark_session)
 
 
+def test_a_hive_partitioned_parquet_folder_equals_the_oracle(
+    spark_session: Any, tmp_path: Path
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"k": ["0", "1", "2", "1", "00"], "v": [1.5, 2.0, None, 24.0, 7.0]})
+    pq.write_to_dataset(table, tmp_path / "ds", partition_cols=["k"])
+    plan = AggregatePlan(groupings=(K,), values=(V,))
+    expected = OracleEngine(
+        pq.read_table(tmp_path / "ds").cast(pa.schema([("v", pa.float64()), ("k", pa.string())]))
+    )
+    assert _spark(str(tmp_path / "ds"), spark_session).aggregate(plan) == expected.aggregate(plan)
+    assert expected.aggregate(plan).rows == [2, 2, 1]
+
+
 def test_internal_names_do_not_collide(spark_session: Any) -> None:
     frame = pd.DataFrame({"_cell": [1, 2, 2], "_q0": [1.0, 2.0, 3.0], "_u": ["a", "a", "b"]})
     plan = AggregatePlan(
