@@ -246,3 +246,14 @@ def test_executor_noise_returns_one_noisy_value_per_cell(spark_session: Any) -> 
     assert np.all(np.abs(out["n"] - np.array(exact.rows)) <= accuracy)
     expected_s = np.where(np.arange(n_cells) < 20, 1000.0, 0.0)  # clamped to the upper bound
     assert np.all(np.abs(out["s"] - expected_s) <= accuracy)
+
+
+def test_an_unreadable_source_is_one_clean_error(spark_session: Any, tmp_path: Path) -> None:
+    from snapdp.data.schema import CsvOptions
+
+    path = tmp_path / "t.csv"
+    path.write_text("v\nSENTINEL-91c2\n")
+    with pytest.raises(ParameterError) as info:
+        engine = _spark(str(path), spark_session, csv=CsvOptions(encoding="no-such-codec"))
+        engine.aggregate(AggregatePlan(values=(V,)))
+    assert "cannot be read" in str(info.value) and "SENTINEL" not in str(info.value)
