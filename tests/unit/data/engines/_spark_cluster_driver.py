@@ -73,7 +73,7 @@ def main() -> None:
         .config("spark.executor.memory", "1g")
         .config("spark.executor.cores", "2")
         .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.task.maxFailures", "3")
+        .config("spark.task.maxFailures", "2")
         .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
         .getOrCreate()
     )

@@ -201,6 +201,7 @@ AWKWARD = {
     "null unit": "1,10,20,",
     "duplicate unit": "2,24,59,p",
     "malformed line": "1,SENTINEL-7f3a",
+    "sentinel key and unit": "SENTINEL-7f3a,10,20,SENTINEL-7f3a",
 }
 
 
@@ -221,7 +222,7 @@ def test_neighbours_move_each_cell_by_at_most_the_bounds(
     assert b == OracleEngine(d2).aggregate(plan)
     assert sum(abs(x - y) for x, y in zip(a.rows, b.rows, strict=True)) <= 1
     assert all(abs(x - y) <= 250 for x, y in zip(a.sums[0], b.sums[0], strict=True))
-    assert "SENTINEL" not in e2.describe() + " ".join(e2.column_names())
+    assert "SENTINEL" not in e2.describe() + " ".join(e2.column_names()) + repr(b)
 
 
 def test_a_missing_column_names_the_column_not_the_data(spark_session: Any, csv_file: Path) -> None:
