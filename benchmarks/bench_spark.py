@@ -105,7 +105,7 @@ def main() -> None:
             ),
         ]
     session.stop()
-    print(f"{args.rows:.0e} rows, {units:.0e} units, {GROUPS} groups, Spark local[2]\n")
+    print(f"{args.rows:,} rows, {units:,} units, {GROUPS} groups, Spark local[2]\n")
     print("| task | wall time (s) | × plain |")
     print("|---|---:|---:|")
     base = {0: rows[0][1], 1: rows[0][1], 2: rows[2][1], 3: rows[2][1]}
