@@ -6,12 +6,13 @@ Public API: :class:`SnappingMechanism` (the exact mechanism of DESIGN §2),
 """
 
 from snapdp.accuracy import epsilon_for_accuracy
-from snapdp.errors import ParameterError, PrivacyBudgetError
+from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 from snapdp.guarantee import PrivacyGuarantee
 from snapdp.mechanism import LaplaceMechanism, SnappingMechanism
 
 __all__ = [
     "LaplaceMechanism",
+    "LedgerError",
     "ParameterError",
     "PrivacyBudgetError",
     "PrivacyGuarantee",

@@ -7,6 +7,7 @@ import numbers
 import re
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +25,9 @@ def check_real(name: str, x: object) -> Number:
     always a mistake), strings, None, complex numbers and other objects.
     """
     if isinstance(x, (bool, np.bool_)):
-        raise ParameterError(f"`{name}` must be a real number, not a bool ({x!r})")
+        raise ParameterError(f"`{name}` must be a real number, not a bool ({x!r})", parameter=name)
+    if isinstance(x, np.floating) and x.dtype.itemsize > 8:
+        return _longdouble(x)
     if isinstance(x, (float, np.floating)):
         return float(x)  # numpy float16/32/64 → the same value as a double, exactly
     if isinstance(x, (int, np.integer)):
@@ -36,9 +39,21 @@ def check_real(name: str, x: object) -> Number:
     if isinstance(x, numbers.Number):  # Decimal, complex, other numeric types
         raise ParameterError(
             f"`{name}` must be a real number (int, float or Fraction), not {type(x).__name__} "
-            f"({x!r}); convert it explicitly so that no rounding happens unseen"
+            f"({x!r}); convert it explicitly so that no rounding happens unseen",
+            parameter=name,
         )
-    raise ParameterError(f"`{name}` must be a real number, not {type(x).__name__} ({x!r})")
+    raise ParameterError(
+        f"`{name}` must be a real number, not {type(x).__name__} ({x!r})", parameter=name
+    )
+
+
+def _longdouble(x: np.floating[Any]) -> Number:
+    """A numpy longdouble at its exact value: a float if a double holds it, else a Fraction."""
+    if not np.isfinite(x):
+        return float(x)  # ±inf and NaN are the same as doubles
+    num, den = x.as_integer_ratio()
+    exact = Fraction(num, den)
+    return float(x) if Fraction(float(x)) == exact else exact
 
 
 def _is_nan(x: Number) -> bool:
@@ -53,9 +68,9 @@ def check_positive_finite(name: str, x: object) -> Number:
     """A finite real number > 0."""
     v = check_real(name, x)
     if not _is_finite(v):
-        raise ParameterError(f"`{name}` must be finite and > 0, not {v!r}")
+        raise ParameterError(f"`{name}` must be finite and > 0, not {v!r}", parameter=name)
     if not v > 0:
-        raise ParameterError(f"`{name}` must be > 0, not {v!r}")
+        raise ParameterError(f"`{name}` must be > 0, not {v!r}", parameter=name)
     return v
 
 
@@ -63,7 +78,7 @@ def check_finite(name: str, x: object) -> Number:
     """A finite real number."""
     v = check_real(name, x)
     if not _is_finite(v):
-        raise ParameterError(f"`{name}` must be finite, not {v!r}")
+        raise ParameterError(f"`{name}` must be finite, not {v!r}", parameter=name)
     return v
 
 
@@ -71,7 +86,7 @@ def check_value(name: str, x: object) -> Number:
     """A real number that is not NaN (±inf allowed: the mechanism clamps it)."""
     v = check_real(name, x)
     if _is_nan(v):
-        raise ParameterError(f"`{name}` must not be NaN")
+        raise ParameterError(f"`{name}` must not be NaN", parameter=name)
     return v
 
 
@@ -79,11 +94,26 @@ def check_probability(name: str, x: object) -> float:
     """A float strictly between 0 and 1."""
     v = check_real(name, x)
     if not (0 < v < 1):
-        raise ParameterError(f"`{name}` must be in (0, 1), not {v!r}")
+        raise ParameterError(f"`{name}` must be in (0, 1), not {v!r}", parameter=name)
     return float(v)
 
 
 _DECIMAL_TEXT = re.compile(r"[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+_MAX_DECIMAL_EXPONENT = 4000  # ε beyond 10**±4000 is no privacy parameter; its Fraction is huge
+
+
+def _decimal_fraction(name: str, d: Decimal, shown: object) -> Fraction:
+    """A finite Decimal as a Fraction, refusing exponents so large that the conversion would
+    build an integer of millions of digits (e.g. ``"1e999999999"``)."""
+    if d != 0 and abs(d.adjusted()) > _MAX_DECIMAL_EXPONENT:
+        raise ParameterError(
+            f"`{name}` must be between 1e-{_MAX_DECIMAL_EXPONENT} and 1e{_MAX_DECIMAL_EXPONENT}, "
+            f"not {shown!r}",
+            parameter=name,
+        )
+    return Fraction(d)
 
 
 def check_epsilon(name: str, x: object) -> Fraction:
@@ -102,11 +132,11 @@ def check_epsilon(name: str, x: object) -> Fraction:
                 f"`{name}` must be a positive decimal number such as 0.5 or 1e-3, not {x!r}",
                 parameter=name,
             )
-        value = Fraction(Decimal(text))
+        value = _decimal_fraction(name, Decimal(text), x)
     elif isinstance(x, Decimal):
         if not x.is_finite():
             raise ParameterError(f"`{name}` must be finite and > 0, not {x!r}", parameter=name)
-        value = Fraction(x)
+        value = _decimal_fraction(name, x, x)
     else:
         v = check_positive_finite(name, x)
         value = Fraction(v)

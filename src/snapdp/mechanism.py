@@ -16,7 +16,14 @@ import numpy.typing as npt
 
 from snapdp import _exact
 from snapdp import accuracy as _accuracy
-from snapdp._validation import Number, check_finite, check_positive_finite, check_value
+from snapdp._rational import format_rational
+from snapdp._validation import (
+    Number,
+    check_epsilon,
+    check_finite,
+    check_positive_finite,
+    check_value,
+)
 from snapdp.errors import ParameterError
 from snapdp.fast import FastPlan, plan_for, release_into, release_one
 from snapdp.guarantee import PrivacyGuarantee
@@ -28,10 +35,18 @@ __all__ = ["LaplaceMechanism", "SnappingMechanism", "as_value_array"]
 
 
 def as_value_array(name: str, values: object) -> npt.NDArray[Any]:
-    """``values`` as a numeric numpy array (int or float dtype), checked: no NaN, no bools.
+    """``values`` as a numeric numpy array, checked: no NaN, no bools, nothing rounded unseen.
 
-    Integer arrays are kept as integers so that their values are used exactly.
+    Integer arrays are kept as integers so that their values are used exactly. A Python sequence
+    that numpy would turn into float64 with a loss (an int beyond 2**53 next to a float, a
+    ``Fraction``, a numpy longdouble) becomes an **object** array of the exact values instead,
+    which :meth:`SnappingMechanism.release_many` releases one by one on the exact path
+    (docs/mechanism.md, "Exact inputs").
     """
+    if not isinstance(values, np.ndarray):
+        exact = _exact_objects(name, values)
+        if exact is not None:
+            return exact
     try:
         arr = np.asarray(values)
     except (TypeError, ValueError) as exc:
@@ -52,6 +67,28 @@ def as_value_array(name: str, values: object) -> npt.NDArray[Any]:
             where = first[0] if len(first) == 1 else first
             raise ParameterError(f"`{name}` must not contain NaN (first at index {where})")
     return arr
+
+
+def _exact_objects(name: str, values: object) -> npt.NDArray[Any] | None:
+    """An object array of checked exact values if the flat sequence ``values`` holds a number that
+    float64 would round (an int past 2**53 among floats, a Fraction, a longdouble); else None."""
+    if not isinstance(values, (list, tuple)) or any(
+        isinstance(v, (list, tuple, np.ndarray)) for v in values
+    ):
+        return None
+    kinds = {type(v) for v in values}
+    lossy = any(
+        isinstance(v, Fraction)
+        or (isinstance(v, np.floating) and v.dtype.itemsize > 8)
+        or (isinstance(v, int) and not isinstance(v, bool) and float(v) != v)
+        for v in values
+    )
+    if not lossy or kinds <= {int}:  # all-int lists stay integer arrays (exact)
+        return None
+    out = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        out[i] = check_value(f"{name}[{i}]", v)
+    return out
 
 
 class SnappingMechanism:
@@ -77,7 +114,7 @@ class SnappingMechanism:
         *,
         rng: np.random.Generator | None = None,
     ) -> None:
-        self.epsilon = check_positive_finite("epsilon", epsilon)
+        self.epsilon: Fraction = check_epsilon("epsilon", epsilon)
         self.sensitivity = check_positive_finite("sensitivity", sensitivity)
         self.lower = check_finite("lower", lower)
         self.upper = check_finite("upper", upper)
@@ -138,6 +175,7 @@ class SnappingMechanism:
         return PrivacyGuarantee(
             epsilon=float(self.epsilon),
             delta=delta,
+            epsilon_exact=self.epsilon,
             relation=f"|f(D) − f(D′)| <= {self.sensitivity!r}"
             + ("" if self._private else " — NOT PRIVATE: seeded rng"),
         )
@@ -173,6 +211,8 @@ class SnappingMechanism:
         :func:`snapdp.fast.plan_for`) use the exact path.
         """
         arr = as_value_array("values", values)
+        if arr.dtype == object:  # exact values that float64 would round: one by one, exactly
+            return np.array([self.release(v) for v in arr], dtype=np.float64)
         out = np.empty(arr.shape, dtype=np.float64)
         flat_in = arr.reshape(-1)
         flat_out = out.reshape(-1)
@@ -196,7 +236,8 @@ class SnappingMechanism:
     def __repr__(self) -> str:
         rng = "" if self._private else ", rng=<seeded: NOT PRIVATE>"
         return (
-            f"SnappingMechanism(epsilon={self.epsilon!r}, sensitivity={self.sensitivity!r}, "
+            f"SnappingMechanism(epsilon={format_rational(self.epsilon)!r}, "
+            f"sensitivity={self.sensitivity!r}, "
             f"lower={self.lower!r}, upper={self.upper!r}{rng})"
         )
 
@@ -223,9 +264,9 @@ class LaplaceMechanism:
     def __init__(
         self, epsilon: Number, sensitivity: Number, *, rng: np.random.Generator | None = None
     ) -> None:
-        self.epsilon = check_positive_finite("epsilon", epsilon)
+        self.epsilon = float(check_epsilon("epsilon", epsilon))  # a float mechanism: ε as a double
         self.sensitivity = check_positive_finite("sensitivity", sensitivity)
-        self.scale = float(self.sensitivity) / float(self.epsilon)
+        self.scale = float(self.sensitivity) / self.epsilon
         self._source = bit_source_from(rng)
 
     def release(self, value: Number) -> float:
@@ -235,7 +276,7 @@ class LaplaceMechanism:
 
     def release_many(self, values: object) -> npt.NDArray[np.float64]:
         """Elementwise :meth:`release`, consuming one word per value in order. UNSAFE."""
-        arr = as_value_array("values", values).astype(np.float64)
+        arr = np.asarray(as_value_array("values", values), dtype=np.float64)
         return self._noisy(arr.reshape(-1)).reshape(arr.shape)
 
     def _noisy(self, values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

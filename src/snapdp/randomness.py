@@ -9,7 +9,8 @@ Word layout of one sample (the *sample block*):
 * word 0: bit 63 is the sign (1 means S = −1); bits 0..51 are the mantissa m of U*.
 * word 1: the exponent e ~ Geom(1/2) on {1, 2, …}: e = 1 + (number of leading zero bits). Only when
   the whole word is zero (probability 2**-64) is a further word read, adding 64; reading stops once
-  e ≥ 1023 is certain (at most 16 further words).
+  e ≥ 1023 is certain (at most 15 further words: the 16th zero word, word 1 included, makes
+  e = 1024).
 
 U* = (2**52 + m)·2**-(52+e) for e ≤ 1022, a normal double in [2**-e, 2**(1-e)). For e ≥ 1023 it is
 the subnormal m·2**-1074 (the band (0, 2**-1022) has probability 2**-1022 and every subnormal the

@@ -21,7 +21,11 @@ def test_release_prints_value_accuracy_and_guarantee() -> None:
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    released = float(lines[0].split()[1])
+    assert lines[0].startswith(
+        "With ε = 1 and values in [0, 100], 95% of releases are within ±3.91"
+    )
+    (line,) = [x for x in lines if x.startswith("release ")]
+    released = float(line.split()[1])
     assert 0 <= released <= 100 and (released - 50) % 2 == 0
     expected = SnappingMechanism(1.0, 1.0, 0.0, 100.0).accuracy(0.05)
     assert f"accuracy  ±{expected:.6g} with probability >= 0.95" in result.output
@@ -39,8 +43,19 @@ def test_bad_input_is_a_clean_error() -> None:
     args = ["release", "--value", "1", "--epsilon", "0", "--lower", "0", "--upper", "1"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
-    assert "`epsilon` must be > 0" in result.output
+    assert "`--epsilon` must be > 0" in result.output
     assert "Traceback" not in result.output
     args = ["release", "--value", "1", "--epsilon", "1", "--lower", "5", "--upper", "1"]
     result = CliRunner().invoke(main, args)
-    assert result.exit_code == 2 and "`lower` must be < `upper`" in result.output
+    assert result.exit_code == 2 and "`--lower` must be < `--upper`" in result.output
+
+
+def test_a_useless_value_release_is_flagged_in_text_and_json() -> None:
+    args = ["release", "--value", "42", "--epsilon", "0.001", "--lower", "0", "--upper", "100"]
+    text = CliRunner().invoke(main, args)
+    assert text.exit_code == 0, text.output
+    assert "warning: Almost pure noise" in text.output
+    as_json = CliRunner().invoke(main, [*args, "--json"])
+    out = json.loads(as_json.output)
+    assert [f["code"] for f in out["flags"]] == ["almost_pure_noise"]
+    assert out["summary"].startswith("With ε = 0.001 and values in [0, 100]")

@@ -23,7 +23,9 @@ BAD_PARAMETERS = [
     ((math.inf, 1, 0, 1), "`epsilon` must be finite"),
     ((0.0, 1, 0, 1), "`epsilon` must be > 0"),
     ((-1.0, 1, 0, 1), "`epsilon` must be > 0"),
-    (("1", 1, 0, 1), "`epsilon` must be a real number"),
+    (("abc", 1, 0, 1), "`epsilon` must be a positive decimal number"),
+    (("-0.1", 1, 0, 1), "`epsilon` must be a positive decimal number"),
+    (("0", 1, 0, 1), "`epsilon` must be > 0"),
     ((None, 1, 0, 1), "`epsilon` must be a real number"),
     ((True, 1, 0, 1), "`epsilon` must be a real number, not a bool"),
     ((1, math.nan, 0, 1), "`sensitivity` must be finite"),
@@ -46,11 +48,12 @@ def test_bad_parameters_are_named(args: tuple[object, ...], message: str) -> Non
         SnappingMechanism(*args)  # type: ignore[arg-type]
 
 
-def test_decimal_is_refused_not_rounded() -> None:
+def test_decimal_epsilon_is_exact_and_other_decimals_are_refused() -> None:
     from decimal import Decimal
 
+    assert SnappingMechanism(Decimal("0.1"), 1, 0, 1).parameters.epsilon == Fraction(1, 10)
     with pytest.raises(ParameterError, match="convert it explicitly"):
-        SnappingMechanism(Decimal("0.1"), 1, 0, 1)  # type: ignore[arg-type]
+        SnappingMechanism(1, Decimal("0.1"), 0, 1)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -220,3 +223,69 @@ def test_laplace_bad_input() -> None:
         LaplaceMechanism(0, 1)
     with pytest.raises(ValueError, match="`value`"):
         LaplaceMechanism(1, 1).release(math.nan)
+
+
+# -- exact ε and exact inputs (docs/mechanism.md, "Exact ε", "Exact inputs") -------------------
+@pytest.mark.parametrize("eps", ["0.1", Fraction(1, 10), "1e-1", " 0.10 "])
+def test_epsilon_text_is_the_exact_decimal(eps: object) -> None:
+    from decimal import Decimal
+
+    exact = SnappingMechanism(eps, 1, 0, 10).parameters
+    assert exact.epsilon == Fraction(1, 10)
+    assert SnappingMechanism(Decimal("0.1"), 1, 0, 10).parameters == exact
+    # a float is its binary value, which is not 1/10, and gives a different ε′
+    as_float = SnappingMechanism(0.1, 1, 0, 10).parameters
+    assert as_float.epsilon == Fraction(0.1) != exact.epsilon
+    assert as_float.epsilon_prime != exact.epsilon_prime
+    assert "ε = 0.1 " in str(SnappingMechanism(eps, 1, 0, 10).privacy)
+
+
+def test_a_huge_decimal_exponent_is_refused_quickly() -> None:
+    with pytest.raises(ParameterError, match="between 1e-4000 and 1e4000"):
+        SnappingMechanism("1e999999999", 1, 0, 1)
+
+
+def _seeded(seed: int = 7) -> SnappingMechanism:
+    return SnappingMechanism(1, 1, 0, 2**60, rng=np.random.default_rng(seed))
+
+
+def test_release_many_keeps_big_python_ints_and_fractions_exact() -> None:
+    values = [2**53 + 1, 0.5, Fraction(1, 3), 2**80 + 3]
+    many = _seeded().release_many(values)
+    one = _seeded()
+    assert many.tolist() == [one.release(v) for v in values]  # same bits, same order
+    # and release() is exact for them (ints through fast.release_one, Fractions on the exact
+    # path): the value that reaches the mechanism is 2**53 + 1, not the double 2**53
+    from snapdp.snapping import normalize
+
+    params = _seeded().parameters
+    assert normalize(params, 2**53 + 1) != normalize(params, float(2**53 + 1))
+    assert many.dtype == np.float64 and many.shape == (4,)
+
+
+def test_a_list_numpy_would_round_becomes_exact_not_float64() -> None:
+    from snapdp.mechanism import as_value_array
+
+    arr = as_value_array("values", [2**53 + 1, 0.5])
+    assert arr.dtype == object and arr[0] == 2**53 + 1 and type(arr[0]) is int
+    assert as_value_array("values", [1, 2]).dtype.kind == "i"  # ints stay an int array
+    assert as_value_array("values", [0.5, 2]).dtype == np.float64  # nothing to round
+    with pytest.raises(ParameterError, match=r"`values\[1\]` must not be NaN"):
+        as_value_array("values", [Fraction(1, 3), math.nan])
+
+
+def test_longdouble_is_taken_at_its_exact_value() -> None:
+    x = np.longdouble(1) / np.longdouble(3)
+    if np.finfo(np.longdouble).nmant <= 52:
+        pytest.skip("numpy longdouble is a double on this platform")
+    from snapdp._validation import check_value
+
+    exact = check_value("value", x)
+    assert isinstance(exact, Fraction) and exact != Fraction(float(x))
+    assert Fraction(*x.as_integer_ratio()) == exact
+    assert check_value("value", np.longdouble(0.5)) == 0.5
+    a = _seeded(3).release(x)
+    b = _seeded(3).release(exact)
+    assert a == b
+    with pytest.raises(ParameterError, match="float64 or narrower"):
+        _seeded().release_many(np.array([x, x]))

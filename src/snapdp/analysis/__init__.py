@@ -10,6 +10,8 @@ Everything here is computed exactly from the finite output distribution of the i
   analysis tool, never to be printed beside a release);
 - :mod:`.bounds`: clamping bounds from a binding probability γ (DESIGN §3);
 - :mod:`.comparison`: seed 000's distance |M_L − M_S| and the utility ratios snapping/Laplace;
+- :mod:`.discrete_laplace`: the discrete Laplace (two-sided geometric) baseline in closed form;
+- :mod:`.attacks`: Mironov's distinguisher on textbook Laplace, snapping and discrete Laplace;
 - :mod:`.report`: the HTML + JSON report of ``snapdp compare``.
 """
 
@@ -20,6 +22,12 @@ from snapdp.analysis.comparison import (
     distance_cases,
     utility_grid,
     utility_point,
+)
+from snapdp.analysis.discrete_laplace import (
+    DiscreteLaplace,
+    discrete_accuracy,
+    discrete_laplace,
+    discrete_metrics,
 )
 from snapdp.analysis.distribution import OutputDistribution, output_distribution
 from snapdp.analysis.getaccuracy import data_dependent_accuracy
@@ -32,6 +40,7 @@ from snapdp.analysis.metrics import (
 )
 
 __all__ = [
+    "DiscreteLaplace",
     "DistanceCase",
     "ErrorMetrics",
     "OutputDistribution",
@@ -39,6 +48,9 @@ __all__ = [
     "binding_probability_bound",
     "bounds_for_binding_probability",
     "data_dependent_accuracy",
+    "discrete_accuracy",
+    "discrete_laplace",
+    "discrete_metrics",
     "distance_cases",
     "error_metrics",
     "error_quantile",

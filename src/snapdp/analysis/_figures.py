@@ -28,14 +28,79 @@ def draw_all(data: dict[str, Any]) -> tuple[dict[str, bytes], dict[str, str]]:
     figures: dict[str, bytes] = {}
     captions: dict[str, str] = {}
     for name, draw in (
+        ("three_mechanisms", _three_mechanisms),
         ("error_distribution", _error_distribution),
         ("ratios_vs_b_over_lambda", _ratios_vs_b),
         ("ratios_vs_epsilon", _ratios_vs_epsilon),
         ("coverage", _coverage),
         ("binding", _binding),
     ):
+        if name in _SWEEPS and not data[_SWEEPS[name]]["rows"]:
+            continue  # bounds too wide for the sweep (below the spacing of doubles): no figure
         figures[name], captions[name] = draw(data)
     return figures, captions
+
+
+_SWEEPS = {
+    "ratios_vs_b_over_lambda": "ratios_vs_b_over_lambda",
+    "ratios_vs_epsilon": "ratios_vs_epsilon",
+}
+
+
+def _three_mechanisms(data: dict[str, Any]) -> tuple[bytes, str]:
+    mech = data["mechanisms"]
+    x = data["inputs"]["value"]
+    lam = data["parameters"]["laplace_scale"]
+    fig = Figure(figsize=(8, 4.2))
+    ax = fig.add_subplot()
+    snap = mech["snapping"]
+    disc = mech["discrete_laplace"]
+    gamma = disc["quantum"]
+    pts = [(o - x, p) for o, p in zip(snap["outputs"], snap["probabilities"], strict=True)]
+    pts = [(e, p) for e, p in pts if p > 1e-6]
+    dpts = [(o - x, p) for o, p in zip(disc["outputs"], disc["probabilities"], strict=True)]
+    dpts = [(e, p) for e, p in dpts if p > 1e-6]
+    span = max([abs(e) for e, _ in pts + dpts] + [lam]) * 1.05
+    n = 400
+    grid = [-span + 2 * span * i / (n - 1) for i in range(n)]
+    ax.plot(
+        grid,
+        [gamma * math.exp(-abs(t) / lam) / (2 * lam) for t in grid],
+        color="tab:orange",
+        lw=2,
+        label=f"textbook Laplace: density × quantum {gamma:g}",
+    )
+    if dpts:
+        ax.vlines([e for e, _ in dpts], 0, [p for _, p in dpts], color="tab:green", lw=1.5)
+        ax.plot(
+            [e for e, _ in dpts],
+            [p for _, p in dpts],
+            "s",
+            ms=4,
+            color="tab:green",
+            label=f"discrete Laplace (multiples of {gamma:g})",
+        )
+    if pts:
+        ax.vlines([e for e, _ in pts], 0, [p for _, p in pts], color="tab:blue", lw=2.5)
+        ax.plot(
+            [e for e, _ in pts],
+            [p for _, p in pts],
+            "o",
+            color="tab:blue",
+            label=f"snapping (grid of width {data['parameters']['grid_spacing']:g})",
+        )
+    ax.set_xlabel("error = output − true value")
+    ax.set_ylabel("probability of each output")
+    ax.set_title(f"The three mechanisms at ε = {data['inputs']['epsilon']:g}, true value {x:g}")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    caption = (
+        "The probability of each output, exactly: snapping (blue) puts its mass on a grid of "
+        "width Λ·Δ, discrete Laplace (green) on multiples of its quantum; the textbook "
+        "mechanism's density (orange) is scaled by the quantum so that heights compare with the "
+        "green stems. Outputs clamped to a bound carry the mass beyond it."
+    )
+    return _png(fig), caption
 
 
 def _error_distribution(data: dict[str, Any]) -> tuple[bytes, str]:
@@ -246,9 +311,10 @@ def _coverage(data: dict[str, Any]) -> tuple[bytes, str]:
         f"Accuracy statements against the exact error, value {data['coverage']['value']:g}"
     )
     caption = (
-        "Left: the data-independent accuracy a(α) (DESIGN §4, shown before spending), seed 002's "
-        "corrected data-dependent GetAccuracy (uses the true value: never publish it), and the "
-        "exact quantile of the error, with a seeded simulation of the mechanism as a cross-check. "
+        "Left: the data-independent accuracy a(α) (docs/mechanism.md, shown before spending), "
+        "the published data-dependent GetAccuracy, corrected (uses the true value: never publish "
+        "it), and the exact quantile of the error, with a seeded simulation of the mechanism "
+        "as a cross-check. "
         "Right: the exact probability that the error exceeds a(α) "
         "stays below α (coverage)."
     )
@@ -279,6 +345,7 @@ def _binding(data: dict[str, Any]) -> tuple[bytes, str]:
     ax.set_title("How often the output is clamped to a bound")
     caption = (
         "The exact probability that the output is lower or upper, against the bound used to "
-        "choose B from a binding probability γ (DESIGN §3). Near the bounds it is close to 1/2."
+        "choose B from a binding probability γ (docs/utility.md). Near the bounds it is close "
+        "to 1/2."
     )
     return _png(fig), caption

@@ -18,6 +18,8 @@ B̃ − B_data − Λ/2 >= λ′·ln(1/γ) with directed rounding.
 
 from __future__ import annotations
 
+import math
+
 from snapdp import _exact
 from snapdp._exact import mpfr, mpq
 from snapdp._validation import Number, check_finite, check_positive_finite, check_probability
@@ -30,6 +32,11 @@ _BITS = 160
 
 
 def _params(epsilon: Number, sensitivity: Number, lo: Number, hi: Number) -> SnappingParameters:
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise ParameterError(
+            f"the widened bounds [{lo!r}, {hi!r}] exceed the largest double; narrower data "
+            "bounds are needed"
+        )
     try:
         return compute_parameters(epsilon, sensitivity, lo, hi)
     except ValueError as exc:

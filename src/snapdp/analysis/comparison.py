@@ -32,7 +32,7 @@ from typing import Any
 
 from snapdp import _exact
 from snapdp._exact import mpfr, mpq
-from snapdp._validation import Number, check_positive_finite, check_value
+from snapdp._validation import Number, check_finite, check_positive_finite, check_value
 from snapdp.analysis import _laplace
 from snapdp.analysis.distribution import (
     DEFAULT_PRECISION,
@@ -276,6 +276,8 @@ def utility_point(
     sens = check_positive_finite("sensitivity", sensitivity)
     if not isinstance(offsets, int) or offsets < 1:
         raise ParameterError(f"`offsets` must be an int >= 1, not {offsets!r}")
+    if not check_finite("lower", lower) < check_finite("upper", upper):
+        raise ParameterError(f"`lower` must be < `upper`, not lower={lower!r}, upper={upper!r}")
     try:
         params = compute_parameters(eps, sens, lower, upper)
     except ValueError as exc:

@@ -1,7 +1,8 @@
 """The ``snapdp`` command: thin glue over the library (DESIGN §9).
 
-Library errors (ParameterError, PrivacyBudgetError) become clean one-line CLI errors here, at one
-boundary; no traceback reaches the user for bad input. Each command lives in its own module.
+Every error becomes one clean line at one boundary (:class:`snapdp.cli._common.BoundaryGroup`):
+no traceback reaches the user, flags are named as flags, ``--json`` errors are JSON, Ctrl-C exits
+130. Each command lives in its own module.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import click
 
 from snapdp import __version__
+from snapdp.cli._common import BoundaryGroup
 from snapdp.cli.budget import budget
 from snapdp.cli.compare import compare
 from snapdp.cli.release import release
@@ -17,7 +19,7 @@ from snapdp.cli.verify import verify
 __all__ = ["main"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=BoundaryGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="snapdp")
 def main() -> None:
     """Differentially private releases through Mironov's snapping mechanism."""

@@ -1,50 +1,167 @@
-"""``snapdp budget``: show a privacy-budget ledger."""
+"""``snapdp budget``: show a privacy-budget ledger, its datasets and its history; export it."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import os
+import tempfile
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from snapdp.cli._common import json_option, library_errors
-from snapdp.data.ledger import Ledger
+from snapdp._rational import format_rational, storage_text
+from snapdp.cli._common import json_option, library_errors, plain_number
+from snapdp.data.ledger import DatasetBudget, LedgerEntry, LedgerReport, read_ledger
 from snapdp.errors import ParameterError
+
+_CSV_COLUMNS = (
+    "id",
+    "time",
+    "dataset",
+    "label",
+    "what",
+    "epsilon",
+    "epsilon_exact",
+    "delta",
+    "query",
+)
 
 
 @click.command()
-@click.option("--ledger", type=click.Path(dir_okay=False), required=True, help="Ledger file.")
+@click.option("--ledger", type=click.Path(), required=True, help="Ledger file.")
+@click.option("--dataset", metavar="NAME", help="Show only this dataset's budget and releases.")
+@click.option(
+    "--export",
+    type=click.Path(dir_okay=False),
+    help="Write the whole history to FILE.csv or FILE.json (for audits).",
+)
+@click.option(
+    "--lock-timeout",
+    type=click.FloatRange(min=0, min_open=True, max=86_400),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for a release in progress to finish.",
+)
 @json_option
 @library_errors
-def budget(ledger: str, as_json: bool) -> None:
-    """Show a ledger: its total ε, every recorded release (what, when, ε, δ), what remains."""
-    if not Path(ledger).is_file():
-        raise ParameterError(f"`--ledger` file not found: {ledger!r}")
-    book = Ledger(ledger)
-    entries = book.entries()
-    spent, remaining = float(book.spent()), float(book.remaining())
-    if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "ledger": ledger,
-                    "total_epsilon": book.total_epsilon,
-                    "spent": spent,
-                    "remaining": remaining,
-                    "releases": [e.__dict__ for e in entries],
-                }
+def budget(
+    ledger: str, dataset: str | None, export: str | None, lock_timeout: float, as_json: bool
+) -> None:
+    """Show a ledger: every dataset's total ε, what it spent and what remains (exactly), and every
+    recorded release (when, what, ε, δ). ε is shown as the decimal it was given (0.1), or as p/q
+    when no short decimal is exact. See docs/data.md, "Budgets and the ledger"."""
+    report = read_ledger(ledger, timeout=lock_timeout)
+    datasets, entries = report.datasets, report.entries
+    if dataset is not None:
+        datasets = [d for d in datasets if d.dataset == dataset]
+        if not datasets:
+            names = ", ".join(repr(d.dataset) for d in report.datasets) or "none"
+            raise ParameterError(
+                f"`--dataset` {dataset!r} has no budget in ledger {ledger!r} (its datasets: "
+                f"{names})"
             )
-        )
+        entries = [e for e in entries if e.dataset == dataset]
+    if export is not None:
+        _export(report, Path(export))
+    if as_json:
+        click.echo(json.dumps(_document(report, datasets, entries)))
         return
-    table = Table(title=f"Privacy budget ledger {ledger}")
-    for col in ("#", "time (UTC)", "ε", "δ", "released", "data"):
-        table.add_column(col)
-    for e in entries:
-        table.add_row(str(e.id), e.time, f"{e.epsilon:.6g}", f"{e.delta:.3g}", e.what, e.dataset)
     console = Console()
-    console.print(table)
-    console.print(
-        f"total ε = {book.total_epsilon:.6g}, spent {spent:.6g}, remaining {remaining:.6g}"
-    )
+    if export is not None:
+        console.print(f"wrote {len(report.entries):,} releases to {export}")
+    if entries:
+        table = Table(title=f"Releases recorded in {ledger}")
+        for col in ("#", "time (UTC)", "dataset", "released", "ε", "δ"):
+            table.add_column(col, justify="right" if col in ("#", "ε", "δ") else "left")
+        for e in entries:
+            table.add_row(
+                f"{e.id:,}", e.time, e.dataset, e.what, format_rational(e.epsilon), f"{e.delta:.3g}"
+            )
+        console.print(table)
+    else:
+        console.print(f"no releases recorded in {ledger}")
+    for d in datasets:
+        console.print(
+            f"{d.dataset}: total ε = {format_rational(d.total_epsilon)}, "
+            f"spent {format_rational(d.spent)}, remaining {format_rational(d.remaining)} "
+            f"({plain_number(d.releases)} releases)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if report.cap is not None:
+        console.print(
+            f"this file, written by an earlier snapdp, also caps all datasets together at "
+            f"ε = {format_rational(report.cap)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _budget_dict(d: DatasetBudget) -> dict[str, Any]:
+    return {
+        "dataset": d.dataset,
+        "releases": d.releases,
+        **_exact("total_epsilon", d.total_epsilon),
+        **_exact("spent", d.spent),
+        **_exact("remaining", d.remaining),
+    }
+
+
+def _exact(key: str, x: Fraction) -> dict[str, Any]:
+    """A JSON number (the nearest double) and the exact value as text ``"p/q"``."""
+    return {key: float(x), f"{key}_exact": storage_text(x)}
+
+
+def _entry_dict(e: LedgerEntry) -> dict[str, Any]:
+    out = e.as_dict()
+    out["epsilon"] = float(e.epsilon)
+    return out
+
+
+def _document(
+    report: LedgerReport, datasets: list[DatasetBudget], entries: list[LedgerEntry]
+) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "ledger": report.path,
+        "created": report.created,
+        "file_cap": None if report.cap is None else storage_text(report.cap),
+        "datasets": [_budget_dict(d) for d in datasets],
+        "releases": [_entry_dict(e) for e in entries],
+    }
+    if len(datasets) == 1:  # one budget: its numbers at the top level too
+        doc.update({k: v for k, v in _budget_dict(datasets[0]).items() if k != "releases"})
+    return doc
+
+
+def _export(report: LedgerReport, path: Path) -> None:
+    """Write the whole history as CSV or JSON, atomically (a temporary file, then a rename)."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer)
+        writer.writerow(_CSV_COLUMNS)
+        for e in report.entries:
+            d = e.as_dict()
+            writer.writerow([*(d[c] for c in _CSV_COLUMNS[:-1]), json.dumps(e.query)])
+        text = buffer.getvalue()
+    elif suffix == ".json":
+        text = json.dumps(_document(report, report.datasets, report.entries), indent=2)
+    else:
+        raise ParameterError(f"`--export` must end in .csv or .json, not {path.name!r}")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ParameterError(f"`--export` folder {str(folder)!r} does not exist: create it first")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

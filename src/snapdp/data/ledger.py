@@ -1,208 +1,773 @@
-"""A persistent privacy-budget ledger in SQLite (DESIGN §8).
+"""A persistent privacy-budget ledger in SQLite (DESIGN §8.5; docs/data.md, "Budgets and the
+ledger").
 
 Guarantees, for every process sharing one ledger file:
 
-* **No overspending.** A spend runs in one ``BEGIN IMMEDIATE`` transaction: it takes SQLite's
-  write lock, sums what is spent, refuses (rolls back, records nothing) if the new spend would take
-  the total past the budget, else inserts the spend row and commits. Two processes cannot both pass
-  the check on the same remaining budget: the second waits for the first's lock, then sees its row.
-* **Spend before show.** The data API commits the spend before it returns any noisy value.
-* **Crash safety.** SQLite's journal makes the commit atomic: a process killed before the commit
-  leaves no row; a process killed after it leaves exactly one.
-* **Exact arithmetic.** ε values are stored as doubles and summed as exact fractions, so the
-  budget check has no rounding error.
-
-The ledger records what was released (the statistics and their parameters, as JSON), on which
-data (a label), when (UTC), with which ε and δ.
+* **Exact arithmetic.** ε is an exact rational end to end: the ledger stores it as text ``"p/q"``
+  (``"1/10"`` for ``--epsilon 0.1``) and sums fractions, so ten spends of 1/10 use exactly 1.
+* **Per-dataset budgets.** One file holds a budget per *dataset*, a name the data owner gives
+  (by default the source's resolved path), never derived from the query or its bounds. A
+  :class:`Ledger` object is bound to one dataset's budget.
+* **No overspending.** A spend runs in one ``BEGIN IMMEDIATE`` transaction: it takes SQLite's write
+  lock, reads and validates the whole history, refuses (rolls back, records nothing) if the new
+  spend would take the dataset past its total, else inserts the row and commits.
+* **Refusal before noise.** :meth:`Ledger.check` opens the file for writing, takes the lock,
+  validates every row and probes a write, then rolls back: a read-only, locked, foreign or damaged
+  ledger is refused before the caller draws any noise.
+* **Integrity.** Every row is validated on every read (ε a positive ``p/q``, δ in [0, 1], totals
+  positive, no dataset past its total) and the spends form a SHA-256 chain (each row's digest
+  covers the previous one; the last is kept in ``meta``), so a row edited, inserted or deleted
+  with a SQLite tool is detected. The chain has no secret key: it detects edits, not a forger who
+  recomputes every digest.
+* **Crash safety, no stray files.** SQLite's journal makes a commit atomic. A new ledger file is
+  built beside the target under a temporary name and appears (``os.link``, which never replaces a
+  file) only with its first committed spend; a refusal leaves no file behind.
+* **Old files keep working.** A ledger written by snapdp 0.1 (one budget, ε as REAL) is read as is
+  and migrated in place, inside the transaction of its first new spend. Its total stays a cap on
+  the whole file (it was one budget), each recorded label becomes a dataset, and a dataset it never
+  saw gets that total.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import os
 import sqlite3
-from collections.abc import Callable
-from dataclasses import dataclass
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import quote
 
-from snapdp._validation import check_positive_finite
-from snapdp.errors import ParameterError, PrivacyBudgetError
+from snapdp._rational import format_rational, parse_rational, storage_text
+from snapdp._validation import check_epsilon, check_positive_finite
+from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 
-__all__ = ["Ledger", "LedgerEntry"]
+__all__ = [
+    "DEFAULT_DATASET",
+    "DatasetBudget",
+    "Ledger",
+    "LedgerEntry",
+    "LedgerReport",
+    "dataset_name_for",
+    "read_ledger",
+]
 
 # Test hooks: called just before / just after the spend commits (tests kill the process there).
 _before_commit: Callable[[], None] | None = None
 _after_commit: Callable[[], None] | None = None
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS spends (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    time TEXT NOT NULL,
-    epsilon REAL NOT NULL,
-    delta REAL NOT NULL,
-    what TEXT NOT NULL,
-    dataset TEXT NOT NULL,
-    query TEXT NOT NULL
-);
-"""
+DEFAULT_DATASET = "default"
+_FORMAT = "snapdp-ledger"
+_VERSION = "2"
+_DEFAULT_TIMEOUT = 60.0
+_OURS = {"meta", "budgets", "spends", "sqlite_sequence"}
+_OURS_V1 = {"meta", "spends", "sqlite_sequence"}
+_SCHEMA = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE budgets (dataset TEXT PRIMARY KEY, total_epsilon TEXT NOT NULL, "
+    "created TEXT NOT NULL, digest TEXT NOT NULL)",
+    "CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, "
+    "epsilon TEXT NOT NULL, delta TEXT NOT NULL, what TEXT NOT NULL, dataset TEXT NOT NULL, "
+    "label TEXT NOT NULL, query TEXT NOT NULL, digest TEXT NOT NULL)",
+)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One recorded spend."""
+    """One recorded spend: ε exact, δ an upper bound, the dataset's name and the source's label."""
 
     id: int
     time: str
-    epsilon: float
+    epsilon: Fraction
     delta: float
     what: str
     dataset: str
+    label: str
     query: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready form: ε as the user's decimal (``"0.1"``) and as ``"p/q"``."""
+        return {
+            "id": self.id,
+            "time": self.time,
+            "epsilon": format_rational(self.epsilon),
+            "epsilon_exact": storage_text(self.epsilon),
+            "delta": self.delta,
+            "what": self.what,
+            "dataset": self.dataset,
+            "label": self.label,
+            "query": self.query,
+        }
+
+
+@dataclass(frozen=True)
+class DatasetBudget:
+    """One dataset's budget: its total, what its releases spent, what remains (all exact)."""
+
+    dataset: str
+    total_epsilon: Fraction
+    spent: Fraction
+    remaining: Fraction
+    releases: int
+
+
+@dataclass(frozen=True)
+class LedgerReport:
+    """The whole ledger, validated: every dataset's budget and every spend, oldest first.
+
+    ``cap`` is the total of a ledger migrated from snapdp 0.1 (one budget for the whole file),
+    else None.
+    """
+
+    path: str
+    created: str
+    cap: Fraction | None
+    datasets: list[DatasetBudget]
+    entries: list[LedgerEntry]
+
+
+@dataclass
+class _State:
+    """A ledger as read from its file: version 0 (empty), 1 (snapdp 0.1) or 2 (current)."""
+
+    version: int
+    created: str = ""
+    cap: Fraction | None = None
+    budgets: dict[str, Fraction] = field(default_factory=dict)
+    entries: list[LedgerEntry] = field(default_factory=list)
+    head: str = ""
+    sums: dict[str, Fraction] = field(default_factory=dict)
+    total_spent: Fraction = Fraction(0)
+
+    def add(self, entry: LedgerEntry) -> None:
+        self.entries.append(entry)
+        self.sums[entry.dataset] = self.sums.get(entry.dataset, Fraction(0)) + entry.epsilon
+        self.total_spent += entry.epsilon
+
+    def spent(self, dataset: str | None) -> Fraction:
+        """The exact ε spent on ``dataset`` (on every dataset if None)."""
+        return self.total_spent if dataset is None else self.sums.get(dataset, Fraction(0))
+
+    def remaining(self, dataset: str, total: Fraction) -> Fraction:
+        left = total - self.spent(dataset)
+        if self.cap is not None:
+            left = min(left, self.cap - self.spent(None))
+        return max(left, Fraction(0))
+
+
+def dataset_name_for(source: object, label: str) -> str:
+    """The default dataset name of a source: its resolved path if it is a path, else ``label``."""
+    if isinstance(source, (str, Path)):
+        return str(Path(source).expanduser().resolve())
+    return label
 
 
 class Ledger:
-    """A privacy budget of ``total_epsilon``, stored in SQLite at ``path`` (or in memory).
+    """The budget of one dataset, ``total_epsilon``, in the SQLite ledger at ``path``.
 
-    ``path=None`` keeps the ledger in memory (for one Python session only). Opening an existing
-    ledger file with ``total_epsilon=None`` uses the total it was created with; giving a different
-    total is an error (a budget is not changed silently).
+    ``path=None`` keeps the ledger in memory (one Python session). ``total_epsilon`` (int, str,
+    Fraction, Decimal or float, taken exactly: see :func:`snapdp._validation.check_epsilon`) is
+    needed when the dataset has no budget yet; for an existing budget it may be omitted, and a
+    different value is an error (a budget is never changed). ``dataset`` names the data whose
+    budget this is (default ``"default"``; :class:`~snapdp.data.PrivateTable` passes the source's
+    resolved path). ``timeout``: seconds to wait for another process's write lock before refusing.
+
+    The file is not created here: it appears with the first committed spend.
     """
 
-    def __init__(self, path: str | Path | None, total_epsilon: object = None) -> None:
+    def __init__(
+        self,
+        path: str | Path | None,
+        total_epsilon: object = None,
+        *,
+        dataset: str | None = None,
+        timeout: float = _DEFAULT_TIMEOUT,
+    ) -> None:
+        if dataset is None:
+            dataset = DEFAULT_DATASET
+        if not isinstance(dataset, str) or not dataset.strip():
+            raise ParameterError(
+                f"`dataset` must be a non-empty name, not {dataset!r}", parameter="dataset"
+            )
+        self.dataset = dataset
+        self.timeout = float(check_positive_finite("timeout", timeout))
+        given = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
         self.path = None if path is None else Path(path)
-        target = ":memory:" if self.path is None else str(self.path)
-        if self.path is not None and not self.path.parent.is_dir():
-            raise ParameterError(f"`ledger` directory does not exist: {str(self.path.parent)!r}")
-        try:
-            self._con = sqlite3.connect(target, timeout=60.0, isolation_level=None)
-            self._con.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise ParameterError(f"`ledger` {target!r} cannot be opened: {exc}") from None
-        try:
-            for statement in _SCHEMA.strip().split(";\n"):
-                if statement.strip():
-                    self._con.execute(statement)
-            row = self._con.execute("SELECT value FROM meta WHERE key = 'total_epsilon'").fetchone()
-            if row is None:
-                if total_epsilon is None:
-                    raise ParameterError(
-                        f"`total_epsilon` is needed to create the new ledger {target!r}"
-                    )
-                total = float(check_positive_finite("total_epsilon", total_epsilon))
-                self._con.execute(
-                    "INSERT INTO meta VALUES ('total_epsilon', ?), ('created', ?)",
-                    (repr(total), _now()),
-                )
-            else:
-                total = float(row[0])
-                if total_epsilon is not None:
-                    given = float(check_positive_finite("total_epsilon", total_epsilon))
-                    if given != total:
-                        raise ParameterError(
-                            f"`total_epsilon` is {given!r} but the ledger {target!r} was created "
-                            f"with total ε = {total!r}; a budget is never changed"
-                        )
-            self._con.execute("COMMIT")
-        except sqlite3.DatabaseError as exc:
-            self._rollback()
-            raise ParameterError(f"`ledger` {target!r} is not a snapdp ledger: {exc}") from None
-        except BaseException:
-            self._rollback()
-            raise
-        self.total_epsilon: float = total
+        self._memory: sqlite3.Connection | None = None
+        if self.path is None:
+            self._memory = sqlite3.connect(":memory:", isolation_level=None)
+            for statement in _SCHEMA:
+                self._memory.execute(statement)
+            _init_meta(self._memory)
+            state = _State(version=2)
+        else:
+            _check_path(self.path)
+            state = self._read() if self.path.exists() else _State(version=0)
+        self.total_epsilon: Fraction = self._total(state, given)
 
-    def _rollback(self) -> None:
-        if self._con.in_transaction:
-            self._con.execute("ROLLBACK")
+    # -- the budget --------------------------------------------------------------------------
+    def _total(self, state: _State, given: Fraction | None) -> Fraction:
+        known = state.budgets.get(self.dataset, state.cap)
+        where = self._where()
+        if known is None:
+            if given is None:
+                raise ParameterError(
+                    f"`total_epsilon` is needed: dataset {self.dataset!r} has no budget in "
+                    f"{where} yet",
+                    parameter="total_epsilon",
+                )
+            return given
+        if given is not None and given != known:
+            raise ParameterError(
+                f"`total_epsilon` is {format_rational(given)} but dataset {self.dataset!r} in "
+                f"{where} has total ε = {format_rational(known)}; a budget is never changed",
+                parameter="total_epsilon",
+            )
+        return known
+
+    def _where(self) -> str:
+        return "the in-memory ledger" if self.path is None else _where(self.path)
 
     # -- reading ---------------------------------------------------------------------------
+    def _read(self) -> _State:
+        with self._connection(write=False) as con:
+            return _read_snapshot(con, self._where())
+
+    def _current(self) -> _State:
+        if self.path is not None and not self.path.exists():
+            return _State(version=0)
+        return self._read()
+
     def spent(self) -> Fraction:
-        """The exact sum of the recorded ε."""
-        return sum(
-            (Fraction(r[0]) for r in self._con.execute("SELECT epsilon FROM spends")),
-            Fraction(0),
-        )
+        """The exact sum of the ε recorded on this dataset."""
+        return self._current().spent(self.dataset)
 
     def remaining(self) -> Fraction:
-        """total − spent, exactly (never negative)."""
-        return max(Fraction(self.total_epsilon) - self.spent(), Fraction(0))
+        """total − spent, exactly (never negative; also within the cap of a migrated 0.1 file)."""
+        return self._current().remaining(self.dataset, self.total_epsilon)
 
     def entries(self) -> list[LedgerEntry]:
-        """Every recorded spend, oldest first."""
-        rows = self._con.execute(
-            "SELECT id, time, epsilon, delta, what, dataset, query FROM spends ORDER BY id"
-        ).fetchall()
-        return [
-            LedgerEntry(int(r[0]), r[1], float(r[2]), float(r[3]), r[4], r[5], json.loads(r[6]))
-            for r in rows
-        ]
+        """Every spend recorded on this dataset, oldest first."""
+        return [e for e in self._current().entries if e.dataset == self.dataset]
 
     # -- spending --------------------------------------------------------------------------
-    def check(self, epsilon: Fraction) -> None:
-        """Raise PrivacyBudgetError if ``epsilon`` exceeds what remains now (no lock, no write)."""
-        remaining = self.remaining()
-        if epsilon > remaining:
-            raise PrivacyBudgetError(_refusal(epsilon, remaining, self.total_epsilon))
+    def check(self, epsilon: object) -> None:
+        """Refuse now what :meth:`spend` would refuse, before the caller draws any noise.
+
+        Raises PrivacyBudgetError if ``epsilon`` exceeds what remains; LedgerError if the ledger
+        cannot be written (read-only file or folder, locked past ``timeout``), is not a snapdp
+        ledger or is damaged. Writes nothing: the write probe is rolled back.
+        """
+        eps = check_epsilon("epsilon", epsilon)
+        if self.path is not None and not self.path.exists():
+            _probe_folder(self.path)
+            state = _State(version=0)
+        else:
+            state = self._transaction(lambda con, st: st, probe=True)
+        self._refuse_if_short(eps, state)
 
     def spend(
-        self, epsilon: float, delta: float, what: str, dataset: str, query: dict[str, Any]
+        self,
+        epsilon: object,
+        delta: float,
+        what: str,
+        dataset_label: str,
+        query: dict[str, Any],
     ) -> int:
-        """Record a spend atomically, or refuse it (PrivacyBudgetError) and record nothing.
+        """Record a spend atomically, or refuse it and record nothing.
 
-        Returns the id of the new row. The row is committed when this returns.
+        ``epsilon`` is taken exactly (:func:`~snapdp._validation.check_epsilon`); pass the
+        rational the user gave, not a double near it. Raises PrivacyBudgetError if the dataset's
+        budget cannot pay, LedgerError if the ledger cannot be used. Returns the new row's id; the
+        row is committed when this returns.
         """
-        eps = Fraction(float(check_positive_finite("epsilon", epsilon)))
-        con = self._con
-        con.execute("BEGIN IMMEDIATE")
+        eps = check_epsilon("epsilon", epsilon)
+        if not (isinstance(delta, (int, float)) and 0 <= float(delta) <= 1):
+            raise ParameterError(f"`delta` must be in [0, 1], not {delta!r}", parameter="delta")
         try:
-            spent = sum(
-                (Fraction(r[0]) for r in con.execute("SELECT epsilon FROM spends")), Fraction(0)
-            )
-            remaining = Fraction(self.total_epsilon) - spent
-            if eps > remaining:
-                raise PrivacyBudgetError(
-                    _refusal(eps, max(remaining, Fraction(0)), self.total_epsilon)
-                )
+            query_text = json.dumps(query, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(f"`query` must be JSON-ready: {exc}", parameter="query") from None
+
+        def write(con: sqlite3.Connection, state: _State) -> int:
+            self._refuse_if_short(eps, state)
+            if self.dataset not in state.budgets:
+                _insert_budget(con, self.dataset, self.total_epsilon)
+            fields = [
+                _now(),
+                storage_text(eps),
+                repr(float(delta)),
+                str(what),
+                self.dataset,
+                str(dataset_label),
+                query_text,
+            ]
+            digest = _digest(state.head, fields)
             cur = con.execute(
-                "INSERT INTO spends (time, epsilon, delta, what, dataset, query) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    _now(),
-                    float(eps),
-                    float(delta),
-                    what,
-                    dataset,
-                    json.dumps(query, sort_keys=True),
-                ),
+                "INSERT INTO spends (time, epsilon, delta, what, dataset, label, query, digest) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (*fields, digest),
             )
-            row_id = cur.lastrowid
-            if _before_commit is not None:
-                _before_commit()
-            con.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
+            con.execute("UPDATE meta SET value = ? WHERE key = 'head'", (digest,))
+            return int(cur.lastrowid if cur.lastrowid is not None else -1)
+
+        return self._transaction(write, probe=False)
+
+    def _refuse_if_short(self, eps: Fraction, state: _State) -> None:
+        known = state.budgets.get(self.dataset)
+        if known is not None and known != self.total_epsilon:
+            raise ParameterError(
+                f"dataset {self.dataset!r} in {self._where()} was created meanwhile with total "
+                f"ε = {format_rational(known)}, not {format_rational(self.total_epsilon)}",
+                parameter="total_epsilon",
+            )
+        remaining = state.remaining(self.dataset, self.total_epsilon)
+        if eps > remaining:
+            raise PrivacyBudgetError(
+                f"privacy budget exceeded for dataset {self.dataset!r} in {self._where()}: this "
+                f"release needs ε = {format_rational(eps)} but only {format_rational(remaining)} "
+                f"of the total {format_rational(self.total_epsilon)} remains; nothing was "
+                "released or recorded"
+            )
+
+    # -- transactions ------------------------------------------------------------------------
+    def _transaction(self, body: Callable[[sqlite3.Connection, _State], _T], *, probe: bool) -> _T:
+        """Run ``body`` in a write transaction on a validated, current-format ledger.
+
+        ``probe``: roll back at the end (a check); else commit. A missing file is built under a
+        temporary name and linked into place only after its first commit.
+        """
+        if self.path is not None and not self.path.exists() and not probe:
+            created = self._create_with(body)
+            if created is not None:
+                return created[0]
+        with self._connection(write=True) as con:
+            try:
+                con.execute("BEGIN IMMEDIATE")
+                state = _read_state(con, self._where())
+                if probe:
+                    con.execute("CREATE TABLE _snapdp_write_probe (x)")  # rolled back below
+                elif state.version != 2:
+                    state = _upgrade(con, state)
+                result = body(con, state)
+                if probe:
+                    con.execute("ROLLBACK")
+                    return result
+                if _before_commit is not None:
+                    _before_commit()
+                con.execute("COMMIT")
+            except BaseException:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                raise
         if _after_commit is not None:
             _after_commit()
-        return int(row_id if row_id is not None else -1)
+        return result
+
+    def _create_with(self, body: Callable[[sqlite3.Connection, _State], _T]) -> tuple[_T] | None:
+        """Build a new ledger file holding ``body``'s write, then link it into place.
+
+        Returns None if another process created the file first (the caller then writes to it).
+        """
+        assert self.path is not None
+        folder = self.path.parent
+        tmp = folder / f".{self.path.name}.{uuid.uuid4().hex}.tmp"
+        try:
+            con = sqlite3.connect(str(tmp), isolation_level=None, timeout=self.timeout)
+        except sqlite3.Error as exc:
+            raise _ledger_error(exc, self._where()) from None
+        try:
+            try:
+                con.execute("BEGIN IMMEDIATE")
+                for statement in _SCHEMA:
+                    con.execute(statement)
+                _init_meta(con)
+                result = body(con, _read_state(con, self._where()))
+                con.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise _ledger_error(exc, self._where()) from None
+            finally:
+                con.close()
+            if _before_commit is not None:
+                _before_commit()
+            try:
+                os.link(tmp, self.path)
+            except FileExistsError:
+                return None
+            except OSError as exc:
+                raise LedgerError(
+                    f"{self._where()} cannot be created ({exc.strerror}): choose a file in a "
+                    "folder you can write to",
+                    path=str(self.path),
+                ) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+        if _after_commit is not None:
+            _after_commit()
+        return (result,)
+
+    @contextmanager
+    def _connection(self, *, write: bool) -> Iterator[sqlite3.Connection]:
+        """A connection to this ledger; every sqlite3 error becomes a LedgerError."""
+        if self._memory is None:
+            assert self.path is not None
+            with _open(self.path, write=write, timeout=self.timeout) as con:
+                yield con
+            return
+        try:
+            yield self._memory
+        except sqlite3.Error as exc:
+            raise _ledger_error(exc, self._where()) from None
+
+    @staticmethod
+    def datasets(path: str | Path, *, timeout: float = _DEFAULT_TIMEOUT) -> list[DatasetBudget]:
+        """Every dataset's budget in the ledger file at ``path`` (see :func:`read_ledger`)."""
+        return read_ledger(path, timeout=timeout).datasets
 
     def close(self) -> None:
-        """Close the connection (spends are already committed)."""
-        self._con.close()
+        """Release the in-memory database (a file ledger holds no open connection)."""
+        if self._memory is not None:
+            self._memory.close()
 
     def __repr__(self) -> str:
         where = ":memory:" if self.path is None else str(self.path)
-        return f"Ledger({where!r}, total_epsilon={self.total_epsilon!r})"
+        return (
+            f"Ledger({where!r}, total_epsilon={format_rational(self.total_epsilon)!r}, "
+            f"dataset={self.dataset!r})"
+        )
 
 
-def _refusal(eps: Fraction, remaining: Fraction, total: float) -> str:
-    return (
-        f"privacy budget exceeded: this release needs ε = {float(eps):.6g} but only "
-        f"{float(remaining):.6g} of the total {total:.6g} remains; nothing was released or recorded"
+def read_ledger(path: str | Path, *, timeout: float = _DEFAULT_TIMEOUT) -> LedgerReport:
+    """Read and validate a whole ledger file: every dataset's budget and every spend.
+
+    Raises ParameterError if the file does not exist, LedgerError if it is not a snapdp ledger or
+    is damaged. Writes nothing.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise ParameterError(
+            f"ledger {str(p)!r} does not exist (not found): a ledger file is created by the "
+            "first release that names it with --ledger",
+            parameter="ledger",
+        )
+    _check_path(p)
+    with _open(p, write=False, timeout=float(check_positive_finite("timeout", timeout))) as con:
+        state = _read_snapshot(con, _where(p))
+    datasets = [
+        DatasetBudget(
+            name,
+            total,
+            state.spent(name),
+            state.remaining(name, total),
+            sum(1 for e in state.entries if e.dataset == name),
+        )
+        for name, total in state.budgets.items()
+    ]
+    return LedgerReport(str(p), state.created, state.cap, datasets, state.entries)
+
+
+# -- reading and validating ------------------------------------------------------------------
+def _read_state(con: sqlite3.Connection, where: str) -> _State:
+    """Read the whole ledger and validate every row; LedgerError names what is wrong."""
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} - {
+        "_snapdp_write_probe"
+    }
+    if not tables:
+        return _State(version=0)
+    meta: dict[str, str] = {}
+    if "meta" in tables:
+        meta = {str(k): str(v) for k, v in con.execute("SELECT key, value FROM meta")}
+    if meta.get("format") == _FORMAT and tables <= _OURS:
+        if meta.get("version") != _VERSION:
+            raise LedgerError(
+                f"{where} has format version {meta.get('version')!r}, written by a newer snapdp: "
+                "upgrade snapdp to use it"
+            )
+        return _read_v2(con, meta, where)
+    if tables <= _OURS_V1 and "spends" in tables and "total_epsilon" in meta:
+        return _read_v1(con, meta, where)
+    raise LedgerError(
+        f"{where} is an SQLite database but not a snapdp ledger (tables: "
+        f"{', '.join(sorted(tables))}); it was left unchanged: choose another --ledger file"
     )
+
+
+def _read_snapshot(con: sqlite3.Connection, where: str) -> _State:
+    """:func:`_read_state` inside one read transaction (a consistent snapshot)."""
+    con.execute("BEGIN")
+    try:
+        return _read_state(con, where)
+    finally:
+        con.execute("ROLLBACK")
+
+
+def _damaged(where: str, what: str) -> LedgerError:
+    return LedgerError(
+        f"{where} is damaged or was edited ({what}); nothing was read from it or written to it: "
+        "restore it from a backup (see docs/data.md)"
+    )
+
+
+def _read_v2(con: sqlite3.Connection, meta: dict[str, str], where: str) -> _State:
+    created = meta.get("created", "")
+    state = _State(version=2, created=created, head=_genesis(created))
+    if "cap" in meta:
+        cap = parse_rational(meta["cap"])
+        if cap is None or cap <= 0:
+            raise _damaged(where, f"the file's total ε is {meta['cap']!r}")
+        state.cap = cap
+    for dataset, total_text, made, digest in con.execute(
+        "SELECT dataset, total_epsilon, created, digest FROM budgets ORDER BY rowid"
+    ):
+        total = parse_rational(total_text)
+        if total is None or total <= 0:
+            raise _damaged(where, f"dataset {dataset!r} has total ε {total_text!r}")
+        if digest != _digest("budget", [str(dataset), str(total_text), str(made)]):
+            raise _damaged(where, f"the total of dataset {dataset!r} was changed")
+        state.budgets[str(dataset)] = total
+    for row in con.execute(
+        "SELECT id, time, epsilon, delta, what, dataset, label, query, digest FROM spends "
+        "ORDER BY id"
+    ):
+        row_id, fields, digest = row[0], [row[i] for i in range(1, 8)], row[8]
+        if not all(isinstance(f, str) for f in fields):
+            raise _damaged(where, f"spend #{row_id} has a value of the wrong type")
+        entry = _entry(row_id, fields[0], parse_rational(fields[1]), fields, where)
+        if digest != _digest(state.head, fields):
+            raise _damaged(where, f"spend #{row_id} does not match the recorded history")
+        state.head = str(digest)
+        state.add(entry)
+    if meta.get("head") != state.head:
+        raise _damaged(where, "the last recorded spend is missing")
+    _check_totals(state, where)
+    return state
+
+
+def _entry(
+    row_id: object, time: str, eps: Fraction | None, fields: list[str], where: str
+) -> LedgerEntry:
+    """One spend row, validated: ε a positive exact rational, δ a number in [0, 1]."""
+    if eps is None or eps <= 0:
+        raise _damaged(where, f"spend #{row_id} has ε = {fields[1]!r}")
+    try:
+        delta = float(fields[2])
+    except ValueError:
+        delta = math.nan
+    if not 0 <= delta <= 1:
+        raise _damaged(where, f"spend #{row_id} has δ = {fields[2]!r}")
+    try:
+        query = json.loads(fields[6])
+    except ValueError:
+        query = None
+    if not isinstance(query, dict):
+        raise _damaged(where, f"spend #{row_id} has an unreadable query")
+    return LedgerEntry(int(str(row_id)), time, eps, delta, fields[3], fields[4], fields[5], query)
+
+
+def _check_totals(state: _State, where: str) -> None:
+    for entry in state.entries:
+        if entry.dataset not in state.budgets:
+            raise _damaged(where, f"spend #{entry.id} is on unknown dataset {entry.dataset!r}")
+    for name, total in state.budgets.items():
+        if state.spent(name) > total:
+            raise _damaged(where, f"dataset {name!r} has spent more than its total ε")
+    if state.cap is not None and state.spent(None) > state.cap:
+        raise _damaged(where, "the spends exceed the file's total ε")
+
+
+def _read_v1(con: sqlite3.Connection, meta: dict[str, str], where: str) -> _State:
+    """A snapdp 0.1 ledger: one total (a double's repr) for the file; ε as REAL."""
+    total = _v1_number(meta["total_epsilon"])
+    if total is None or total <= 0:
+        raise _damaged(where, f"the total ε is {meta['total_epsilon']!r}")
+    state = _State(version=1, created=meta.get("created", ""), cap=total)
+    for row in con.execute(
+        "SELECT id, time, epsilon, delta, what, dataset, query FROM spends ORDER BY id"
+    ):
+        row_id, time, eps_raw, delta_raw, what, label, query = row
+        eps = _v1_number(eps_raw)
+        fields = [
+            str(time),
+            "" if eps is None else storage_text(eps),
+            str(delta_raw),
+            str(what),
+            str(label),
+            str(label),
+            str(query),
+        ]
+        entry = _entry(row_id, str(time), eps, fields, where)
+        state.budgets.setdefault(entry.dataset, total)
+        state.add(entry)
+    _check_totals(state, where)
+    return state
+
+
+def _v1_number(x: object) -> Fraction | None:
+    """A REAL (or its text) of a 0.1 ledger at its exact binary value; None if not finite."""
+    try:
+        value = float(x)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return Fraction(value) if math.isfinite(value) else None
+
+
+# -- writing -----------------------------------------------------------------------------------
+def _init_meta(con: sqlite3.Connection) -> None:
+    created = _now()
+    con.executemany(
+        "INSERT INTO meta VALUES (?, ?)",
+        [
+            ("format", _FORMAT),
+            ("version", _VERSION),
+            ("created", created),
+            ("head", _genesis(created)),
+        ],
+    )
+
+
+def _insert_budget(con: sqlite3.Connection, dataset: str, total: Fraction) -> None:
+    made = _now()
+    text = storage_text(total)
+    con.execute(
+        "INSERT INTO budgets VALUES (?, ?, ?, ?)",
+        (dataset, text, made, _digest("budget", [dataset, text, made])),
+    )
+
+
+def _upgrade(con: sqlite3.Connection, state: _State) -> _State:
+    """Turn an empty file (version 0) or a 0.1 ledger (version 1) into the current format, in the
+    caller's transaction (so a crash or a refusal leaves the file as it was)."""
+    if state.version == 1:
+        con.execute("ALTER TABLE spends RENAME TO spends_v1")
+        con.execute("ALTER TABLE meta RENAME TO meta_v1")
+    for statement in _SCHEMA:
+        con.execute(statement)
+    _init_meta(con)
+    if state.version == 1:
+        assert state.cap is not None
+        con.execute("UPDATE meta SET value = ? WHERE key = 'created'", (state.created,))
+        con.execute("INSERT INTO meta VALUES ('cap', ?)", (storage_text(state.cap),))
+        for name, total in state.budgets.items():
+            _insert_budget(con, name, total)
+        head = _genesis(state.created)
+        for e in state.entries:
+            fields = [
+                e.time,
+                storage_text(e.epsilon),
+                repr(e.delta),
+                e.what,
+                e.dataset,
+                e.label,
+                json.dumps(e.query, sort_keys=True),
+            ]
+            head = _digest(head, fields)
+            con.execute(
+                "INSERT INTO spends (id, time, epsilon, delta, what, dataset, label, query, "
+                "digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (e.id, *fields, head),
+            )
+        con.execute("UPDATE meta SET value = ? WHERE key = 'head'", (head,))
+        con.execute("DROP TABLE spends_v1")
+        con.execute("DROP TABLE meta_v1")
+    return _read_state(con, "the upgraded ledger")
+
+
+def _digest(previous: str, fields: list[str]) -> str:
+    """SHA-256 over ``previous`` and ``fields``, each UTF-8 and prefixed by its length in bytes
+    (an unambiguous encoding), as hex."""
+    h = hashlib.sha256()
+    for text in (previous, *fields):
+        data = text.encode("utf-8")
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def _genesis(created: str) -> str:
+    return _digest(_FORMAT, [created])
+
+
+# -- files and errors --------------------------------------------------------------------------
+def _where(path: Path) -> str:
+    return f"ledger {str(path)!r}"
+
+
+@contextmanager
+def _open(path: Path, *, write: bool, timeout: float) -> Iterator[sqlite3.Connection]:
+    """A connection to an existing ledger file (never creates one); sqlite3 errors become
+    LedgerErrors. ``write=False`` opens it read-only."""
+    # Even a read opens the file read-write (never creating it), so that SQLite can roll back the
+    # journal of a writer that was killed; a file the user may not write is opened read-only.
+    del write
+    uri = f"file:{quote(str(path.resolve()))}?mode=rw"
+    try:
+        con = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise _ledger_error(exc, _where(path)) from None
+    try:
+        yield con
+    except sqlite3.Error as exc:
+        raise _ledger_error(exc, _where(path)) from None
+    finally:
+        con.close()
+
+
+def _check_path(path: Path) -> None:
+    """Refuse a path that cannot be a ledger file, before anything is opened."""
+    if not path.parent.is_dir():
+        raise ParameterError(
+            f"ledger folder {str(path.parent)!r} does not exist: create it first",
+            parameter="ledger",
+        )
+    if path.exists() and not path.is_file():
+        raise ParameterError(
+            f"ledger {str(path)!r} is not a regular file (a folder?): give a file name",
+            parameter="ledger",
+        )
+
+
+def _probe_folder(path: Path) -> None:
+    """Refuse now if a new ledger file cannot be created beside ``path``."""
+    try:
+        with tempfile.TemporaryFile(dir=path.parent, prefix=f".{path.name}."):
+            pass
+    except OSError as exc:
+        raise LedgerError(
+            f"ledger {str(path)!r} cannot be created: folder {str(path.parent)!r} is not "
+            f"writable ({exc.strerror}); choose a folder you can write to",
+            path=str(path),
+        ) from None
+
+
+def _ledger_error(exc: sqlite3.Error, where: str) -> LedgerError:
+    """One line for an SQLite failure: what happened and what to do."""
+    text = str(exc)
+    low = text.lower()
+    if "locked" in low or "busy" in low:
+        return LedgerError(
+            f"{where} is locked by another process and stayed locked past the timeout: try again "
+            "when that release has finished"
+        )
+    if "readonly" in low or "read-only" in low or "unable to open" in low or "disk i/o" in low:
+        return LedgerError(
+            f"{where} cannot be written ({text}): check that you may write to the file and to "
+            "its folder (SQLite keeps a journal file beside it)"
+        )
+    if "not a database" in low or "malformed" in low or "encrypted" in low:
+        return LedgerError(
+            f"{where} is not an SQLite database ({text}); it was left unchanged: choose another "
+            "--ledger file"
+        )
+    return LedgerError(f"{where} cannot be used: {text}")
 
 
 def _now() -> str:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from snapdp._validation import check_positive_finite, check_probability
+from snapdp._validation import check_epsilon, check_positive_finite, check_probability
 from snapdp.data.engine import (
     AggregatePlan,
     Aggregates,
@@ -36,7 +36,7 @@ from snapdp.data.engine import (
     NoiseRequest,
     source_array,
 )
-from snapdp.data.ledger import Ledger
+from snapdp.data.ledger import Ledger, dataset_name_for
 from snapdp.data.sensitivity import (
     FixedPoint,
     NoiseSpec,
@@ -140,7 +140,8 @@ class PrivateTable:
     bounding); it sets the mechanisms' bounds. ``privacy_unit``/``max_rows_per_unit``: the unit
     whose addition or removal the guarantee covers (default: one row), and k. ``nulls``: what to do
     with a null (or NaN) in a value column: "error" (refuse), "drop", "lower"/"upper" (impute the
-    bound). ``rng``: a seeded numpy Generator makes the noise reproducible and NOT private (tests).
+    bound). ``dataset``: the name of the budget in the ledger (default: the source's resolved
+    path). ``rng``: a seeded numpy Generator makes the noise reproducible and NOT private (tests).
     """
 
     def __init__(
@@ -155,6 +156,7 @@ class PrivateTable:
         nulls: NullPolicy = "error",
         engine: Engine | None = None,
         rng: np.random.Generator | None = None,
+        dataset: str | None = None,
     ) -> None:
         self.max_rows = _positive_int("max_rows", max_rows)
         self.max_rows_per_unit = _positive_int("max_rows_per_unit", max_rows_per_unit)
@@ -185,7 +187,10 @@ class PrivateTable:
                 f"privacy-unit column {privacy_unit!r} is not in the data; its columns are "
                 + ", ".join(repr(c) for c in engine.column_names())
             )
-        self.ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger, total_epsilon)
+        name = dataset or dataset_name_for(data, engine.describe())
+        self.ledger = (
+            ledger if isinstance(ledger, Ledger) else Ledger(ledger, total_epsilon, dataset=name)
+        )
         self._rng = rng
 
     # -- budget ------------------------------------------------------------------------------
@@ -265,7 +270,7 @@ class PrivateTable:
         (committed) before returning; refuses, recording nothing, if the budget cannot pay."""
         a = check_probability("alpha", alpha)
         jobs, plan, key_tuple = self._jobs(statistics, epsilon, split, by, keys)
-        total = Fraction(float(check_positive_finite("epsilon", epsilon)))
+        total = check_epsilon("epsilon", epsilon)
         self.ledger.check(total)
         m = groups_touched(self.max_rows_per_unit, None if key_tuple is None else len(key_tuple))
         requests = [
@@ -298,7 +303,7 @@ class PrivateTable:
             "relation": sorted({r.relation for r in results}),
         }
         self.ledger.spend(
-            float(total),
+            total,
             math.nextafter(delta, math.inf) if delta > 0 else 0.0,
             ", ".join(r.statistic for r in results) + (f" by {by}" if by else ""),
             self.engine.describe(),

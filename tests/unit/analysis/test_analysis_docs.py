@@ -22,3 +22,16 @@ def test_named_modules_exist():
     text = DOC.read_text(encoding="utf-8")
     for rel in re.findall(r"`((?:analysis|cli)/\w+\.py)`", text):
         assert (ROOT / "src" / "snapdp" / rel).is_file(), rel
+
+
+def test_usefulness_examples_run():
+    import doctest
+
+    text = DOC.read_text(encoding="utf-8")
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(text, {}, "utility.md", str(DOC), 0)
+    assert test.examples, "docs/utility.md has no >>> examples"
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.tries == len(test.examples) >= 4
+    assert runner.failures == 0

@@ -30,7 +30,7 @@ def report():
 def test_html_embeds_every_figure(report):
     page = report.html()
     assert page.startswith("<!DOCTYPE html>")
-    assert page.count("data:image/png;base64,") == len(report.figures) == 5
+    assert page.count("data:image/png;base64,") == len(report.figures) == 6
     for png in report.figures.values():
         assert png.startswith(b"\x89PNG")
     assert "never be published beside a release" in page
@@ -85,3 +85,48 @@ def test_epsilon_near_the_minimum_drops_impossible_sweep_points():
     r = build_report(1e-14, 0.0, 1.0, grid=SMALL, figures=False)
     shown = [row["epsilon"] for row in r.data["ratios_vs_epsilon"]["rows"]]
     assert min(shown) > 2.0**-48 and 1e-14 in shown
+
+
+def test_summary_flags_and_mechanisms_agree_with_the_library(report):
+    from snapdp import usefulness
+    from snapdp.analysis.discrete_laplace import (
+        discrete_accuracy,
+        discrete_laplace,
+        discrete_metrics,
+    )
+    from snapdp.analysis.metrics import clamped_laplace_metrics, laplace_quantile
+
+    data = json.loads(report.json())
+    assert list(data)[:2] == ["summary", "flags"]
+    params = SnappingMechanism(0.5, 2.0, 0.0, 40.0).parameters
+    assert data["flags"] == [f.as_dict() for f in usefulness.flags(params)]
+    mech = data["mechanisms"]
+    assert mech["snapping"]["accuracy95"] == accuracy_bound(params, 0.05)
+    assert mech["snapping"]["accuracy99"] == accuracy_bound(params, 0.01)
+    assert (
+        mech["snapping"]["value_metrics"]
+        == error_metrics(output_distribution(params, 33.0)).as_dict()
+    )
+    dl = discrete_laplace(0.5, 2.0, 0.0, 40.0)
+    assert mech["discrete_laplace"]["quantum"] == 1.0 and mech["discrete_laplace"]["units"] == 2
+    assert mech["discrete_laplace"]["accuracy95"] == discrete_accuracy(dl, 0.05)
+    assert mech["discrete_laplace"]["value_metrics"] == discrete_metrics(dl, 33.0).as_dict()
+    assert sum(mech["discrete_laplace"]["probabilities"]) == pytest.approx(1.0, abs=1e-12)
+    assert mech["textbook_laplace"]["accuracy95"] >= laplace_quantile(0.5, 2.0, 0.05)
+    assert (
+        mech["textbook_laplace"]["value_metrics"]
+        == clamped_laplace_metrics(0.5, 2.0, 0.0, 40.0, [33.0]).as_dict()
+    )
+    assert data["summary"] == usefulness.plain_summary(
+        0.5,
+        0.0,
+        40.0,
+        mech["snapping"]["accuracy95"],
+        mech["discrete_laplace"]["accuracy95"],
+        mech["textbook_laplace"]["accuracy95"],
+        data["parameters"]["grid_spacing"],
+    )
+    leaks = {a["mechanism"]: a["leaks"] for a in data["attacks"]}
+    assert leaks == {"textbook Laplace": True, "snapping": False, "discrete Laplace": False}
+    page = report.html()
+    assert page.index(data["summary"].split(";")[0]) < page.index("Terms used below")

@@ -55,7 +55,7 @@ def test_missing_neighbour_is_a_usage_error() -> None:
 def test_bad_epsilon_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["verify", "--epsilon", "-1", *ARGS[3:], "--neighbour", "1"])
     assert result.exit_code == 2
-    assert "`epsilon`" in result.output
+    assert "`--epsilon` must be a positive decimal number" in result.output
 
 
 def test_textbook_check_fails_on_mironov_example() -> None:
@@ -70,4 +70,18 @@ def test_textbook_check_fails_on_mironov_example() -> None:
 def test_pair_farther_than_sensitivity_is_refused() -> None:
     result = CliRunner().invoke(main, [*ARGS, "--neighbour", "1.0000000000000002"])
     assert result.exit_code == 2
-    assert "`neighbour` must be within `sensitivity`" in result.output
+    assert "`--neighbour` must be within `--sensitivity`" in result.output
+
+
+def test_a_loss_above_epsilon_is_explained_by_delta() -> None:
+    """Wide bounds: the deep tail of the noise exceeds ε on some outputs, within the stated δ."""
+    args = ["verify", "--epsilon", "1", "--lower", "-380", "--upper", "380", "--value", "-380"]
+    result = CliRunner().invoke(main, [*args, "--neighbour", "-379"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "note: the loss exceeds ε on some outputs" in text
+    assert "within the δ = " in text and "(ε, δ)-differential privacy" in text
+    doc = json.loads(CliRunner().invoke(main, [*args, "--neighbour", "-379", "--json"]).output)
+    assert doc[0]["pure_epsilon"] is False and "δ(ε) = " in doc[0]["explanation"]
+    pure = json.loads(CliRunner().invoke(main, [*ARGS, "--neighbour", "1", "--json"]).output)
+    assert pure[0]["pure_epsilon"] is True and pure[0]["explanation"] is None

@@ -81,7 +81,7 @@ def _bad_inputs(pums: Path, tmp: Path) -> list[tuple[list[str], str]]:
         ([csv, *base, "--keys", "sex"], "COLUMN=key1,key2"),
         ([csv, *base, "--by", "sex"], "keys declared in advance"),
         ([csv, "--epsilon", "0.5", "--count"], "--max-rows"),
-        ([csv, *base, "--max-rows-per-unit", "3"], "needs a `privacy_unit`"),
+        ([csv, *base, "--max-rows-per-unit", "3"], "needs a `--privacy-unit`"),
         ([csv, "--epsilon", "-1", "--max-rows", "10"], "epsilon"),
         ([csv, *base, "--epsilon", "5"], "privacy budget exceeded"),
     ]

@@ -102,7 +102,7 @@ def test_ledger_file_shared_by_two_tables(tmp_path: Path) -> None:
     path = tmp_path / "b.sqlite"
     df = pd.DataFrame({"x": [1, 2]})
     t1 = PrivateTable(df, max_rows=5, total_epsilon=1.0, ledger=path)
-    t2 = PrivateTable(df, max_rows=5, ledger=Ledger(path))
+    t2 = PrivateTable(df, max_rows=5, ledger=Ledger(path, 1.0, dataset=t1.ledger.dataset))
     t1.count(0.75)
     with pytest.raises(ValueError, match="budget exceeded"):
         t2.count(0.5)

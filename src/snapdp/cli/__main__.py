@@ -1,0 +1,5 @@
+"""``python -m snapdp.cli``: the ``snapdp`` command."""
+
+from snapdp.cli import main
+
+main(prog_name="snapdp")
