@@ -121,8 +121,15 @@ class SparkEngine:
     def aggregate(self, plan: AggregatePlan) -> Aggregates:
         """The exact aggregates (one row per non-empty cell collected to the driver)."""
         agg, limbs = self._aggregate_df(plan)
+        try:
+            collected = agg.collect()
+        except Exception as exc:  # the source could not be read as a whole; quote nothing
+            raise ParameterError(
+                f"`data` {self._label!r} cannot be read by Spark ({type(exc).__name__})",
+                parameter="data",
+            ) from None
         out = Aggregates.zeros(plan)
-        for row in agg.collect():
+        for row in collected:
             cell = int(row["_cell"])
             out.rows[cell] = int(row["_rows"])
             for j, vc in enumerate(plan.values):
@@ -356,7 +363,14 @@ def _read_path(session: Any, text: str, csv: CsvOptions, glob: bool) -> tuple[An
 
 def _from_pandas(session: Any, frame: Any) -> Any:
     """A pandas DataFrame as a Spark DataFrame (object columns holding text stay text)."""
-    return session.createDataFrame(frame)
+    try:
+        return session.createDataFrame(frame)
+    except Exception as exc:  # e.g. a column mixing types; quote no cell
+        raise ParameterError(
+            f"the pandas DataFrame cannot be converted for Spark ({type(exc).__name__}); give "
+            "each column one type (see docs/data.md)",
+            parameter="data",
+        ) from None
 
 
 def _quote(name: str) -> str:

@@ -29,7 +29,6 @@ def plans() -> list[tuple[str, AggregatePlan]]:
     u = Column("u", "text")
     return [
         ("grouped", AggregatePlan((k, n), (v,))),
-        ("k=2", AggregatePlan((k,), (v,), u, bounds=ContributionBounds(2), hash_key=KEY)),
         (
             "k, L0, Linf",
             AggregatePlan((k, n), (v,), u, "own", ContributionBounds(3, 2, 1), hash_key=KEY),

@@ -130,13 +130,20 @@ def test_releases_on_a_standalone_cluster(
     oracle = OracleEngine(data)
     for name, plan in plans():
         assert out["aggregates"][name] == vars(oracle.aggregate(plan)), name
+    try:
+        from snapdp.data.engines.duckdb import DuckDBEngine  # type: ignore[import-not-found]
+    except ImportError:  # not merged yet: the reference engine is the common oracle
+        pass
+    else:
+        for name, plan in plans():
+            assert out["aggregates"][name] == vars(DuckDBEngine(data).aggregate(plan)), name
 
     exact = oracle.aggregate(plans()[0][1])
     accuracy = SnappingMechanism(*PARAMS).accuracy(1e-9)  # type: ignore[arg-type]
     assert out["location"] == "executors"
-    for key in ("noisy", "survived"):  # one value per cell, near the exact aggregate
-        assert np.all(np.abs(np.array(out[key]["rows"]) - np.array(exact.rows)) <= accuracy)
-        clamped = np.clip(np.array(exact.sums[0], dtype=float), -1000, 5000)
-        assert np.all(np.abs(np.array(out[key]["sum"]) - clamped) <= accuracy)
+    # one noisy value per cell, near the exact aggregate, although an executor died mid-job
+    assert np.all(np.abs(np.array(out["survived"]["rows"]) - np.array(exact.rows)) <= accuracy)
+    clamped = np.clip(np.array(exact.sums[0], dtype=float), -1000, 5000)
+    assert np.all(np.abs(np.array(out["survived"]["sum"]) - clamped) <= accuracy)
     assert out["killed"] is True  # an executor JVM really died during the second release
     assert out["failure"].startswith("the Spark job failed") and "injected" not in out["failure"]

@@ -101,9 +101,16 @@ def _spark(source: object, spark: Any, **kw: Any) -> Any:
 def test_csv_aggregates_equal_the_oracle(
     spark_session: Any, csv_file: Path, name: str, plan: AggregatePlan
 ) -> None:
+    """Spark == the reference engine, and == the DuckDB engine where it is installed (merged)."""
     expected = OracleEngine(csv_file).aggregate(plan)
     assert expected.rows != Aggregates.zeros(plan).rows  # the case exercises something
-    assert _spark(str(csv_file), spark_session).aggregate(plan) == expected
+    got = _spark(str(csv_file), spark_session).aggregate(plan)
+    assert got == expected
+    try:
+        from snapdp.data.engines.duckdb import DuckDBEngine  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    assert DuckDBEngine(csv_file).aggregate(plan) == got
 
 
 def test_pandas_native_types_equal_the_oracle(spark_session: Any) -> None:
@@ -155,6 +162,22 @@ def test_paths_are_literal_unless_glob(spark_session: Any, tmp_path: Path) -> No
         _spark(pattern, spark_session)
 
 
+def test_a_hive_partitioned_parquet_folder_equals_the_oracle(
+    spark_session: Any, tmp_path: Path
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"k": ["0", "1", "2", "1", "00"], "v": [1.5, 2.0, None, 24.0, 7.0]})
+    pq.write_to_dataset(table, tmp_path / "ds", partition_cols=["k"])
+    plan = AggregatePlan(groupings=(K,), values=(V,))
+    expected = OracleEngine(
+        pq.read_table(tmp_path / "ds").cast(pa.schema([("v", pa.float64()), ("k", pa.string())]))
+    )
+    assert _spark(str(tmp_path / "ds"), spark_session).aggregate(plan) == expected.aggregate(plan)
+    assert expected.aggregate(plan).rows == [2, 2, 1]
+
+
 def test_internal_names_do_not_collide(spark_session: Any) -> None:
     frame = pd.DataFrame({"_cell": [1, 2, 2], "_q0": [1.0, 2.0, 3.0], "_u": ["a", "a", "b"]})
     plan = AggregatePlan(
@@ -178,6 +201,7 @@ AWKWARD = {
     "null unit": "1,10,20,",
     "duplicate unit": "2,24,59,p",
     "malformed line": "1,SENTINEL-7f3a",
+    "sentinel key and unit": "SENTINEL-7f3a,10,20,SENTINEL-7f3a",
 }
 
 
@@ -198,7 +222,7 @@ def test_neighbours_move_each_cell_by_at_most_the_bounds(
     assert b == OracleEngine(d2).aggregate(plan)
     assert sum(abs(x - y) for x, y in zip(a.rows, b.rows, strict=True)) <= 1
     assert all(abs(x - y) <= 250 for x, y in zip(a.sums[0], b.sums[0], strict=True))
-    assert "SENTINEL" not in e2.describe() + " ".join(e2.column_names())
+    assert "SENTINEL" not in e2.describe() + " ".join(e2.column_names()) + repr(b)
 
 
 def test_a_missing_column_names_the_column_not_the_data(spark_session: Any, csv_file: Path) -> None:
@@ -230,3 +254,14 @@ def test_executor_noise_returns_one_noisy_value_per_cell(spark_session: Any) -> 
     assert np.all(np.abs(out["n"] - np.array(exact.rows)) <= accuracy)
     expected_s = np.where(np.arange(n_cells) < 20, 1000.0, 0.0)  # clamped to the upper bound
     assert np.all(np.abs(out["s"] - expected_s) <= accuracy)
+
+
+def test_an_unreadable_source_is_one_clean_error(spark_session: Any, tmp_path: Path) -> None:
+    from snapdp.data.schema import CsvOptions
+
+    path = tmp_path / "t.csv"
+    path.write_text("v\nSENTINEL-91c2\n")
+    with pytest.raises(ParameterError) as info:
+        engine = _spark(str(path), spark_session, csv=CsvOptions(encoding="no-such-codec"))
+        engine.aggregate(AggregatePlan(values=(V,)))
+    assert "cannot be read" in str(info.value) and "SENTINEL" not in str(info.value)
