@@ -3,7 +3,7 @@
 100,000 rows, one per person: ``pid, age, sex, educ, race, income, region``. Its public facts (the
 row count and the group keys) are exported so the demo can declare them, as a real release would.
 The generator is seeded because the *data* must be the same every time; the noise added to
-releases over it still comes from the OS CSPRNG.
+releases over it still comes from the default CSPRNG (docs/mechanism.md).
 """
 
 from __future__ import annotations

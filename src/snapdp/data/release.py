@@ -376,7 +376,7 @@ def _unit_column(schema: Schema) -> Column | None:
 
 
 def _hash_key(rng: np.random.Generator | None) -> str:
-    """A fresh 128-bit key from the release's random source (the OS CSPRNG, or the seeded
+    """A fresh 128-bit key from the release's random source (the default CSPRNG, or the seeded
     Generator the caller asked for), as 32 hex digits."""
     source = bit_source_from(rng)
     hi, lo = (int(w) for w in source.words(2))

@@ -28,7 +28,7 @@ from fractions import Fraction
 from snapdp.data.schema import Column
 from snapdp.errors import ParameterError
 
-__all__ = ["INT64_LIMIT", "FixedPoint", "NoiseSpec", "fits_int64", "fixed_point"]
+__all__ = ["INT64_LIMIT", "FixedPoint", "fits_int64", "fixed_point"]
 
 _MAX_DECIMALS = 9
 #: Mechanism bounds in [−2**63, 2**63) take the int64 path.
@@ -100,15 +100,3 @@ def fixed_point(column: Column, max_rows: int, *, squares: bool = False) -> Fixe
             parameter="lower",
         )
     return usable[-1]
-
-
-@dataclass(frozen=True)
-class NoiseSpec:
-    """Legacy: one mechanism's parameters, read only by the legacy engines (``data/engine.py``,
-    ``duckdb_engine.py``, ``spark_engine.py``), which are removed when the new engines land."""
-
-    epsilon: Fraction
-    sensitivity: int | Fraction
-    lower: int
-    upper: int
-    unit: Fraction

@@ -24,7 +24,7 @@ about what the data holds (DESIGN §8.1): the only errors name the source or the
 
 Executor noise (:class:`~snapdp.data.engines.base.ExecutorNoiseEngine`): for many cells the exact
 aggregates stay on the executors; ``mapInPandas`` builds one ``SnappingMechanism`` per request on
-each executor's OS CSPRNG and returns only the noisy value per cell.
+each executor's default CSPRNG (an AES-256-CTR DRBG keyed from its OS) and returns only the noisy value per cell.
 """
 
 from __future__ import annotations
@@ -544,7 +544,7 @@ def _source_columns(source: str, limbs: tuple[str, ...]) -> tuple[str, ...]:
 def _executor_noise(
     specs: list[tuple[str, tuple[str, ...], tuple[object, object, object, object]]],
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """The ``mapInPandas`` function: per partition, one mechanism per request on the OS CSPRNG.
+    """The ``mapInPandas`` function: per partition, one mechanism per request on the default CSPRNG.
 
     The exact value (a Python int, recombined from its columns) is clamped to
     [⌊lower⌋, ⌈upper⌉] first — the mechanism clamps to [lower, upper] anyway, so this changes
