@@ -24,7 +24,8 @@ about what the data holds (DESIGN §8.1): the only errors name the source or the
 
 Executor noise (:class:`~snapdp.data.engines.base.ExecutorNoiseEngine`): for many cells the exact
 aggregates stay on the executors; ``mapInPandas`` builds one ``SnappingMechanism`` per request on
-each executor's default CSPRNG (an AES-256-CTR DRBG keyed from its OS) and returns only the noisy value per cell.
+each executor's default CSPRNG (an AES-256-CTR DRBG keyed from its OS) and returns only the noisy
+value per cell.
 """
 
 from __future__ import annotations
