@@ -234,6 +234,27 @@ def calibrate_l1(
     return _calibrate_l1(eps, delta_1, lo, hi, groups_touched)
 
 
+def presumed_l1(
+    epsilon: Fraction, l1_sensitivity: Fraction | int, lower: Fraction | int,
+    upper: Fraction | int, groups_touched: int,
+) -> Calibration:  # fmt: skip
+    """What :func:`calibrate_l1` returns when its first certificate holds, without computing it.
+
+    For the planner's search over ε only (docs/plans.md): each step of a bisection would
+    otherwise run the exact verifier. It is never used for a release, and the planner checks its
+    final choice with :func:`calibrate_l1` (re-planning with certificates if that does not hold).
+    """
+    eps, m = Fraction(epsilon), groups_touched
+    eps_cal = eps - m * SLACK_BOUND
+    if eps_cal <= 0:
+        note = "L1 calibration not certified for these parameters (the slack m·s is not below ε)"
+        return Calibration(eps / m, Fraction(l1_sensitivity), False, Fraction(0), Fraction(0), m,
+                           note)  # fmt: skip
+    return Calibration(
+        eps_cal, Fraction(l1_sensitivity), True, SLACK_BOUND, Fraction(0), m, "presumed"
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # implementation
 

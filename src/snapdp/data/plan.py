@@ -135,9 +135,13 @@ class PlannedQuery:
 AccuracyAt = Callable[[PlannedQuery, Fraction], float]
 
 
-def statement_accuracy(schema: Schema) -> AccuracyAt:
+def statement_accuracy(schema: Schema, *, presume_certified: bool = False) -> AccuracyAt:
     """The planner's accuracy from the statistics module: what a release over ``schema`` states
-    before spending (``AccuracyStatement.at(group_size)``); reads no data."""
+    before spending (``AccuracyStatement.at(group_size)``); reads no data.
+
+    ``presume_certified``: take each L1 certificate's success for granted (fast: no exact
+    verifier run per ε tried) — for the search only; :func:`plan_epsilons` re-checks its choices
+    with the certified accuracy."""
     from snapdp.data import statistics
 
     memo: dict[tuple[PlannedQuery, Fraction], float] = {}
@@ -149,7 +153,7 @@ def statement_accuracy(schema: Schema) -> AccuracyAt:
 
     def _statement(pq: PlannedQuery, epsilon: Fraction) -> float:
         compiled = statistics.compile_query(pq.query, schema, epsilon)
-        noises = statistics.calibrate(compiled)
+        noises = statistics.calibrate(compiled, presume_certified=presume_certified)
         alpha = float(1 - Fraction(repr(pq.confidence)))
         statement = statistics.accuracy_of(compiled, noises, pq.confidence, alpha)
         return float(statement.at(pq.group_size))
@@ -332,8 +336,13 @@ def plan_epsilons(
     queries: Sequence[PlannedQuery],
     accuracy_at: AccuracyAt,
     total_epsilon: Fraction | None = None,
+    search_accuracy_at: AccuracyAt | None = None,
 ) -> PlanPreview:
     """Plan every query's ε (see the module docstring); spends nothing, reads no data.
+
+    ``search_accuracy_at``: a faster accuracy for the search over ε (e.g. with presumed L1
+    certificates); each target query's choice is then checked with ``accuracy_at`` and searched
+    again with it when the check fails, so every stated ± is ``accuracy_at``'s.
 
     Fixed queries keep their ε; target queries get the smallest ε meeting their target; weighted
     queries share ``total_epsilon`` minus the others, in proportion to their weights. A clear
@@ -352,7 +361,18 @@ def plan_epsilons(
             def one(e: Fraction, pq: PlannedQuery = pq) -> float:
                 return accuracy_at(pq, e)
 
-            eps.append(smallest_epsilon(one, acc, repr(pq.query.label)))
+            chosen: Fraction | None = None
+            if search_accuracy_at is not None:
+
+                def fast(e: Fraction, pq: PlannedQuery = pq) -> float:
+                    return search_accuracy_at(pq, e)
+
+                chosen = smallest_epsilon(fast, acc, repr(pq.query.label))
+                if Fraction(one(chosen)) > acc:
+                    chosen = None
+            if chosen is None:
+                chosen = smallest_epsilon(one, acc, repr(pq.query.label))
+            eps.append(chosen)
         else:
             eps.append(None)
     fixed = sum((e for e in eps if e is not None), Fraction(0))
@@ -463,9 +483,12 @@ class Plan:
     # -- planning and running ----------------------------------------------------------------
     def preview(self, accuracy_at: AccuracyAt | None = None) -> PlanPreview:
         """Every query's ε and ± before anything is spent (never reads the data)."""
+        search = None
+        if accuracy_at is None:
+            search = statement_accuracy(self.schema, presume_certified=True)
         acc = accuracy_at if accuracy_at is not None else statement_accuracy(self.schema)
         try:
-            return plan_epsilons(self.queries, acc, self.total_epsilon)
+            return plan_epsilons(self.queries, acc, self.total_epsilon, search)
         except PlanFileError:
             raise
         except ParameterError as exc:

@@ -36,7 +36,6 @@ variance's (|√a − √b| ≤ √|a − b|).
 from __future__ import annotations
 
 import functools
-import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -47,6 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.data import calibration, quantiles
 from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
 from snapdp.data.query import Query
@@ -282,21 +282,11 @@ def _check_magnitudes(col: Column, parts: Sequence[Part]) -> None:
             )
 
 
-def _quantiles_module() -> Any:
-    try:
-        return importlib.import_module("snapdp.data.quantiles")
-    except ImportError:
-        raise ParameterError(
-            "quantiles are not available in this version (docs/data.md, 'Quantiles')",
-            parameter="statistic",
-        ) from None
-
-
 @functools.lru_cache(maxsize=64)
 def _tree_spec(lower: Fraction, upper: Fraction, resolution: Fraction) -> Any:
     """The stats module's tree for these exact parameters (cached: choosing it takes seconds for
     thousands of leaves, and a release compiles its queries more than once)."""
-    return _quantiles_module().tree_spec(lower, upper, resolution)
+    return quantiles.tree_spec(lower, upper, resolution)
 
 
 def _compile_quantiles(
@@ -320,7 +310,7 @@ def _compile_quantiles(
         raise ParameterError(
             f"column {col.name!r} needs declared bounds for quantiles", parameter="lower"
         )
-    qmod = _quantiles_module()
+    qmod = quantiles
     span = col.upper - col.lower
     resolution = query.resolution
     if resolution is None:
@@ -372,12 +362,17 @@ def _substitute_part(query: Query, schema: Schema, fp: FixedPoint, r: Reach, cel
 
 
 # -- calibrating ------------------------------------------------------------------------------
-def calibrate(compiled: Compiled) -> tuple[Noise, ...]:
-    """Each part's exact mechanism parameters (see the module docstring, "Grouped parts")."""
-    return tuple(_calibrate_part(compiled, p) for p in compiled.parts)
+def calibrate(compiled: Compiled, *, presume_certified: bool = False) -> tuple[Noise, ...]:
+    """Each part's exact mechanism parameters (see the module docstring, "Grouped parts").
+
+    ``presume_certified``: take the L1 certificate's success for granted
+    (:func:`snapdp.data.calibration.presumed_l1`) — for the planner's search over ε only, never
+    for a release.
+    """
+    return tuple(_calibrate_part(compiled, p, presume_certified) for p in compiled.parts)
 
 
-def _calibrate_part(compiled: Compiled, part: Part) -> Noise:
+def _calibrate_part(compiled: Compiled, part: Part, presume: bool = False) -> Noise:
     eps = compiled.epsilon * part.weight
     cells = compiled.reach.cells if part.cells is None else part.cells
     if part.source == "mean":
@@ -387,13 +382,10 @@ def _calibrate_part(compiled: Compiled, part: Part) -> Noise:
     composed = Noise(part, eps / cells, part.per_cell, cells, False)
     if not part.l1 < cells * part.per_cell:
         return composed
-    cal = _calibrate_l1(eps, part.l1, part.lower, part.upper, cells)
-    if cal is None:
-        return replace(
-            composed,
-            note=f"{part.name}: calibrated per group (ε/{cells}): the L1 calibration is not "
-            "available in this version",
-        )
+    if presume:
+        cal = calibration.presumed_l1(eps, part.l1, part.lower, part.upper, cells)
+    else:
+        cal = calibration.calibrate_l1(eps, part.l1, part.lower, part.upper, cells)
     if not cal.certified:
         why = f": {cal.note}" if cal.note else ""
         return replace(composed, note=f"{part.name}: calibrated per group (ε/{cells}){why}")
@@ -405,15 +397,6 @@ def _calibrate_part(compiled: Compiled, part: Part) -> Noise:
         )
         return Noise(part, cal_eps, cal_sens, cells, True, note)
     return composed
-
-
-def _calibrate_l1(epsilon: Fraction, l1: int | Fraction, lower: int, upper: int, cells: int) -> Any:
-    """The stats module's certified L1 calibration, or None while it is not installed."""
-    try:
-        module = importlib.import_module("snapdp.data.calibration")
-    except ImportError:
-        return None
-    return module.calibrate_l1(epsilon, l1, lower, upper, cells)
 
 
 def mechanisms(noises: Sequence[Noise], rng: np.random.Generator | None) -> list[SnappingMechanism]:
@@ -547,7 +530,7 @@ def exact_inputs(
     j = value_index
     if compiled.tree is not None:
         tree = compiled.tree
-        qmod = _quantiles_module()
+        qmod = quantiles
         per_cell = [
             qmod.level_counts(aggregates.rows[i * tree.leaves : (i + 1) * tree.leaves], tree)
             for i in range(compiled.n_cells)
@@ -639,8 +622,8 @@ def _quantile_rows(
     keys: tuple[Key | str, ...],
 ) -> list[ResultRow]:
     tree = compiled.tree
-    qmod = _quantiles_module()
-    levels = []
+    qmod = quantiles
+    levels: list[Any] = []
     for lv in range(1, tree.depth + 1):
         width = tree.nodes(lv)
         levels.append(noisy[f"level{lv}"][i * width : (i + 1) * width])

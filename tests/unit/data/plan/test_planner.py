@@ -15,7 +15,7 @@ from snapdp.data.plan import (
     statement_accuracy,
 )
 from snapdp.data.query import Query
-from snapdp.data.schema import Column, Schema
+from snapdp.data.schema import Column, ContributionBounds, Schema
 from snapdp.errors import ParameterError
 from snapdp.parameters import compute_parameters
 
@@ -128,3 +128,30 @@ def test_planned_accuracy_is_what_the_release_states() -> None:
     small = acc(PlannedQuery(Query("mean", "x"), epsilon=Fraction(1), group_size=100), Fraction(1))
     large = acc(PlannedQuery(Query("mean", "x"), epsilon=Fraction(1), group_size=1000), Fraction(1))
     assert large < small
+
+
+def test_a_fast_search_accuracy_is_checked_and_never_trusted() -> None:
+    """The planner searches with the fast (presumed-certificate) accuracy, then checks its choice
+    with the real one; an optimistic search accuracy must not let a target be missed."""
+    queries = [_target("a", 10), _target("b", 30)]
+
+    def optimistic(pq: PlannedQuery, eps: Fraction) -> float:
+        return _snap_accuracy(pq, eps) / 2  # claims twice the accuracy it has
+
+    exact = plan_epsilons(queries, _snap_accuracy)
+    checked = plan_epsilons(queries, _snap_accuracy, search_accuracy_at=optimistic)
+    assert [a.epsilon for a in checked.allocations] == [a.epsilon for a in exact.allocations]
+    same = plan_epsilons(queries, _snap_accuracy, search_accuracy_at=_snap_accuracy)
+    assert [a.epsilon for a in same.allocations] == [a.epsilon for a in exact.allocations]
+
+
+def test_presumed_and_certified_accuracies_agree_on_a_grouped_count() -> None:
+    """On a grouped count (an L1-calibrated part) the presumed certificate gives the ± the
+    certified one gives, when the certificate holds (docs/plans.md)."""
+    schema = Schema((Column("g", "integer", keys=(0, 1, 2)),), privacy_unit="u",
+                    bounds=ContributionBounds(max_rows_per_unit=3))  # fmt: skip
+    pq = PlannedQuery(Query("count", by=("g",)), accuracy=Fraction(50))
+    fast = statement_accuracy(schema, presume_certified=True)
+    slow = statement_accuracy(schema)
+    for eps in (Fraction(1, 2), Fraction(1)):
+        assert fast(pq, eps) == slow(pq, eps)
