@@ -14,6 +14,7 @@ import datetime as dt
 import math
 import re
 from collections import defaultdict
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,14 @@ def cast(kind: str, cell: Any) -> Any:
             return int(cell) if cell.is_integer() and abs(cell) <= _EXACT else None
         if kind == "decimal":
             return cell
+        return None
+    if isinstance(cell, Decimal):  # a native fixed-point decimal (Parquet/Arrow DECIMAL)
+        if not cell.is_finite():
+            return None
+        if kind == "integer":
+            return int(cell) if cell == cell.to_integral_value() and abs(cell) < _I64 else None
+        if kind == "decimal":
+            return float(cell)  # correctly rounded
         return None
     if isinstance(cell, dt.datetime):
         return None

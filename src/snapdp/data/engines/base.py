@@ -24,7 +24,9 @@ follows the same steps, so that all of them return the same numbers for the same
    - date: t matching ``[0-9]{4}-[0-9]{2}-[0-9]{2}`` that is a valid date.
 
    From native types: integers are kept (integer, decimal as a double); doubles that are finite
-   (and, for integer, integral with |d| <= 2^53) are kept, NaN and ±inf are null; booleans are
+   (and, for integer, integral with |d| <= 2^53) are kept, NaN and ±inf are null; fixed-point
+   decimals (Parquet/Arrow DECIMAL) are kept for integer when integral and within int64, and for
+   decimal as the nearest double; booleans are
    kept only for boolean; dates only for date; strings follow the text rules above; anything else
    is null, except that text takes integers as their decimal digits. The privacy unit's text for
    the ranks is the decimal digits of an integer unit, or the text of a text unit (a unit column

@@ -582,6 +582,15 @@ class DuckDBEngine:
             if kind == "decimal":
                 return f"(CASE WHEN isfinite({d}) THEN {d} END)"
             return _null(kind)
+        if family == "fixed":  # a native DECIMAL(p, s): exact integers, decimals as doubles
+            if kind == "integer":
+                return (
+                    f"(CASE WHEN {col} = trunc({col}) AND abs({col}) < {1 << 63} "
+                    f"THEN CAST({col} AS BIGINT) END)"
+                )
+            if kind == "decimal":
+                return f"CAST({col} AS DOUBLE)"
+            return _null(kind)
         if family == "bool" and kind == "boolean":
             return col
         if family == "date" and kind == "date":
@@ -602,6 +611,8 @@ def _family(sql_type: str) -> str:
         return "int"
     if t in _FLOAT_TYPES:
         return "float"
+    if t.startswith("DECIMAL"):
+        return "fixed"
     if t == "BOOLEAN":
         return "bool"
     if t == "DATE":

@@ -432,6 +432,16 @@ def _cast(column: Column, c: Any, dtype: str) -> Any:
         if kind == "decimal":
             return _finite(d)
         return sf.lit(None).cast(null)
+    if dtype.startswith("decimal"):  # native fixed point: exact integers, decimals as doubles
+        if kind == "integer":
+            return sf.when(
+                (c == sf.floor(c))
+                & (sf.abs(c) < sf.expr("CAST('9223372036854775808' AS DECIMAL(38,0))")),
+                c.cast("bigint"),
+            ).otherwise(sf.lit(None).cast("bigint"))
+        if kind == "decimal":
+            return c.cast("double")
+        return sf.lit(None).cast(null)
     if dtype == "boolean" and kind == "boolean":
         return c
     if dtype == "date" and kind == "date":
