@@ -37,7 +37,6 @@ _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _TRUE = ("true", "t", "yes", "1")
 _FALSE = ("false", "f", "no", "0")
 _I64 = 1 << 63
-_EXACT = 1 << 53
 
 
 def _native(x: Any) -> Any:
@@ -69,7 +68,7 @@ def cast(kind: str, cell: Any) -> Any:
                 return v if -_I64 <= v < _I64 else None
             if _DEC.fullmatch(t):
                 d = float(t)
-                if math.isfinite(d) and d.is_integer() and abs(d) <= _EXACT:
+                if math.isfinite(d) and d.is_integer() and abs(d) < _I64:
                     return int(d)
             return None
         if kind == "decimal":
@@ -102,7 +101,7 @@ def cast(kind: str, cell: Any) -> Any:
         if not math.isfinite(cell):
             return None
         if kind == "integer":
-            return int(cell) if cell.is_integer() and abs(cell) <= _EXACT else None
+            return int(cell) if cell.is_integer() and abs(cell) < _I64 else None
         if kind == "decimal":
             return cell
         return None

@@ -65,7 +65,8 @@ from snapdp.mechanism import SnappingMechanism
 @click.option(
     "--dataset",
     metavar="NAME",
-    help="Single-value mode: the name of the budget in --ledger (default: value).",
+    help="The name of the dataset's budget in --ledger, given by its owner (default: the "
+    "source's resolved path; 'value' with --value). See docs/data.md.",
 )
 @click.option(
     "--alpha",
@@ -158,11 +159,6 @@ def release(
             dry_run,
         )
         return
-    if dataset is not None:
-        raise ParameterError(
-            "`--dataset` names the budget of a --value release; a table's budget is named by "
-            "its file (see docs/data.md)"
-        )
     if lower is not None or upper is not None:
         raise ParameterError(
             "`--lower`/`--upper` belong to --value; for a table use --sum COL:LO:HI"

@@ -357,7 +357,12 @@ def _substitute_part(query: Query, schema: Schema, fp: FixedPoint, r: Reach, cel
             "a substitute mean needs one row per unit (max_rows_per_unit=1)",
             parameter="max_rows_per_unit",
         )
-    sens = Fraction(fp.width, schema.rows)
+    # Substituting one row moves Σq by at most the span of what one row can add: [L_q, U_q] when
+    # a null is imputed, and also 0 when a null (or unreadable) cell is dropped from the sum.
+    span = fp.width
+    if schema.column(query.column or "").nulls.action != "impute":
+        span = max(fp.upper_q, 0) - min(fp.lower_q, 0)
+    sens = Fraction(span, schema.rows)
     return Part("mean", "mean", Fraction(1), sens, sens, fp.lower_q, fp.upper_q)
 
 
@@ -575,7 +580,9 @@ def noisy_values(
     value takes the exact path.
     """
     clamped = [min(max(x, part.lower), part.upper) for x in exact]
-    if fits_int64(part.lower, part.upper) and all(isinstance(x, int) for x in clamped):
+    # The path is chosen from the part (its bounds and the type of its exact values: ints for
+    # sums and counts, Fractions for a substitute mean), never from the clamped values.
+    if fits_int64(part.lower, part.upper) and all(isinstance(x, int) for x in exact):
         return mechanism.release_many(np.array(clamped, dtype=np.int64))
     return np.array([mechanism.release(x) for x in clamped], dtype=np.float64)
 

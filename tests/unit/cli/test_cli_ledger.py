@@ -295,9 +295,17 @@ def test_parameter_names_become_flags() -> None:
     assert result.exit_code == 2 and "`--sensitivity` must be > 0" in result.output
 
 
-def test_dataset_flag_is_refused_in_table_mode() -> None:
-    result = _run("release", "--epsilon", "1", "--count", "--dataset", "x")
-    assert result.exit_code == 2 and "`--dataset` names the budget of a --value" in result.output
+def test_dataset_flag_names_a_table_budget(tmp_path: Path) -> None:
+    """The owner names the dataset; changing bounds or keys spends from the same budget."""
+    ledger = str(tmp_path / "b.sqlite")
+    base = ["release", "--epsilon", "0.5", "--ledger", ledger, "--total-epsilon", "1"]
+    first = _run(*base, "--count", "--dataset", "census")
+    assert first.exit_code == 0, first.output
+    second = _run(*base, "--mean", "age:0:90", "--dataset", "census")
+    assert second.exit_code == 0, second.output
+    assert Ledger(ledger, dataset="census").remaining() == 0
+    third = _run(*base, "--count", "--dataset", "census")
+    assert third.exit_code != 0 and "budget" in third.output
 
 
 def test_help_texts_cite_docs_pages_only() -> None:

@@ -63,3 +63,19 @@ def test_variance_parts_and_their_sensitivities() -> None:
     w = [float(p.weight) for p in c.parts]
     assert w[1] / w[0] == pytest.approx(2**0.5, rel=1e-3)
     assert w[2] / w[0] == pytest.approx(3**0.5, rel=1e-3)
+
+
+def test_substitute_mean_sensitivity_covers_dropped_nulls() -> None:
+    """Substituting one row moves Σq by at most what one row can add: with nulls dropped, a row
+    adds 0 or a value in [L, U], so Δ = max(U, 0) − min(L, 0) over n, not (U − L)/n; with an
+    imputed value, (U − L)/n. Brute force over one substituted row of a 3-row table."""
+    from snapdp.data.schema import NullRule
+
+    for nulls, span in ((NullRule(), 110), (NullRule("impute", 105), 10)):
+        schema = Schema((Column("v", "integer", 100, 110, nulls=nulls),), rows=3)
+        (part,) = compile_query(Query("mean", "v", method="substitute"), schema, Fraction(1)).parts
+        assert part.per_cell == Fraction(span, 3)
+        fill = 0 if nulls.action == "drop" else 105
+        contributions = [fill, *range(100, 111)]  # a null, or any value in [L, U]
+        worst = max(abs(a - b) for a in contributions for b in contributions)
+        assert Fraction(worst, 3) <= part.per_cell  # the stated Δ covers every substitution

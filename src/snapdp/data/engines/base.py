@@ -17,14 +17,14 @@ follows the same steps, so that all of them return the same numbers for the same
 
    - integer: t matching ``[+-]?[0-9]+`` within int64 is that integer; else t matching the decimal
      pattern ``[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?`` whose double d is finite,
-     integral and |d| <= 2^53 is int(d) ("3.0" and "1e3" are integers, "2.5" is null);
+     integral and |d| < 2^63 is int(d) ("3.0" and "1e3" are integers, "2.5" is null);
    - decimal: t matching the decimal pattern, as the correctly rounded double, if finite;
    - text: the cell as read (not trimmed);
    - boolean: lower(t) in true/t/yes/1 or false/f/no/0;
    - date: t matching ``[0-9]{4}-[0-9]{2}-[0-9]{2}`` that is a valid date.
 
    From native types: integers are kept (integer, decimal as a double); doubles that are finite
-   (and, for integer, integral with |d| <= 2^53) are kept, NaN and ±inf are null; fixed-point
+   (and, for integer, integral with |d| < 2^63) are kept, NaN and ±inf are null; fixed-point
    decimals (Parquet/Arrow DECIMAL) are kept for integer when integral and within int64, and for
    decimal as the nearest double; booleans are
    kept only for boolean; dates only for date; strings follow the text rules above; anything else

@@ -56,7 +56,7 @@ __all__ = ["DuckDBEngine", "cell_index_sql", "quote_identifier"]
 _DECIMAL_RE = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"
 _INTEGER_RE = r"[+-]?[0-9]+"
 _DATE_RE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
-_TWO53 = 9007199254740992
+_TWO63 = 9223372036854775808  # integral doubles below 2^63 fit int64
 _GLOB_CHARS = frozenset("*?[]{}\\")
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 _INT_TYPES = (
@@ -271,7 +271,7 @@ class DuckDBEngine:
             f"read_csv({_lit(literal)}, columns = {columns}, header = {str(opts.header).lower()}, "
             f"delim = {_lit(opts.delimiter)}, quote = '\"', escape = '\"', "
             f"encoding = {_lit(duck_encoding)}, auto_detect = false, ignore_errors = true, "
-            "null_padding = false, all_varchar = true)"
+            "null_padding = false, all_varchar = true, strict_mode = false)"
         )
         if len(names) == 1:  # a blank line is no record (as Python's csv module reads it)
             col = quote_identifier(names[0])
@@ -576,7 +576,7 @@ class DuckDBEngine:
             d = f"CAST({col} AS DOUBLE)"
             if kind == "integer":
                 return (
-                    f"(CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) <= {_TWO53}.0 "
+                    f"(CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) < {_TWO63}.0 "
                     f"THEN CAST({d} AS BIGINT) END)"
                 )
             if kind == "decimal":
@@ -644,7 +644,7 @@ def _cast_text(x: str, kind: str) -> str:
             f"(CASE WHEN regexp_full_match({t}, '{_INTEGER_RE}') "
             f"AND TRY_CAST({t} AS BIGINT) IS NOT NULL THEN TRY_CAST({t} AS BIGINT) "
             f"WHEN regexp_full_match({t}, '{_DECIMAL_RE}') AND isfinite({d}) "
-            f"AND {d} = trunc({d}) AND abs({d}) <= {_TWO53}.0 THEN CAST({d} AS BIGINT) END)"
+            f"AND {d} = trunc({d}) AND abs({d}) < {_TWO63}.0 THEN CAST({d} AS BIGINT) END)"
         )
     if kind == "decimal":
         d = f"TRY_CAST({t} AS DOUBLE)"

@@ -50,7 +50,6 @@ _DEC_RE = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\z"
 _DATE_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\z"
 _TRUE = ("true", "t", "yes", "1")
 _FALSE = ("false", "f", "no", "0")
-_EXACT = float(1 << 53)
 _Q_LIMIT = 1 << 61  # quanta bounds must fit here: q, 2q − L − U and the limbs stay in a long
 _LIMB = 31
 _CASE_KEYS = 256  # up to this many keys: a CASE expression; more: a broadcast join
@@ -458,10 +457,10 @@ def _finite(d: Any) -> Any:
 
 
 def _integral(d: Any) -> Any:
-    """A double that is integral with |d| <= 2^53 as a long; else null (NaN, ±inf included)."""
+    """A double that is integral with |d| < 2^63 as a long; else null (NaN, ±inf included)."""
     from pyspark.sql import functions as sf
 
-    small = sf.when(sf.abs(d) <= sf.lit(_EXACT), d)
+    small = sf.when(sf.abs(d) < sf.lit(float(1 << 63)), d)
     as_long = small.cast("bigint")
     return sf.when(as_long.cast("double") == small, as_long).otherwise(sf.lit(None).cast("bigint"))
 

@@ -66,3 +66,16 @@ def test_spark_matches_the_oracle_on_decimal_columns(spark_session: Any, tmp_pat
         expected = OracleEngine(table).aggregate(plan)
         engine = SparkEngine(str(tmp_path / "d.parquet"), spark=spark_session)
         assert engine.aggregate(plan) == expected
+
+
+def test_a_large_integer_reads_the_same_as_int64_or_float64() -> None:
+    """pandas makes an int64 column float64 when one cell is missing; an integral double below
+    2^63 is the same integer, so one added null row cannot null the others' large values."""
+    import pandas as pd
+
+    plan = AggregatePlan(values=(ValueColumn(Column("v", "integer", 0, 10), 0, 0, 10),))
+    ints = pd.DataFrame({"v": [1, 2, 2**60]})
+    floats = pd.DataFrame({"v": [1.0, 2.0, float(2**60), None]})
+    for engine in (DuckDBEngine, OracleEngine):
+        a, b = engine(ints).aggregate(plan), engine(floats).aggregate(plan)
+        assert a.sums == b.sums == [[13]] and a.counts == b.counts == [[3]]
