@@ -318,3 +318,31 @@ def test_double_to_integer_cast_rounds_half_to_even(values: list[float]) -> None
             f"SELECT CAST(x AS {sql_type}) FROM (SELECT unnest(?::DOUBLE[]) AS x)", [values]
         ).fetchall()
         assert [int(r[0]) for r in got] == [round(v) for v in values]
+
+
+def test_progress_is_in_bytes_of_the_file(tmp_path: Path) -> None:
+    """progress() reports (bytes read, file size) while aggregate runs in another thread —
+    bytes of the source, never rows (docs/data.md); None for an in-memory frame."""
+    import threading
+
+    f = tmp_path / "p.csv"
+    f.write_text("g,v\n" + "".join(f"{i % 3},{i % 7}\n" for i in range(200_000)))
+    size = f.stat().st_size
+    engine = DuckDBEngine(f)
+    seen: list[tuple[int, int] | None] = []
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.is_set():
+            seen.append(engine.progress())
+            stop.wait(0.001)
+
+    thread = threading.Thread(target=poll)
+    thread.start()
+    try:
+        engine.aggregate(AggregatePlan(groupings=(Column("g", "integer", keys=(0, 1, 2)),)))
+    finally:
+        stop.set()
+        thread.join()
+    assert seen and all(s is not None and s[1] == size and 0 <= s[0] <= size for s in seen)
+    assert DuckDBEngine(pd.DataFrame({"g": [1]})).progress() is None
