@@ -65,6 +65,9 @@ FLAGS: dict[str, str] = {
     "dataset": "--dataset",
     "timeout": "--lock-timeout",
     "neighbour": "--neighbour",
+    "max_groups_per_unit": "--max-groups-per-unit",
+    "max_rows_per_group": "--max-rows-per-group",
+    "memory_limit": "--memory-limit",
 }
 
 _SPENT_KEY = "snapdp.spent"

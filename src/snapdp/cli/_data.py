@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import click
@@ -338,6 +339,8 @@ def run_table_release(
     as_json: bool,
     dry_run: bool,
     engine: str,
+    memory_limit: str | None = None,
+    glob: bool = False,
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -371,7 +374,7 @@ def run_table_release(
     total = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
     table = PrivateTable(
         schema=schema,
-        engine=make_engine(engine, source, schema),
+        engine=make_engine(engine, source, schema, memory_limit=memory_limit, glob=glob),
         ledger=Ledger(None, eps),
         dataset=dataset,
     )
@@ -507,8 +510,18 @@ def _demo(
     return demo_table(), "demo table (synthetic, 100,000 people)", declaration, by
 
 
-def make_engine(name: str, source: object, schema: Schema) -> Any:
-    """The engine ``name`` over ``source`` (imported lazily: Spark only when asked for)."""
+def make_engine(
+    name: str,
+    source: object,
+    schema: Schema,
+    *,
+    memory_limit: str | None = None,
+    glob: bool = False,
+) -> Any:
+    """The engine ``name`` over ``source`` (imported lazily: Spark only when asked for).
+
+    ``memory_limit`` bounds DuckDB's memory (it spills to a private temporary folder beyond it);
+    Spark's memory is set in its own session. ``glob``: read a path as a file pattern."""
     module_name = "snapdp.data.engines.spark" if name == "spark" else "snapdp.data.engines.duckdb"
     class_name = "SparkEngine" if name == "spark" else "DuckDBEngine"
     try:
@@ -517,9 +530,19 @@ def make_engine(name: str, source: object, schema: Schema) -> Any:
         raise ParameterError(
             f"`--engine {name}` is not available in this installation", parameter="engine"
         ) from None
-    if name == "spark" and hasattr(source, "to_pandas"):  # an Arrow table (the demo)
-        source = source.to_pandas()
-    return getattr(module, class_name)(source, csv=schema.csv)
+    if name == "spark":
+        if memory_limit is not None:
+            raise ParameterError(
+                "`--memory-limit` is DuckDB's; set Spark's memory in its session "
+                "(docs/data.md, 'Running on a cluster')",
+                parameter="memory_limit",
+            )
+        if hasattr(source, "to_pandas"):  # an Arrow table (the demo)
+            source = source.to_pandas()
+        return getattr(module, class_name)(source, csv=schema.csv, glob=glob)
+    if not isinstance(source, (str, Path)):
+        return getattr(module, class_name)(source, csv=schema.csv, memory_limit=memory_limit)
+    return getattr(module, class_name)(source, csv=schema.csv, glob=glob, memory_limit=memory_limit)
 
 
 class _NoEngine:

@@ -89,6 +89,12 @@ from snapdp.mechanism import SnappingMechanism
     show_default=True,
     help="Where to aggregate: DuckDB in process, or Spark (the active or a default session).",
 )
+@click.option(
+    "--memory-limit",
+    metavar="SIZE",
+    help="DuckDB's memory limit, e.g. 2GB; it spills to a temporary folder beyond it.",
+)
+@click.option("--glob", is_flag=True, help="Read DATA as a file pattern (default: a literal path).")
 @library_errors
 def release(
     data: str | None,
@@ -113,6 +119,8 @@ def release(
     as_json: bool,
     dry_run: bool,
     engine: str,
+    memory_limit: str | None,
+    glob: bool,
     **declaration: Any,
 ) -> None:
     """Release one value (--value) or statistics over DATA (a CSV or Parquet file).
@@ -184,6 +192,8 @@ def release(
         as_json=as_json,
         dry_run=dry_run,
         engine=engine,
+        memory_limit=memory_limit,
+        glob=glob,
     )
 
 

@@ -24,7 +24,7 @@ def _engine(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run the CLI on the local engine (DuckDB once installed, else the oracle)."""
     local_engine([])  # skips when there is no engine at all
 
-    def make(name: str, source: object, schema: Schema) -> Any:
+    def make(name: str, source: object, schema: Schema, **options: Any) -> Any:
         return local_engine(source, schema.csv)
 
     monkeypatch.setattr(cli_data, "make_engine", make)
@@ -192,7 +192,9 @@ class _Interrupted:
 def test_ctrl_c_during_the_scan_spends_nothing_and_exits_130(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli_data, "make_engine", lambda name, source, schema: _Interrupted(source))
+    monkeypatch.setattr(
+        cli_data, "make_engine", lambda name, source, schema, **kw: _Interrupted(source)
+    )
     ledger = str(tmp_path / "b.sqlite")
     code, out = _run("release", str(tmp_path / "t.csv"), "--epsilon", "1", "--count",
                      "--ledger", ledger, "--total-epsilon", "2")  # fmt: skip
@@ -208,7 +210,7 @@ def test_progress_is_in_bytes_with_percentage_never_rows(
             self.read = 2_000_000
             return local_engine([{"x": "1"}]).aggregate(plan)
 
-    monkeypatch.setattr(cli_data, "make_engine", lambda name, source, schema: Done(source))
+    monkeypatch.setattr(cli_data, "make_engine", lambda name, source, schema, **kw: Done(source))
     seen: list[tuple[int, int]] = []
     original = cli_data._with_progress
 
