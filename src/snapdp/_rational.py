@@ -35,9 +35,10 @@ def parse_rational(text: object) -> Fraction | None:
     return value if storage_text(value) == text else None
 
 
-def format_rational(x: Fraction) -> str:
+def format_rational(x: Fraction, *, max_digits: int | None = _MAX_DECIMAL_DIGITS) -> str:
     """``x`` for people: an exact decimal when one is short (1/10 → ``"0.1"``, 5/4 → ``"1.25"``,
-    3 → ``"3"``), else ``"p/q"`` (1/3 → ``"1/3"``). Never rounded."""
+    3 → ``"3"``), else ``"p/q"`` (1/3 → ``"1/3"``). Never rounded. ``max_digits``: the most
+    decimal places written before falling back to ``"p/q"`` (None: any finite decimal)."""
     den = x.denominator
     twos = fives = 0
     while den % 2 == 0:
@@ -47,7 +48,7 @@ def format_rational(x: Fraction) -> str:
         den //= 5
         fives += 1
     digits = max(twos, fives)
-    if den != 1 or digits > _MAX_DECIMAL_DIGITS:
+    if den != 1 or (max_digits is not None and digits > max_digits):
         return storage_text(x)
     sign = "-" if x < 0 else ""
     scaled = abs(x) * 10**digits

@@ -18,6 +18,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from snapdp._rational import format_rational
 from snapdp.data.query import Query
 from snapdp.data.schema import Key
 
@@ -96,23 +97,7 @@ class QueryResult:
 
 def _fraction_text(x: Fraction) -> str:
     """A Fraction as a finite decimal when it is one (1/10 → "0.1"), else "p/q"."""
-    d = x.denominator
-    twos = fives = 0
-    while d % 2 == 0:
-        d //= 2
-        twos += 1
-    while d % 5 == 0:
-        d //= 5
-        fives += 1
-    if d != 1:
-        return f"{x.numerator}/{x.denominator}"
-    places = max(twos, fives)
-    scaled = x * 10**places
-    text = str(abs(scaled.numerator)).rjust(places + 1, "0")
-    sign = "-" if x < 0 else ""
-    if places == 0:
-        return sign + text
-    return f"{sign}{text[:-places]}.{text[-places:]}"
+    return format_rational(x, max_digits=None)
 
 
 def _json_value(x: object) -> object:
