@@ -193,7 +193,6 @@ class SparkEngine:
     # -- the plan as Spark expressions -----------------------------------------------------
     def _aggregate_df(self, plan: AggregatePlan) -> tuple[Any, tuple[str, ...]]:
         """Per non-empty cell: ``_cell``, ``_rows``, ``_sum<j>``, ``_cnt<j>``, ``_sq<j>_<limb>``."""
-        from pyspark.sql import Window
         from pyspark.sql import functions as sf
 
         names = plan.used_columns()
@@ -255,7 +254,8 @@ class SparkEngine:
         # steps 4 and 5: units and bounding
         if plan.unit is not None:
             unit = _cast(plan.unit, sf.col(src[plan.unit.name]), dtypes[plan.unit.name])
-            df = df.withColumn("_u", unit.cast("string"))
+            qcols = [f"_q{j}" for j in range(len(plan.values))]
+            df = df.select(unit.cast("string").alias("_u"), "_cell", *qcols)  # no source columns
             own = df.where(sf.col("_u").isNull()) if plan.null_units == "own" else None
             df = df.where(sf.col("_u").isNotNull())
             b = plan.bounds
@@ -269,21 +269,11 @@ class SparkEngine:
                 )
                 df = df.withColumn("_rr", _rank(plan.hash_key, text))
                 if b.max_rows_per_group is not None:
-                    w = Window.partitionBy("_u", "_cell").orderBy("_rr")
-                    df = df.withColumn("_n", sf.row_number().over(w))
-                    df = df.where(sf.col("_n") <= b.max_rows_per_group).drop("_n")
+                    df = _top_rows(df, ["_u", "_cell"], b.max_rows_per_group)
                 if b.max_groups_per_unit is not None:
-                    gtext = sf.concat_ws(
-                        "|", sf.lit("g"), sf.col("_u"), sf.col("_cell").cast("string")
-                    )
-                    w = Window.partitionBy("_u").orderBy("_gr")
-                    df = df.withColumn("_gr", _rank(plan.hash_key, gtext))
-                    df = df.withColumn("_n", sf.dense_rank().over(w))
-                    df = df.where(sf.col("_n") <= b.max_groups_per_unit).drop("_n", "_gr")
+                    df = _top_cells(df, plan.hash_key, b.max_groups_per_unit)
                 if b.max_rows_per_unit is not None:
-                    w = Window.partitionBy("_u").orderBy("_rr")
-                    df = df.withColumn("_n", sf.row_number().over(w))
-                    df = df.where(sf.col("_n") <= b.max_rows_per_unit).drop("_n")
+                    df = _top_rows(df, ["_u"], b.max_rows_per_unit)
                 df = df.drop("_rr")
             if own is not None:
                 df = df.unionByName(own)
@@ -314,6 +304,41 @@ class SparkEngine:
                     for n in limbs
                 ]
         return agg.select(*cols), limbs
+
+
+# -- contribution bounding (step 5) ----------------------------------------------------------
+def _top_rows(df: Any, by: list[str], n: int) -> Any:
+    """The ``n`` lowest-ranked rows (rank ``_rr``) of each ``by`` group.
+
+    For n = 1 one ``min_by`` aggregate (a hash aggregate: no sort of each unit's rows, and it
+    spills like any aggregate); otherwise a ``row_number`` window. Rows of equal rank have equal
+    rank text, so they are the same row for the plan and either choice gives the same result."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as sf
+
+    if n == 1:
+        rest = [c for c in df.columns if c not in by]
+        picked = df.groupBy(*by).agg(sf.min_by(sf.struct(*rest), sf.col("_rr")).alias("_t"))
+        return picked.select(*by, *[sf.col("_t").getField(c).alias(c) for c in rest])
+    w = Window.partitionBy(*by).orderBy("_rr")
+    df = df.withColumn("_n", sf.row_number().over(w))
+    return df.where(sf.col("_n") <= n).drop("_n")
+
+
+def _top_cells(df: Any, hash_key: str, n: int) -> Any:
+    """The rows of each unit's ``n`` lowest-ranked cells (L0; rank text "g|<unit>|<cell>")."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as sf
+
+    gtext = sf.concat_ws("|", sf.lit("g"), sf.col("_u"), sf.col("_cell").cast("string"))
+    if n == 1:
+        pairs = df.select("_u", "_cell").distinct().withColumn("_gr", _rank(hash_key, gtext))
+        kept = pairs.groupBy("_u").agg(sf.min_by(sf.col("_cell"), sf.col("_gr")).alias("_cell"))
+        return df.join(kept, ["_u", "_cell"], "left_semi")
+    w = Window.partitionBy("_u").orderBy("_gr")
+    df = df.withColumn("_gr", _rank(hash_key, gtext))
+    df = df.withColumn("_n", sf.dense_rank().over(w))
+    return df.where(sf.col("_n") <= n).drop("_n", "_gr")
 
 
 # -- reading -------------------------------------------------------------------------------

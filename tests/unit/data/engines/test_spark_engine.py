@@ -265,3 +265,51 @@ def test_an_unreadable_source_is_one_clean_error(spark_session: Any, tmp_path: P
         engine = _spark(str(path), spark_session, csv=CsvOptions(encoding="no-such-codec"))
         engine.aggregate(AggregatePlan(values=(V,)))
     assert "cannot be read" in str(info.value) and "SENTINEL" not in str(info.value)
+
+
+_BOUNDS = [
+    (1, None, None),
+    (None, 1, None),
+    (None, None, 1),
+    (1, 1, 1),
+    (2, 1, None),
+    (None, 2, 1),
+    (3, 2, 2),
+]
+
+
+@pytest.mark.parametrize("bounds", _BOUNDS, ids=[str(b) for b in _BOUNDS])
+def test_bounding_equals_the_oracle_on_a_random_table(
+    spark_session: Any, bounds: tuple[int | None, int | None, int | None]
+) -> None:
+    """Every combination of k, L0 and L∞ (the n = 1 stages are ``min_by`` aggregates, the others
+    windows) keeps the oracle's rows: 400 rows of 25 units over 4 keys, with exact duplicate rows
+    (equal ranks) and null values, so each bound removes rows."""
+    rng = np.random.default_rng(7)  # test data only
+    n = 400
+    values = rng.integers(-8, 30, n).astype(float)
+    values[rng.random(n) < 0.1] = np.nan
+    frame = pd.DataFrame(
+        {
+            "k": rng.integers(0, 4, n),
+            "v": values,
+            "u": [f"u{i}" for i in rng.integers(0, 25, n)],
+        }
+    )
+    frame = pd.concat([frame, frame.iloc[:40]], ignore_index=True)  # duplicate rows: equal ranks
+    plan = AggregatePlan(
+        (Column("k", "integer", keys=(0, 1, 2, 3)),),
+        (V,),
+        U_TEXT,
+        bounds=ContributionBounds(*bounds),
+        hash_key=KEY,
+    )
+    expected = OracleEngine(frame).aggregate(plan)
+    unbounded = OracleEngine(frame).aggregate(
+        AggregatePlan(plan.groupings, plan.values, U_TEXT, hash_key=KEY)
+    )
+    assert sum(expected.rows) < sum(unbounded.rows)  # the bounds bite
+    assert _spark(frame, spark_session).aggregate(plan) == expected
+    from snapdp.data.engines.duckdb import DuckDBEngine
+
+    assert DuckDBEngine(frame).aggregate(plan) == expected
