@@ -15,6 +15,8 @@ and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluste
   applied to non-null values.
 * Ranks are ``md5(hash_key "|" text)`` → 15 hex digits → ``conv(…, 16, 10)`` as a long, the same
   number as :func:`~snapdp.data.engines.base.rank_text`.
+* Bounding stages with a bound of 1 are ``min_by`` aggregates over the row packed into a long
+  (no sort of each unit's rows); larger bounds use ``row_number``/``dense_rank`` windows.
 * Sums are exact DECIMAL(38, 0); sums of squares are split into 31-bit limbs and recombined in
   Python, so nothing is rounded.
 
@@ -269,11 +271,11 @@ class SparkEngine:
                 )
                 df = df.withColumn("_rr", _rank(plan.hash_key, text))
                 if b.max_rows_per_group is not None:
-                    df = _top_rows(df, ["_u", "_cell"], b.max_rows_per_group)
+                    df = _top_rows(df, plan, ["_u", "_cell"], b.max_rows_per_group)
                 if b.max_groups_per_unit is not None:
                     df = _top_cells(df, plan.hash_key, b.max_groups_per_unit)
                 if b.max_rows_per_unit is not None:
-                    df = _top_rows(df, ["_u"], b.max_rows_per_unit)
+                    df = _top_rows(df, plan, ["_u"], b.max_rows_per_unit)
                 df = df.drop("_rr")
             if own is not None:
                 df = df.unionByName(own)
@@ -307,22 +309,50 @@ class SparkEngine:
 
 
 # -- contribution bounding (step 5) ----------------------------------------------------------
-def _top_rows(df: Any, by: list[str], n: int) -> Any:
+def _top_rows(df: Any, plan: AggregatePlan, by: list[str], n: int) -> Any:
     """The ``n`` lowest-ranked rows (rank ``_rr``) of each ``by`` group.
 
-    For n = 1 one ``min_by`` aggregate (a hash aggregate: no sort of each unit's rows, and it
-    spills like any aggregate); otherwise a ``row_number`` window. Rows of equal rank have equal
-    rank text, so they are the same row for the plan and either choice gives the same result."""
+    For n = 1 one ``min_by`` aggregate (no sort of each unit's rows; it spills like any
+    aggregate), whose state is the row packed into one long when the declared domain allows
+    (:func:`_radices`; a fixed-width state keeps Spark's hash aggregate) or else a struct; for
+    n > 1 a ``row_number`` window. Rows of equal rank have equal rank text, so they are the same
+    row for the plan and either choice gives the same result."""
     from pyspark.sql import Window
     from pyspark.sql import functions as sf
 
-    if n == 1:
-        rest = [c for c in df.columns if c not in by]
+    if n > 1:
+        w = Window.partitionBy(*by).orderBy("_rr")
+        df = df.withColumn("_n", sf.row_number().over(w))
+        return df.where(sf.col("_n") <= n).drop("_n")
+    qnames = [f"_q{j}" for j in range(len(plan.values))]
+    radices = _radices(plan)
+    if radices is None:
+        rest = ["_cell", *qnames, "_rr"]
         picked = df.groupBy(*by).agg(sf.min_by(sf.struct(*rest), sf.col("_rr")).alias("_t"))
-        return picked.select(*by, *[sf.col("_t").getField(c).alias(c) for c in rest])
-    w = Window.partitionBy(*by).orderBy("_rr")
-    df = df.withColumn("_n", sf.row_number().over(w))
-    return df.where(sf.col("_n") <= n).drop("_n")
+        return picked.select("_u", *[sf.col("_t").getField(c).alias(c) for c in rest])
+    packed = sf.col("_cell").cast("bigint")
+    for q, vc, radix in zip(qnames, plan.values, radices[1:], strict=True):
+        digit = sf.coalesce(sf.col(q) - sf.lit(vc.lower_q - 1), sf.lit(0))
+        packed = packed * sf.lit(radix) + digit
+    picked = df.groupBy(*by).agg(
+        sf.min_by(packed, sf.col("_rr")).alias("_t"), sf.min("_rr").alias("_rr")
+    )
+    items = []
+    divisor = 1
+    for q, vc, radix in reversed(list(zip(qnames, plan.values, radices[1:], strict=True))):
+        digit = sf.expr(f"(_t div {divisor}) % {radix}")
+        value = sf.when(digit != 0, digit + sf.lit(vc.lower_q - 1)).cast("bigint")
+        items.append(value.alias(q))
+        divisor *= radix
+    items.append(sf.expr(f"_t div {divisor}").cast("bigint").alias("_cell"))
+    return picked.select("_u", *items[::-1], "_rr")
+
+
+def _radices(plan: AggregatePlan) -> list[int] | None:
+    """The digits of a packed row: n_cells, then U_q − L_q + 2 per value column (0 for a null
+    quantum, q − L_q + 1 otherwise); None when their product reaches 2^63."""
+    radices = [plan.n_cells, *(vc.upper_q - vc.lower_q + 2 for vc in plan.values)]
+    return radices if math.prod(radices) < 1 << 63 else None
 
 
 def _top_cells(df: Any, hash_key: str, n: int) -> Any:

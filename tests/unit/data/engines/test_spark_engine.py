@@ -278,32 +278,45 @@ _BOUNDS = [
 ]
 
 
+# with quanta in [-10^18, 10^18] besides V the packed row does not fit in a long: a struct row
+V_WIDE = ValueColumn(
+    Column("v", "decimal", lower=-(10**15), upper=10**15), 3, -(10**18), 10**18, None
+)
+
+
+@pytest.mark.parametrize("values", [(V,), (V, V_WIDE)], ids=["packed row", "struct row"])
 @pytest.mark.parametrize("bounds", _BOUNDS, ids=[str(b) for b in _BOUNDS])
 def test_bounding_equals_the_oracle_on_a_random_table(
-    spark_session: Any, bounds: tuple[int | None, int | None, int | None]
+    spark_session: Any,
+    bounds: tuple[int | None, int | None, int | None],
+    values: tuple[ValueColumn, ...],
 ) -> None:
-    """Every combination of k, L0 and L∞ (the n = 1 stages are ``min_by`` aggregates, the others
-    windows) keeps the oracle's rows: 400 rows of 25 units over 4 keys, with exact duplicate rows
-    (equal ranks) and null values, so each bound removes rows."""
+    """Every combination of k, L0 and L∞ (the n = 1 stages are ``min_by`` aggregates over a
+    packed long or a struct, the others windows) keeps the oracle's rows: 400 rows of 25 units
+    over 4 keys, with exact duplicate rows (equal ranks) and null values, so each bound removes
+    rows."""
+    from snapdp.data.engines.spark import _radices
+
     rng = np.random.default_rng(7)  # test data only
     n = 400
-    values = rng.integers(-8, 30, n).astype(float)
-    values[rng.random(n) < 0.1] = np.nan
+    cells = rng.integers(-8, 30, n).astype(float)
+    cells[rng.random(n) < 0.1] = np.nan
     frame = pd.DataFrame(
         {
             "k": rng.integers(0, 4, n),
-            "v": values,
+            "v": cells,
             "u": [f"u{i}" for i in rng.integers(0, 25, n)],
         }
     )
     frame = pd.concat([frame, frame.iloc[:40]], ignore_index=True)  # duplicate rows: equal ranks
     plan = AggregatePlan(
         (Column("k", "integer", keys=(0, 1, 2, 3)),),
-        (V,),
+        values,
         U_TEXT,
         bounds=ContributionBounds(*bounds),
         hash_key=KEY,
     )
+    assert (_radices(plan) is None) == (len(values) == 2)
     expected = OracleEngine(frame).aggregate(plan)
     unbounded = OracleEngine(frame).aggregate(
         AggregatePlan(plan.groupings, plan.values, U_TEXT, hash_key=KEY)
