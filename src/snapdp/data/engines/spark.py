@@ -17,7 +17,8 @@ and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluste
   number as :func:`~snapdp.data.engines.base.rank_text`.
 * Bounding stages with a bound of 1 are ``min_by`` aggregates over the row packed into a long
   (no sort of each unit's rows); larger bounds use ``row_number``/``dense_rank`` windows.
-* Sums are exact DECIMAL(38, 0); sums of squares are split into 31-bit limbs and recombined in
+* Sums are exact: longs for quanta below 2^19 in magnitude (cells of fewer than 2^44 rows),
+  else DECIMAL(38, 0); sums of squares are split into 31-bit limbs and recombined in
   Python, so nothing is rounded.
 
 Internal columns are projected under fresh names (``_s<i>``, ``_q<j>``, …) after selecting only the
@@ -54,6 +55,9 @@ _TRUE = ("true", "t", "yes", "1")
 _FALSE = ("false", "f", "no", "0")
 _Q_LIMIT = 1 << 61  # quanta bounds must fit here: q, 2q − L − U and the limbs stay in a long
 _LIMB = 31
+# Quanta below 2^19 in magnitude are summed as longs, exact for cells of fewer than 2^44 rows
+# (1.7·10^13, beyond what a job reads); wider quanta as DECIMAL(38, 0), which is slower.
+_LONG_SUM_LIMIT = 1 << 19
 _CASE_KEYS = 256  # up to this many keys: a CASE expression; more: a broadcast join
 _GLOB_CHARS = "\\*?[]{}"
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")
@@ -285,7 +289,10 @@ class SparkEngine:
         exprs = [sf.count(sf.lit(1)).alias("_rows")]
         for j, vc in enumerate(plan.values):
             q = sf.col(f"_q{j}")
-            exprs.append(sf.sum(q.cast("decimal(38,0)")).alias(f"_sum{j}"))
+            if max(abs(vc.lower_q), abs(vc.upper_q)) < _LONG_SUM_LIMIT:
+                exprs.append(sf.sum(q).alias(f"_sum{j}"))  # a long: exact below 2^44 rows
+            else:
+                exprs.append(sf.sum(q.cast("decimal(38,0)")).alias(f"_sum{j}"))
             exprs.append(sf.count(q).alias(f"_cnt{j}"))
             if vc.squares:
                 t = sf.abs(q * 2 - sf.lit(vc.lower_q + vc.upper_q))
