@@ -40,8 +40,11 @@ follows the same steps, so that all of them return the same numbers for the same
    (:func:`row_rank`, :func:`group_rank`, with the release's fresh ``hash_key``): keep the
    ``max_rows_per_group`` (L∞) lowest-ranked rows of each (unit, cell); then the
    ``max_groups_per_unit`` (L0) lowest-ranked cells of each unit; then the ``max_rows_per_unit``
-   (k) lowest-ranked rows of each unit. A bound that is None is skipped. Rows with equal rank text
-   are identical for the plan, so which of them is kept does not matter.
+   (k) lowest-ranked rows of each unit. A bound that is None is skipped. Each stage keeps exactly
+   its bound (or fewer, when a unit has fewer). Rows with equal rank text are identical for the
+   plan, so which of them is kept does not matter; different rows or cells whose 60-bit ranks
+   collide (probability about 2^-61 per pair) are ordered arbitrarily, so engines may then keep
+   different ones, each within the bound.
 6. **Values** (computed before step 5, whose row ranks use them). Each value column's cast
    value v (a double) becomes integer quanta
    q = clamp(round_half_even(clamp(v, L−1, U+1)·10^d), L_q, U_q) (the coarse clamp only keeps the
@@ -66,6 +69,7 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp.data.schema import Column, ContributionBounds
+from snapdp.errors import ParameterError
 
 __all__ = [
     "AggregatePlan",
@@ -91,6 +95,19 @@ class ValueColumn:
     upper_q: int
     impute_q: int | None = None
     squares: bool = False
+
+    def __post_init__(self) -> None:
+        # engines pack quanta into digits and size their sums from the bounds: a value outside
+        # [lower_q, upper_q] would corrupt both, so the plan itself must rule it out
+        if self.lower_q > self.upper_q:
+            raise ParameterError(
+                f"column {self.column.name!r}: lower_q must not exceed upper_q", parameter="bounds"
+            )
+        if self.impute_q is not None and not self.lower_q <= self.impute_q <= self.upper_q:
+            raise ParameterError(
+                f"column {self.column.name!r}: impute_q must lie within [lower_q, upper_q]",
+                parameter="impute",
+            )
 
 
 @dataclass(frozen=True)

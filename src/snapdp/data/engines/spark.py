@@ -15,11 +15,11 @@ and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluste
   applied to non-null values.
 * Ranks are ``md5(hash_key "|" text)`` → 15 hex digits → ``conv(…, 16, 10)`` as a long, the same
   number as :func:`~snapdp.data.engines.base.rank_text`.
-* Bounding stages with a bound of 1 are ``min_by`` aggregates over the row packed into a long
-  (no sort of each unit's rows); larger bounds use ``row_number``/``dense_rank`` windows.
-* Sums are exact: longs for quanta below 2^19 in magnitude (cells of fewer than 2^44 rows),
-  else DECIMAL(38, 0); sums of squares are split into 31-bit limbs and recombined in
-  Python, so nothing is rounded.
+* Row bounds of 1 (k, L∞) are ``min_by`` aggregates over the row packed into a long (no sort of
+  each unit's rows); larger row bounds and L0 use ``row_number``/``dense_rank`` windows.
+* Sums are exact: longs for quanta below 2^19 in magnitude (for cells of fewer than 2^44
+  non-null values), else DECIMAL(38, 0); sums of squares are split into 31-bit limbs and
+  recombined in Python, so nothing is rounded.
 
 Internal columns are projected under fresh names (``_s<i>``, ``_q<j>``, …) after selecting only the
 declared columns, so no user column name can collide with them. Nothing here raises, warns or logs
@@ -55,8 +55,8 @@ _TRUE = ("true", "t", "yes", "1")
 _FALSE = ("false", "f", "no", "0")
 _Q_LIMIT = 1 << 61  # quanta bounds must fit here: q, 2q − L − U and the limbs stay in a long
 _LIMB = 31
-# Quanta below 2^19 in magnitude are summed as longs, exact for cells of fewer than 2^44 rows
-# (1.7·10^13, beyond what a job reads); wider quanta as DECIMAL(38, 0), which is slower.
+# Quanta below 2^19 in magnitude are summed as longs, exact for cells of fewer than 2^44 non-null
+# values (1.7·10^13; beyond, Spark's long sum overflows); wider quanta as DECIMAL(38, 0), slower.
 _LONG_SUM_LIMIT = 1 << 19
 _CASE_KEYS = 256  # up to this many keys: a CASE expression; more: a broadcast join
 _GLOB_CHARS = "\\*?[]{}"
@@ -261,7 +261,8 @@ class SparkEngine:
         if plan.unit is not None:
             unit = _cast(plan.unit, sf.col(src[plan.unit.name]), dtypes[plan.unit.name])
             qcols = [f"_q{j}" for j in range(len(plan.values))]
-            df = df.select(unit.cast("string").alias("_u"), "_cell", *qcols)  # no source columns
+            # the unit keeps its type (a long groups faster than its text); ranks use its text
+            df = df.select(unit.alias("_u"), "_cell", *qcols)  # no source columns
             own = df.where(sf.col("_u").isNull()) if plan.null_units == "own" else None
             df = df.where(sf.col("_u").isNotNull())
             b = plan.bounds
@@ -271,7 +272,11 @@ class SparkEngine:
                     for j in range(len(plan.values))
                 ]
                 text = sf.concat_ws(
-                    "|", sf.lit("r"), sf.col("_u"), sf.col("_cell").cast("string"), *quanta
+                    "|",
+                    sf.lit("r"),
+                    sf.col("_u").cast("string"),
+                    sf.col("_cell").cast("string"),
+                    *quanta,
                 )
                 df = df.withColumn("_rr", _rank(plan.hash_key, text))
                 if b.max_rows_per_group is not None:
@@ -290,7 +295,7 @@ class SparkEngine:
         for j, vc in enumerate(plan.values):
             q = sf.col(f"_q{j}")
             if max(abs(vc.lower_q), abs(vc.upper_q)) < _LONG_SUM_LIMIT:
-                exprs.append(sf.sum(q).alias(f"_sum{j}"))  # a long: exact below 2^44 rows
+                exprs.append(sf.sum(q).alias(f"_sum{j}"))  # a long: exact below 2^44 values
             else:
                 exprs.append(sf.sum(q.cast("decimal(38,0)")).alias(f"_sum{j}"))
             exprs.append(sf.count(q).alias(f"_cnt{j}"))
@@ -321,9 +326,10 @@ def _top_rows(df: Any, plan: AggregatePlan, by: list[str], n: int) -> Any:
 
     For n = 1 one ``min_by`` aggregate (no sort of each unit's rows; it spills like any
     aggregate), whose state is the row packed into one long when the declared domain allows
-    (:func:`_radices`; a fixed-width state keeps Spark's hash aggregate) or else a struct; for
-    n > 1 a ``row_number`` window. Rows of equal rank have equal rank text, so they are the same
-    row for the plan and either choice gives the same result."""
+    (:func:`_radices`; a fixed-width state keeps Spark's hash aggregate) or else a struct (a
+    sort aggregate); for n > 1 a ``row_number`` window. Either keeps exactly ``n`` rows. Rows of
+    equal rank text are the same row for the plan; rows whose ranks collide otherwise (about
+    2^-61 per pair) are ordered arbitrarily, as the contract allows."""
     from pyspark.sql import Window
     from pyspark.sql import functions as sf
 
@@ -363,16 +369,17 @@ def _radices(plan: AggregatePlan) -> list[int] | None:
 
 
 def _top_cells(df: Any, hash_key: str, n: int) -> Any:
-    """The rows of each unit's ``n`` lowest-ranked cells (L0; rank text "g|<unit>|<cell>")."""
+    """The rows of each unit's ``n`` lowest-ranked cells (L0; rank text "g|<unit>|<cell>").
+
+    A window over each unit's rows, ordered by (rank, cell): rows of one cell share a dense rank
+    and two cells never do, even if their ranks collide, so exactly ``n`` cells are kept."""
     from pyspark.sql import Window
     from pyspark.sql import functions as sf
 
-    gtext = sf.concat_ws("|", sf.lit("g"), sf.col("_u"), sf.col("_cell").cast("string"))
-    if n == 1:
-        pairs = df.select("_u", "_cell").distinct().withColumn("_gr", _rank(hash_key, gtext))
-        kept = pairs.groupBy("_u").agg(sf.min_by(sf.col("_cell"), sf.col("_gr")).alias("_cell"))
-        return df.join(kept, ["_u", "_cell"], "left_semi")
-    w = Window.partitionBy("_u").orderBy("_gr")
+    gtext = sf.concat_ws(
+        "|", sf.lit("g"), sf.col("_u").cast("string"), sf.col("_cell").cast("string")
+    )
+    w = Window.partitionBy("_u").orderBy("_gr", "_cell")
     df = df.withColumn("_gr", _rank(hash_key, gtext))
     df = df.withColumn("_n", sf.dense_rank().over(w))
     return df.where(sf.col("_n") <= n).drop("_n", "_gr")

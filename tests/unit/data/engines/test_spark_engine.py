@@ -5,6 +5,7 @@ the all-null group; literal paths; neighbours and sentinels; executor noise."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -326,3 +327,113 @@ def test_bounding_equals_the_oracle_on_a_random_table(
     from snapdp.data.engines.duckdb import DuckDBEngine
 
     assert DuckDBEngine(frame).aggregate(plan) == expected
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [ContributionBounds(1), ContributionBounds(None, None, 1), ContributionBounds(1, 1, 1)],
+    ids=["k=1", "Linf=1", "all 1"],
+)
+def test_a_packed_row_at_the_edge_of_a_long_unpacks_exactly(
+    spark_session: Any, bounds: ContributionBounds
+) -> None:
+    """Two cells times U_q − L_q + 2 = 2^62 − 1 values: the radix product is 2^63 − 2, the largest
+    packed row 2^63 − 3; the extreme quanta and a null come back exactly (as in the oracle)."""
+    from snapdp.data.engines.spark import _radices
+
+    lo, hi = -((1 << 61) - 2), (1 << 61) - 1
+    vc = ValueColumn(Column("v", "integer", lower=lo, upper=hi), 0, lo, hi, None)
+    plan = AggregatePlan(
+        (Column("k", "integer", keys=(0, 1)),), (vc,), U_TEXT, bounds=bounds, hash_key=KEY
+    )
+    radices = _radices(plan)
+    assert radices is not None and math.prod(radices) == (1 << 63) - 2
+    rows = [(1, hi, "a"), (1, lo, "b"), (0, hi, "c"), (1, None, "d"), (0, lo, "e"), (1, hi, "a")]
+    frame = pd.DataFrame(rows, columns=["k", "v", "u"]).astype({"v": "Int64"})
+    expected = OracleEngine([dict(zip("kvu", r, strict=True)) for r in rows]).aggregate(plan)
+    assert expected.sums[0] == [hi + lo, hi + lo]
+    assert _spark(frame, spark_session).aggregate(plan) == expected
+    wider = AggregatePlan(plan.groupings, (vc,) * 2, U_TEXT, bounds=bounds, hash_key=KEY)
+    assert _radices(wider) is None
+
+
+def test_colliding_cell_ranks_still_keep_exactly_l0_cells(
+    spark_session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ranks cut to one hex digit (16 values) most cells of a unit collide: L0 = 3 must still
+    keep exactly 3 cells per unit (5 units, 10 cells of one row each: 15 rows in all)."""
+    from pyspark.sql import functions as sf
+
+    import snapdp.data.engines.spark as spark_engine
+
+    def coarse(hash_key: str, text: Any) -> Any:
+        digest = sf.md5(sf.concat(sf.lit(hash_key + "|"), text))
+        return sf.conv(sf.substring(digest, 1, 1), 16, 10).cast("bigint")
+
+    monkeypatch.setattr(spark_engine, "_rank", coarse)
+    frame = pd.DataFrame(
+        [(k, 1.0, f"u{u}") for u in range(5) for k in range(10)], columns=["k", "v", "u"]
+    )
+    plan = AggregatePlan(
+        (Column("k", "integer", keys=tuple(range(10))),),
+        (V,),
+        U_TEXT,
+        bounds=ContributionBounds(None, 3, None),
+        hash_key=KEY,
+    )
+    assert sum(_spark(frame, spark_session).aggregate(plan).rows) == 15
+
+
+def test_null_units_of_their_own_imputed_values_and_counts_only_equal_the_oracle(
+    spark_session: Any,
+) -> None:
+    """The bounding stages with ``null_units="own"``, imputed nulls, two packed value columns
+    (the second with a negative lower bound) and a count-only plan, on a random table."""
+    rng = np.random.default_rng(11)  # test data only
+    n = 300
+    cells = rng.integers(-8, 30, n).astype(float)
+    cells[rng.random(n) < 0.15] = np.nan
+    units: list[str | None] = [f"u{i}" for i in rng.integers(0, 20, n)]
+    for i in rng.choice(n, 30, replace=False):
+        units[i] = None
+    frame = pd.DataFrame(
+        {"k": rng.integers(0, 3, n), "v": cells, "n": rng.integers(-60, 60, n), "u": units}
+    )
+    key = Column("k", "integer", keys=(0, 1, 2))
+    n_val = ValueColumn(Column("n", "integer", lower=-40, upper=40), 0, -40, 40, None)
+    for bounds in (ContributionBounds(1, None, None), ContributionBounds(2, 2, 1)):
+        for values in ((V_IMP, n_val), ()):
+            plan = AggregatePlan((key,), values, U_TEXT, "own", bounds, hash_key=KEY)
+            expected = OracleEngine(frame).aggregate(plan)
+            assert _spark(frame, spark_session).aggregate(plan) == expected
+
+
+def test_value_columns_outside_their_quanta_bounds_are_rejected() -> None:
+    col = Column("v", "decimal", lower=0, upper=5)
+    with pytest.raises(ParameterError, match="impute_q must lie within"):
+        ValueColumn(col, 0, 0, 5, impute_q=7)
+    with pytest.raises(ParameterError, match="lower_q must not exceed upper_q"):
+        ValueColumn(col, 0, 5, 0)
+
+
+def test_executor_noise_on_long_sums_is_near_the_exact_sums(spark_session: Any) -> None:
+    """Quanta below 2^19 are summed as longs: the executors' noisy sums (50 cells) stay within
+    the mechanism's accuracy of the exact ones; the same plan with quanta at 2^19 takes the
+    DECIMAL path and gives the same exact sums."""
+    from snapdp.data.engines.spark import _LONG_SUM_LIMIT
+
+    frame = pd.DataFrame({"k": [i % 50 for i in range(5000)], "v": [3.0] * 5000})
+    key = Column("k", "integer", keys=tuple(range(50)))
+    narrow = ValueColumn(Column("v", "decimal", lower=0, upper=5), 0, 0, _LONG_SUM_LIMIT - 1)
+    wide = ValueColumn(Column("v", "decimal", lower=0, upper=5), 0, 0, _LONG_SUM_LIMIT)
+    engine = _spark(frame, spark_session, executor_noise_threshold=1)
+    exact = engine.aggregate(AggregatePlan((key,), (narrow,)))
+    assert exact.sums == [[300] * 50]
+    assert engine.aggregate(AggregatePlan((key,), (wide,))).sums == exact.sums
+    mech = SnappingMechanism(1.0, 5, 0, 1000)
+    noisy = engine.noisy_aggregate(
+        AggregatePlan((key,), (narrow,)), [NoiseRequest("s", "sum0", (1.0, 5, 0, 1000))]
+    )
+    assert engine.last_noise_location == "executors"
+    bound = mech.accuracy(1e-9)
+    assert np.all(np.abs(noisy["s"] - 300) <= bound)
