@@ -168,7 +168,8 @@ TASKS: dict[str, tuple[str, str]] = {
     "spark-plain-unit": (
         "plain Spark, same bounding (k = 1, MD5 rank by min_by), clamped",
         "def job():\n"
-        "    kept = df.groupBy('pid').agg(sf.min_by(sf.col('g') * 100001 + quanta, rank)"
+        "    d = df.withColumn('q', quanta).withColumn('r', rank)\n"
+        "    kept = d.groupBy('pid').agg(sf.min_by(sf.col('g') * 100001 + sf.col('q'), 'r')"
         ".alias('t'))\n"
         "    cell = sf.expr('t div 100001')\n"
         "    return kept.groupBy(cell).agg(sf.count(sf.lit(1)), sf.sum(sf.col('t') % 100001))"
