@@ -33,9 +33,7 @@ user column name appears anywhere else in the query, so no user column can colli
 
 from __future__ import annotations
 
-import csv as _csv
 import datetime as _dt
-import io
 import math
 import os
 import re
@@ -47,6 +45,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from snapdp.data.engines._csvlines import (
+    LINE_COLUMN,
+    CsvLines,
+    check_delimiter,
+    csv_encoding,
+    first_line,
+)
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
@@ -111,6 +116,7 @@ class DuckDBEngine:
         self._is_csv = False
         self._tmp: str | None = None
         self._bytes: int | None = None  # the source's size on disk, for progress()
+        self._lines: CsvLines | None = None  # a CSV source's lines (they report progress)
         self._con = duckdb.connect(":memory:")
         self._configure(memory_limit, temp_directory, threads)
         if isinstance(source, (str, Path)):
@@ -195,12 +201,11 @@ class DuckDBEngine:
                 f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
                 parameter="data",
             ) from None
-        literal = self._literal(path)
         if head == b"PAR1":
-            self._relation = f"read_parquet({_lit(literal)})"
+            self._relation = f"read_parquet({_lit(self._literal(path))})"
             self._types = self._describe()
         else:
-            self._open_csv(path, literal)
+            self._open_csv([path])
         self._names = list(self._types)
 
     def _private_dir(self) -> str:
@@ -247,98 +252,85 @@ class DuckDBEngine:
             self._relation = f"read_parquet({_lit(pattern)}, union_by_name = true)"
             self._types = self._describe()
         else:
-            self._open_csv(Path(matches[0]), pattern)
+            self._open_csv([Path(p).resolve() for p in matches])
         self._names = list(self._types)
 
-    def _open_csv(self, path: Path, literal: str) -> None:
+    def _open_csv(self, paths: list[Path]) -> None:
+        """A CSV source: its lines streamed by :class:`CsvLines` (docs/data.md, "CSV input"),
+        split into fields here in SQL; the header is the first non-blank line of the first
+        file, parsed the same way."""
         opts = self._csv
-        encoding = opts.encoding.lower().replace("_", "-")
-        duck_encoding = {"utf-8": "utf-8", "utf8": "utf-8", "latin-1": "latin-1"}.get(encoding)
-        if encoding in ("latin1", "iso-8859-1", "iso8859-1"):
-            duck_encoding = "latin-1"
-        if encoding in ("utf-16", "utf16"):
-            duck_encoding = "utf-16"
-        if duck_encoding is None:
-            raise ParameterError(
-                f"`encoding` {opts.encoding!r} is not supported: use utf-8, utf-16 or latin-1",
-                parameter="encoding",
-            )
-        header = self._header(path, duck_encoding)
+        encoding = csv_encoding(opts.encoding)
+        check_delimiter(opts.delimiter, encoding)
+        fields = self._header(paths[0], encoding)
         if opts.header:
-            names = header
+            names = fields
             if len(set(names)) != len(names):
                 raise ParameterError(
-                    f"`data` {str(path)!r}: the CSV header repeats a column name", parameter="data"
+                    f"`data` {self._label!r}: the CSV header repeats a column name",
+                    parameter="data",
                 )
         else:
-            names = [f"column{i}" for i in range(len(header))]
-        columns = "{" + ", ".join(f"{_lit(n)}: 'VARCHAR'" for n in names) + "}"
-        self._relation = (
-            f"read_csv({_lit(literal)}, columns = {columns}, header = {str(opts.header).lower()}, "
-            f"delim = {_lit(opts.delimiter)}, quote = '\"', escape = '\"', "
-            f"encoding = {_lit(duck_encoding)}, auto_detect = false, ignore_errors = true, "
-            "null_padding = false, all_varchar = true, strict_mode = false)"
+            names = [f"column{i}" for i in range(len(fields))]
+        self._lines = CsvLines(paths, encoding, opts.header)
+        self._bytes = self._lines.total
+        source = quote_identifier(f"{_P}lines")
+        self._con.register(f"{_P}lines", self._lines)
+        split = _fields_sql(LINE_COLUMN, opts.delimiter)
+        columns = ", ".join(
+            f"(CASE WHEN {_P}q THEN {_unquote_sql(f'{_P}f[{i + 1}]')} ELSE {_P}f[{i + 1}] END) "
+            f"AS {quote_identifier(name)}"
+            for i, name in enumerate(names)
         )
-        if len(names) == 1:  # a blank line is no record (as Python's csv module reads it)
-            col = quote_identifier(names[0])
-            self._relation = f"(SELECT * FROM {self._relation} WHERE {col} IS NOT NULL)"
+        self._split = (
+            f"(SELECT contains({LINE_COLUMN}, '\"') AS {_P}q, {split} AS {_P}f FROM {source})"
+        )
+        self._relation = f"(SELECT {columns} FROM {self._split} WHERE len({_P}f) = {len(names)})"
         self._is_csv = True
         self._types = dict.fromkeys(names, "VARCHAR")
         self._check_readable()
 
     def _header(self, path: Path, encoding: str) -> list[str]:
-        """The first record of the CSV file: its column names (a header is public)."""
+        """The fields of the first non-blank line of the CSV file (its column names when it has
+        a header: public; else only their number is used)."""
+        label = str(path)
         try:
-            size = path.stat().st_size
-            if size == 0:
+            if path.stat().st_size == 0:
                 raise ParameterError(
-                    f"`data` {str(path)!r} is empty (0 bytes): not a table", parameter="data"
+                    f"`data` {label!r} is empty (0 bytes): not a table", parameter="data"
                 )
-            with open(path, "rb") as fh:
-                raw = fh.read(1 << 20)
+            line = first_line(path, encoding)
         except OSError as exc:
             raise ParameterError(
-                f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
+                f"`data` {label!r} cannot be opened ({exc.strerror or 'I/O error'})",
                 parameter="data",
             ) from None
-        if path.name.lower().endswith(".gz"):
-            import gzip
-
-            try:
-                with gzip.open(path, "rb") as gz:
-                    raw = gz.read(1 << 20)
-            except OSError:
-                raise ParameterError(
-                    f"`data` {str(path)!r} is not a valid gzip file", parameter="data"
-                ) from None
-        py_encoding = {"utf-8": "utf-8-sig", "utf-16": "utf-16", "latin-1": "latin-1"}[encoding]
-        first = raw.split(b"\n", 1)[0] if encoding != "utf-16" else raw
-        if b"\x00" in first and encoding != "utf-16":
+        except EOFError:  # a truncated gzip file
+            line = None
+        if line is not None and b"\x00" in line:
             raise ParameterError(
-                f"`data` {str(path)!r} is not a text (CSV) file: it holds NUL bytes",
-                parameter="data",
+                f"`data` {label!r} is not a text (CSV) file: it holds NUL bytes", parameter="data"
+            )
+        if line is None:
+            raise ParameterError(
+                f"`data` {label!r}: the first line holds no CSV header", parameter="data"
             )
         try:
-            text = first.decode(py_encoding, errors="strict")
+            text = line.decode(encoding, errors="strict")
         except UnicodeDecodeError:
-            if encoding == "utf-16":
-                text = raw[: len(raw) // 2 * 2].decode(py_encoding, errors="ignore")
-            else:
-                raise ParameterError(
-                    f"`data` {str(path)!r}: the CSV header is not valid {encoding} text "
-                    "(see --encoding)",
-                    parameter="encoding",
-                ) from None
-        line = text.splitlines()[0] if text.strip("\r\n") else ""
-        try:
-            record = next(_csv.reader(io.StringIO(line), delimiter=self._csv.delimiter), [])
-        except _csv.Error:
-            record = []
-        if not record or (len(record) == 1 and not record[0]):
             raise ParameterError(
-                f"`data` {str(path)!r}: the first line holds no CSV header", parameter="data"
+                f"`data` {label!r}: the CSV header is not valid {encoding} text (see --encoding)",
+                parameter="encoding",
+            ) from None
+        split = _fields_sql(f"{_P}h", self._csv.delimiter)
+        row: tuple[Any, ...] = self._con.execute(
+            f"SELECT {split} FROM (SELECT ?::VARCHAR AS {_P}h)", [text]
+        ).fetchall()[0]
+        if row[0] is None:
+            raise ParameterError(
+                f"`data` {label!r}: the first line holds no CSV header", parameter="data"
             )
-        return record
+        return [_unquote(str(f)) for f in row[0]]
 
     def _check_readable(self) -> None:
         """Read the source's schema; a failure is one line naming the file, never DuckDB's text."""
@@ -369,6 +361,8 @@ class DuckDBEngine:
         scan progress times the source's size on disk; None for an in-memory frame. A function of
         the file's size and the scan's position only, never of a row count (docs/data.md). Safe to
         call from another thread while :meth:`aggregate` runs."""
+        if self._lines is not None:
+            return min(self._lines.done, self._lines.total), self._lines.total
         if self._bytes is None:
             return None
         try:
@@ -427,6 +421,18 @@ class DuckDBEngine:
             items.append(f"NULLIF(CAST({col} AS VARCHAR), '') AS raw_{i}")
             items.append(f"{self._cast(name, column, types)} AS val_{i}")
         return f"SELECT {', '.join(items) or '1 AS one'} FROM {relation}"
+
+    def line_counts(self) -> tuple[int, int] | None:
+        """For a CSV source: (its non-blank lines, the records among them), the header not
+        counted; the other lines do not split into the header's number of fields or do not
+        decode (docs/data.md, "CSV input"). None for any other source. For ``snapdp check``."""
+        if self._lines is None:
+            return None
+        n = len(self._names)
+        row = self.fetch(
+            f"SELECT COUNT(*), COUNT(*) FILTER (WHERE len({_P}f) = {n}) FROM {self._split}"
+        )[0]
+        return int(row[0]), int(row[1])
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         """Run ``sql`` on this engine's connection (for ``snapdp check``: the owner's tool)."""
@@ -619,6 +625,51 @@ class DuckDBEngine:
 
 
 # -- SQL helpers -----------------------------------------------------------------------------
+def _re2_char(ch: str) -> str:
+    """``ch`` as a literal in an RE2 pattern, in or out of a character class."""
+    return "\\" + ch if ch in _PUNCTUATION else ch
+
+
+_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+
+
+def _fields_sql(line: str, delimiter: str) -> str:
+    """SQL: the fields of a CSV line as a list (a quoted field keeps its quotes and doubled
+    quotes: see :func:`_unquote_sql`), or NULL when the line does not split by the CSV rule
+    (docs/data.md, "CSV input"). A field is ``"…"`` (any text but a lone ``"``; ``""`` is a
+    quote) or holds neither the delimiter nor ``"``. A line without ``"`` is split at every
+    delimiter (``string_split``, the same fields); a line with one must match the whole-line
+    pattern (RE2: linear time, any line length), then each field is the text after a delimiter
+    up to the end of the longest field there (the delimiter prepended to the line)."""
+    d = _re2_char(delimiter)
+    field = f'"(?:[^"]|"")*"|[^"{d}]*'
+    whole = f"(?:{field})(?:{d}(?:{field}))*"
+    each = f"{d}({field})"
+    dl = _lit(delimiter)
+    return (
+        f"(CASE WHEN NOT contains({line}, '\"') THEN string_split({line}, {dl}) "
+        f"WHEN regexp_full_match({line}, {_lit(whole)}) "
+        f"THEN regexp_extract_all({dl} || {line}, {_lit(each)}, 1) END)"
+    )
+
+
+def _unquote_sql(field: str) -> str:
+    """SQL: a field of :func:`_fields_sql` as text: a quoted field without its quotes, each
+    doubled quote as one quote."""
+    return (
+        f"(CASE WHEN starts_with({field}, '\"') "
+        f"THEN replace(substring({field}, 2, length({field}) - 2), '\"\"', '\"') "
+        f"ELSE {field} END)"
+    )
+
+
+def _unquote(field: str) -> str:
+    """:func:`_unquote_sql` in Python (for the header)."""
+    if field.startswith('"'):
+        return field[1:-1].replace('""', '"')
+    return field
+
+
 def _module(obj: object) -> str:
     return type(obj).__module__ or ""
 
