@@ -1,14 +1,16 @@
 r"""The DuckDB engine: the engine contract in one SQL query per plan, out of core (docs/data.md).
 
-Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through Python, and only
-one row per cell comes back.
+Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through Python one by one
+(a CSV's lines are cut by numpy, a block at a time), and only one row per cell comes back.
 
 * **Read.** A path is a literal file or folder (a name holding ``[``, ``*`` or ``?`` is not a
   pattern) unless ``glob=True``. A folder is a Parquet dataset (``**/*.parquet``, hive
   partitioning); a file starting with the Parquet magic bytes is Parquet; any other file is a CSV,
-  read with every cell as text (``all_varchar``), the header parsed here (never sniffed), the
-  delimiter, quote ``"`` and encoding given, lines that do not parse (wrong number of fields,
-  bytes that are not in the encoding) skipped. A pandas DataFrame is turned into an Arrow table
+  read one record per line (base step 1): its lines come from :class:`CsvLines` (numpy, a
+  stream of Arrow batches re-read per scan; DuckDB's CSV reader would end lines at a lone CR
+  too) and are split into fields here in SQL, by ``string_split`` for a line without ``"`` and
+  by an RE2 whole-line pattern and ``regexp_extract_all`` otherwise; the header is parsed by the
+  same SQL (never sniffed). A pandas DataFrame is turned into an Arrow table
   column by column with the declared types (object columns cell by cell by the contract's rules:
   never by DuckDB's type inference from a sample of the data); an Arrow table is read as it is.
   Errors: only for a source that cannot be opened or read as a whole, naming the file and the kind

@@ -5,8 +5,10 @@ aggregates) is written here as Spark column expressions so that, for the same pl
 ``hash_key``, this engine returns exactly the aggregates of the pure-Python reference engine
 and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluster"):
 
-* CSV is read with every cell as text (no inference, ``DROPMALFORMED``: a line with the wrong
-  number of fields is skipped); paths are literal (glob characters escaped) unless ``glob=True``.
+* CSV is read one record per line, every cell as text (base step 1; docs/data.md, "CSV input"):
+  Spark's CSV reader only reads the lines (ISO-8859-1, LF as line separator, separator and
+  quote), the fields are split by array functions (no Java regex loop, which recurses per
+  repetition); paths are literal (glob characters escaped) unless ``glob=True``.
 * Spark's own casts differ from the contract ("1e3", " 5", "Infinity", "1.0E10", "00", …), so
   every cast from text is gated by the contract's regular expressions (``rlike``) and done with
   ``try_cast`` (nothing raises under ANSI mode).
