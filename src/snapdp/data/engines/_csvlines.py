@@ -1,18 +1,23 @@
-r"""CSV files as physical lines, one record per line (the CSV rule of docs/data.md, "CSV input").
+r"""CSV files read one record per line, for the DuckDB engine (docs/data.md, "CSV input").
 
-The engines read a CSV file through :class:`CsvLines`: the file is split into lines at each line
-feed (LF) and nowhere else, so no line can change how another is read. This module does the
-byte-level part of the rule, vectorised with numpy, and hands the lines to DuckDB as a stream of
-Arrow batches (one column ``_snapdp_line``; DuckDB calls :meth:`CsvLines.__arrow_c_stream__` once
-per scan, and each call reads the file again from its start, so a query may scan it any number of
-times). Splitting a line into fields is SQL (:mod:`snapdp.data.engines.duckdb`).
+DuckDB's own CSV reader ends a line at a lone CR as well as at LF, and lets a quoted field run
+over lines, so the DuckDB engine reads a CSV file through :class:`CsvLines` instead: the file is
+read in blocks of whole lines and each block is parsed here, vectorised with numpy, into one
+Arrow list of fields per non-blank line (null for a line that is no record), which DuckDB scans
+as a stream. DuckDB calls :meth:`CsvLines.__arrow_c_stream__` once per scan and each call reads
+the file again from its start, so a query may scan it any number of times. The stream holds at
+most one block (8 MiB of whole lines, more for a longer line) at a time, outside DuckDB's memory
+limit.
 
-Per line: one trailing CR is removed (CRLF and LF files read alike; a CR anywhere else is data);
-a line with no byte above 0x20 is blank and left out; in UTF-8 a byte-order mark at the start of
-a line is removed; a line that does not decode in the declared encoding is passed on as a null
-(no record, but counted by ``snapdp check``); a latin-1 line is passed on as UTF-8 text. With a
-header, the first non-blank line of each file is left out. The stream holds at most one block
-(8 MiB of whole lines, more for a longer line) at a time, outside DuckDB's memory limit.
+The rule, per line (:class:`_Lines`, :func:`split_fields`): lines end at LF only; one trailing CR
+is removed; a line with no byte above 0x20 is blank and left out; in UTF-8 a byte-order mark at
+the start of a line is removed; a line that does not decode is no record (latin-1 is passed on
+as UTF-8); with a header, the first non-blank line of each file is left out. A line splits into
+fields each either ``"…"`` (``""`` a quote; the delimiter and CR inside are data) or without
+the delimiter and ``"``; a line that does not split so, or not into the header's number of
+fields, is no record. Blocks of plain lines (no quote, CR or BOM) are cut in one pass
+(:func:`_plain_records`); the rest line by line. Both are tested against the reference parser of
+``tests/data_oracle.py`` and against each other.
 """
 
 from __future__ import annotations
@@ -21,16 +26,29 @@ import codecs
 import gzip
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from snapdp.errors import ParameterError
 
-__all__ = ["LINE_COLUMN", "CsvLines", "csv_encoding", "first_line"]
+__all__ = [
+    "FIELDS_COLUMN",
+    "CsvLines",
+    "Split",
+    "check_delimiter",
+    "csv_encoding",
+    "first_line",
+    "header_fields",
+    "split_fields",
+]
 
-LINE_COLUMN = "_snapdp_line"
+_Bytes = npt.NDArray[np.uint8]
+_Ints = npt.NDArray[np.int64]
+_Bools = npt.NDArray[np.bool_]
+
+FIELDS_COLUMN = "_snapdp_fields"
 _BLOCK = 8 << 20
 _BOM = b"\xef\xbb\xbf"
 _ENCODINGS = {
@@ -167,10 +185,9 @@ class _Lines:
         self.keep[first[0]] = False
         return True
 
-    def arrow(self) -> Any:
-        """The kept lines as an Arrow large_string array (null: a line that does not decode)."""
-        import pyarrow as pa
-
+    def compact(self) -> tuple[_Bytes, _Ints, _Bools]:
+        """The kept lines back to back: (bytes, offsets (one more than lines), which decode; a
+        line that does not decode is empty)."""
         sel = np.flatnonzero(self.keep)
         s, e = self.starts[sel], self.ends[sel]
         valid = self.valid[sel]
@@ -188,13 +205,202 @@ class _Lines:
             marks[s[nonempty]] = 1
             marks[e[nonempty]] -= 1
             data = arr[np.cumsum(marks[:-1], dtype=np.int8).view(np.bool_)]
-        bitmap = None if all_valid else pa.py_buffer(np.packbits(valid, bitorder="little"))
-        return pa.Array.from_buffers(
-            pa.large_string(),
-            len(sel),
-            [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)],
-            null_count=-1 if bitmap is not None else 0,
+        return data, offsets, valid
+
+
+class Split(NamedTuple):
+    """Lines split by :func:`split_fields`: ``data`` with each field separator as one LF,
+    ``offsets`` of the lines in it, ``ok`` (which lines are records), ``seps`` (the separators'
+    positions in ``data``) and ``per_line`` (separators per line)."""
+
+    data: _Bytes
+    offsets: _Ints
+    ok: _Bools
+    seps: _Ints
+    per_line: _Ints
+
+
+def split_fields(
+    data: _Bytes, offsets: _Ints, ok: _Bools, delimiter: bytes, fields: int | None
+) -> Split:
+    """Split lines (UTF-8, back to back: ``data[offsets[i]:offsets[i + 1]]``) into fields by the
+    CSV rule, vectorised; a line is a record (``ok``) when it splits, into ``fields`` fields if
+    given.
+
+    A field is ``"…"`` (anything but a lone ``"``; ``""`` is a quote) or holds neither the
+    delimiter nor ``"``. So a line splits iff it holds an even number of quotes and each quote
+    with an even number of quotes before it in the line (an opening one) follows the line's
+    start, a delimiter or a quote, and each other (a closing one) precedes the line's end, a
+    delimiter or a quote; its field separators are then the delimiters with an even number of
+    quotes before them. (Cut at its quotes, the line's segments outside the quotes must be empty
+    — a doubled quote — or touch a delimiter where a quoted field ends or starts.) The delimiter
+    is one character: in UTF-8 its bytes never start inside another character, and ``"`` is
+    one byte."""
+    size = len(data)
+    k = len(offsets) - 1
+    width = len(delimiter)
+    index = np.int32 if size < 1 << 31 else np.int64
+    starts_d = np.zeros(size + 2, np.bool_)  # a delimiter starts here (index −1: the last pad)
+    if width == 1:
+        np.equal(data, delimiter[0], out=starts_d[:size])
+    elif size >= width:
+        hit = data[: size - width + 1] == delimiter[0]
+        for t in range(1, width):
+            hit &= data[t : size - width + 1 + t] == delimiter[t]
+        starts_d[: size - width + 1] = hit
+    dpos = np.flatnonzero(starts_d)
+    is_quote = data == 34
+    qpos = np.flatnonzero(is_quote)
+    if not len(qpos):
+        sep = dpos
+        per_line = _per_line(dpos, offsets, fields)
+    else:
+        quotes = np.zeros(size + 1, index)  # quotes before each byte
+        np.cumsum(is_quote, dtype=index, out=quotes[1:])
+        at_line = quotes[offsets]  # quotes before each line (and the end)
+        count = np.diff(at_line)  # quotes per line
+        dcount = np.diff(np.searchsorted(dpos, offsets))  # delimiters per line
+        even = ((quotes[dpos] - np.repeat(at_line[:-1], dcount)) & 1) == 0
+        sep = dpos[even]
+        line_of_d = np.repeat(np.arange(k, dtype=np.int64), dcount)
+        per_line = np.bincount(line_of_d[even], minlength=k).astype(np.int64)
+        ends_d = np.zeros(size + 2, np.bool_)  # a delimiter ends here
+        ends_d[width - 1 : size] = starts_d[: size - width + 1]
+        line_of_q = np.repeat(np.arange(k, dtype=np.int64), count)
+        opening = ((np.arange(len(qpos), dtype=index) - at_line[line_of_q]) & 1) == 0
+        padded = np.zeros(size + 2, np.uint8)  # the bytes, 0 beyond both ends
+        padded[:size] = data
+        left = np.where(
+            opening,
+            qpos == np.repeat(offsets[:-1], count),
+            qpos + 1 == np.repeat(offsets[1:], count),
         )
+        near = np.where(opening, qpos - 1, qpos + 1)
+        fine = left | (padded[near] == 34) | np.where(opening, ends_d[near], starts_d[near])
+        bad = (count & 1) == 1
+        bad[line_of_q[~fine]] = True
+        ok = ok & ~bad
+    if fields is not None:
+        ok = ok & (per_line + 1 == fields)
+    out = data.copy()
+    out[sep] = 10
+    if width > 1 and len(sep):
+        keep = np.ones(size, np.bool_)
+        for t in range(1, width):
+            keep[sep + t] = False
+        out = out[keep]
+        shift = np.zeros(k + 1, np.int64)
+        np.cumsum(per_line, out=shift[1:])
+        offsets = offsets - (width - 1) * shift
+        sep = sep - (width - 1) * np.arange(len(sep), dtype=np.int64)
+    return Split(out, offsets, ok, sep, per_line)
+
+
+def _per_line(dpos: _Ints, offsets: _Ints, fields: int | None) -> _Ints:
+    """How many of the sorted positions ``dpos`` fall in each line. Fast when every line holds
+    ``fields`` − 1: then the i-th run of ``fields`` − 1 positions lies in line i."""
+    k = len(offsets) - 1
+    if fields is not None and len(dpos) == k * (fields - 1):
+        if fields == 1:
+            return np.zeros(k, np.int64)
+        runs = dpos.reshape(k, fields - 1)
+        if (runs[:, 0] >= offsets[:-1]).all() and (runs[:, -1] < offsets[1:]).all():
+            return np.full(k, fields - 1, np.int64)
+    return np.diff(np.searchsorted(dpos, offsets))
+
+
+def _list_array(fields: _Ints, values: _Ints, data: _Bytes, ok: _Bools | None) -> Any:
+    """An Arrow large_list<large_string>: list i holds the strings ``fields[i]`` to
+    ``fields[i + 1]`` − 1, string j is ``data[values[j]:values[j + 1]]``; null where not ``ok``."""
+    import pyarrow as pa
+
+    strings = pa.Array.from_buffers(
+        pa.large_string(), len(values) - 1, [None, pa.py_buffer(values), pa.py_buffer(data)]
+    )
+    bitmap = None
+    if ok is not None and not ok.all():
+        bitmap = pa.py_buffer(np.packbits(ok, bitorder="little"))
+    return pa.Array.from_buffers(
+        pa.large_list(pa.large_string()),
+        len(fields) - 1,
+        [bitmap, pa.py_buffer(fields)],
+        null_count=0 if bitmap is None else -1,
+        children=[strings],
+    )
+
+
+def _plain_records(buf: bytes, delimiter: bytes, fields: int) -> Any | None:
+    """The fast path, for a block without ``"``, CR or BOM whose bytes decode, ``fields`` >= 2
+    and a one-byte delimiter above 0x20 (so that no blank line can hold ``fields`` − 1 of them):
+    when every line holds exactly ``fields`` − 1 delimiters, its fields as Arrow lists, cut in
+    one pass; else None (the line-by-line path decides)."""
+    arr = np.frombuffer(buf, np.uint8)
+    n = len(arr)
+    cut = arr == 10
+    cut |= arr == delimiter[0]
+    seps = np.flatnonzero(cut)
+    final = bool(n) and arr[-1] != 10  # the last line has no LF: a cut at the end
+    total = len(seps) + int(final)
+    if total % fields:
+        return None
+    kinds = arr[seps]
+    if final:
+        kinds = np.append(kinds, np.uint8(10))
+    grid = kinds.reshape(total // fields, fields)  # per line: fields − 1 delimiters, its LF
+    if not ((grid[:, -1] == 10).all() and (grid[:, :-1] != 10).all()):
+        return None
+    values = np.empty(total + 1, np.int64)
+    values[0] = 0
+    values[1 : len(seps) + 1] = seps - np.arange(len(seps))
+    if final:
+        values[-1] = n - len(seps)
+    data = np.frombuffer(buf.translate(None, b"\n" + delimiter), np.uint8)
+    return _list_array(np.arange(0, total + 1, fields, dtype=np.int64), values, data, None)
+
+
+def _plain(buf: bytes, utf8: bool, delimiter: bytes, fields: int) -> bool:
+    """Whether the fast path may cut ``buf`` (see :func:`_plain_records`)."""
+    if fields < 2 or len(delimiter) != 1 or delimiter[0] <= 0x20:
+        return False
+    if b'"' in buf or b"\r" in buf or (utf8 and _BOM in buf):
+        return False
+    if utf8 and not buf.isascii():
+        try:
+            codecs.utf_8_decode(buf, "strict", True)
+        except UnicodeDecodeError:
+            return False
+    return True
+
+
+def _records(split: Split) -> Any:
+    """Lines from :func:`split_fields` as Arrow lists of their fields (null: no record)."""
+    data, offsets, ok, seps, count = split
+    k = len(offsets) - 1
+    before = np.zeros(k + 1, np.int64)  # separators before each line
+    np.cumsum(count, out=before[1:])
+    lists = np.arange(k + 1, dtype=np.int64) + before  # line i's first field
+    values = np.empty(k + len(seps) + 1, np.int64)
+    values[lists[:-1]] = offsets[:-1] - before[:-1]
+    j = np.arange(len(seps), dtype=np.int64)
+    values[j + np.repeat(np.arange(k, dtype=np.int64), count) + 1] = seps - j
+    values[-1] = len(data) - len(seps)
+    flat = np.frombuffer(data.tobytes().replace(b"\n", b""), np.uint8)
+    return _list_array(lists, values, flat, ok)
+
+
+def header_fields(line: str, delimiter: str) -> list[str] | None:
+    """The fields of one line (the header) by the same rule, unquoted; None if it does not
+    split."""
+    raw = np.frombuffer(line.encode("utf-8"), np.uint8)
+    data, _, ok, _, _ = split_fields(
+        raw, np.array([0, len(raw)], np.int64), np.ones(1, np.bool_), delimiter.encode(), None
+    )
+    if not ok[0]:
+        return None
+    return [
+        f[1:-1].replace('""', '"') if f.startswith('"') else f
+        for f in data.tobytes().decode("utf-8").split("\n")
+    ]
 
 
 def first_line(path: Path, encoding: str) -> bytes | None:
@@ -223,9 +429,18 @@ class CsvLines:
     total size (for ``progress()``: positions in the files, never a count of lines)."""
 
     def __init__(
-        self, paths: Sequence[Path], encoding: str, header: bool, *, block: int = _BLOCK
+        self,
+        paths: Sequence[Path],
+        encoding: str,
+        header: bool,
+        delimiter: str,
+        fields: int,
+        *,
+        block: int = _BLOCK,
     ) -> None:
         self.paths = list(paths)
+        self.delimiter = delimiter.encode("utf-8")
+        self.fields = fields
         self.block = block
         self.utf8 = encoding == "utf-8"
         self.header = header
@@ -235,7 +450,7 @@ class CsvLines:
     def __arrow_c_stream__(self, requested_schema: object = None) -> object:
         import pyarrow as pa
 
-        schema = pa.schema([(LINE_COLUMN, pa.large_string())])
+        schema = pa.schema([(FIELDS_COLUMN, pa.large_list(pa.large_string()))])
         reader = pa.RecordBatchReader.from_batches(schema, self._batches(schema))
         return reader.__arrow_c_stream__(requested_schema)
 
@@ -253,12 +468,18 @@ class CsvLines:
                         self.done = before + raw.tell()
                         if not self.utf8 and not buf.isascii():
                             buf = buf.decode("latin-1").encode("utf-8")
-                        lines = _Lines(buf, self.utf8)
-                        if header and lines.drop_first():
-                            header = False
-                        array = lines.arrow()
-                        if len(array):
-                            yield pa.record_batch([array], schema=schema)
+                        records = None
+                        if not header and _plain(buf, self.utf8, self.delimiter, self.fields):
+                            records = _plain_records(buf, self.delimiter, self.fields)
+                        if records is None:
+                            lines = _Lines(buf, self.utf8)
+                            if header and lines.drop_first():
+                                header = False
+                            records = _records(
+                                split_fields(*lines.compact(), self.delimiter, self.fields)
+                            )
+                        if len(records):
+                            yield pa.record_batch([records], schema=schema)
             finally:
                 stream.close()
             before += path.stat().st_size

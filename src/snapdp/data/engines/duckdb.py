@@ -6,11 +6,10 @@ Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through
 * **Read.** A path is a literal file or folder (a name holding ``[``, ``*`` or ``?`` is not a
   pattern) unless ``glob=True``. A folder is a Parquet dataset (``**/*.parquet``, hive
   partitioning); a file starting with the Parquet magic bytes is Parquet; any other file is a CSV,
-  read one record per line (base step 1): its lines come from :class:`CsvLines` (numpy, a
-  stream of Arrow batches re-read per scan; DuckDB's CSV reader would end lines at a lone CR
-  too) and are split into fields here in SQL, by ``string_split`` for a line without ``"`` and
-  by an RE2 whole-line pattern and ``regexp_extract_all`` otherwise; the header is parsed by the
-  same SQL (never sniffed). A pandas DataFrame is turned into an Arrow table
+  read one record per line (base step 1): :class:`CsvLines` parses it with numpy, in blocks,
+  into a stream of Arrow lists of fields (DuckDB's CSV reader would end lines at a lone CR too
+  and let quotes span lines), re-read for each scan; the header is parsed the same way (never
+  sniffed). A pandas DataFrame is turned into an Arrow table
   column by column with the declared types (object columns cell by cell by the contract's rules:
   never by DuckDB's type inference from a sample of the data); an Arrow table is read as it is.
   Errors: only for a source that cannot be opened or read as a whole, naming the file and the kind
@@ -48,11 +47,12 @@ from pathlib import Path
 from typing import Any
 
 from snapdp.data.engines._csvlines import (
-    LINE_COLUMN,
+    FIELDS_COLUMN,
     CsvLines,
     check_delimiter,
     csv_encoding,
     first_line,
+    header_fields,
 )
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.schema import Column, CsvOptions
@@ -274,20 +274,19 @@ class DuckDBEngine:
                 )
         else:
             names = [f"column{i}" for i in range(len(fields))]
-        self._lines = CsvLines(paths, encoding, opts.header)
+        self._lines = CsvLines(paths, encoding, opts.header, opts.delimiter, len(names))
         self._bytes = self._lines.total
-        source = quote_identifier(f"{_P}lines")
+        self._source_lines = quote_identifier(f"{_P}lines")
         self._con.register(f"{_P}lines", self._lines)
-        split = _fields_sql(LINE_COLUMN, opts.delimiter)
         columns = ", ".join(
-            f"(CASE WHEN {_P}q THEN {_unquote_sql(f'{_P}f[{i + 1}]')} ELSE {_P}f[{i + 1}] END) "
-            f"AS {quote_identifier(name)}"
+            f"{_unquote_sql(f'{_P}f[{i + 1}]')} AS {quote_identifier(name)}"
             for i, name in enumerate(names)
         )
-        self._split = (
-            f"(SELECT contains({LINE_COLUMN}, '\"') AS {_P}q, {split} AS {_P}f FROM {source})"
+        # per non-blank line its fields, or null when it is no record
+        self._relation = (
+            f"(SELECT {columns} FROM (SELECT {FIELDS_COLUMN} AS {_P}f "
+            f"FROM {self._source_lines} WHERE {FIELDS_COLUMN} IS NOT NULL))"
         )
-        self._relation = f"(SELECT {columns} FROM {self._split} WHERE len({_P}f) = {len(names)})"
         self._is_csv = True
         self._types = dict.fromkeys(names, "VARCHAR")
         self._check_readable()
@@ -324,15 +323,12 @@ class DuckDBEngine:
                 f"`data` {label!r}: the CSV header is not valid {encoding} text (see --encoding)",
                 parameter="encoding",
             ) from None
-        split = _fields_sql(f"{_P}h", self._csv.delimiter)
-        row: tuple[Any, ...] = self._con.execute(
-            f"SELECT {split} FROM (SELECT ?::VARCHAR AS {_P}h)", [text]
-        ).fetchall()[0]
-        if row[0] is None:
+        fields = header_fields(text, self._csv.delimiter)
+        if fields is None:
             raise ParameterError(
                 f"`data` {label!r}: the first line holds no CSV header", parameter="data"
             )
-        return [_unquote(str(f)) for f in row[0]]
+        return fields
 
     def _check_readable(self) -> None:
         """Read the source's schema; a failure is one line naming the file, never DuckDB's text."""
@@ -430,10 +426,7 @@ class DuckDBEngine:
         decode (docs/data.md, "CSV input"). None for any other source. For ``snapdp check``."""
         if self._lines is None:
             return None
-        n = len(self._names)
-        row = self.fetch(
-            f"SELECT COUNT(*), COUNT(*) FILTER (WHERE len({_P}f) = {n}) FROM {self._split}"
-        )[0]
+        row = self.fetch(f"SELECT COUNT(*), COUNT({FIELDS_COLUMN}) FROM {self._source_lines}")[0]
         return int(row[0]), int(row[1])
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
@@ -627,49 +620,14 @@ class DuckDBEngine:
 
 
 # -- SQL helpers -----------------------------------------------------------------------------
-def _re2_char(ch: str) -> str:
-    """``ch`` as a literal in an RE2 pattern, in or out of a character class."""
-    return "\\" + ch if ch in _PUNCTUATION else ch
-
-
-_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
-
-
-def _fields_sql(line: str, delimiter: str) -> str:
-    """SQL: the fields of a CSV line as a list (a quoted field keeps its quotes and doubled
-    quotes: see :func:`_unquote_sql`), or NULL when the line does not split by the CSV rule
-    (docs/data.md, "CSV input"). A field is ``"…"`` (any text but a lone ``"``; ``""`` is a
-    quote) or holds neither the delimiter nor ``"``. A line without ``"`` is split at every
-    delimiter (``string_split``, the same fields); a line with one must match the whole-line
-    pattern (RE2: linear time, any line length), then each field is the text after a delimiter
-    up to the end of the longest field there (the delimiter prepended to the line)."""
-    d = _re2_char(delimiter)
-    field = f'"(?:[^"]|"")*"|[^"{d}]*'
-    whole = f"(?:{field})(?:{d}(?:{field}))*"
-    each = f"{d}({field})"
-    dl = _lit(delimiter)
-    return (
-        f"(CASE WHEN NOT contains({line}, '\"') THEN string_split({line}, {dl}) "
-        f"WHEN regexp_full_match({line}, {_lit(whole)}) "
-        f"THEN regexp_extract_all({dl} || {line}, {_lit(each)}, 1) END)"
-    )
-
-
 def _unquote_sql(field: str) -> str:
-    """SQL: a field of :func:`_fields_sql` as text: a quoted field without its quotes, each
-    doubled quote as one quote."""
+    """SQL: a CSV field as text: a quoted field without its quotes, each doubled quote as one
+    quote (the line was split by :func:`~snapdp.data.engines._csvlines.split_fields`)."""
     return (
         f"(CASE WHEN starts_with({field}, '\"') "
         f"THEN replace(substring({field}, 2, length({field}) - 2), '\"\"', '\"') "
         f"ELSE {field} END)"
     )
-
-
-def _unquote(field: str) -> str:
-    """:func:`_unquote_sql` in Python (for the header)."""
-    if field.startswith('"'):
-        return field[1:-1].replace('""', '"')
-    return field
 
 
 def _module(obj: object) -> str:

@@ -23,7 +23,14 @@ from tests.data_oracle import OracleEngine, csv_lines, parse_line
 from tests.unit.data.engines._csv_cases import AWKWARD, FILES, random_lines, records, write
 
 from snapdp.data.check import check
-from snapdp.data.engines._csvlines import CsvLines
+from snapdp.data.engines._csvlines import (
+    CsvLines,
+    _Lines,
+    _plain,
+    _plain_records,
+    _records,
+    split_fields,
+)
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
 from snapdp.data.schema import Column, ContributionBounds, CsvOptions, Schema
@@ -133,32 +140,87 @@ def test_unsupported_encodings_and_delimiters_are_declaration_errors(tmp_path: P
         DuckDBEngine(path, csv=CsvOptions(encoding="latin-1", delimiter="€"))
 
 
-def _lines_of(path: Path, opts: CsvOptions, block: int) -> list[str | None]:
-    source = CsvLines([path], opts.encoding.replace("latin1", "latin-1"), opts.header, block=block)
-    schema = pa.schema([("_snapdp_line", pa.large_string())])
-    return [x for b in source._batches(schema) for x in b.column(0).to_pylist()]
+def _stream(path: Path, opts: CsvOptions, fields: int, block: int) -> list[tuple[str, ...] | None]:
+    """What the DuckDB engine's line stream yields: per non-blank line, its fields (None: no
+    record)."""
+    encoding = "latin-1" if opts.encoding == "latin-1" else "utf-8"
+    source = CsvLines([path], encoding, opts.header, opts.delimiter, fields, block=block)
+    schema = pa.schema([("_snapdp_fields", pa.large_list(pa.large_string()))])
+    lines = [x for b in source._batches(schema) for x in b.column(0).to_pylist()]
+    return [
+        None
+        if x is None
+        else tuple(f[1:-1].replace('""', '"') if f.startswith('"') else f for f in x)
+        for x in lines
+    ]
 
 
-def _oracle_lines(data: bytes, opts: CsvOptions) -> list[str | None]:
-    utf8 = opts.encoding == "utf-8"
-    out: list[str | None] = []
-    for line in csv_lines(data, utf8):
+def _oracle_stream(data: bytes, opts: CsvOptions, fields: int) -> list[tuple[str, ...] | None]:
+    out: list[tuple[str, ...] | None] = []
+    for line in csv_lines(data, opts.encoding == "utf-8"):
         try:
-            out.append(line.decode(opts.encoding))
+            parsed = parse_line(line.decode(opts.encoding), opts.delimiter)
         except UnicodeDecodeError:
-            out.append(None)
+            parsed = None
+        out.append(tuple(parsed) if parsed is not None and len(parsed) == fields else None)
     return out[1:] if opts.header else out
 
 
 @pytest.mark.parametrize("block", [1, 2, 3, 7, 64, 1 << 20])
 def test_block_size_does_not_change_the_lines(tmp_path: Path, block: int) -> None:
-    """The stream is read in blocks of whole lines: any block size gives the same lines."""
+    """The stream is read in blocks of whole lines: any block size gives the same records."""
     rng = random.Random(block)
     data = b"h\n" + b"\n".join(random_lines(rng, 400)) + rng.choice([b"", b"\n", b"\r"])
     path = tmp_path / "b.csv"
     path.write_bytes(data)
     for opts in (CsvOptions(), CsvOptions(encoding="latin-1"), CsvOptions(header=False)):
-        assert _lines_of(path, opts, block) == _oracle_lines(data, opts)
+        for fields in (1, 3):
+            assert _stream(path, opts, fields, block) == _oracle_stream(data, opts, fields)
+
+
+_PLAIN = st.sampled_from(["a", "1", ",", ";", "\t", " ", "é", "\x00", "\x7f", "\xff"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.lists(_PLAIN, max_size=6).map("".join), min_size=1, max_size=30),
+    fields=st.integers(1, 4),
+    last_lf=st.booleans(),
+    delimiter=st.sampled_from([",", ";", "\t"]),
+    utf8=st.booleans(),
+)
+def test_the_fast_path_equals_the_line_by_line_path(
+    lines: list[str], fields: int, last_lf: bool, delimiter: str, utf8: bool
+) -> None:
+    """A block without quotes, CRs or BOMs whose bytes decode is cut at its LFs and delimiters
+    in one pass when every line has ``fields`` − 1 delimiters: the same lists as the
+    line-by-line path (which is tested against the reference parser)."""
+    text = "\n".join(lines) + ("\n" if last_lf else "")
+    buf = text.encode("utf-8" if utf8 else "latin-1", errors="replace")
+    if not utf8:
+        buf = buf.decode("latin-1").encode("utf-8")  # as the stream hands latin-1 blocks on
+    d = delimiter.encode()
+    general = _records(split_fields(*_Lines(buf, utf8).compact(), d, fields))
+    if _plain(buf, utf8, d, fields):
+        fast = _plain_records(buf, d, fields)
+        if fast is not None:
+            assert fast.to_pylist() == general.to_pylist()
+        else:  # some line is no record (or is blank)
+            got = general.to_pylist()
+            assert None in got or len(got) < len(lines)
+
+
+def test_the_fast_path_is_taken_only_where_it_may_be() -> None:
+    for buf in (b"1,2\n3,4\n", b"1,2\n3,4", b"a,\n,\n", "é,ü\n".encode()):
+        assert _plain(buf, True, b",", 2)
+        fast = _plain_records(buf, b",", 2)
+        assert fast is not None and None not in fast.to_pylist()
+    assert _plain_records(b"1,2\n3\n", b",", 2) is None
+    assert _plain_records(b"1,2\n\n3,4\n", b",", 2) is None  # a blank line
+    for buf in (b'1,"2"\n', b"1,2\r\n", b"\xef\xbb\xbf1,2\n", b"1,\xff\n"):
+        assert not _plain(buf, True, b",", 2)
+    assert not _plain(b"1\t2\n", True, b"\t", 2)  # "\t\n" would be a blank line
+    assert not _plain(b"1\n", True, b",", 1)
 
 
 _ATOMS = [b'"', b'""', b",", b";", b"\r", b" ", b"\t", b"a", b"1", b"\xc3\xa9", b"\x00",
@@ -192,12 +254,8 @@ def test_random_lines_read_the_same_in_duckdb_and_the_oracle(
     got = records(engine.fetch(f"SELECT * FROM {engine._relation}"))
     names, expected = oracle_records(path, opts)
     assert engine.column_names() == names and got == expected
-    kept = [x for x in _oracle_lines(data, CsvOptions(header=header))]
-    parsed = [None if t is None else parse_line(t, delimiter) for t in kept]
-    assert engine.line_counts() == (
-        len(kept),
-        sum(1 for f in parsed if f is not None and len(f) == len(names)),
-    )
+    kept = _oracle_stream(data, opts, len(names))
+    assert engine.line_counts() == (len(kept), sum(1 for f in kept if f is not None))
 
 
 # -- neighbours ----------------------------------------------------------------------------
