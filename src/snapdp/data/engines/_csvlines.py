@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import codecs
 import gzip
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, NamedTuple, cast
 
@@ -50,6 +52,7 @@ _Bools = npt.NDArray[np.bool_]
 
 FIELDS_COLUMN = "_snapdp_fields"
 _BLOCK = 8 << 20
+_AHEAD = 2  # blocks parsed ahead of the one DuckDB takes
 _BOM = b"\xef\xbb\xbf"
 _ENCODINGS = {
     "utf-8": "utf-8",
@@ -454,33 +457,51 @@ class CsvLines:
         reader = pa.RecordBatchReader.from_batches(schema, self._batches(schema))
         return reader.__arrow_c_stream__(requested_schema)
 
+    def _parse(self, buf: bytes, header: bool) -> tuple[Any, bool]:
+        """One block as Arrow lists of fields; whether a header line was left out of it."""
+        if not self.utf8 and not buf.isascii():
+            buf = buf.decode("latin-1").encode("utf-8")
+        if not header and _plain(buf, self.utf8, self.delimiter, self.fields):
+            records = _plain_records(buf, self.delimiter, self.fields)
+            if records is not None:
+                return records, False
+        lines = _Lines(buf, self.utf8)
+        dropped = header and lines.drop_first()
+        return _records(split_fields(*lines.compact(), self.delimiter, self.fields)), dropped
+
     def _batches(self, schema: Any) -> Iterator[Any]:
+        """The record batches of every file in order. Blocks are parsed by two worker threads
+        (numpy lets go of the GIL for most of the work), at most ``_AHEAD`` blocks ahead of the
+        one DuckDB takes; a file's blocks up to its header are parsed in turn."""
         import pyarrow as pa
 
         before = 0
         self.done = 0
-        for path in self.paths:
-            stream, raw = _open(path)
-            try:
-                with raw:
-                    header = self.header
-                    for buf in _blocks(stream, self.block):
-                        self.done = before + raw.tell()
-                        if not self.utf8 and not buf.isascii():
-                            buf = buf.decode("latin-1").encode("utf-8")
-                        records = None
-                        if not header and _plain(buf, self.utf8, self.delimiter, self.fields):
-                            records = _plain_records(buf, self.delimiter, self.fields)
-                        if records is None:
-                            lines = _Lines(buf, self.utf8)
-                            if header and lines.drop_first():
-                                header = False
-                            records = _records(
-                                split_fields(*lines.compact(), self.delimiter, self.fields)
-                            )
-                        if len(records):
-                            yield pa.record_batch([records], schema=schema)
-            finally:
-                stream.close()
-            before += path.stat().st_size
-            self.done = before
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="snapdp-csv") as pool:
+            for path in self.paths:
+                stream, raw = _open(path)
+                try:
+                    with raw:
+                        header = self.header
+                        ahead: deque[Future[tuple[Any, bool]]] = deque()
+                        for buf in _blocks(stream, self.block):
+                            self.done = before + raw.tell()
+                            if header:
+                                records, dropped = self._parse(buf, True)
+                                header = not dropped
+                                if len(records):
+                                    yield pa.record_batch([records], schema=schema)
+                                continue
+                            ahead.append(pool.submit(self._parse, buf, False))
+                            while len(ahead) > _AHEAD:
+                                records = ahead.popleft().result()[0]
+                                if len(records):
+                                    yield pa.record_batch([records], schema=schema)
+                        while ahead:
+                            records = ahead.popleft().result()[0]
+                            if len(records):
+                                yield pa.record_batch([records], schema=schema)
+                finally:
+                    stream.close()
+                before += path.stat().st_size
+                self.done = before
