@@ -86,6 +86,7 @@ class CheckReport:
     columns: list[ColumnReport]
     unit: UnitReport | None = None
     skipped_lines: int | None = None  # CSV: non-blank lines that are no record (None: not a CSV)
+    skipped_examples: list[str] = field(default_factory=list)  # where the first ones are
 
     @property
     def fits(self) -> bool:
@@ -124,10 +125,11 @@ class CheckReport:
             rows += f" — MORE than max_rows = {self.max_rows:,}: accuracy claims do not hold"
         lines.append(rows)
         if self.skipped_lines:
+            where = f", e.g. {', '.join(self.skipped_examples)}" if self.skipped_examples else ""
             lines.append(
                 f"{self.skipped_lines:,} line(s) skipped: not a record (a quote left open or "
                 "misplaced, a wrong number of fields, or bytes that are not in the encoding; "
-                'see docs/data.md, "CSV input")'
+                f'see docs/data.md, "CSV input"){where}'
             )
         for c in self.columns:
             lines.append("")
@@ -249,8 +251,9 @@ def check(
         unit = _unit_report(engine, schema, unit_col, t, index, columns)
     lines = engine.line_counts()
     skipped = None if lines is None else lines[0] - lines[1]
+    where = engine.skipped_lines(examples) if skipped else []
     return CheckReport(
-        engine.describe(), rows, schema.rows, schema.max_rows, reports, unit, skipped
+        engine.describe(), rows, schema.rows, schema.max_rows, reports, unit, skipped, where
     )
 
 

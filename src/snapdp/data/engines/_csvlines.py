@@ -457,6 +457,33 @@ class CsvLines:
         reader = pa.RecordBatchReader.from_batches(schema, self._batches(schema))
         return reader.__arrow_c_stream__(requested_schema)
 
+    def skipped(self, limit: int) -> list[tuple[Path, int]]:
+        """(file, line number from 1) of the first ``limit`` non-blank lines that are no
+        record, in file order: for ``snapdp check`` (the owner's tool), never for a release."""
+        out: list[tuple[Path, int]] = []
+        for path in self.paths:
+            stream, raw = _open(path)
+            try:
+                with raw:
+                    header = self.header
+                    number = 0  # lines before the block
+                    for buf in _blocks(stream, self.block):
+                        if len(out) >= limit:
+                            return out
+                        if not self.utf8 and not buf.isascii():
+                            buf = buf.decode("latin-1").encode("utf-8")
+                        lines = _Lines(buf, self.utf8)
+                        if header and lines.drop_first():
+                            header = False
+                        kept = np.flatnonzero(lines.keep)
+                        split = split_fields(*lines.compact(), self.delimiter, self.fields)
+                        for i in kept[~split.ok][: limit - len(out)]:
+                            out.append((path, number + int(i) + 1))
+                        number += len(lines.keep)
+            finally:
+                stream.close()
+        return out
+
     def _parse(self, buf: bytes, header: bool) -> tuple[Any, bool]:
         """One block as Arrow lists of fields; whether a header line was left out of it."""
         if not self.utf8 and not buf.isascii():

@@ -429,6 +429,16 @@ class DuckDBEngine:
         row = self.fetch(f"SELECT COUNT(*), COUNT({FIELDS_COLUMN}) FROM {self._source_lines}")[0]
         return int(row[0]), int(row[1])
 
+    def skipped_lines(self, limit: int) -> list[str]:
+        """For a CSV source: where the first ``limit`` lines that are no record are, as
+        ``"line N"`` (``"FILE: line N"`` for several files). For ``snapdp check`` only."""
+        if self._lines is None or limit <= 0:
+            return []
+        many = len(self._lines.paths) > 1
+        return [
+            f"{path}: line {n}" if many else f"line {n}" for path, n in self._lines.skipped(limit)
+        ]
+
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         """Run ``sql`` on this engine's connection (for ``snapdp check``: the owner's tool)."""
         try:

@@ -358,6 +358,16 @@ def test_check_reports_the_lines_that_are_no_records(tmp_path: Path) -> None:
     schema = Schema((Column("g", "integer", keys=(0, 1, 2)),))
     report = check(f, schema)
     assert report.rows == 120 and report.skipped_lines == 3 and not report.fits
-    assert "3 line(s) skipped" in report.to_text()
+    assert report.skipped_examples == ["line 7", "line 8", "line 124"]  # the header is line 1
+    assert "3 line(s) skipped" in report.to_text() and "e.g. line 7, line 8" in report.to_text()
+    assert check(f, schema, examples=1).skipped_examples == ["line 7"]
+    (tmp_path / "many").mkdir()
+    for name in ("m1.csv", "m2.csv"):
+        (tmp_path / "many" / name).write_bytes(b"g,v,u\n\n1,2,p\n1,2\n")
+    glob = check(str(tmp_path / "many" / "m*.csv"), schema, glob=True)
+    assert glob.skipped_lines == 2 and glob.skipped_examples == [
+        f"{tmp_path / 'many' / 'm1.csv'}: line 4",
+        f"{tmp_path / 'many' / 'm2.csv'}: line 4",
+    ]
     clean = check(_file(tmp_path / "ok.csv", lines), schema)
     assert clean.skipped_lines == 0 and "skipped" not in clean.to_text()
