@@ -37,6 +37,7 @@ from snapdp.errors import ParameterError
 
 __all__ = [
     "FIELDS_COLUMN",
+    "RECORD_COLUMN",
     "CsvLines",
     "Split",
     "check_delimiter",
@@ -51,6 +52,7 @@ _Ints = npt.NDArray[np.int64]
 _Bools = npt.NDArray[np.bool_]
 
 FIELDS_COLUMN = "_snapdp_fields"
+RECORD_COLUMN = "_snapdp_record"
 _BLOCK = 8 << 20
 _AHEAD = 2  # blocks parsed ahead of the one DuckDB takes
 _BOM = b"\xef\xbb\xbf"
@@ -332,11 +334,12 @@ def _list_array(fields: _Ints, values: _Ints, data: _Bytes, ok: _Bools | None) -
     )
 
 
-def _plain_records(buf: bytes, delimiter: bytes, fields: int) -> Any | None:
+def _plain_records(buf: bytes, delimiter: bytes, fields: int, lists: bool = True) -> Any | None:
     """The fast path, for a block without ``"``, CR or BOM whose bytes decode, ``fields`` >= 2
     and a one-byte delimiter above 0x20 (so that no blank line can hold ``fields`` − 1 of them):
     when every line holds exactly ``fields`` − 1 delimiters, its fields as Arrow lists, cut in
-    one pass; else None (the line-by-line path decides)."""
+    one pass (or, without ``lists``, an Arrow array of True per line); else None (the
+    line-by-line path decides)."""
     arr = np.frombuffer(buf, np.uint8)
     n = len(arr)
     cut = arr == 10
@@ -352,6 +355,8 @@ def _plain_records(buf: bytes, delimiter: bytes, fields: int) -> Any | None:
     grid = kinds.reshape(total // fields, fields)  # per line: fields − 1 delimiters, its LF
     if not ((grid[:, -1] == 10).all() and (grid[:, :-1] != 10).all()):
         return None
+    if not lists:
+        return _flags(np.ones(total // fields, np.bool_))
     values = np.empty(total + 1, np.int64)
     values[0] = 0
     values[1 : len(seps) + 1] = seps - np.arange(len(seps))
@@ -359,6 +364,15 @@ def _plain_records(buf: bytes, delimiter: bytes, fields: int) -> Any | None:
         values[-1] = n - len(seps)
     data = np.frombuffer(buf.translate(None, b"\n" + delimiter), np.uint8)
     return _list_array(np.arange(0, total + 1, fields, dtype=np.int64), values, data, None)
+
+
+def _flags(ok: _Bools) -> Any:
+    """An Arrow boolean array (whether each line is a record)."""
+    import pyarrow as pa
+
+    return pa.Array.from_buffers(
+        pa.bool_(), len(ok), [None, pa.py_buffer(np.packbits(ok, bitorder="little"))]
+    )
 
 
 def _plain(buf: bytes, utf8: bool, delimiter: bytes, fields: int) -> bool:
@@ -426,10 +440,13 @@ def first_line(path: Path, encoding: str) -> bytes | None:
 
 
 class CsvLines:
-    """The lines of one or more CSV files (read in order) as a re-readable Arrow stream.
+    """The lines of one or more CSV files (read in order) as a re-readable Arrow stream: per
+    non-blank line its fields as a list (null: no record), or, without ``lists``, whether it is
+    a record.
 
     ``done`` and ``total``: bytes of the files on disk read so far by the latest scan, and their
-    total size (for ``progress()``: positions in the files, never a count of lines)."""
+    total size (for ``progress()``: positions in the files, never a count of lines); a stream
+    made with ``progress=other`` keeps its ``done`` in ``other``."""
 
     def __init__(
         self,
@@ -439,9 +456,13 @@ class CsvLines:
         delimiter: str,
         fields: int,
         *,
+        lists: bool = True,
         block: int = _BLOCK,
+        progress: CsvLines | None = None,
     ) -> None:
         self.paths = list(paths)
+        self.lists = lists
+        self._progress = progress or self  # where ``done`` is kept (shared by two streams)
         self.delimiter = delimiter.encode("utf-8")
         self.fields = fields
         self.block = block
@@ -453,7 +474,8 @@ class CsvLines:
     def __arrow_c_stream__(self, requested_schema: object = None) -> object:
         import pyarrow as pa
 
-        schema = pa.schema([(FIELDS_COLUMN, pa.large_list(pa.large_string()))])
+        kind = pa.large_list(pa.large_string()) if self.lists else pa.bool_()
+        schema = pa.schema([(FIELDS_COLUMN if self.lists else RECORD_COLUMN, kind)])
         reader = pa.RecordBatchReader.from_batches(schema, self._batches(schema))
         return reader.__arrow_c_stream__(requested_schema)
 
@@ -485,16 +507,18 @@ class CsvLines:
         return out
 
     def _parse(self, buf: bytes, header: bool) -> tuple[Any, bool]:
-        """One block as Arrow lists of fields; whether a header line was left out of it."""
+        """One block as Arrow lists of fields (or record flags, without ``lists``); whether a
+        header line was left out of it."""
         if not self.utf8 and not buf.isascii():
             buf = buf.decode("latin-1").encode("utf-8")
         if not header and _plain(buf, self.utf8, self.delimiter, self.fields):
-            records = _plain_records(buf, self.delimiter, self.fields)
+            records = _plain_records(buf, self.delimiter, self.fields, self.lists)
             if records is not None:
                 return records, False
         lines = _Lines(buf, self.utf8)
         dropped = header and lines.drop_first()
-        return _records(split_fields(*lines.compact(), self.delimiter, self.fields)), dropped
+        split = split_fields(*lines.compact(), self.delimiter, self.fields)
+        return (_records(split) if self.lists else _flags(split.ok)), dropped
 
     def _batches(self, schema: Any) -> Iterator[Any]:
         """The record batches of every file in order. Blocks are parsed by two worker threads
@@ -503,7 +527,7 @@ class CsvLines:
         import pyarrow as pa
 
         before = 0
-        self.done = 0
+        self._progress.done = 0
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="snapdp-csv") as pool:
             for path in self.paths:
                 stream, raw = _open(path)
@@ -512,7 +536,7 @@ class CsvLines:
                         header = self.header
                         ahead: deque[Future[tuple[Any, bool]]] = deque()
                         for buf in _blocks(stream, self.block):
-                            self.done = before + raw.tell()
+                            self._progress.done = before + raw.tell()
                             if header:
                                 records, dropped = self._parse(buf, True)
                                 header = not dropped
@@ -531,4 +555,4 @@ class CsvLines:
                 finally:
                     stream.close()
                 before += path.stat().st_size
-                self.done = before
+                self._progress.done = before

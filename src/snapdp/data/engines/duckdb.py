@@ -48,6 +48,7 @@ from typing import Any
 
 from snapdp.data.engines._csvlines import (
     FIELDS_COLUMN,
+    RECORD_COLUMN,
     CsvLines,
     check_delimiter,
     csv_encoding,
@@ -278,6 +279,16 @@ class DuckDBEngine:
         self._bytes = self._lines.total
         self._source_lines = quote_identifier(f"{_P}lines")
         self._con.register(f"{_P}lines", self._lines)
+        # the same lines, only whether each is a record: for plans that read no column
+        self._flags = CsvLines(
+            paths, encoding, opts.header, opts.delimiter, len(names), lists=False,
+            progress=self._lines,
+        )  # fmt: skip
+        self._source_flags = quote_identifier(f"{_P}flags")
+        self._con.register(f"{_P}flags", self._flags)
+        self._records_only = (
+            f"(SELECT 1 AS {_P}one FROM {self._source_flags} WHERE {RECORD_COLUMN})"
+        )
         columns = ", ".join(
             f"{_unquote_sql(f'{_P}f[{i + 1}]')} AS {quote_identifier(name)}"
             for i, name in enumerate(names)
@@ -426,7 +437,9 @@ class DuckDBEngine:
         decode (docs/data.md, "CSV input"). None for any other source. For ``snapdp check``."""
         if self._lines is None:
             return None
-        row = self.fetch(f"SELECT COUNT(*), COUNT({FIELDS_COLUMN}) FROM {self._source_lines}")[0]
+        row = self.fetch(
+            f"SELECT COUNT(*), COUNT(*) FILTER (WHERE {RECORD_COLUMN}) FROM {self._source_flags}"
+        )[0]
         return int(row[0]), int(row[1])
 
     def skipped_lines(self, limit: int) -> list[str]:
@@ -579,6 +592,8 @@ class DuckDBEngine:
         return self._source_of(_declared(plan))
 
     def _source_of(self, decl: dict[str, Column]) -> tuple[str, dict[str, str]]:
+        if self._lines is not None and not decl:  # a CSV, no column read: count the records
+            return self._records_only, {}
         if self._frame is None:
             return self._relation, self._types
         table = _frame_to_arrow(self._frame, decl)

@@ -71,7 +71,11 @@ def oracle_records(path: Path, opts: CsvOptions) -> tuple[list[str], list[tuple[
 def test_tricky_files_read_the_same_in_duckdb_and_the_oracle(tmp_path: Path, name: str) -> None:
     data, opts = FILES[name]
     path = write(tmp_path, name, data)
-    assert duck_records(path, opts) == oracle_records(path, opts)
+    names, expected = oracle_records(path, opts)
+    assert duck_records(path, opts) == (names, expected)
+    engine = DuckDBEngine(path, csv=opts)  # a plan reading no column counts record flags
+    assert engine.aggregate(AggregatePlan()).rows == [len(expected)]
+    assert engine.line_counts() is not None and engine.line_counts()[1] == len(expected)
 
 
 EXPECTED: dict[str, list[tuple[Any, ...]]] = {
@@ -175,7 +179,15 @@ def test_block_size_does_not_change_the_lines(tmp_path: Path, block: int) -> Non
     path.write_bytes(data)
     for opts in (CsvOptions(), CsvOptions(encoding="latin-1"), CsvOptions(header=False)):
         for fields in (1, 3):
-            assert _stream(path, opts, fields, block) == _oracle_stream(data, opts, fields)
+            expected = _oracle_stream(data, opts, fields)
+            assert _stream(path, opts, fields, block) == expected
+            encoding = "latin-1" if opts.encoding == "latin-1" else "utf-8"
+            flags = CsvLines(
+                [path], encoding, opts.header, opts.delimiter, fields, lists=False, block=block
+            )
+            schema = pa.schema([("_snapdp_record", pa.bool_())])
+            got = [x for b in flags._batches(schema) for x in b.column(0).to_pylist()]
+            assert got == [f is not None for f in expected]
 
 
 _PLAIN = st.sampled_from(["a", "1", ",", ";", "\t", " ", "é", "\x00", "\x7f", "\xff"])
@@ -203,8 +215,11 @@ def test_the_fast_path_equals_the_line_by_line_path(
     general = _records(split_fields(*_Lines(buf, utf8).compact(), d, fields))
     if _plain(buf, utf8, d, fields):
         fast = _plain_records(buf, d, fields)
+        flags = _plain_records(buf, d, fields, lists=False)
+        assert (fast is None) == (flags is None)
         if fast is not None:
             assert fast.to_pylist() == general.to_pylist()
+            assert flags.to_pylist() == [True] * len(general)
         else:  # some line is no record (or is blank)
             got = general.to_pylist()
             assert None in got or len(got) < len(lines)
@@ -254,6 +269,7 @@ def test_random_lines_read_the_same_in_duckdb_and_the_oracle(
     got = records(engine.fetch(f"SELECT * FROM {engine._relation}"))
     names, expected = oracle_records(path, opts)
     assert engine.column_names() == names and got == expected
+    assert engine.aggregate(AggregatePlan()).rows == [len(expected)]
     kept = _oracle_stream(data, opts, len(names))
     assert engine.line_counts() == (len(kept), sum(1 for f in kept if f is not None))
 
