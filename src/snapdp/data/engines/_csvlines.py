@@ -335,11 +335,12 @@ def _list_array(fields: _Ints, values: _Ints, data: _Bytes, ok: _Bools | None) -
 
 
 def _plain_records(buf: bytes, delimiter: bytes, fields: int, lists: bool = True) -> Any | None:
-    """The fast path, for a block without ``"``, CR or BOM whose bytes decode, ``fields`` >= 2
-    and a one-byte delimiter above 0x20 (so that no blank line can hold ``fields`` − 1 of them):
-    when every line holds exactly ``fields`` − 1 delimiters, its fields as Arrow lists, cut in
-    one pass (or, without ``lists``, an Arrow array of True per line); else None (the
-    line-by-line path decides)."""
+    """The fast path, for a block without CR or BOM whose bytes decode, ``fields`` >= 2 and a
+    one-byte delimiter above 0x20 (so that no blank line can hold ``fields`` − 1 of them). When
+    every line holds exactly ``fields`` − 1 delimiters and every field is either free of ``"``
+    or ``"…"`` with no ``"`` inside, the lines are records and their fields (quotes removed) are
+    cut in one pass: as Arrow lists, or without ``lists`` as an array of True per line. Else
+    None (the line-by-line path decides)."""
     arr = np.frombuffer(buf, np.uint8)
     n = len(arr)
     cut = arr == 10
@@ -347,7 +348,7 @@ def _plain_records(buf: bytes, delimiter: bytes, fields: int, lists: bool = True
     seps = np.flatnonzero(cut)
     final = bool(n) and arr[-1] != 10  # the last line has no LF: a cut at the end
     total = len(seps) + int(final)
-    if total % fields:
+    if total % fields or not total:
         return None
     kinds = arr[seps]
     if final:
@@ -355,14 +356,47 @@ def _plain_records(buf: bytes, delimiter: bytes, fields: int, lists: bool = True
     grid = kinds.reshape(total // fields, fields)  # per line: fields − 1 delimiters, its LF
     if not ((grid[:, -1] == 10).all() and (grid[:, :-1] != 10).all()):
         return None
+    starts = np.empty(total, np.int64)  # each field's first byte; it ends at the next cut
+    starts[0] = 0
+    starts[1:] = seps[: total - 1] + 1
+    quoted = b'"' in buf
+    if quoted:
+        index = np.int32 if n < 1 << 31 else np.int64
+        is_quote = arr == 34
+        quotes = np.zeros(n + 1, index)  # quotes before each byte
+        np.cumsum(is_quote, dtype=index, out=quotes[1:])
+        ends = np.empty(total, np.int64)
+        ends[: len(seps)] = seps
+        if final:
+            ends[-1] = n
+        inside = quotes[ends] - quotes[starts]
+        padded = np.zeros(n + 1, np.uint8)
+        padded[:n] = arr
+        wrapped = (
+            (inside == 2)
+            & (ends - starts >= 2)
+            & (padded[starts] == 34)
+            & (padded[np.maximum(ends - 1, 0)] == 34)
+        )
+        if not ((inside == 0) | wrapped).all():
+            return None
     if not lists:
         return _flags(np.ones(total // fields, np.bool_))
-    values = np.empty(total + 1, np.int64)
-    values[0] = 0
-    values[1 : len(seps) + 1] = seps - np.arange(len(seps))
-    if final:
-        values[-1] = n - len(seps)
-    data = np.frombuffer(buf.translate(None, b"\n" + delimiter), np.uint8)
+    if quoted:  # the cuts and the quotes go: a field starts where its first byte lands
+        gone = cut | is_quote
+        before = np.zeros(n + 1, index)
+        np.cumsum(gone, dtype=index, out=before[1:])
+        values = np.empty(total + 1, np.int64)
+        values[:-1] = starts - before[starts]
+        values[-1] = n - before[n]
+        data = np.frombuffer(buf.translate(None, b'\n"' + delimiter), np.uint8)
+    else:
+        values = np.empty(total + 1, np.int64)
+        values[0] = 0
+        values[1 : len(seps) + 1] = seps - np.arange(len(seps))
+        if final:
+            values[-1] = n - len(seps)
+        data = np.frombuffer(buf.translate(None, b"\n" + delimiter), np.uint8)
     return _list_array(np.arange(0, total + 1, fields, dtype=np.int64), values, data, None)
 
 
@@ -379,7 +413,7 @@ def _plain(buf: bytes, utf8: bool, delimiter: bytes, fields: int) -> bool:
     """Whether the fast path may cut ``buf`` (see :func:`_plain_records`)."""
     if fields < 2 or len(delimiter) != 1 or delimiter[0] <= 0x20:
         return False
-    if b'"' in buf or b"\r" in buf or (utf8 and _BOM in buf):
+    if b"\r" in buf or (utf8 and _BOM in buf):
         return False
     if utf8 and not buf.isascii():
         try:
