@@ -15,9 +15,9 @@ the start of a line is removed; a line that does not decode is no record (latin-
 as UTF-8); with a header, the first non-blank line of each file is left out. A line splits into
 fields each either ``"…"`` (``""`` a quote; the delimiter and CR inside are data) or without
 the delimiter and ``"``; a line that does not split so, or not into the header's number of
-fields, is no record. Blocks of plain lines (no quote, CR or BOM) are cut in one pass
-(:func:`_plain_records`); the rest line by line. Both are tested against the reference parser of
-``tests/data_oracle.py`` and against each other.
+fields, is no record. Blocks of plain lines (no CR or BOM, each field free of quotes or wrapped
+whole in them) are cut in one pass (:func:`_plain_records`); the rest line by line. Both are
+tested against the reference parser of ``tests/data_oracle.py`` and against each other.
 """
 
 from __future__ import annotations
