@@ -45,6 +45,7 @@ __all__ = [
     "first_line",
     "header_fields",
     "split_fields",
+    "utf8_errors",
 ]
 
 _Bytes = npt.NDArray[np.uint8]
@@ -120,6 +121,49 @@ def _blocks(stream: IO[bytes], size: int = _BLOCK) -> Iterator[bytes]:
         pending = [rest] if rest else []
 
 
+def utf8_errors(arr: _Bytes) -> _Ints:
+    """Positions (sorted, perhaps repeated) of the bytes where strict UTF-8 decoding fails, each
+    within the line it belongs to: a byte that never starts or continues a character (80–BF
+    where no sequence expects one, C0, C1, F5–FF), or the first byte of a sequence that is cut
+    short, overlong (E0 80–9F, F0 80–8F), a surrogate (ED A0–BF) or above U+10FFFF (F4 90–BF).
+    Python's decoder rejects exactly these (tested)."""
+    n = len(arr)
+    pad = np.zeros(n + 3, np.uint8)  # 0 beyond the end: never a continuation byte
+    pad[:n] = arr
+    cont = (pad & 0xC0) == 0x80
+    lead2 = np.flatnonzero((arr >= 0xC2) & (arr <= 0xDF))
+    lead3 = np.flatnonzero((arr & 0xF0) == 0xE0)
+    lead4 = np.flatnonzero((arr >= 0xF0) & (arr <= 0xF4))
+    never = np.flatnonzero((arr == 0xC0) | (arr == 0xC1) | (arr >= 0xF5))
+    second3 = pad[lead3 + 1]
+    ok3 = (
+        cont[lead3 + 1]
+        & cont[lead3 + 2]
+        & ~((arr[lead3] == 0xE0) & (second3 < 0xA0))
+        & ~((arr[lead3] == 0xED) & (second3 > 0x9F))
+    )
+    second4 = pad[lead4 + 1]
+    ok4 = (
+        cont[lead4 + 1]
+        & cont[lead4 + 2]
+        & cont[lead4 + 3]
+        & ~((arr[lead4] == 0xF0) & (second4 < 0x90))
+        & ~((arr[lead4] == 0xF4) & (second4 > 0x8F))
+    )
+    ok2 = cont[lead2 + 1]
+    claimed = np.zeros(n + 3, np.bool_)  # continuation bytes of the well-formed sequences
+    claimed[lead2[ok2] + 1] = True
+    good3 = lead3[ok3]
+    claimed[good3 + 1] = True
+    claimed[good3 + 2] = True
+    good4 = lead4[ok4]
+    claimed[good4 + 1] = True
+    claimed[good4 + 2] = True
+    claimed[good4 + 3] = True
+    stray = np.flatnonzero(cont[:n] & ~claimed[:n])
+    return np.sort(np.concatenate([never, stray, lead2[~ok2], lead3[~ok3], lead4[~ok4]]))
+
+
 class _Lines:
     """The lines of one block: [start, end) byte ranges after the per-line rules, and which of
     them are records (``keep``) and which decode (``valid``)."""
@@ -167,20 +211,18 @@ class _Lines:
         self.arr, self.starts, self.ends, self.keep, self.valid = arr, starts, ends, keep, valid
 
     def _mark_undecodable(self, buf: bytes, valid: npt.NDArray[np.bool_]) -> None:
-        """Mark the lines holding bytes that are not UTF-8: decode the block, and after each
-        failure mark its line and resume after that line's line feed (a CR, an LF and a BOM are
-        whole characters, so a line decodes alone exactly when it decodes here)."""
-        view = memoryview(buf)
-        pos = 0
-        n = len(buf)
-        while pos < n:
-            try:
-                codecs.utf_8_decode(view[pos:], "strict", True)
-                return
-            except UnicodeDecodeError as exc:
-                line = int(np.searchsorted(self.raw_starts, pos + exc.start, "right")) - 1
-                valid[line] = False
-                pos = int(self.raw_ends[line]) + 1
+        """Mark the lines holding bytes that are not UTF-8 (a whole-block decode first: most
+        blocks are valid; else :func:`utf8_errors`, linear however many lines are bad). CR, LF
+        and BOM are whole characters and never part of another, so a line decodes alone exactly
+        when its bytes hold no error here."""
+        try:
+            codecs.utf_8_decode(buf, "strict", True)
+            return
+        except UnicodeDecodeError:
+            pass
+        errors = utf8_errors(np.frombuffer(buf, np.uint8))
+        if len(errors):
+            valid[np.searchsorted(self.raw_starts, errors, "right") - 1] = False
 
     def drop_first(self) -> bool:
         """Leave out the first non-blank line (a header); whether there was one."""

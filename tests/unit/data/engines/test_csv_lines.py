@@ -15,6 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -30,6 +31,7 @@ from snapdp.data.engines._csvlines import (
     _plain_records,
     _records,
     split_fields,
+    utf8_errors,
 )
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
@@ -252,6 +254,50 @@ def test_the_fast_path_is_taken_only_where_it_may_be() -> None:
         assert _plain_records(buf, b",", 2) is None  # the line-by-line path decides
     assert not _plain(b"1\t2\n", True, b"\t", 2)  # "\t\n" would be a blank line
     assert not _plain(b"1\n", True, b",", 1)
+
+
+_UTF8_PIECES = [
+    b"a", b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\x80", b"\xbf", b"\xc0\x80",
+    b"\xc1", b"\xe0\x80\x80", b"\xe0\xa0\x80", b"\xed\xa0\x80", b"\xed\x9f\xbf",
+    b"\xf0\x80\x80\x80", b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80",
+    b"\xf5", b"\xff", b"\xe2\x82", b"\xf0\x9f", b"\xc3", b"\xe2", b"\xf0", b"\xf4",
+]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.lists(st.sampled_from(_UTF8_PIECES), max_size=6).map(b"".join),
+            st.binary(max_size=8).map(lambda b: b.replace(b"\n", b"")),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_utf8_errors_mark_exactly_the_lines_python_cannot_decode(lines: list[bytes]) -> None:
+    """The vectorised check (linear however many lines are bad: a latin-1 file read as UTF-8)
+    finds an error in exactly the lines that Python's strict decoder rejects on their own."""
+    buf = b"\n".join(lines)
+    starts = np.cumsum([0] + [len(x) + 1 for x in lines[:-1]])
+    errors = utf8_errors(np.frombuffer(buf, np.uint8))
+    got = sorted({int(np.searchsorted(starts, e, "right")) - 1 for e in errors})
+    expected = []
+    for i, line in enumerate(lines):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            expected.append(i)
+    assert got == expected
+
+
+def test_undecodable_lines_take_linear_time() -> None:
+    import time
+
+    buf = "café,1,2\n".encode("latin-1") * 400_000  # every line is bad UTF-8
+    start = time.perf_counter()
+    block = _Lines(buf, True)
+    assert not block.valid.any() and time.perf_counter() - start < 5
 
 
 _ATOMS = [b'"', b'""', b",", b";", b"\r", b" ", b"\t", b"a", b"1", b"\xc3\xa9", b"\x00",
