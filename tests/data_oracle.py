@@ -346,7 +346,7 @@ def _read_csv(path: Path, opts: CsvOptions) -> tuple[list[str], list[dict[str, A
             text = None
         fields = None if text is None else parse_line(text, opts.delimiter)
         if i == 0:
-            if fields is None:
+            if fields is None or (opts.header and fields == [""]):
                 raise ParameterError(f"{path}: the first line holds no CSV header")
             if opts.header:
                 columns = fields

@@ -259,15 +259,19 @@ class DuckDBEngine:
         self._names = list(self._types)
 
     def _open_csv(self, paths: list[Path]) -> None:
-        """A CSV source: its lines streamed by :class:`CsvLines` (docs/data.md, "CSV input"),
-        split into fields here in SQL; the header is the first non-blank line of the first
-        file, parsed the same way."""
+        """A CSV source, one record per line (docs/data.md, "CSV input"): its fields streamed by
+        :class:`CsvLines`; the header is the first non-blank line of the first file, parsed the
+        same way."""
         opts = self._csv
         encoding = csv_encoding(opts.encoding)
         check_delimiter(opts.delimiter, encoding)
         fields = self._header(paths[0], encoding)
         if opts.header:
             names = fields
+            if names == [""]:
+                raise ParameterError(
+                    f"`data` {self._label!r}: the first line holds no CSV header", parameter="data"
+                )
             if len(set(names)) != len(names):
                 raise ParameterError(
                     f"`data` {self._label!r}: the CSV header repeats a column name",

@@ -489,6 +489,10 @@ def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
     fields = [f[1:-1].replace('""', '"') if f.startswith('"') else f for f in first[0]["f"]]
     if csv.header:
         names = fields
+        if names == [""]:
+            raise ParameterError(
+                f"`data` {label!r}: the first line holds no CSV header", parameter="data"
+            )
         if len(set(names)) != len(names):
             raise ParameterError(
                 f"`data` {label!r}: the CSV header repeats a column name", parameter="data"

@@ -118,6 +118,8 @@ def test_the_header_is_the_first_non_blank_line_and_bom_free(tmp_path: Path) -> 
         (b"", "empty"),
         (b"\n \r\n\t\n", "no CSV header"),
         (b'a,"b\n1,2\n', "no CSV header"),
+        (b'""\n1\n', "no CSV header"),
+        (b"\xef\xbb\xbf\n1\n", "no CSV header"),
         (b"a,b\xff\n1,2\n", "not valid utf-8"),
         (b"a,a\n1,2\n", "repeats"),
         (b"a\x00,b\n1,2\n", "NUL"),

@@ -311,6 +311,7 @@ def test_tricky_csv_gzip_and_header_errors(spark_session: Any, tmp_path: Path) -
     for content, match in [
         (b"\n \r\n", "no CSV header"),
         (b'a,"b\n1,2\n', "no CSV header"),
+        (b'""\n1\n', "no CSV header"),
         (b"a,b\xff\n1,2\n", "not valid utf-8"),
         (b"a,a\n1,2\n", "repeats"),
         (b"a\x00,b\n1,2\n", "NUL"),
