@@ -5,9 +5,9 @@ over lines, so the DuckDB engine reads a CSV file through :class:`CsvLines` inst
 read in blocks of whole lines and each block is parsed here, vectorised with numpy, into one
 Arrow list of fields per non-blank line (null for a line that is no record), which DuckDB scans
 as a stream. DuckDB calls :meth:`CsvLines.__arrow_c_stream__` once per scan and each call reads
-the file again from its start, so a query may scan it any number of times. The stream holds at
-most one block (8 MiB of whole lines, more for a longer line) at a time, outside DuckDB's memory
-limit.
+the file again from its start, so a query may scan it any number of times. Blocks are 2 MiB of
+whole lines (more for a longer line); two are parsed at a time, two more wait for DuckDB: that
+memory (tens of MiB) is outside DuckDB's memory limit.
 
 The rule, per line (:class:`_Lines`, :func:`split_fields`): lines end at LF only; one trailing CR
 is removed; a line with no byte above 0x20 is blank and left out; in UTF-8 a byte-order mark at
@@ -54,7 +54,7 @@ _Bools = npt.NDArray[np.bool_]
 
 FIELDS_COLUMN = "_snapdp_fields"
 RECORD_COLUMN = "_snapdp_record"
-_BLOCK = 8 << 20
+_BLOCK = 2 << 20
 _AHEAD = 2  # blocks parsed ahead of the one DuckDB takes
 _BOM = b"\xef\xbb\xbf"
 _ENCODINGS = {
