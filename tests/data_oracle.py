@@ -2,14 +2,14 @@
 as plainly as possible, for small tables. Every real engine (DuckDB, Spark) must return exactly
 its aggregates for the same plan and hash key. It is an oracle for tests, not a product engine.
 
-Sources: a CSV path (read with Python's csv module: every cell text, empty cells null, lines with
-the wrong number of fields skipped), a list of row dicts (native values), a pandas DataFrame or an
-Arrow table (turned into row dicts).
+Sources: a CSV path (read by the CSV rule of docs/data.md, "CSV input", with its own line
+parser: one record per line, every cell text, empty cells null, a line that does not decode or
+split into the header's number of fields skipped), a list of row dicts (native values), a pandas
+DataFrame or an Arrow table (turned into row dicts).
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import math
 import re
@@ -268,22 +268,96 @@ def _bound(
     return out
 
 
+_ORACLE_ENCODINGS = {"utf-8": "utf-8", "utf8": "utf-8", "latin-1": "latin-1", "latin1": "latin-1"}
+
+
+def csv_lines(data: bytes, utf8: bool) -> list[bytes]:
+    """The CSV rule's lines (docs/data.md, "CSV input"), written out plainly: split at LF (the
+    text after the last LF is a line when not empty), one trailing CR removed, blank lines (no
+    byte above 0x20) left out, then in UTF-8 a leading byte-order mark removed."""
+    parts = data.split(b"\n")
+    if parts and parts[-1] == b"":
+        parts.pop()
+    out = []
+    for part in parts:
+        line = part[:-1] if part.endswith(b"\r") else part
+        if all(b <= 0x20 for b in line):
+            continue
+        if utf8 and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]
+        out.append(line)
+    return out
+
+
+def parse_line(text: str, delimiter: str) -> list[str] | None:
+    """One CSV line's fields, by a character-by-character scan (independent of the engines'
+    patterns): a field is "…" with "" for a quote, or holds neither the delimiter nor a quote;
+    None when the line does not split that way."""
+    fields: list[str] = []
+    i, n = 0, len(text)
+    while True:
+        if i < n and text[i] == '"':
+            i += 1
+            chars: list[str] = []
+            while True:
+                if i >= n:
+                    return None  # no closing quote
+                if text[i] == '"':
+                    if i + 1 < n and text[i + 1] == '"':
+                        chars.append('"')
+                        i += 2
+                        continue
+                    i += 1
+                    break
+                chars.append(text[i])
+                i += 1
+            fields.append("".join(chars))
+            if i == n:
+                return fields
+            if text[i] != delimiter:
+                return None  # text after the closing quote
+            i += 1
+        else:
+            j = i
+            while j < n and text[j] != delimiter:
+                if text[j] == '"':
+                    return None  # a quote inside an unquoted field
+                j += 1
+            fields.append(text[i:j])
+            if j == n:
+                return fields
+            i = j + 1
+
+
 def _read_csv(path: Path, opts: CsvOptions) -> tuple[list[str], list[dict[str, Any]]]:
+    encoding = _ORACLE_ENCODINGS.get(opts.encoding.lower().replace("_", "-"))
+    if encoding is None:
+        raise ParameterError(f"{path}: encoding {opts.encoding!r} is not supported")
     try:
-        with path.open(encoding=opts.encoding, newline="") as f:
-            records = list(csv.reader(f, delimiter=opts.delimiter))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        data = path.read_bytes()
+    except OSError as exc:
         raise ParameterError(f"{path}: cannot be read ({type(exc).__name__})") from None
-    if not records:
-        raise ParameterError(f"{path}: the file is empty")
-    if opts.header:
-        columns, body = records[0], records[1:]
-    else:
-        columns = [f"column{i}" for i in range(len(records[0]))]  # as the contract names them
-        body = records
+    records: list[list[str]] = []
+    columns: list[str] | None = None
+    for i, line in enumerate(csv_lines(data, encoding == "utf-8")):
+        try:
+            text: str | None = line.decode(encoding)
+        except UnicodeDecodeError:
+            text = None
+        fields = None if text is None else parse_line(text, opts.delimiter)
+        if i == 0:
+            if fields is None or (opts.header and fields == [""]):
+                raise ParameterError(f"{path}: the first line holds no CSV header")
+            if opts.header:
+                columns = fields
+                continue
+            columns = [f"column{j}" for j in range(len(fields))]  # as the contract names them
+        assert columns is not None
+        if fields is not None and len(fields) == len(columns):
+            records.append(fields)
+    if columns is None:
+        raise ParameterError(f"{path}: the file holds no line")
     rows = [
-        {c: (None if v == "" else v) for c, v in zip(columns, rec, strict=True)}
-        for rec in body
-        if len(rec) == len(columns)
+        {c: (None if v == "" else v) for c, v in zip(columns, rec, strict=True)} for rec in records
     ]
     return columns, rows

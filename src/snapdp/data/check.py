@@ -3,8 +3,9 @@
 For the data owner only. A release never says what the data holds beyond its noisy answers
 (DESIGN §8.1), so the diagnostics that leave the release path come here: per declared column, the
 cells whose cast fails (count and a few examples), the nulls, the values outside the bounds, the
-values that are no declared key or lie outside every bin (with counts); per privacy unit, the
-null units and the units and rows over each contribution bound; the true row count against a
+values that are no declared key or lie outside every bin (with counts); for a CSV, the lines
+skipped because they are no record (docs/data.md, "CSV input"); per privacy unit, the null
+units and the units and rows over each contribution bound; the true row count against a
 declared ``rows`` and ``max_rows``. Everything here is exact and may quote cells: it must not be
 shown to analysts. It never spends budget and never opens a ledger.
 
@@ -84,6 +85,8 @@ class CheckReport:
     max_rows: int
     columns: list[ColumnReport]
     unit: UnitReport | None = None
+    skipped_lines: int | None = None  # CSV: non-blank lines that are no record (None: not a CSV)
+    skipped_examples: list[str] = field(default_factory=list)  # where the first ones are
 
     @property
     def fits(self) -> bool:
@@ -102,7 +105,8 @@ class CheckReport:
         rows_ok = (self.declared_rows is None or self.rows == self.declared_rows) and (
             self.rows <= self.max_rows
         )
-        return unit_ok and rows_ok and all(c.fits for c in self.columns)
+        lines_ok = not self.skipped_lines
+        return unit_ok and rows_ok and lines_ok and all(c.fits for c in self.columns)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, with the warning first."""
@@ -120,6 +124,13 @@ class CheckReport:
         if self.rows > self.max_rows:
             rows += f" — MORE than max_rows = {self.max_rows:,}: accuracy claims do not hold"
         lines.append(rows)
+        if self.skipped_lines:
+            where = f", e.g. {', '.join(self.skipped_examples)}" if self.skipped_examples else ""
+            lines.append(
+                f"{self.skipped_lines:,} line(s) skipped: not a record (a quote left open or "
+                "misplaced, a wrong number of fields, or bytes that are not in the encoding; "
+                f'see docs/data.md, "CSV input"){where}'
+            )
         for c in self.columns:
             lines.append("")
             lines.append(f"column {c.name!r} ({c.type}; nulls {c.null_rule})")
@@ -238,7 +249,12 @@ def check(
     unit = None
     if unit_col is not None:
         unit = _unit_report(engine, schema, unit_col, t, index, columns)
-    return CheckReport(engine.describe(), rows, schema.rows, schema.max_rows, reports, unit)
+    lines = engine.line_counts()
+    skipped = None if lines is None else lines[0] - lines[1]
+    where = engine.skipped_lines(examples) if skipped else []
+    return CheckReport(
+        engine.describe(), rows, schema.rows, schema.max_rows, reports, unit, skipped, where
+    )
 
 
 def _unit_report(

@@ -223,7 +223,9 @@ class ContributionBounds:
 
 @dataclass(frozen=True)
 class CsvOptions:
-    """How a CSV file is read: every cell as text, then cast by the declaration."""
+    """How a CSV file is read: one record per line, every cell as text, then cast by the
+    declaration (docs/data.md, "CSV input"). ``encoding``: utf-8 or latin-1 (checked when a CSV
+    is read); ``delimiter``: one character, not ``"``, LF, CR or NUL."""
 
     encoding: str = "utf-8"
     delimiter: str = ","
@@ -233,6 +235,13 @@ class CsvOptions:
         if len(self.delimiter) != 1:
             raise ParameterError(
                 f"`delimiter` must be one character, not {self.delimiter!r}", parameter="delimiter"
+            )
+        if self.delimiter in '"\n\r\x00':
+            raise ParameterError(
+                f"`delimiter` cannot be {self.delimiter!r}: a CSV line quotes with '\"' and ends "
+                "at a line feed (after an optional carriage return), and NUL is not supported "
+                '(docs/data.md, "CSV input")',
+                parameter="delimiter",
             )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from tests.unit.data._engines import local_engine
+from tests.unit.data.engines._csv_cases import AWKWARD as CSV_AWKWARD
 
 import snapdp.cli._data as cli_data
 from snapdp.cli import main
@@ -266,7 +267,7 @@ def _mask(text: str, *paths: str) -> str:
 
     for p in paths:
         text = text.replace(p, "DATA")
-    text = re.sub(r"[0-9][0-9,.]*", "#", text)  # the numbers (noisy, or their ±)
+    text = re.sub(r"[-−]?[0-9][0-9,.]*", "#", text)  # the numbers (noisy, or their ±)
     text = re.sub("[\u2500-\u257f]+", " ", text)  # table rules: widths follow the numbers
     return re.sub(r"\s+", " ", text)
 
@@ -296,6 +297,38 @@ def test_cli_neighbours_same_messages_and_exit_status(tmp_path: Path, line: str)
             r2["mechanisms"],
         )
     assert SENTINEL not in out2
+
+
+@pytest.mark.parametrize("name", list(CSV_AWKWARD))
+def test_cli_neighbours_one_awkward_line_in_the_middle(tmp_path: Path, name: str) -> None:
+    """D and D' = D + one awkward line in the middle of the file (an unbalanced quote, a lone
+    CR, bytes that are not UTF-8, a NUL, a very long line, …; docs/data.md, "CSV input"): the
+    same exit status and the same messages, numbers aside, in text and in JSON."""
+    lines = [f"{i % 3},{(i * 7) % 50 / 8},p{i % 11}".encode() for i in range(300)]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    d, d2 = tmp_path / "a" / "t.csv", tmp_path / "b" / "t.csv"
+    d.write_bytes(b"g,v,u\n" + b"\n".join(lines) + b"\n")
+    d2.write_bytes(b"g,v,u\n" + b"\n".join([*lines[:150], CSV_AWKWARD[name], *lines[150:]]) + b"\n")
+    args = ["--epsilon", "1", "--count", "--mean", "v:-2:5", "--keys", "g=0,1,2",
+            "--privacy-unit", "u", "--max-rows-per-unit", "2"]  # fmt: skip
+
+    def run(*extra: str) -> tuple[int, str]:  # wide, so that no path is wrapped
+        result = CliRunner().invoke(main, ["release", *extra], env={"COLUMNS": "400"})
+        assert result.exception is None or isinstance(result.exception, SystemExit)
+        return result.exit_code, result.output
+
+    code1, out1 = run(str(d), *args)
+    code2, out2 = run(str(d2), *args)
+    assert code1 == code2 == 0, (out1, out2)
+    assert _mask(out1, str(d)) == _mask(out2, str(d2))
+    code1, out1 = run(str(d), *args, "--json")
+    code2, out2 = run(str(d2), *args, "--json")
+    a, b = json.loads(out1), json.loads(out2)
+    for r1, r2 in zip(a["results"], b["results"], strict=True):
+        assert (r1["keys"], r1["notes"], r1["epsilon"], r1["mechanisms"]) == (
+            r2["keys"], r2["notes"], r2["epsilon"], r2["mechanisms"],
+        )  # fmt: skip
 
 
 def test_null_rules_substitute_mean_and_row_bound_on_the_command_line(tmp_path: Path) -> None:

@@ -7,11 +7,25 @@ grouping column varying fastest; one cell when ungrouped), exact integer aggrega
 follows the same steps, so that all of them return the same numbers for the same declaration and
 ``hash_key`` (tested against the pure-Python oracle in ``tests/data_oracle.py``):
 
-1. **Read.** A CSV file is read with every cell as text (encoding, delimiter and header from
-   :class:`~snapdp.data.schema.CsvOptions`); a line that does not parse is skipped, as if absent.
-   Without a header the columns are named column0, column1, … Parquet files/folders and
-   DataFrames keep their native types. Only a source that cannot be
-   opened or parsed as a whole raises, naming the file and the kind of failure, never its content.
+1. **Read.** A CSV file is read one record per line, every cell as text (encoding, delimiter and
+   header from :class:`~snapdp.data.schema.CsvOptions`; docs/data.md, "CSV input"):
+
+   - the file is split into lines at LF (``\n``) only, the text after the last LF being a line
+     too; one trailing CR (``\r``) is removed from each line (a CR anywhere else is data); a
+     line with no byte above 0x20 is blank and no record; in UTF-8 a byte-order mark at the
+     start of a line is removed;
+   - each line is decoded on its own (utf-8 or latin-1) and split on its own at the delimiter
+     into fields, each either quoted — ``"`` … ``"`` holding anything, ``""`` for a quote — or
+     unquoted, holding neither the delimiter nor ``"``; an empty field is null;
+   - a line that does not decode, does not split that way, or splits into another number of
+     fields than the header is no record, and changes no other line;
+   - the header is the first non-blank line of each file (with ``header``), parsed the same way;
+     without one, the first non-blank line sets the number of columns, named column0,
+     column1, …
+
+   Parquet files/folders and DataFrames keep their native types. Only a source that cannot be
+   opened or parsed as a whole (a file that is empty or has no header line, a header that does
+   not decode or parse) raises, naming the file and the kind of failure, never its content.
 2. **Cast** every used column to its declared type with a cast that cannot fail (what is not a
    value of the type becomes null). An empty CSV cell is null. From text t (trimmed of spaces):
 

@@ -1,14 +1,15 @@
 r"""The DuckDB engine: the engine contract in one SQL query per plan, out of core (docs/data.md).
 
-Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through Python, and only
-one row per cell comes back.
+Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through Python one by one
+(a CSV's lines are cut by numpy, a block at a time), and only one row per cell comes back.
 
 * **Read.** A path is a literal file or folder (a name holding ``[``, ``*`` or ``?`` is not a
   pattern) unless ``glob=True``. A folder is a Parquet dataset (``**/*.parquet``, hive
   partitioning); a file starting with the Parquet magic bytes is Parquet; any other file is a CSV,
-  read with every cell as text (``all_varchar``), the header parsed here (never sniffed), the
-  delimiter, quote ``"`` and encoding given, lines that do not parse (wrong number of fields,
-  bytes that are not in the encoding) skipped. A pandas DataFrame is turned into an Arrow table
+  read one record per line (base step 1): :class:`CsvLines` parses it with numpy, in blocks,
+  into a stream of Arrow lists of fields (DuckDB's CSV reader would end lines at a lone CR too
+  and let quotes span lines), re-read for each scan; the header is parsed the same way (never
+  sniffed). A pandas DataFrame is turned into an Arrow table
   column by column with the declared types (object columns cell by cell by the contract's rules:
   never by DuckDB's type inference from a sample of the data); an Arrow table is read as it is.
   Errors: only for a source that cannot be opened or read as a whole, naming the file and the kind
@@ -33,9 +34,7 @@ user column name appears anywhere else in the query, so no user column can colli
 
 from __future__ import annotations
 
-import csv as _csv
 import datetime as _dt
-import io
 import math
 import os
 import re
@@ -47,6 +46,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from snapdp.data.engines._csvlines import (
+    FIELDS_COLUMN,
+    RECORD_COLUMN,
+    CsvLines,
+    check_delimiter,
+    csv_encoding,
+    first_line,
+    header_fields,
+)
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
@@ -111,6 +119,7 @@ class DuckDBEngine:
         self._is_csv = False
         self._tmp: str | None = None
         self._bytes: int | None = None  # the source's size on disk, for progress()
+        self._lines: CsvLines | None = None  # a CSV source's lines (they report progress)
         self._con = duckdb.connect(":memory:")
         self._configure(memory_limit, temp_directory, threads)
         if isinstance(source, (str, Path)):
@@ -195,12 +204,11 @@ class DuckDBEngine:
                 f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
                 parameter="data",
             ) from None
-        literal = self._literal(path)
         if head == b"PAR1":
-            self._relation = f"read_parquet({_lit(literal)})"
+            self._relation = f"read_parquet({_lit(self._literal(path))})"
             self._types = self._describe()
         else:
-            self._open_csv(path, literal)
+            self._open_csv([path])
         self._names = list(self._types)
 
     def _private_dir(self) -> str:
@@ -247,98 +255,95 @@ class DuckDBEngine:
             self._relation = f"read_parquet({_lit(pattern)}, union_by_name = true)"
             self._types = self._describe()
         else:
-            self._open_csv(Path(matches[0]), pattern)
+            self._open_csv([Path(p).resolve() for p in matches])
         self._names = list(self._types)
 
-    def _open_csv(self, path: Path, literal: str) -> None:
+    def _open_csv(self, paths: list[Path]) -> None:
+        """A CSV source, one record per line (docs/data.md, "CSV input"): its fields streamed by
+        :class:`CsvLines`; the header is the first non-blank line of the first file, parsed the
+        same way."""
         opts = self._csv
-        encoding = opts.encoding.lower().replace("_", "-")
-        duck_encoding = {"utf-8": "utf-8", "utf8": "utf-8", "latin-1": "latin-1"}.get(encoding)
-        if encoding in ("latin1", "iso-8859-1", "iso8859-1"):
-            duck_encoding = "latin-1"
-        if encoding in ("utf-16", "utf16"):
-            duck_encoding = "utf-16"
-        if duck_encoding is None:
-            raise ParameterError(
-                f"`encoding` {opts.encoding!r} is not supported: use utf-8, utf-16 or latin-1",
-                parameter="encoding",
-            )
-        header = self._header(path, duck_encoding)
+        encoding = csv_encoding(opts.encoding)
+        check_delimiter(opts.delimiter, encoding)
+        fields = self._header(paths[0], encoding)
         if opts.header:
-            names = header
+            names = fields
+            if names == [""]:
+                raise ParameterError(
+                    f"`data` {self._label!r}: the first line holds no CSV header", parameter="data"
+                )
             if len(set(names)) != len(names):
                 raise ParameterError(
-                    f"`data` {str(path)!r}: the CSV header repeats a column name", parameter="data"
+                    f"`data` {self._label!r}: the CSV header repeats a column name",
+                    parameter="data",
                 )
         else:
-            names = [f"column{i}" for i in range(len(header))]
-        columns = "{" + ", ".join(f"{_lit(n)}: 'VARCHAR'" for n in names) + "}"
-        self._relation = (
-            f"read_csv({_lit(literal)}, columns = {columns}, header = {str(opts.header).lower()}, "
-            f"delim = {_lit(opts.delimiter)}, quote = '\"', escape = '\"', "
-            f"encoding = {_lit(duck_encoding)}, auto_detect = false, ignore_errors = true, "
-            "null_padding = false, all_varchar = true, strict_mode = false)"
+            names = [f"column{i}" for i in range(len(fields))]
+        self._lines = CsvLines(paths, encoding, opts.header, opts.delimiter, len(names))
+        self._bytes = self._lines.total
+        self._source_lines = quote_identifier(f"{_P}lines")
+        self._con.register(f"{_P}lines", self._lines)
+        # the same lines, only whether each is a record: for plans that read no column
+        self._flags = CsvLines(
+            paths, encoding, opts.header, opts.delimiter, len(names), lists=False,
+            progress=self._lines,
+        )  # fmt: skip
+        self._source_flags = quote_identifier(f"{_P}flags")
+        self._con.register(f"{_P}flags", self._flags)
+        self._records_only = (
+            f"(SELECT 1 AS {_P}one FROM {self._source_flags} WHERE {RECORD_COLUMN})"
         )
-        if len(names) == 1:  # a blank line is no record (as Python's csv module reads it)
-            col = quote_identifier(names[0])
-            self._relation = f"(SELECT * FROM {self._relation} WHERE {col} IS NOT NULL)"
+        columns = ", ".join(
+            f"{_unquote_sql(f'{_P}f[{i + 1}]')} AS {quote_identifier(name)}"
+            for i, name in enumerate(names)
+        )
+        # per non-blank line its fields, or null when it is no record
+        self._relation = (
+            f"(SELECT {columns} FROM (SELECT {FIELDS_COLUMN} AS {_P}f "
+            f"FROM {self._source_lines} WHERE {FIELDS_COLUMN} IS NOT NULL))"
+        )
         self._is_csv = True
         self._types = dict.fromkeys(names, "VARCHAR")
         self._check_readable()
 
     def _header(self, path: Path, encoding: str) -> list[str]:
-        """The first record of the CSV file: its column names (a header is public)."""
+        """The fields of the first non-blank line of the CSV file (its column names when it has
+        a header: public; else only their number is used)."""
+        label = str(path)
         try:
-            size = path.stat().st_size
-            if size == 0:
+            if path.stat().st_size == 0:
                 raise ParameterError(
-                    f"`data` {str(path)!r} is empty (0 bytes): not a table", parameter="data"
+                    f"`data` {label!r} is empty (0 bytes): not a table", parameter="data"
                 )
-            with open(path, "rb") as fh:
-                raw = fh.read(1 << 20)
+            line = first_line(path, encoding)
         except OSError as exc:
             raise ParameterError(
-                f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
+                f"`data` {label!r} cannot be opened ({exc.strerror or 'I/O error'})",
                 parameter="data",
             ) from None
-        if path.name.lower().endswith(".gz"):
-            import gzip
-
-            try:
-                with gzip.open(path, "rb") as gz:
-                    raw = gz.read(1 << 20)
-            except OSError:
-                raise ParameterError(
-                    f"`data` {str(path)!r} is not a valid gzip file", parameter="data"
-                ) from None
-        py_encoding = {"utf-8": "utf-8-sig", "utf-16": "utf-16", "latin-1": "latin-1"}[encoding]
-        first = raw.split(b"\n", 1)[0] if encoding != "utf-16" else raw
-        if b"\x00" in first and encoding != "utf-16":
+        except EOFError:  # a truncated gzip file
+            line = None
+        if line is not None and b"\x00" in line:
             raise ParameterError(
-                f"`data` {str(path)!r} is not a text (CSV) file: it holds NUL bytes",
-                parameter="data",
+                f"`data` {label!r} is not a text (CSV) file: it holds NUL bytes", parameter="data"
+            )
+        if line is None:
+            raise ParameterError(
+                f"`data` {label!r}: the first line holds no CSV header", parameter="data"
             )
         try:
-            text = first.decode(py_encoding, errors="strict")
+            text = line.decode(encoding, errors="strict")
         except UnicodeDecodeError:
-            if encoding == "utf-16":
-                text = raw[: len(raw) // 2 * 2].decode(py_encoding, errors="ignore")
-            else:
-                raise ParameterError(
-                    f"`data` {str(path)!r}: the CSV header is not valid {encoding} text "
-                    "(see --encoding)",
-                    parameter="encoding",
-                ) from None
-        line = text.splitlines()[0] if text.strip("\r\n") else ""
-        try:
-            record = next(_csv.reader(io.StringIO(line), delimiter=self._csv.delimiter), [])
-        except _csv.Error:
-            record = []
-        if not record or (len(record) == 1 and not record[0]):
             raise ParameterError(
-                f"`data` {str(path)!r}: the first line holds no CSV header", parameter="data"
+                f"`data` {label!r}: the CSV header is not valid {encoding} text (see --encoding)",
+                parameter="encoding",
+            ) from None
+        fields = header_fields(text, self._csv.delimiter)
+        if fields is None:
+            raise ParameterError(
+                f"`data` {label!r}: the first line holds no CSV header", parameter="data"
             )
-        return record
+        return fields
 
     def _check_readable(self) -> None:
         """Read the source's schema; a failure is one line naming the file, never DuckDB's text."""
@@ -369,6 +374,8 @@ class DuckDBEngine:
         scan progress times the source's size on disk; None for an in-memory frame. A function of
         the file's size and the scan's position only, never of a row count (docs/data.md). Safe to
         call from another thread while :meth:`aggregate` runs."""
+        if self._lines is not None:
+            return min(self._lines.done, self._lines.total), self._lines.total
         if self._bytes is None:
             return None
         try:
@@ -427,6 +434,27 @@ class DuckDBEngine:
             items.append(f"NULLIF(CAST({col} AS VARCHAR), '') AS raw_{i}")
             items.append(f"{self._cast(name, column, types)} AS val_{i}")
         return f"SELECT {', '.join(items) or '1 AS one'} FROM {relation}"
+
+    def line_counts(self) -> tuple[int, int] | None:
+        """For a CSV source: (its non-blank lines, the records among them), the header not
+        counted; the other lines do not split into the header's number of fields or do not
+        decode (docs/data.md, "CSV input"). None for any other source. For ``snapdp check``."""
+        if self._lines is None:
+            return None
+        row = self.fetch(
+            f"SELECT COUNT(*), COUNT(*) FILTER (WHERE {RECORD_COLUMN}) FROM {self._source_flags}"
+        )[0]
+        return int(row[0]), int(row[1])
+
+    def skipped_lines(self, limit: int) -> list[str]:
+        """For a CSV source: where the first ``limit`` lines that are no record are, as
+        ``"line N"`` (``"FILE: line N"`` for several files). For ``snapdp check`` only."""
+        if self._lines is None or limit <= 0:
+            return []
+        many = len(self._lines.paths) > 1
+        return [
+            f"{path}: line {n}" if many else f"line {n}" for path, n in self._lines.skipped(limit)
+        ]
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
         """Run ``sql`` on this engine's connection (for ``snapdp check``: the owner's tool)."""
@@ -568,6 +596,8 @@ class DuckDBEngine:
         return self._source_of(_declared(plan))
 
     def _source_of(self, decl: dict[str, Column]) -> tuple[str, dict[str, str]]:
+        if self._lines is not None and not decl:  # a CSV, no column read: count the records
+            return self._records_only, {}
         if self._frame is None:
             return self._relation, self._types
         table = _frame_to_arrow(self._frame, decl)
@@ -619,6 +649,16 @@ class DuckDBEngine:
 
 
 # -- SQL helpers -----------------------------------------------------------------------------
+def _unquote_sql(field: str) -> str:
+    """SQL: a CSV field as text: a quoted field without its quotes, each doubled quote as one
+    quote (the line was split by :func:`~snapdp.data.engines._csvlines.split_fields`)."""
+    return (
+        f"(CASE WHEN starts_with({field}, '\"') "
+        f"THEN replace(substring({field}, 2, length({field}) - 2), '\"\"', '\"') "
+        f"ELSE {field} END)"
+    )
+
+
 def _module(obj: object) -> str:
     return type(obj).__module__ or ""
 

@@ -5,8 +5,10 @@ aggregates) is written here as Spark column expressions so that, for the same pl
 ``hash_key``, this engine returns exactly the aggregates of the pure-Python reference engine
 and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluster"):
 
-* CSV is read with every cell as text (no inference, ``DROPMALFORMED``: a line with the wrong
-  number of fields is skipped); paths are literal (glob characters escaped) unless ``glob=True``.
+* CSV is read one record per line, every cell as text (base step 1; docs/data.md, "CSV input"):
+  Spark's CSV reader only reads the lines (ISO-8859-1, LF as line separator, separator and
+  quote), the fields are split by array functions (no Java regex loop, which recurses per
+  repetition); paths are literal (glob characters escaped) unless ``glob=True``.
 * Spark's own casts differ from the contract ("1e3", " 5", "Infinity", "1.0E10", "00", …), so
   every cast from text is gated by the contract's regular expressions (``rlike``) and done with
   ``try_cast`` (nothing raises under ANSI mode).
@@ -42,6 +44,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.data.engines._csvlines import check_delimiter, csv_encoding
 from snapdp.data.engines.base import AggregatePlan, Aggregates, NoiseRequest, ValueColumn
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
@@ -404,19 +407,7 @@ def _read_path(session: Any, text: str, csv: CsvOptions, glob: bool) -> tuple[An
             finally:
                 session.conf.set(key, before)
         elif lower.endswith((".csv", ".tsv", ".txt", ".csv.gz")):
-            df = (
-                session.read.option("header", csv.header)
-                .option("inferSchema", False)
-                .option("sep", csv.delimiter)
-                .option("encoding", csv.encoding)
-                .option("quote", '"')
-                .option("escape", '"')
-                .option("multiLine", True)
-                .option("mode", "DROPMALFORMED")
-                .csv(target)
-            )
-            if not csv.header:
-                df = df.toDF(*[f"column{i}" for i in range(len(df.columns))])
+            df = _read_csv(session, target, label, csv)
         else:
             raise ParameterError(
                 f"`data` must be a .csv or .parquet path, not {text!r}", parameter="data"
@@ -428,6 +419,165 @@ def _read_path(session: Any, text: str, csv: CsvOptions, glob: bool) -> tuple[An
             f"`data` {label!r} cannot be read by Spark ({type(exc).__name__})", parameter="data"
         ) from None
     return df, label
+
+
+_RAW = "_raw"  # the one column of a CSV file read as lines
+
+
+def _raw_lines(session: Any, target: str, header: bool, name: str = _RAW) -> Any:
+    """The CSV files' lines, one string per line, as Spark reads them: split at LF only
+    (``lineSep``), every byte one character (ISO-8859-1, so the line's bytes come back exactly by
+    ``encode``), no field splitting and no quoting (the separator and the quote are LF, which a
+    line never holds), nothing trimmed. Spark leaves out the lines with no character above
+    U+0020 (blank lines), and with ``header`` the first non-blank line of each file. ``name``:
+    the column's name while reading (the header line itself, so that Spark's header check finds
+    what it expects and logs nothing); the result's column is ``_raw``."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    return (
+        session.read.schema(StructType([StructField(name, StringType())]))
+        .option("header", header)
+        .option("lineSep", "\n")
+        .option("sep", "\n")
+        .option("quote", "\n")
+        .option("escape", "\n")
+        .option("encoding", "ISO-8859-1")
+        .option("multiLine", False)
+        .option("mode", "PERMISSIVE")
+        .option("ignoreLeadingWhiteSpace", False)
+        .option("ignoreTrailingWhiteSpace", False)
+        .csv(target)
+        .toDF(_RAW)
+    )
+
+
+def _line_text(raw: Any, encoding: str) -> Any:
+    """A raw line (bytes as ISO-8859-1 characters) as text by the CSV rule (docs/data.md, "CSV
+    input"): one trailing CR removed; NULL when blank (no byte above 0x20); in UTF-8 a leading
+    byte-order mark removed and NULL when the bytes are not UTF-8."""
+    from pyspark.sql import functions as sf
+
+    line = sf.when(raw.endswith("\r"), raw.substr(sf.lit(1), sf.length(raw) - 1)).otherwise(raw)
+    line = sf.when(~line.rlike("^[\\x00-\\x20]*\\z"), line)
+    if encoding == "latin-1":
+        return line
+    bom = "\u00ef\u00bb\u00bf"
+    line = sf.when(line.startswith(bom), line.substr(sf.lit(4), sf.length(line) - 3)).otherwise(
+        line
+    )
+    text = sf.encode(line, "ISO-8859-1").cast("string")  # the line's bytes, as UTF-8 text
+    return sf.when(sf.is_valid_utf8(text), text)
+
+
+def _java_char(ch: str) -> str:
+    """``ch`` as a literal in a Java regular expression."""
+    return ch if ch.isalnum() else "\\" + ch
+
+
+def _fields(text: Any, delimiter: str) -> Any:
+    """The fields of a CSV line (an array; a quoted field keeps its quotes: :func:`_unquote`),
+    or NULL when the line does not split by the CSV rule (docs/data.md, "CSV input"). Without
+    regular-expression loops (Java's recurse per repetition and can overflow the stack on a long
+    line): a line without ``"`` is split at every delimiter; a line with ``"`` is cut at each
+    ``"`` into segments t0, t1, …, tm; it splits iff m is even and every even segment (outside
+    the quotes) is empty (a doubled quote) or touches the delimiter on each side where a quoted
+    field ends or starts (t0 ends with it, tm starts with it, the others both). Then the
+    delimiters of the even segments are the field separators: they become LF (never in a line),
+    and the line is split at LF."""
+    from pyspark.sql import functions as sf
+
+    d = delimiter
+    segments = sf.split(text, '"', -1)
+    m = sf.size(segments) - 1
+
+    def bad(s: Any, i: Any) -> Any:
+        ok = (s == sf.lit("")) | (
+            sf.when((i == 0) & (i == m), sf.lit(True))
+            .when(i == 0, s.endswith(d))
+            .when(i == m, s.startswith(d))
+            .otherwise(s.startswith(d) & s.endswith(d))
+        )
+        return ((i % 2) == 0) & ~ok
+
+    splits = ((m % 2) == 0) & (sf.size(sf.filter(segments, bad)) == 0)
+    separated = sf.array_join(
+        sf.transform(
+            segments,
+            lambda s, i: sf.when((i % 2) == 0, sf.replace(s, sf.lit(d), sf.lit("\n"))).otherwise(s),
+        ),
+        '"',
+    )
+    quoted = sf.when(splits, sf.split(separated, "\n", -1))
+    return sf.when(~text.contains('"'), sf.split(text, _java_char(d), -1)).otherwise(quoted)
+
+
+def _unquote(field: Any) -> Any:
+    """A field of :func:`_fields` as text: a quoted field without its quotes, ``""`` as ``"``."""
+    from pyspark.sql import functions as sf
+
+    inner = field.substr(sf.lit(2), sf.length(field) - 2)
+    return sf.when(field.startswith('"'), sf.replace(inner, sf.lit('""'), sf.lit('"'))).otherwise(
+        field
+    )
+
+
+def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
+    """A CSV path as a DataFrame of text columns, one record per line by the CSV rule
+    (docs/data.md, "CSV input"): the same records as the DuckDB engine and the reference
+    engine. The header (or, without one, the number of columns) is the first non-blank line."""
+    from pyspark.sql import functions as sf
+
+    encoding = csv_encoding(csv.encoding)
+    check_delimiter(csv.delimiter, encoding)
+    raw = sf.col(_RAW)
+    text = _line_text(raw, encoding)
+    head = _raw_lines(session, target, False).select(
+        raw.alias("line"),
+        text.isNull().alias("bad"),
+        raw.contains("\x00").alias("nul"),
+        _fields(text, csv.delimiter).alias("f"),
+    )
+    first = head.head(1)
+    if not first:
+        raise ParameterError(
+            f"`data` {label!r}: the first line holds no CSV header", parameter="data"
+        )
+    if first[0]["nul"]:
+        raise ParameterError(
+            f"`data` {label!r} is not a text (CSV) file: it holds NUL bytes", parameter="data"
+        )
+    if first[0]["bad"]:
+        raise ParameterError(
+            f"`data` {label!r}: the CSV header is not valid {encoding} text (see --encoding)",
+            parameter="encoding",
+        )
+    if first[0]["f"] is None:
+        raise ParameterError(
+            f"`data` {label!r}: the first line holds no CSV header", parameter="data"
+        )
+    fields = [f[1:-1].replace('""', '"') if f.startswith('"') else f for f in first[0]["f"]]
+    if csv.header:
+        names = fields
+        if names == [""]:
+            raise ParameterError(
+                f"`data` {label!r}: the first line holds no CSV header", parameter="data"
+            )
+        if len(set(names)) != len(names):
+            raise ParameterError(
+                f"`data` {label!r}: the CSV header repeats a column name", parameter="data"
+            )
+    else:
+        names = [f"column{i}" for i in range(len(fields))]
+    parsed = _raw_lines(session, target, csv.header, first[0]["line"]).select(
+        _fields(text, csv.delimiter).alias("_f")
+    )
+    parsed = parsed.where(sf.size("_f") == len(names))
+    return parsed.select(
+        *[
+            _unquote(sf.try_element_at("_f", sf.lit(i + 1))).alias(name)
+            for i, name in enumerate(names)
+        ]
+    )
 
 
 def _from_pandas(session: Any, frame: Any) -> Any:

@@ -316,14 +316,18 @@ def test_memory_limit_and_temp_directory(tmp_path: Path) -> None:
         DuckDBEngine(f, threads=0)
 
 
-@pytest.mark.parametrize("extra", [b"2,1,q\r\n", b"\r\n", b"2,1,q\n"], ids=["crlf", "blank", "lf"])
+@pytest.mark.parametrize(
+    "extra",
+    [b"2,1,q\r\n", b"\r\n", b"2,1,q\n", b"2,1,q\r2,1,q\n", b"2,1,q\r\r\n"],
+    ids=["crlf", "blank", "lf", "lone cr inside", "cr cr lf"],
+)
 @pytest.mark.parametrize("base_end", [b"\n", b"\r\n"], ids=["lf-file", "crlf-file"])
 def test_one_line_with_another_line_ending_changes_one_row_at_most(
     tmp_path: Path, extra: bytes, base_end: bytes
 ) -> None:
     """A line ending unlike the file's others must not fail the read (DuckDB guessed the ending
-    from the data and raised on the odd line: an error one row could trigger). A lone CR ending
-    is a known limit (docs/data.md, "Limits of CSV input")."""
+    from the data and raised on the odd line: an error one row could trigger), and a lone CR is
+    data, never a line end (docs/data.md, "CSV input")."""
     lines = [b"g,v,u", *(f"{i % 3},1,p{i}".encode() for i in range(30))]
     base = tmp_path / "base.csv"
     base.write_bytes(base_end.join(lines) + base_end)

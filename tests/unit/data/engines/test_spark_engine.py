@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from tests.data_oracle import OracleEngine
+from tests.unit.data.engines._csv_cases import AWKWARD as AWKWARD_LINES
+from tests.unit.data.engines._csv_cases import FILES, random_lines, records, write
 
 from snapdp.data.engines.base import (
     AggregatePlan,
@@ -262,8 +264,13 @@ def test_an_unreadable_source_is_one_clean_error(spark_session: Any, tmp_path: P
 
     path = tmp_path / "t.csv"
     path.write_text("v\nSENTINEL-91c2\n")
+    with pytest.raises(ParameterError, match="not supported") as info:
+        _spark(str(path), spark_session, csv=CsvOptions(encoding="no-such-codec"))
+    assert "SENTINEL" not in str(info.value)
+    packed = tmp_path / "t.csv.gz"
+    packed.write_bytes(b"v\nSENTINEL-91c2\n")  # not gzip
     with pytest.raises(ParameterError) as info:
-        engine = _spark(str(path), spark_session, csv=CsvOptions(encoding="no-such-codec"))
+        engine = _spark(str(packed), spark_session)
         engine.aggregate(AggregatePlan(values=(V,)))
     assert "cannot be read" in str(info.value) and "SENTINEL" not in str(info.value)
 
@@ -437,3 +444,100 @@ def test_executor_noise_on_long_sums_is_near_the_exact_sums(spark_session: Any) 
     assert engine.last_noise_location == "executors"
     bound = mech.accuracy(1e-9)
     assert np.all(np.abs(noisy["s"] - 300) <= bound)
+
+
+# -- CSV input, one record per line (docs/data.md, "CSV input") ---------------------------
+def _spark_records(engine: Any) -> list[tuple[Any, ...]]:
+    return records([tuple(r) for r in engine._df.collect()])
+
+
+def test_tricky_csv_files_read_the_same_as_duckdb_and_the_oracle(
+    spark_session: Any, tmp_path: Path
+) -> None:
+    """Every file of the tricky-CSV table: Spark's column names and records equal the reference
+    engine's (and DuckDB's, tested in test_csv_lines.py): quoted delimiters, doubled quotes,
+    CRLF, mixed endings, lone CRs, BOMs, no final newline, empty fields, blank lines, header
+    only, malformed lines, NULs, bytes that are not UTF-8, latin-1, other delimiters."""
+    wrong = []
+    for name, (data, opts) in FILES.items():
+        path = write(tmp_path, name, data)
+        expected = OracleEngine(path, csv_options=opts)
+        names = expected.column_names()
+        want = records([tuple(r[c] for c in names) for r in expected._rows])
+        engine = _spark(str(path), spark_session, csv=opts)
+        if engine.column_names() != names or _spark_records(engine) != want:
+            wrong.append(name)
+    assert wrong == []
+
+
+def test_tricky_csv_gzip_and_header_errors(spark_session: Any, tmp_path: Path) -> None:
+    import gzip
+
+    data = FILES["lone cr is data"][0]
+    plain = write(tmp_path, "plain", data)
+    packed = tmp_path / "packed.csv.gz"
+    packed.write_bytes(gzip.compress(data))
+    assert _spark_records(_spark(str(packed), spark_session)) == _spark_records(
+        _spark(str(plain), spark_session)
+    )
+    for content, match in [
+        (b"\n \r\n", "no CSV header"),
+        (b'a,"b\n1,2\n', "no CSV header"),
+        (b'""\n1\n', "no CSV header"),
+        (b"a,b\xff\n1,2\n", "not valid utf-8"),
+        (b"a,a\n1,2\n", "repeats"),
+        (b"a\x00,b\n1,2\n", "NUL"),
+    ]:
+        path = tmp_path / "h.csv"
+        path.write_bytes(content)
+        with pytest.raises(ParameterError, match=match):
+            _spark(str(path), spark_session)
+
+
+@pytest.mark.parametrize(("delimiter", "header"), [(",", True), ("\t", False), ("§", True)])
+def test_random_csv_lines_read_the_same_as_the_oracle(
+    spark_session: Any, tmp_path: Path, delimiter: str, header: bool
+) -> None:
+    """3,000 random lines of quotes, delimiters, CRs, BOMs, NULs and bad bytes in one file."""
+    import random
+
+    from snapdp.data.schema import CsvOptions
+
+    d = delimiter.encode()
+    lines = [
+        line.replace(b",", d) for line in random_lines(random.Random(len(delimiter) + header), 3000)
+    ]
+    path = tmp_path / "r.csv"
+    path.write_bytes(d.join([b"a", b'"b' + d + b'"', b"c"]) + b"\n" + b"\n".join(lines))
+    opts = CsvOptions(delimiter=delimiter, header=header)
+    expected = OracleEngine(path, csv_options=opts)
+    names = expected.column_names()
+    want = records([tuple(r[c] for c in names) for r in expected._rows])
+    assert len(want) > 500
+    engine = _spark(str(path), spark_session, csv=opts)
+    assert engine.column_names() == names and _spark_records(engine) == want
+
+
+CSV_PLANS = [
+    AggregatePlan((K,), (V,)),
+    AggregatePlan((K,), (V,), U_TEXT, bounds=ContributionBounds(2, 2, 1), hash_key=KEY),
+]
+
+
+def test_neighbours_one_awkward_csv_line_in_the_middle(spark_session: Any, tmp_path: Path) -> None:
+    """D and D' = D + one awkward line in the middle (unbalanced quote, lone CR, text after a
+    closing quote, bytes that are not UTF-8, NUL, a lone quote, very long lines, …): Spark's
+    aggregates of D' equal the reference engine's (where D' − D is exactly the line's own record,
+    test_csv_lines.py), with and without units; nothing is raised, and no engine string shows
+    the line."""
+    base = [f"{i % 3},{(i * 7) % 50 / 4},p{i % 7}".encode() for i in range(60)]
+    wrong = []
+    for name, line in AWKWARD_LINES.items():
+        path = tmp_path / "d2.csv"
+        path.write_bytes(b"k,v,u\n" + b"\n".join([*base[:30], line, *base[30:]]) + b"\n")
+        engine = _spark(str(path), spark_session)
+        for plan in CSV_PLANS:
+            if engine.aggregate(plan) != OracleEngine(path).aggregate(plan):
+                wrong.append((name, plan.unit is not None))
+        assert engine.column_names() == ["k", "v", "u"] and engine.describe() == str(path)
+    assert wrong == []
