@@ -587,10 +587,14 @@ class CsvLines:
         header line was left out of it."""
         if not self.utf8 and not buf.isascii():
             buf = buf.decode("latin-1").encode("utf-8")
-        if not header and _plain(buf, self.utf8, self.delimiter, self.fields):
-            records = _plain_records(buf, self.delimiter, self.fields, self.lists)
-            if records is not None:
-                return records, False
+        if not header:
+            plain = buf
+            if b"\r" in buf and buf.count(b"\r") == buf.count(b"\r\n"):
+                plain = buf.replace(b"\r\n", b"\n")  # every CR ends a line: CRLF as LF
+            if _plain(plain, self.utf8, self.delimiter, self.fields):
+                records = _plain_records(plain, self.delimiter, self.fields, self.lists)
+                if records is not None:
+                    return records, False
         lines = _Lines(buf, self.utf8)
         dropped = header and lines.drop_first()
         split = split_fields(*lines.compact(), self.delimiter, self.fields)

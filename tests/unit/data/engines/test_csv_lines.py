@@ -241,6 +241,29 @@ def test_the_fast_path_equals_the_line_by_line_path(
             assert None in got or len(got) < len(lines)
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(st.lists(_PLAIN, max_size=5).map("".join), min_size=1, max_size=20),
+    ending=st.sampled_from(["\n", "\r\n"]),
+    last=st.sampled_from(["", "\n", "\r\n", "\r"]),
+    fields=st.integers(1, 3),
+    lists=st.booleans(),
+)
+def test_a_block_parses_the_same_on_either_path(
+    lines: list[str], ending: str, last: str, fields: int, lists: bool
+) -> None:
+    """What the stream makes of a block (the one-pass path where it may, CRLF read as LF) equals
+    the line-by-line path, for fields and for record flags."""
+    buf = (ending.join(lines) + last).encode()
+    stream = CsvLines([], "utf-8", False, ",", fields, lists=lists)
+    got, _ = stream._parse(buf, False)
+    split = split_fields(*_Lines(buf, True).compact(), b",", fields)
+    if lists:
+        assert _unquoted(got.to_pylist()) == _unquoted(_records(split).to_pylist())
+    else:
+        assert got.to_pylist() == list(split.ok)
+
+
 def test_the_fast_path_is_taken_only_where_it_may_be() -> None:
     for buf in (b"1,2\n3,4\n", b"1,2\n3,4", b"a,\n,\n", "é,ü\n".encode()):
         assert _plain(buf, True, b",", 2)
