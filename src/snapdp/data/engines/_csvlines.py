@@ -490,10 +490,28 @@ def header_fields(line: str, delimiter: str) -> list[str] | None:
     )
     if not ok[0]:
         return None
-    return [
-        f[1:-1].replace('""', '"') if f.startswith('"') else f
-        for f in data.tobytes().decode("utf-8").split("\n")
-    ]
+    return [unquote(f) for f in data.tobytes().decode("utf-8").split("\n")]
+
+
+def unquote(field: str) -> str:
+    """A field as split from a line: a quoted one without its quotes, ``""`` as ``"``."""
+    return field[1:-1].replace('""', '"') if field.startswith('"') else field
+
+
+def column_names(fields: list[str], header: bool, label: str) -> list[str]:
+    """The column names of a CSV source whose first line has ``fields`` (unquoted): those fields
+    with a header (refused when empty or repeated), else ``column0``, ``column1``, …"""
+    if not header:
+        return [f"column{i}" for i in range(len(fields))]
+    if fields == [""]:
+        raise ParameterError(
+            f"`data` {label!r}: the first line holds no CSV header", parameter="data"
+        )
+    if len(set(fields)) != len(fields):
+        raise ParameterError(
+            f"`data` {label!r}: the CSV header repeats a column name", parameter="data"
+        )
+    return fields
 
 
 def first_line(path: Path, encoding: str) -> bytes | None:

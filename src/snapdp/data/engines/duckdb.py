@@ -51,6 +51,7 @@ from snapdp.data.engines._csvlines import (
     RECORD_COLUMN,
     CsvLines,
     check_delimiter,
+    column_names,
     csv_encoding,
     first_line,
     header_fields,
@@ -265,20 +266,7 @@ class DuckDBEngine:
         opts = self._csv
         encoding = csv_encoding(opts.encoding)
         check_delimiter(opts.delimiter, encoding)
-        fields = self._header(paths[0], encoding)
-        if opts.header:
-            names = fields
-            if names == [""]:
-                raise ParameterError(
-                    f"`data` {self._label!r}: the first line holds no CSV header", parameter="data"
-                )
-            if len(set(names)) != len(names):
-                raise ParameterError(
-                    f"`data` {self._label!r}: the CSV header repeats a column name",
-                    parameter="data",
-                )
-        else:
-            names = [f"column{i}" for i in range(len(fields))]
+        names = column_names(self._header(paths[0], encoding), opts.header, self._label)
         self._lines = CsvLines(paths, encoding, opts.header, opts.delimiter, len(names))
         self._bytes = self._lines.total
         self._source_lines = quote_identifier(f"{_P}lines")

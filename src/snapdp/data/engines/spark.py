@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from snapdp.data.engines._csvlines import check_delimiter, csv_encoding
+from snapdp.data.engines._csvlines import check_delimiter, column_names, csv_encoding, unquote
 from snapdp.data.engines.base import AggregatePlan, Aggregates, NoiseRequest, ValueColumn
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
@@ -555,19 +555,7 @@ def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
         raise ParameterError(
             f"`data` {label!r}: the first line holds no CSV header", parameter="data"
         )
-    fields = [f[1:-1].replace('""', '"') if f.startswith('"') else f for f in first[0]["f"]]
-    if csv.header:
-        names = fields
-        if names == [""]:
-            raise ParameterError(
-                f"`data` {label!r}: the first line holds no CSV header", parameter="data"
-            )
-        if len(set(names)) != len(names):
-            raise ParameterError(
-                f"`data` {label!r}: the CSV header repeats a column name", parameter="data"
-            )
-    else:
-        names = [f"column{i}" for i in range(len(fields))]
+    names = column_names([unquote(f) for f in first[0]["f"]], csv.header, label)
     parsed = _raw_lines(session, target, csv.header, first[0]["line"]).select(
         _fields(text, csv.delimiter).alias("_f")
     )

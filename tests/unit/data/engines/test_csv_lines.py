@@ -154,13 +154,7 @@ def _stream(path: Path, opts: CsvOptions, fields: int, block: int) -> list[tuple
     encoding = "latin-1" if opts.encoding == "latin-1" else "utf-8"
     source = CsvLines([path], encoding, opts.header, opts.delimiter, fields, block=block)
     schema = pa.schema([("_snapdp_fields", pa.large_list(pa.large_string()))])
-    lines = [x for b in source._batches(schema) for x in b.column(0).to_pylist()]
-    return [
-        None
-        if x is None
-        else tuple(f[1:-1].replace('""', '"') if f.startswith('"') else f for f in x)
-        for x in lines
-    ]
+    return _unquoted([x for b in source._batches(schema) for x in b.column(0).to_pylist()])
 
 
 def _oracle_stream(data: bytes, opts: CsvOptions, fields: int) -> list[tuple[str, ...] | None]:
