@@ -276,11 +276,8 @@ def _unit_report(
     b = schema.bounds
     if b.max_rows_per_unit is not None:
         k = b.max_rows_per_unit
-        report.over_rows_per_unit = _pair(
-            engine.fetch(
-                f"SELECT COUNT(*) FILTER (WHERE n > {k}), COALESCE(SUM(GREATEST(n - {k}, 0)), 0) "
-                f"FROM (SELECT COUNT(*) AS n FROM {t} WHERE {u} IS NOT NULL GROUP BY {u})"
-            )[0]
+        report.over_rows_per_unit = _over(
+            engine, f"SELECT COUNT(*) AS n FROM {t} WHERE {u} IS NOT NULL GROUP BY {u}", k
         )
     groupings = [c for c in columns if c.is_grouping]
     if groupings and (b.max_groups_per_unit is not None or b.max_rows_per_group is not None):
@@ -289,27 +286,26 @@ def _unit_report(
         not_null = " AND ".join(f"({p}) IS NOT NULL" for p in cell_parts)
         cells = f"(SELECT {u} AS u, {cell} AS cell FROM {t} WHERE {u} IS NOT NULL AND {not_null})"
         if b.max_groups_per_unit is not None:
-            n0 = b.max_groups_per_unit
-            report.over_groups_per_unit = _pair(
-                engine.fetch(
-                    f"SELECT COUNT(*) FILTER (WHERE n > {n0}), "
-                    f"COALESCE(SUM(GREATEST(n - {n0}, 0)), 0) FROM "
-                    f"(SELECT COUNT(DISTINCT cell) AS n FROM {cells} GROUP BY u)"
-                )[0]
+            report.over_groups_per_unit = _over(
+                engine,
+                f"SELECT COUNT(DISTINCT cell) AS n FROM {cells} GROUP BY u",
+                b.max_groups_per_unit,
             )
         if b.max_rows_per_group is not None:
-            n1 = b.max_rows_per_group
-            report.over_rows_per_group = _pair(
-                engine.fetch(
-                    f"SELECT COUNT(*) FILTER (WHERE n > {n1}), "
-                    f"COALESCE(SUM(GREATEST(n - {n1}, 0)), 0) FROM "
-                    f"(SELECT COUNT(*) AS n FROM {cells} GROUP BY u, cell)"
-                )[0]
+            report.over_rows_per_group = _over(
+                engine,
+                f"SELECT COUNT(*) AS n FROM {cells} GROUP BY u, cell",
+                b.max_rows_per_group,
             )
     return report
 
 
-def _pair(row: tuple[Any, ...]) -> tuple[int, int]:
+def _over(engine: DuckDBEngine, counts: str, bound: int) -> tuple[int, int]:
+    """(how many groups of ``counts`` have n above ``bound``, how much above it in all)."""
+    row = engine.fetch(
+        f"SELECT COUNT(*) FILTER (WHERE n > {bound}), "
+        f"COALESCE(SUM(GREATEST(n - {bound}, 0)), 0) FROM ({counts})"
+    )[0]
     return int(row[0]), int(row[1])
 
 
