@@ -13,7 +13,7 @@ import numpy as np
 
 from snapdp.errors import ParameterError
 
-__all__ = ["check_epsilon", "check_positive_finite", "check_real", "check_value"]
+__all__ = ["check_count", "check_epsilon", "check_positive_finite", "check_real", "check_value"]
 
 Number = int | float | Fraction
 
@@ -62,6 +62,13 @@ def _is_nan(x: Number) -> bool:
 
 def _is_finite(x: Number) -> bool:
     return not isinstance(x, float) or math.isfinite(x)
+
+
+def check_count(name: str, x: object) -> int:
+    """An integer >= 1 (a bool is not one)."""
+    if isinstance(x, bool) or not isinstance(x, int) or x < 1:
+        raise ParameterError(f"`{name}` must be an integer >= 1, not {x!r}", parameter=name)
+    return x
 
 
 def check_positive_finite(name: str, x: object) -> Number:

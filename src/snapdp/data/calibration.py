@@ -21,7 +21,7 @@ from fractions import Fraction
 
 from snapdp import _exact
 from snapdp._exact import mpfr, mpq
-from snapdp._validation import check_epsilon, check_finite, check_positive_finite
+from snapdp._validation import check_count, check_epsilon, check_finite, check_positive_finite
 from snapdp.errors import ParameterError
 from snapdp.parameters import SnappingParameters, compute_parameters
 from snapdp.verify.distribution import ExactDistribution, exact_distribution_for
@@ -222,16 +222,7 @@ def calibrate_l1(
         raise ParameterError(
             f"`lower` must be < `upper`, not {float(lo)!r} >= {float(hi)!r}", parameter="lower"
         )
-    if isinstance(groups_touched, bool) or not isinstance(groups_touched, int):
-        raise ParameterError(
-            f"`groups_touched` must be an integer >= 1, not {groups_touched!r}",
-            parameter="groups_touched",
-        )
-    if groups_touched < 1:
-        raise ParameterError(
-            f"`groups_touched` must be >= 1, not {groups_touched!r}", parameter="groups_touched"
-        )
-    return _calibrate_l1(eps, delta_1, lo, hi, groups_touched)
+    return _calibrate_l1(eps, delta_1, lo, hi, check_count("groups_touched", groups_touched))
 
 
 def presumed_l1(

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from snapdp._validation import check_epsilon
+from snapdp._validation import check_count, check_epsilon
 from snapdp.data._toml import KeyLocator, Path_, PlanFileError, describe_key, load_toml
 from snapdp.data.engines.base import Engine
 from snapdp.data.query import STATISTICS, Query
@@ -108,11 +108,7 @@ class PlannedQuery:
                 f"`confidence` must be in (0, 1), not {c!r}", parameter="confidence"
             )
         object.__setattr__(self, "confidence", float(c))
-        n = self.group_size
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ParameterError(
-                f"`group_size` must be an integer >= 1, not {n!r}", parameter="group_size"
-            )
+        check_count("group_size", self.group_size)
 
     @property
     def how(self) -> str:

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from snapdp import _exact
 from snapdp._exact import mpq
-from snapdp._validation import check_epsilon, check_finite, check_positive_finite
+from snapdp._validation import check_count, check_epsilon, check_finite, check_positive_finite
 from snapdp.accuracy import accuracy_bound
 from snapdp.data.calibration import Calibration, calibrate_l1
 from snapdp.data.schema import DEFAULT_MAX_ROWS
@@ -182,10 +182,7 @@ def node_bounds(
     """
     eps = check_epsilon("epsilon", epsilon)
     k = _check_row_bound(row_bound)
-    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
-        raise ParameterError(
-            f"`max_rows` must be an integer >= 1, not {max_rows!r}", parameter="max_rows"
-        )
+    check_count("max_rows", max_rows)
     margin = math.ceil(Fraction(1500 * k * spec.depth * k) / eps)
     return -(max_rows + margin), max_rows + margin
 
@@ -361,15 +358,7 @@ def rank_accuracy(
     The bound holds for every edge at once, hence for any number of probabilities
     (``n_probabilities`` is checked but does not enlarge it); the isotonic step keeps it.
     """
-    if isinstance(n_probabilities, bool) or not isinstance(n_probabilities, int):
-        raise ParameterError(
-            f"`n_probabilities` must be an integer >= 1, not {n_probabilities!r}",
-            parameter="n_probabilities",
-        )
-    if n_probabilities < 1:
-        raise ParameterError(
-            f"`n_probabilities` must be >= 1, not {n_probabilities!r}", parameter="n_probabilities"
-        )
+    check_count("n_probabilities", n_probabilities)
     conf = float(check_finite("confidence", confidence))
     if not 0 < conf < 1:
         raise ParameterError(
@@ -446,8 +435,7 @@ def value_accuracy(spec: TreeSpec, rank_acc: RankAccuracy | float, n_ref: int) -
     the value by at most r·(U − L)/n_ref. It is an assumption stated to the planner, not a
     guarantee; skewed data (e.g. incomes) are far less even at the top.
     """
-    if isinstance(n_ref, bool) or not isinstance(n_ref, int) or n_ref < 1:
-        raise ParameterError(f"`n_ref` must be an integer >= 1, not {n_ref!r}", parameter="n_ref")
+    check_count("n_ref", n_ref)
     r = rank_acc.rank if isinstance(rank_acc, RankAccuracy) else float(rank_acc)
     span = float(spec.upper - spec.lower)
     return min(span, float(spec.leaf_width) + r * span / n_ref)
@@ -466,11 +454,7 @@ def _round_up(x: float) -> float:
 
 
 def _check_row_bound(row_bound: object) -> int:
-    if isinstance(row_bound, bool) or not isinstance(row_bound, int) or row_bound < 1:
-        raise ParameterError(
-            f"`row_bound` must be an integer >= 1, not {row_bound!r}", parameter="row_bound"
-        )
-    return row_bound
+    return check_count("row_bound", row_bound)
 
 
 def _depth_for(b: int, needed: int) -> int:

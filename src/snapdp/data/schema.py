@@ -28,6 +28,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal, TypeAlias
 
+from snapdp._validation import check_count
 from snapdp.errors import ParameterError
 
 __all__ = [
@@ -209,8 +210,8 @@ class ContributionBounds:
     def __post_init__(self) -> None:
         for name in ("max_rows_per_unit", "max_groups_per_unit", "max_rows_per_group"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise ParameterError(f"`{name}` must be an integer >= 1, not {v!r}", parameter=name)
+            if v is not None:
+                check_count(name, v)
 
     @property
     def is_bounded(self) -> bool:
@@ -283,8 +284,8 @@ class Schema:
                 parameter="privacy_unit",
             )
         for name, v in (("max_rows", self.max_rows), ("rows", self.rows)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise ParameterError(f"`{name}` must be an integer >= 1, not {v!r}", parameter=name)
+            if v is not None:
+                check_count(name, v)
         if self.rows is not None and self.rows > self.max_rows:
             raise ParameterError(
                 f"`rows` = {self.rows} exceeds `max_rows` = {self.max_rows}", parameter="rows"

@@ -46,6 +46,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from snapdp._validation import check_count
 from snapdp.data.engines._csvlines import (
     FIELDS_COLUMN,
     RECORD_COLUMN,
@@ -173,11 +174,7 @@ class DuckDBEngine:
                 parameter="temp_directory",
             ) from None
         if threads is not None:
-            if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-                raise ParameterError(
-                    f"`threads` must be an integer >= 1, not {threads!r}", parameter="threads"
-                )
-            self._con.execute(f"SET threads = {threads}")
+            self._con.execute(f"SET threads = {check_count('threads', threads)}")
 
     def _open_path(self, text: str, glob: bool) -> None:
         if glob:
