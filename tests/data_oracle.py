@@ -163,10 +163,18 @@ def _unit_text(value: Any) -> str:
 class OracleEngine:
     """The reference :class:`~snapdp.data.engines.base.Engine` over a small table."""
 
-    def __init__(self, source: object, *, csv_options: CsvOptions | None = None) -> None:
+    def __init__(
+        self, source: object, *, csv_options: CsvOptions | None = None, glob: bool = False
+    ) -> None:
         opts = csv_options or CsvOptions()
-        if isinstance(source, (str, Path)):
-            self._columns, self._rows = _read_csv(Path(source), opts)
+        if isinstance(source, (str, Path)) and glob:
+            import glob as _glob
+
+            paths = [Path(p) for p in sorted(_glob.glob(str(source), recursive=True))]
+            self._columns, self._rows = _read_csvs(paths, opts)
+            self._label = str(source)
+        elif isinstance(source, (str, Path)):
+            self._columns, self._rows = _read_csvs([Path(source)], opts)
             self._label = str(Path(source).resolve())
         elif isinstance(source, list):
             self._rows = [dict(r) for r in source]
@@ -271,15 +279,20 @@ def _bound(
 _ORACLE_ENCODINGS = {"utf-8": "utf-8", "utf8": "utf-8", "latin-1": "latin-1", "latin1": "latin-1"}
 
 
-def csv_lines(data: bytes, utf8: bool) -> list[bytes]:
+def csv_lines(data: bytes, utf8: bool, max_line: int | None = None) -> list[bytes | None]:
     """The CSV rule's lines (docs/data.md, "CSV input"), written out plainly: split at LF (the
-    text after the last LF is a line when not empty), one trailing CR removed, blank lines (no
-    byte above 0x20) left out, then in UTF-8 a leading byte-order mark removed."""
+    text after the last LF is a line when not empty); a line of more than ``max_line`` bytes
+    (its LF not counted) is None (no record, whatever it holds); else one trailing CR removed,
+    blank lines (no byte above 0x20) left out, then in UTF-8 a leading byte-order mark
+    removed."""
     parts = data.split(b"\n")
     if parts and parts[-1] == b"":
         parts.pop()
-    out = []
+    out: list[bytes | None] = []
     for part in parts:
+        if max_line is not None and len(part) > max_line:
+            out.append(None)
+            continue
         line = part[:-1] if part.endswith(b"\r") else part
         if all(b <= 0x20 for b in line):
             continue
@@ -329,7 +342,25 @@ def parse_line(text: str, delimiter: str) -> list[str] | None:
             i = j + 1
 
 
-def _read_csv(path: Path, opts: CsvOptions) -> tuple[list[str], list[dict[str, Any]]]:
+def _read_csvs(paths: list[Path], opts: CsvOptions) -> tuple[list[str], list[dict[str, Any]]]:
+    """The records of CSV files, each file's columns by name: its header's, or the declared
+    ones; the columns are the headers' names in order of first appearance, null in a file
+    whose header lacks them."""
+    if not paths:
+        raise ParameterError("the pattern matches no file")
+    columns: list[str] = []
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        names, records = _read_csv(path, opts)
+        columns += [c for c in names if c not in columns]
+        rows += [
+            {c: (None if v == "" else v) for c, v in zip(names, rec, strict=True)}
+            for rec in records
+        ]
+    return columns, [{c: r.get(c) for c in columns} for r in rows]
+
+
+def _read_csv(path: Path, opts: CsvOptions) -> tuple[list[str], list[list[str]]]:
     encoding = _ORACLE_ENCODINGS.get(opts.encoding.lower().replace("_", "-"))
     if encoding is None:
         raise ParameterError(f"{path}: encoding {opts.encoding!r} is not supported")
@@ -339,25 +370,22 @@ def _read_csv(path: Path, opts: CsvOptions) -> tuple[list[str], list[dict[str, A
         raise ParameterError(f"{path}: cannot be read ({type(exc).__name__})") from None
     records: list[list[str]] = []
     columns: list[str] | None = None
-    for i, line in enumerate(csv_lines(data, encoding == "utf-8")):
+    if not opts.header:
+        assert opts.column_names is not None
+        columns = list(opts.column_names)
+    for line in csv_lines(data, encoding == "utf-8", opts.max_line_bytes):
         try:
-            text: str | None = line.decode(encoding)
+            text: str | None = None if line is None else line.decode(encoding)
         except UnicodeDecodeError:
             text = None
         fields = None if text is None else parse_line(text, opts.delimiter)
-        if i == 0:
-            if fields is None or (opts.header and fields == [""]):
+        if columns is None:
+            if fields is None or fields == [""] or len(set(fields)) != len(fields):
                 raise ParameterError(f"{path}: the first line holds no CSV header")
-            if opts.header:
-                columns = fields
-                continue
-            columns = [f"column{j}" for j in range(len(fields))]  # as the contract names them
-        assert columns is not None
+            columns = fields
+            continue
         if fields is not None and len(fields) == len(columns):
             records.append(fields)
     if columns is None:
         raise ParameterError(f"{path}: the file holds no line")
-    rows = [
-        {c: (None if v == "" else v) for c, v in zip(columns, rec, strict=True)} for rec in records
-    ]
-    return columns, rows
+    return columns, records

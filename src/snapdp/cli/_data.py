@@ -32,6 +32,7 @@ from snapdp.data.release import PrivateTable
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import (
     COLUMN_TYPES,
+    DEFAULT_MAX_LINE_BYTES,
     DEFAULT_MAX_ROWS,
     Column,
     ContributionBounds,
@@ -76,6 +77,9 @@ FLAGS: dict[str, str] = {
     "confidence": "--confidence",
     "delimiter": "--delimiter",
     "encoding": "--encoding",
+    "header": "--header/--no-header",
+    "column_names": "--csv-columns",
+    "max_line_bytes": "--max-line-bytes",
     "total_epsilon": "--total-epsilon",
     "column": "--sum/--mean/--var/--std",
     "statistic": "--count/--sum/--mean/--var/--std",
@@ -129,6 +133,12 @@ def declaration_options(func: Callable[P, R]) -> Callable[P, R]:
         click.option("--delimiter", default=",", show_default=True, help="CSV delimiter."),
         click.option("--header/--no-header", default=True, show_default=True,
                      help="Whether the CSV's first line names the columns."),
+        click.option("--csv-columns", "column_names", metavar="A,B,C",
+                     help="The columns of a CSV without a header, in order (required with "
+                          "--no-header)."),
+        click.option("--max-line-bytes", type=int, default=DEFAULT_MAX_LINE_BYTES,
+                     show_default=True,
+                     help="A longer CSV line is no record (skipped, never held in memory)."),
     ]  # fmt: skip
     for option in reversed(options):
         func = option(func)
@@ -164,6 +174,8 @@ def schema_from_options(
     encoding: str = "utf-8",
     delimiter: str = ",",
     header: bool = True,
+    column_names: str | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     values: Sequence[str] = (),
 ) -> Schema:
     """The Schema the flags declare (see the module docstring for undeclared types).
@@ -229,7 +241,13 @@ def schema_from_options(
         bounds,
         DEFAULT_MAX_ROWS if max_rows is None else max_rows,
         rows,
-        CsvOptions(encoding, delimiter, header),
+        CsvOptions(
+            encoding,
+            delimiter,
+            header,
+            None if column_names is None else tuple(n.strip() for n in column_names.split(",")),
+            max_line_bytes,
+        ),
     )
 
 
@@ -410,40 +428,38 @@ def run_table_release(
     _print_results(label, results, eps, ledger, remaining, schema)
 
 
+def progress_columns() -> tuple[Any, ...]:
+    """The progress bar's columns: the bar, the percentage and the time left. Never a count of
+    bytes or rows: with fixed-width rows a file's size is its row count (docs/data.md)."""
+    from rich.progress import BarColumn, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+    return (
+        TextColumn("reading"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+
+
 def _with_progress(engine: Any, run: Callable[[], R], quiet: bool) -> R:
-    """Run the release with a progress bar on stderr, in BYTES read (never rows: a row count is
-    private), with percentage and ETA, when the engine reports ``progress() -> (bytes read,
-    total bytes) | None``; else without one."""
+    """Run the release with a progress bar on stderr (:func:`progress_columns`: percentage and
+    time left, out of 100) when the engine reports ``progress() -> percent | None``; else
+    without one."""
     report = getattr(engine, "progress", None)
     if quiet or not callable(report):
         return run()
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TaskProgressColumn,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+    from rich.progress import Progress
 
-    columns = (
-        TextColumn("reading"),
-        BarColumn(),
-        TaskProgressColumn(),
-        DownloadColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
     stop = threading.Event()
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+    with Progress(*progress_columns(), console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("reading", total=None)
 
         def update() -> None:
-            state = report()
-            if state is not None:
-                done, total = state
-                bar.update(task, completed=done, total=total)
+            percent = report()
+            if percent is not None:
+                bar.update(task, completed=min(max(int(percent), 0), 100), total=100)
 
         def poll() -> None:
             while not stop.wait(0.1):

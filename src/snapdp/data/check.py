@@ -128,8 +128,8 @@ class CheckReport:
             where = f", e.g. {', '.join(self.skipped_examples)}" if self.skipped_examples else ""
             lines.append(
                 f"{self.skipped_lines:,} line(s) skipped: not a record (a quote left open or "
-                "misplaced, a wrong number of fields, or bytes that are not in the encoding; "
-                f'see docs/data.md, "CSV input"){where}'
+                "misplaced, a wrong number of fields, bytes that are not in the encoding, or "
+                f'longer than max_line_bytes; see docs/data.md, "CSV input"){where}'
             )
         for c in self.columns:
             lines.append("")

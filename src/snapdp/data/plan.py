@@ -661,6 +661,8 @@ _DATA_KEYS: Mapping[str, tuple[str, ...]] = {
     "encoding": (),
     "delimiter": (),
     "header": (),
+    "column_names": ("csv_columns",),
+    "max_line_bytes": (),
     "dataset": ("name",),
 }
 _COLUMN_KEYS: Mapping[str, tuple[str, ...]] = {
@@ -839,14 +841,16 @@ class _Loader:
                 kw[k] = self.integer(data[k])
         if "null_units" in data:
             kw["null_units"] = data["null_units"][0]
-        csv: dict[str, Any] = {
-            k: data[k][0] for k in ("encoding", "delimiter", "header") if k in data
-        }
+        csv_keys = ("encoding", "delimiter", "header", "column_names", "max_line_bytes")
+        csv: dict[str, Any] = {k: data[k][0] for k in csv_keys if k in data}
+        if isinstance(csv.get("column_names"), list):
+            csv["column_names"] = tuple(csv["column_names"])
         try:
             opts = CsvOptions(**csv)
         except (ParameterError, TypeError) as exc:
-            key = data.get("delimiter", (None, ("data",)))[1]
-            raise self.error(key, str(exc), "delimiter") from None
+            parameter = getattr(exc, "parameter", None) or "delimiter"
+            key = data.get(parameter, (None, ("data",)))[1]
+            raise self.error(key, str(exc), parameter) from None
         if bounds and "privacy_unit" not in kw:
             first = next(iter(bounds))
             raise self.error(

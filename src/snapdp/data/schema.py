@@ -33,6 +33,7 @@ from snapdp.errors import ParameterError
 
 __all__ = [
     "COLUMN_TYPES",
+    "DEFAULT_MAX_LINE_BYTES",
     "DEFAULT_MAX_ROWS",
     "Column",
     "ColumnType",
@@ -222,15 +223,28 @@ class ContributionBounds:
         )
 
 
+#: The longest CSV line read as a record, in bytes (docs/data.md, "CSV input"): 1 MiB.
+DEFAULT_MAX_LINE_BYTES = 1 << 20
+_MAX_LINE_LIMIT = 1 << 30  # Spark's line reader counts a line's bytes in a Java int
+
+
 @dataclass(frozen=True)
 class CsvOptions:
     """How a CSV file is read: one record per line, every cell as text, then cast by the
     declaration (docs/data.md, "CSV input"). ``encoding``: utf-8 or latin-1 (checked when a CSV
-    is read); ``delimiter``: one character, not ``"``, LF, CR or NUL."""
+    is read); ``delimiter``: one character, not ``"``, LF, CR or NUL.
+
+    ``header``: whether the first non-blank line of each file names its columns. Without one the
+    columns are declared, ``column_names`` (their number is the fields of every record; no line
+    of the data decides it); with one, ``column_names`` is not given. ``max_line_bytes``: a line
+    of more bytes (its LF not counted) is no record, and is skipped without being held in
+    memory (default :data:`DEFAULT_MAX_LINE_BYTES`, at most 2^30)."""
 
     encoding: str = "utf-8"
     delimiter: str = ","
     header: bool = True
+    column_names: tuple[str, ...] | None = None
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 
     def __post_init__(self) -> None:
         if len(self.delimiter) != 1:
@@ -244,6 +258,45 @@ class CsvOptions:
                 '(docs/data.md, "CSV input")',
                 parameter="delimiter",
             )
+        if not isinstance(self.header, bool):
+            raise ParameterError(
+                f"`header` must be true or false, not {self.header!r}", parameter="header"
+            )
+        check_count("max_line_bytes", self.max_line_bytes)
+        if self.max_line_bytes > _MAX_LINE_LIMIT:
+            raise ParameterError(
+                f"`max_line_bytes` must be at most {_MAX_LINE_LIMIT} (1 GiB), not "
+                f"{self.max_line_bytes}",
+                parameter="max_line_bytes",
+            )
+        names = self.column_names
+        if names is not None:
+            if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+                raise ParameterError(
+                    f"`column_names` must be a list of column names, not {names!r}",
+                    parameter="column_names",
+                )
+            names = tuple(names)
+            object.__setattr__(self, "column_names", names)
+        if self.header and names is not None:
+            raise ParameterError(
+                "`column_names` declares the columns of a CSV without a header: with a header "
+                "the header names them (drop `column_names`, or declare `header` false)",
+                parameter="column_names",
+            )
+        if not self.header:
+            if not names:
+                raise ParameterError(
+                    "a CSV without a header needs its columns declared, in order: "
+                    "`column_names` (e.g. a,b,c); no line of the data sets them "
+                    '(docs/data.md, "CSV input")',
+                    parameter="column_names",
+                )
+            if any(not n for n in names) or len(set(names)) != len(names):
+                raise ParameterError(
+                    f"`column_names` must be non-empty and distinct, not {list(names)!r}",
+                    parameter="column_names",
+                )
 
 
 @dataclass(frozen=True)

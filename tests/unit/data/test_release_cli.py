@@ -113,7 +113,8 @@ def test_encoding_delimiter_and_no_header(tmp_path: Path) -> None:
     path = tmp_path / "latin.csv"
     path.write_bytes("1;café\n2;thé\n2;café\n".encode("latin-1"))
     code, out = _run("release", str(path), "--epsilon", "50", "--count", "--no-header",
-                     "--delimiter", ";", "--encoding", "latin-1", "--keys", "column1=café,thé",
+                     "--csv-columns", "column0,column1", "--delimiter", ";",
+                     "--encoding", "latin-1", "--keys", "column1=café,thé",
                      "--json")  # fmt: skip
     if code != 0 and "column1" in out:
         pytest.skip("the engine names header-less columns differently")
@@ -182,11 +183,11 @@ class _Interrupted:
     def describe(self) -> str:
         return "t"
 
-    def progress(self) -> tuple[int, int]:
-        return self.read, 2_000_000
+    def progress(self) -> int:
+        return self.read
 
     def aggregate(self, plan: object) -> Any:
-        self.read = 1_000_000
+        self.read = 50
         raise KeyboardInterrupt
 
 
@@ -203,27 +204,41 @@ def test_ctrl_c_during_the_scan_spends_nothing_and_exits_130(
     assert not Path(ledger).exists() or read_ledger(ledger).entries == []
 
 
-def test_progress_is_in_bytes_with_percentage_never_rows(
+def test_progress_shows_a_percentage_and_time_never_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The bar shows the share read (out of 100) and the time left: no byte count, which with
+    fixed-width rows is the row count (issue 21 item 4; docs/data.md)."""
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
     class Done(_Interrupted):
         def aggregate(self, plan: Any) -> Any:
-            self.read = 2_000_000
+            self.read = 100
             return local_engine([{"x": "1"}]).aggregate(plan)
 
     monkeypatch.setattr(cli_data, "make_engine", lambda name, source, schema, **kw: Done(source))
-    seen: list[tuple[int, int]] = []
-    original = cli_data._with_progress
+    shown: list[tuple[Any, Any]] = []
+    update = Progress.update
 
-    def spy(engine: Any, run: Any, quiet: bool) -> Any:
-        report = engine.progress
-        engine.progress = lambda: seen.append(report()) or report()
-        return original(engine, run, quiet)
+    def spy(self: Progress, task: Any, **kw: Any) -> None:
+        shown.append((kw.get("completed"), kw.get("total")))
+        update(self, task, **kw)
 
-    monkeypatch.setattr(cli_data, "_with_progress", spy)
+    monkeypatch.setattr(Progress, "update", spy)
     code, out = _run("release", str(tmp_path / "t.csv"), "--epsilon", "1", "--count")
     assert code == 0, out
-    assert seen[0] == (0, 2_000_000) and seen[-1] == (2_000_000, 2_000_000)
+    assert shown[0] == (0, 100) and shown[-1] == (100, 100)
+    allowed = (BarColumn, TaskProgressColumn, TextColumn, TimeRemainingColumn)
+    columns = cli_data.progress_columns()
+    assert all(type(c) in allowed for c in columns)  # no Download/FileSize/MofN/Speed column
+    texts = [c.text_format for c in columns if type(c) is TextColumn]
+    assert all("{task." not in t for t in texts)  # the fixed labels, no task field
 
 
 def test_a_refused_release_leaves_no_ledger_file(tmp_path: Path) -> None:

@@ -33,10 +33,13 @@ from typing import IO, Any, NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.data.schema import DEFAULT_MAX_LINE_BYTES
 from snapdp.errors import ParameterError
 
 __all__ = [
     "FIELDS_COLUMN",
+    "GROUP_COLUMN",
+    "LONG_LINE",
     "RECORD_COLUMN",
     "CsvLines",
     "Split",
@@ -54,7 +57,12 @@ _Bools = npt.NDArray[np.bool_]
 
 FIELDS_COLUMN = "_snapdp_fields"
 RECORD_COLUMN = "_snapdp_record"
+GROUP_COLUMN = "_snapdp_group"
 _BLOCK = 2 << 20
+_MAX_LINE = DEFAULT_MAX_LINE_BYTES
+#: What a line longer than the declared maximum is read as: one ``"`` (an open quote), so it
+#: never splits into fields, in any path of the parser; the NUL makes it no header either.
+LONG_LINE = b'\x00"'
 _AHEAD = 2  # blocks parsed ahead of the one DuckDB takes
 _BOM = b"\xef\xbb\xbf"
 _ENCODINGS = {
@@ -97,28 +105,68 @@ def _open(path: Path) -> tuple[IO[bytes], IO[bytes]]:
     return raw, raw
 
 
-def _blocks(stream: IO[bytes], size: int = _BLOCK) -> Iterator[bytes]:
+def _blocks(stream: IO[bytes], size: int = _BLOCK, max_line: int = _MAX_LINE) -> Iterator[bytes]:
     """The stream in blocks of whole lines: each block ends with LF, except the last one when the
-    file does not end with LF. A line longer than ``size`` makes its block longer."""
-    pending: list[bytes] = []
+    file does not end with LF. A line of more than ``max_line`` bytes (its LF not counted) comes
+    as :data:`LONG_LINE` instead (one line, never a record), read past without being kept: a
+    block holds at most ``size`` + ``max_line`` + 1 bytes, and nothing else is held."""
+    carry = b""  # the start of a line not ended yet (at most max_line bytes)
+    skipping = False  # inside a line longer than max_line: read on to its LF
     while True:
         chunk = stream.read(size)
         if not chunk:
-            if pending:
-                yield b"".join(pending)
+            if skipping:
+                yield LONG_LINE
+            elif carry:
+                yield carry
             return
-        cut = chunk.rfind(b"\n")
-        if cut < 0:
-            pending.append(chunk)
+        head = b""
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                continue
+            skipping = False
+            head = LONG_LINE + b"\n"
+            chunk = chunk[nl + 1 :]
+        first = chunk.find(b"\n")
+        if first < 0:
+            if len(carry) + len(chunk) > max_line:
+                carry, skipping = b"", True
+            else:
+                carry += chunk
+            if head:
+                yield head
             continue
-        if cut + 1 == len(chunk):
-            pending.append(chunk)
-            rest = b""
+        last = chunk.rfind(b"\n")
+        too_long = len(carry) + first > max_line
+        lead = LONG_LINE + b"\n" if too_long else carry + chunk[: first + 1]
+        middle = chunk[first + 1 : last + 1]
+        if len(middle) > max_line + 1:  # it may hold lines that are too long
+            middle = _shorten(middle, max_line)
+        tail = chunk[last + 1 :]
+        if len(tail) > max_line:
+            carry, skipping = b"", True
         else:
-            pending.append(chunk[: cut + 1])
-            rest = chunk[cut + 1 :]
-        yield pending[0] if len(pending) == 1 else b"".join(pending)
-        pending = [rest] if rest else []
+            carry = tail
+        yield head + lead + middle
+
+
+def _shorten(lines: bytes, max_line: int) -> bytes:
+    """``lines`` (each ending with LF) with each line of more than ``max_line`` bytes replaced
+    by :data:`LONG_LINE`."""
+    ends = np.flatnonzero(np.frombuffer(lines, np.uint8) == 10)
+    lengths = np.diff(ends, prepend=-1) - 1
+    long = np.flatnonzero(lengths > max_line)
+    if not len(long):
+        return lines
+    parts = []
+    start = 0
+    for i in long:
+        parts.append(lines[start : int(ends[i]) - int(lengths[i])])
+        parts.append(LONG_LINE)
+        start = int(ends[i])
+    parts.append(lines[start:])
+    return b"".join(parts)
 
 
 def utf8_errors(arr: _Bytes) -> _Ints:
@@ -498,11 +546,9 @@ def unquote(field: str) -> str:
     return field[1:-1].replace('""', '"') if field.startswith('"') else field
 
 
-def column_names(fields: list[str], header: bool, label: str) -> list[str]:
-    """The column names of a CSV source whose first line has ``fields`` (unquoted): those fields
-    with a header (refused when empty or repeated), else ``column0``, ``column1``, …"""
-    if not header:
-        return [f"column{i}" for i in range(len(fields))]
+def column_names(fields: list[str], label: str) -> list[str]:
+    """The column names a CSV header with ``fields`` (unquoted) gives: those fields (refused
+    when empty or repeated)."""
     if fields == [""]:
         raise ParameterError(
             f"`data` {label!r}: the first line holds no CSV header", parameter="data"
@@ -514,14 +560,15 @@ def column_names(fields: list[str], header: bool, label: str) -> list[str]:
     return fields
 
 
-def first_line(path: Path, encoding: str) -> bytes | None:
+def first_line(path: Path, encoding: str, max_line: int = _MAX_LINE) -> bytes | None:
     """The first non-blank line of ``path`` after the byte rules (CR and, in UTF-8, a BOM
-    removed), as bytes of the declared encoding; None when the file has no non-blank line."""
+    removed), as bytes of the declared encoding (:data:`LONG_LINE` when it is longer than
+    ``max_line`` bytes); None when the file has no non-blank line."""
     utf8 = encoding == "utf-8"
     stream, raw = _open(path)
     try:
         with raw:
-            for buf in _blocks(stream, 1 << 16):
+            for buf in _blocks(stream, 1 << 16, max_line):
                 lines = _Lines(buf, utf8=False)  # the bytes, not decoded: the caller decodes
                 first = np.flatnonzero(lines.keep)
                 if len(first):
@@ -538,9 +585,14 @@ class CsvLines:
     non-blank line its fields as a list (null: no record), or, without ``lists``, whether it is
     a record.
 
-    ``done`` and ``total``: bytes of the files on disk read so far by the latest scan, and their
-    total size (for ``progress()``: positions in the files, never a count of lines); a stream
-    made with ``progress=other`` keeps its ``done`` in ``other``."""
+    ``fields``: the number of fields of a record, one for all files or one per file (each file's
+    own header). ``groups``: per file a group number (the files of one header); when given,
+    each line also carries its file's group (:data:`GROUP_COLUMN`), so that a query reads each
+    file's columns by name. ``max_line``: longer lines are no record, never held in memory.
+
+    :meth:`percent`: how much of the files the latest scan has read, in whole percent of their
+    size on disk (for ``progress()``: never a count of lines or bytes); a stream made with
+    ``progress=other`` reports its position through ``other``."""
 
     def __init__(
         self,
@@ -548,8 +600,10 @@ class CsvLines:
         encoding: str,
         header: bool,
         delimiter: str,
-        fields: int,
+        fields: int | Sequence[int],
         *,
+        groups: Sequence[int] | None = None,
+        max_line: int = _MAX_LINE,
         lists: bool = True,
         block: int = _BLOCK,
         progress: CsvLines | None = None,
@@ -558,32 +612,49 @@ class CsvLines:
         self.lists = lists
         self._progress = progress or self  # where ``done`` is kept (shared by two streams)
         self.delimiter = delimiter.encode("utf-8")
-        self.fields = fields
+        counts = [fields] * len(self.paths) if isinstance(fields, int) else list(fields)
+        if len(counts) != len(self.paths):
+            raise ValueError("one field count per file")
+        self.fields = counts
+        self.groups = None if groups is None else list(groups)
+        self.max_line = max_line
         self.block = block
         self.utf8 = encoding == "utf-8"
         self.header = header
         self.total = sum(p.stat().st_size for p in self.paths)
         self.done = 0
 
+    def percent(self) -> int:
+        """Whole percent of the files' bytes on disk the latest scan has read (0 to 100)."""
+        if not self.total:
+            return 0
+        return min(100, 100 * self.done // self.total)
+
     def __arrow_c_stream__(self, requested_schema: object = None) -> object:
         import pyarrow as pa
 
         kind = pa.large_list(pa.large_string()) if self.lists else pa.bool_()
-        schema = pa.schema([(FIELDS_COLUMN if self.lists else RECORD_COLUMN, kind)])
+        columns = [(FIELDS_COLUMN if self.lists else RECORD_COLUMN, kind)]
+        if self.groups is not None:
+            columns.append((GROUP_COLUMN, pa.int32()))
+        schema = pa.schema(columns)
         reader = pa.RecordBatchReader.from_batches(schema, self._batches(schema))
         return reader.__arrow_c_stream__(requested_schema)
 
-    def skipped(self, limit: int) -> list[tuple[Path, int]]:
-        """(file, line number from 1) of the first ``limit`` non-blank lines that are no
-        record, in file order: for ``snapdp check`` (the owner's tool), never for a release."""
-        out: list[tuple[Path, int]] = []
-        for path in self.paths:
+    def skipped(self, limit: int) -> list[tuple[Path, int, str]]:
+        """(file, line number from 1, why) of the first ``limit`` non-blank lines that are no
+        record, in file order; why is ``"longer than N bytes"``, ``"not valid ENCODING"``,
+        ``"not split by the CSV rule"`` or ``"N fields, not M"``. For ``snapdp check`` (the
+        owner's tool), never for a release."""
+        out: list[tuple[Path, int, str]] = []
+        encoding = "UTF-8" if self.utf8 else "latin-1"
+        for path, fields in zip(self.paths, self.fields, strict=True):
             stream, raw = _open(path)
             try:
                 with raw:
                     header = self.header
                     number = 0  # lines before the block
-                    for buf in _blocks(stream, self.block):
+                    for buf in _blocks(stream, self.block, self.max_line):
                         if len(out) >= limit:
                             return out
                         if not self.utf8 and not buf.isascii():
@@ -592,15 +663,27 @@ class CsvLines:
                         if header and lines.drop_first():
                             header = False
                         kept = np.flatnonzero(lines.keep)
-                        split = split_fields(*lines.compact(), self.delimiter, self.fields)
-                        for i in kept[~split.ok][: limit - len(out)]:
-                            out.append((path, number + int(i) + 1))
+                        split = split_fields(*lines.compact(), self.delimiter, None)
+                        for j in np.flatnonzero(~split.ok | (split.per_line + 1 != fields)):
+                            if len(out) >= limit:
+                                break
+                            i = int(kept[j])
+                            line = buf[int(lines.raw_starts[i]) : int(lines.raw_ends[i])]
+                            if line == LONG_LINE:
+                                why = f"longer than {self.max_line} bytes"
+                            elif not lines.valid[i]:
+                                why = f"not valid {encoding}"
+                            elif not split.ok[j]:
+                                why = "not split by the CSV rule"
+                            else:
+                                why = f"{int(split.per_line[j]) + 1} fields, not {fields}"
+                            out.append((path, number + i + 1, why))
                         number += len(lines.keep)
             finally:
                 stream.close()
         return out
 
-    def _parse(self, buf: bytes, header: bool) -> tuple[Any, bool]:
+    def _parse(self, buf: bytes, header: bool, fields: int) -> tuple[Any, bool]:
         """One block as Arrow lists of fields (or record flags, without ``lists``); whether a
         header line was left out of it."""
         if not self.utf8 and not buf.isascii():
@@ -609,47 +692,56 @@ class CsvLines:
             plain = buf
             if b"\r" in buf and buf.count(b"\r") == buf.count(b"\r\n"):
                 plain = buf.replace(b"\r\n", b"\n")  # every CR ends a line: CRLF as LF
-            if _plain(plain, self.utf8, self.delimiter, self.fields):
-                records = _plain_records(plain, self.delimiter, self.fields, self.lists)
+            if _plain(plain, self.utf8, self.delimiter, fields):
+                records = _plain_records(plain, self.delimiter, fields, self.lists)
                 if records is not None:
                     return records, False
         lines = _Lines(buf, self.utf8)
         dropped = header and lines.drop_first()
-        split = split_fields(*lines.compact(), self.delimiter, self.fields)
+        split = split_fields(*lines.compact(), self.delimiter, fields)
         return (_records(split) if self.lists else _flags(split.ok)), dropped
+
+    def _batch(self, records: Any, schema: Any, group: int | None) -> Any:
+        import pyarrow as pa
+
+        if group is None:
+            return pa.record_batch([records], schema=schema)
+        tag = pa.array(np.full(len(records), group, np.int32))
+        return pa.record_batch([records, tag], schema=schema)
 
     def _batches(self, schema: Any) -> Iterator[Any]:
         """The record batches of every file in order. Blocks are parsed by two worker threads
         (numpy lets go of the GIL for most of the work), at most ``_AHEAD`` blocks ahead of the
         one DuckDB takes; a file's blocks up to its header are parsed in turn."""
-        import pyarrow as pa
-
         before = 0
         self._progress.done = 0
+        groups: list[int | None] = [None] * len(self.paths)
+        if self.groups is not None:
+            groups = list(self.groups)
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="snapdp-csv") as pool:
-            for path in self.paths:
+            for path, fields, group in zip(self.paths, self.fields, groups, strict=True):
                 stream, raw = _open(path)
                 try:
                     with raw:
                         header = self.header
                         ahead: deque[Future[tuple[Any, bool]]] = deque()
-                        for buf in _blocks(stream, self.block):
+                        for buf in _blocks(stream, self.block, self.max_line):
                             self._progress.done = before + raw.tell()
                             if header:
-                                records, dropped = self._parse(buf, True)
+                                records, dropped = self._parse(buf, True, fields)
                                 header = not dropped
                                 if len(records):
-                                    yield pa.record_batch([records], schema=schema)
+                                    yield self._batch(records, schema, group)
                                 continue
-                            ahead.append(pool.submit(self._parse, buf, False))
+                            ahead.append(pool.submit(self._parse, buf, False, fields))
                             while len(ahead) > _AHEAD:
                                 records = ahead.popleft().result()[0]
                                 if len(records):
-                                    yield pa.record_batch([records], schema=schema)
+                                    yield self._batch(records, schema, group)
                         while ahead:
                             records = ahead.popleft().result()[0]
                             if len(records):
-                                yield pa.record_batch([records], schema=schema)
+                                yield self._batch(records, schema, group)
                 finally:
                     stream.close()
                 before += path.stat().st_size

@@ -49,6 +49,8 @@ from typing import Any
 from snapdp._validation import check_count
 from snapdp.data.engines._csvlines import (
     FIELDS_COLUMN,
+    GROUP_COLUMN,
+    LONG_LINE,
     RECORD_COLUMN,
     CsvLines,
     check_delimiter,
@@ -258,49 +260,76 @@ class DuckDBEngine:
 
     def _open_csv(self, paths: list[Path]) -> None:
         """A CSV source, one record per line (docs/data.md, "CSV input"): its fields streamed by
-        :class:`CsvLines`; the header is the first non-blank line of the first file, parsed the
-        same way."""
+        :class:`CsvLines`. The columns are declared (no header) or each file's own header,
+        parsed the same way; the source's columns are the headers' names in order of first
+        appearance, and each file's columns are read by name (null where its header lacks one).
+        """
         opts = self._csv
         encoding = csv_encoding(opts.encoding)
         check_delimiter(opts.delimiter, encoding)
-        names = column_names(self._header(paths[0], encoding), opts.header, self._label)
-        self._lines = CsvLines(paths, encoding, opts.header, opts.delimiter, len(names))
+        if opts.header:
+            # a file with no non-blank line has no header and no record: an error alone, in a
+            # pattern nothing (the header is public; a file of rows has one)
+            found = [(path, self._header(path, encoding, len(paths) == 1)) for path in paths]
+            paths = [path for path, names in found if names is not None]
+            headers = [names for _, names in found if names is not None]
+            if not paths:
+                raise ParameterError(
+                    f"`data` {self._label!r}: no file holds a CSV header", parameter="data"
+                )
+        else:
+            assert opts.column_names is not None  # CsvOptions refuses a header-less CSV without
+            headers = [list(opts.column_names)] * len(paths)
+        distinct: list[list[str]] = []
+        for names in headers:
+            if names not in distinct:
+                distinct.append(names)
+        groups = [distinct.index(names) for names in headers] if len(distinct) > 1 else None
+        columns = list(dict.fromkeys(name for names in distinct for name in names))
+        fields = [len(names) for names in headers]
+        limit = opts.max_line_bytes
+        self._lines = CsvLines(
+            paths, encoding, opts.header, opts.delimiter, fields, groups=groups, max_line=limit
+        )
         self._bytes = self._lines.total
         self._source_lines = quote_identifier(f"{_P}lines")
         self._con.register(f"{_P}lines", self._lines)
         # the same lines, only whether each is a record: for plans that read no column
         self._flags = CsvLines(
-            paths, encoding, opts.header, opts.delimiter, len(names), lists=False,
-            progress=self._lines,
+            paths, encoding, opts.header, opts.delimiter, fields, groups=groups, max_line=limit,
+            lists=False, progress=self._lines,
         )  # fmt: skip
         self._source_flags = quote_identifier(f"{_P}flags")
         self._con.register(f"{_P}flags", self._flags)
         self._records_only = (
             f"(SELECT 1 AS {_P}one FROM {self._source_flags} WHERE {RECORD_COLUMN})"
         )
-        columns = ", ".join(
-            f"{_unquote_sql(f'{_P}f[{i + 1}]')} AS {quote_identifier(name)}"
-            for i, name in enumerate(names)
+        select = ", ".join(
+            f"{_by_name(name, distinct)} AS {quote_identifier(name)}" for name in columns
         )
+        tag = "" if groups is None else f", {GROUP_COLUMN} AS {_P}g"
         # per non-blank line its fields, or null when it is no record
         self._relation = (
-            f"(SELECT {columns} FROM (SELECT {FIELDS_COLUMN} AS {_P}f "
+            f"(SELECT {select} FROM (SELECT {FIELDS_COLUMN} AS {_P}f{tag} "
             f"FROM {self._source_lines} WHERE {FIELDS_COLUMN} IS NOT NULL))"
         )
         self._is_csv = True
-        self._types = dict.fromkeys(names, "VARCHAR")
+        self._types = dict.fromkeys(columns, "VARCHAR")
         self._check_readable()
 
-    def _header(self, path: Path, encoding: str) -> list[str]:
-        """The fields of the first non-blank line of the CSV file (its column names when it has
-        a header: public; else only their number is used)."""
+    def _header(self, path: Path, encoding: str, alone: bool) -> list[str] | None:
+        """The column names in the header (the first non-blank line) of the CSV file: public.
+        None for a file with no non-blank line, unless it is ``alone`` (then an error)."""
         label = str(path)
+        limit = self._csv.max_line_bytes
         try:
             if path.stat().st_size == 0:
+                if not alone:
+                    return None
                 raise ParameterError(
                     f"`data` {label!r} is empty (0 bytes): not a table", parameter="data"
                 )
-            line = first_line(path, encoding)
+            line = first_line(path, encoding, limit)
         except OSError as exc:
             raise ParameterError(
                 f"`data` {label!r} cannot be opened ({exc.strerror or 'I/O error'})",
@@ -308,11 +337,18 @@ class DuckDBEngine:
             ) from None
         except EOFError:  # a truncated gzip file
             line = None
+        if line == LONG_LINE:
+            raise ParameterError(
+                f"`data` {label!r}: the CSV header is longer than max_line_bytes = {limit}",
+                parameter="max_line_bytes",
+            )
         if line is not None and b"\x00" in line:
             raise ParameterError(
                 f"`data` {label!r} is not a text (CSV) file: it holds NUL bytes", parameter="data"
             )
         if line is None:
+            if not alone:
+                return None
             raise ParameterError(
                 f"`data` {label!r}: the first line holds no CSV header", parameter="data"
             )
@@ -328,7 +364,7 @@ class DuckDBEngine:
             raise ParameterError(
                 f"`data` {label!r}: the first line holds no CSV header", parameter="data"
             )
-        return fields
+        return column_names(fields, label)
 
     def _check_readable(self) -> None:
         """Read the source's schema; a failure is one line naming the file, never DuckDB's text."""
@@ -354,21 +390,20 @@ class DuckDBEngine:
         """The resolved path, or the frame's type."""
         return self._label
 
-    def progress(self) -> tuple[int, int] | None:
-        """(bytes read, total bytes) of the running :meth:`aggregate`, estimated from DuckDB's
-        scan progress times the source's size on disk; None for an in-memory frame. A function of
-        the file's size and the scan's position only, never of a row count (docs/data.md). Safe to
-        call from another thread while :meth:`aggregate` runs."""
+    def progress(self) -> int | None:
+        """How much of the source the running :meth:`aggregate` has read, in whole percent (0 to
+        100): the CSV reader's position, or DuckDB's scan progress; None for an in-memory frame.
+        A share of the source only, never a count of rows or bytes (docs/data.md). Safe to call
+        from another thread while :meth:`aggregate` runs."""
         if self._lines is not None:
-            return min(self._lines.done, self._lines.total), self._lines.total
+            return self._lines.percent()
         if self._bytes is None:
             return None
         try:
             percent = float(self._con.query_progress())
         except self._duckdb.Error:
             return None
-        done = 0 if percent < 0 else int(self._bytes * min(percent, 100.0) / 100.0)
-        return done, self._bytes
+        return 0 if not percent > 0 else int(min(percent, 100.0))
 
     def column_names(self) -> list[str]:
         """The source's column names (header or schema)."""
@@ -432,13 +467,16 @@ class DuckDBEngine:
         return int(row[0]), int(row[1])
 
     def skipped_lines(self, limit: int) -> list[str]:
-        """For a CSV source: where the first ``limit`` lines that are no record are, as
-        ``"line N"`` (``"FILE: line N"`` for several files). For ``snapdp check`` only."""
+        """For a CSV source: where the first ``limit`` lines that are no record are and why, as
+        ``"line N (why)"`` (``"FILE: line N (why)"`` for several files; why: longer than
+        max_line_bytes, not in the encoding, not split by the CSV rule, or another number of
+        fields). For ``snapdp check`` only: it quotes nothing of the line, but it is exact."""
         if self._lines is None or limit <= 0:
             return []
         many = len(self._lines.paths) > 1
         return [
-            f"{path}: line {n}" if many else f"line {n}" for path, n in self._lines.skipped(limit)
+            f"{path}: line {n} ({why})" if many else f"line {n} ({why})"
+            for path, n, why in self._lines.skipped(limit)
         ]
 
     def fetch(self, sql: str) -> list[tuple[Any, ...]]:
@@ -634,6 +672,20 @@ class DuckDBEngine:
 
 
 # -- SQL helpers -----------------------------------------------------------------------------
+def _by_name(name: str, headers: list[list[str]]) -> str:
+    """SQL: the column ``name`` of a CSV line, by its position in the line's file's header
+    (``headers[g]`` for the files of group g; null where the header lacks it)."""
+    positions = [names.index(name) + 1 if name in names else None for names in headers]
+    if len(headers) == 1:
+        return _unquote_sql(f"{_P}f[{positions[0]}]")
+    cases = " ".join(
+        f"WHEN {g} THEN {_unquote_sql(f'{_P}f[{p}]')}"
+        for g, p in enumerate(positions)
+        if p is not None
+    )
+    return f"(CASE {_P}g {cases} ELSE CAST(NULL AS VARCHAR) END)"
+
+
 def _unquote_sql(field: str) -> str:
     """SQL: a CSV field as text: a quoted field without its quotes, each doubled quote as one
     quote (the line was split by :func:`~snapdp.data.engines._csvlines.split_fields`)."""

@@ -422,16 +422,22 @@ def _read_path(session: Any, text: str, csv: CsvOptions, glob: bool) -> tuple[An
 
 
 _RAW = "_raw"  # the one column of a CSV file read as lines
+_MAX_LENGTH = "mapreduce.input.linerecordreader.line.maxlength"  # Hadoop's line reader
+_MAX_LINE_LIMIT = (1 << 31) - 3  # a header is read whole: Hadoop's most
 
 
-def _raw_lines(session: Any, target: str, header: bool, name: str = _RAW) -> Any:
+def _raw_lines(
+    session: Any, target: str | list[str], header: bool, max_line: int, name: str = _RAW
+) -> Any:
     """The CSV files' lines, one string per line, as Spark reads them: split at LF only
     (``lineSep``), every byte one character (ISO-8859-1, so the line's bytes come back exactly by
     ``encode``), no field splitting and no quoting (the separator and the quote are LF, which a
     line never holds), nothing trimmed. Spark leaves out the lines with no character above
-    U+0020 (blank lines), and with ``header`` the first non-blank line of each file. ``name``:
-    the column's name while reading (the header line itself, so that Spark's header check finds
-    what it expects and logs nothing); the result's column is ``_raw``."""
+    U+0020 (blank lines), and with ``header`` the first non-blank line of each file. Hadoop's
+    line reader reads past a line of ``max_line`` + 1 bytes or more without keeping more than
+    that of it (``mapreduce.input.linerecordreader.line.maxlength``), and leaves it out.
+    ``name``: the column's name while reading (the header line itself, so that Spark's header
+    check finds what it expects and logs nothing); the result's column is ``_raw``."""
     from pyspark.sql.types import StringType, StructField, StructType
 
     return (
@@ -446,6 +452,7 @@ def _raw_lines(session: Any, target: str, header: bool, name: str = _RAW) -> Any
         .option("mode", "PERMISSIVE")
         .option("ignoreLeadingWhiteSpace", False)
         .option("ignoreTrailingWhiteSpace", False)
+        .option(_MAX_LENGTH, str(max_line + 2))  # the LF counts, and a line of max+2 goes
         .csv(target)
         .toDF(_RAW)
     )
@@ -524,14 +531,49 @@ def _unquote(field: Any) -> Any:
 def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
     """A CSV path as a DataFrame of text columns, one record per line by the CSV rule
     (docs/data.md, "CSV input"): the same records as the DuckDB engine and the reference
-    engine. The header (or, without one, the number of columns) is the first non-blank line."""
+    engine. The columns are declared (no header), or each file's own header: the files of a
+    pattern are read by name, in groups of one header, and a file whose header lacks a column
+    gives nulls in it."""
     from pyspark.sql import functions as sf
 
     encoding = csv_encoding(csv.encoding)
     check_delimiter(csv.delimiter, encoding)
+    limit = csv.max_line_bytes
+    if not csv.header:
+        assert csv.column_names is not None  # CsvOptions refuses a header-less CSV without
+        names = list(csv.column_names)
+        return _records(session, target, csv, encoding, names, "", names)
+    files = sorted(_raw_lines(session, target, False, limit).inputFiles())
+    if not files:
+        raise ParameterError(f"`data` {label!r} matches no file", parameter="data")
+    groups: dict[tuple[str, ...], list[str]] = {}
+    lines: dict[tuple[str, ...], str] = {}
+    for file in files:
+        where = label if len(files) == 1 else file
+        line, names = _header(session, _escape_glob(file), where, csv, encoding)
+        groups.setdefault(tuple(names), []).append(_escape_glob(file))
+        lines.setdefault(tuple(names), line)
+    columns = list(dict.fromkeys(name for names in groups for name in names))
+    frames = [
+        _records(session, paths, csv, encoding, list(names), lines[names], columns)
+        for names, paths in groups.items()
+    ]
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out.select(*[sf.col(_quote(c)) for c in columns])
+
+
+def _header(
+    session: Any, target: str, label: str, csv: CsvOptions, encoding: str
+) -> tuple[str, list[str]]:
+    """(the raw header line, its column names) of one CSV file: its first non-blank line (read
+    whole: the header is public), or an error naming the file."""
+    from pyspark.sql import functions as sf
+
     raw = sf.col(_RAW)
     text = _line_text(raw, encoding)
-    head = _raw_lines(session, target, False).select(
+    head = _raw_lines(session, target, False, _MAX_LINE_LIMIT).select(
         raw.alias("line"),
         text.isNull().alias("bad"),
         raw.contains("\x00").alias("nul"),
@@ -541,6 +583,12 @@ def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
     if not first:
         raise ParameterError(
             f"`data` {label!r}: the first line holds no CSV header", parameter="data"
+        )
+    if len(first[0]["line"]) > csv.max_line_bytes:
+        raise ParameterError(
+            f"`data` {label!r}: the CSV header is longer than max_line_bytes = "
+            f"{csv.max_line_bytes}",
+            parameter="max_line_bytes",
         )
     if first[0]["nul"]:
         raise ParameterError(
@@ -555,15 +603,36 @@ def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
         raise ParameterError(
             f"`data` {label!r}: the first line holds no CSV header", parameter="data"
         )
-    names = column_names([unquote(f) for f in first[0]["f"]], csv.header, label)
-    parsed = _raw_lines(session, target, csv.header, first[0]["line"]).select(
-        _fields(text, csv.delimiter).alias("_f")
+    return first[0]["line"], column_names([unquote(f) for f in first[0]["f"]], label)
+
+
+def _records(
+    session: Any,
+    target: str | list[str],
+    csv: CsvOptions,
+    encoding: str,
+    names: list[str],
+    header_line: str,
+    columns: list[str],
+) -> Any:
+    """The records of CSV files whose lines have the columns ``names`` (their header, or the
+    declared names), as the text columns ``columns`` (null for those not in ``names``)."""
+    from pyspark.sql import functions as sf
+
+    raw = sf.col(_RAW)
+    read = _raw_lines(session, target, csv.header, csv.max_line_bytes, header_line or _RAW)
+    parsed = read.where(sf.length(raw) <= csv.max_line_bytes).select(
+        _fields(_line_text(raw, encoding), csv.delimiter).alias("_f")
     )
     parsed = parsed.where(sf.size("_f") == len(names))
     return parsed.select(
         *[
-            _unquote(sf.try_element_at("_f", sf.lit(i + 1))).alias(name)
-            for i, name in enumerate(names)
+            (
+                _unquote(sf.try_element_at("_f", sf.lit(names.index(c) + 1)))
+                if c in names
+                else sf.lit(None).cast("string")
+            ).alias(c)
+            for c in columns
         ]
     )
 

@@ -14,6 +14,8 @@ from typing import Any
 from snapdp.data.schema import CsvOptions
 
 _C = CsvOptions()
+_NO_HEADER = CsvOptions(header=False, column_names=("column0", "column1"))
+_NO_HEADER_SHORT = CsvOptions(header=False, column_names=("column0", "column1"), max_line_bytes=8)
 _LONG_QUOTED = b'1,"' + b'""' * 200_000 + b'x",p'  # 400 kB of doubled quotes in one field
 _LONG_PLAIN = b"1," + b"7" * 1_000_000 + b",p"
 
@@ -45,8 +47,15 @@ FILES: dict[str, tuple[bytes, CsvOptions]] = {
     "latin-1": (b'a,b\n\xe9,1\n\xff\xfe,2\n"\xe0,",3\n', CsvOptions(encoding="latin-1")),
     "non-ascii delimiter": ('a§b\n1§2\n"§"§3\né§ü\n'.encode(), CsvOptions(delimiter="§")),
     "unicode text": ('a,b\nnaïve,ü\n"e\u0301,x",日本\n𝔸,\u2028\n\u0085,z\n'.encode(), _C),
-    "no header": (b"1,2\n3,4\n5\n6,7,8\n", CsvOptions(header=False)),
-    "no header, blank first": (b"\n \n1,2\n3,4\n", CsvOptions(header=False)),
+    "no header": (b"1,2\n3,4\n5\n6,7,8\n", _NO_HEADER),
+    "no header, blank first": (b"\n \n1,2\n3,4\n", _NO_HEADER),
+    "no header, odd first line": (b"1,2,3\n1,2\n3,4\n", _NO_HEADER),
+    "no header, bad first line": (b'1,"2\n\xff,1\n\x00,1\n3,4\n', _NO_HEADER),
+    "no header, long first line": (b"1," + b"2" * 20 + b"\n3,4\n", _NO_HEADER_SHORT),
+    "over-long lines": (
+        b"a,b\n1,2\n" + b"3," + b"4" * 30 + b"\n5,6\n" + b"7," + b"8" * 14 + b"\n9,9",
+        CsvOptions(max_line_bytes=16),
+    ),
     "header line repeated": (b"a,b\n1,2\na,b\n", _C),
     "wrong field counts": (b"a,b,c\n1,2\n1,2,3\n1,2,3,4\n1,2,3,\n", _C),
     "long lines": (b"g,v,u\n" + _LONG_QUOTED + b"\n" + _LONG_PLAIN + b"\n2,3,q\n", _C),

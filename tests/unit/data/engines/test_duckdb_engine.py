@@ -284,7 +284,7 @@ def test_csv_options_are_honoured(tmp_path: Path) -> None:
     assert got.rows == [1, 1, 1] and got.sums == [[0, 0, 300]]
     h = tmp_path / "nohead.csv"
     h.write_text("1,2\n2,3\n")
-    engine = DuckDBEngine(h, csv=CsvOptions(header=False))
+    engine = DuckDBEngine(h, csv=CsvOptions(header=False, column_names=("column0", "column1")))
     assert engine.column_names() == ["column0", "column1"]
     col0 = Column("column0", "integer", keys=(1, 2))
     assert engine.aggregate(AggregatePlan(groupings=(col0,))).rows == [1, 1]
@@ -320,29 +320,38 @@ def test_double_to_integer_cast_rounds_half_to_even(values: list[float]) -> None
         assert [int(r[0]) for r in got] == [round(v) for v in values]
 
 
-def test_progress_is_in_bytes_of_the_file(tmp_path: Path) -> None:
-    """progress() reports (bytes read, file size) while aggregate runs in another thread —
-    bytes of the source, never rows (docs/data.md); None for an in-memory frame."""
+def test_progress_is_a_whole_percentage_never_bytes(tmp_path: Path) -> None:
+    """progress() reports how much of the file is read in whole percent (0 to 100) while
+    aggregate runs in another thread — never bytes or rows (docs/data.md; issue 21 item 4):
+    a table and its neighbour with one more row both start at 0 and end at 100. None for an
+    in-memory frame."""
     import threading
 
-    f = tmp_path / "p.csv"
-    f.write_text("g,v\n" + "".join(f"{i % 3},{i % 7}\n" for i in range(200_000)))
-    size = f.stat().st_size
-    engine = DuckDBEngine(f)
-    seen: list[tuple[int, int] | None] = []
-    stop = threading.Event()
+    rows = "".join(f"{i % 3},{i % 7}\n" for i in range(200_000))
+    for extra in ("", "1,1\n"):
+        f = tmp_path / "p.csv"
+        f.write_text("g,v\n" + rows + extra)
+        engine = DuckDBEngine(f)
+        seen: list[int | None] = [engine.progress()]
+        stop = threading.Event()
 
-    def poll() -> None:
-        while not stop.is_set():
-            seen.append(engine.progress())
-            stop.wait(0.001)
+        def poll(
+            engine: DuckDBEngine = engine,
+            seen: list[int | None] = seen,
+            stop: threading.Event = stop,
+        ) -> None:
+            while not stop.is_set():
+                seen.append(engine.progress())
+                stop.wait(0.001)
 
-    thread = threading.Thread(target=poll)
-    thread.start()
-    try:
-        engine.aggregate(AggregatePlan(groupings=(Column("g", "integer", keys=(0, 1, 2)),)))
-    finally:
-        stop.set()
-        thread.join()
-    assert seen and all(s is not None and s[1] == size and 0 <= s[0] <= size for s in seen)
+        thread = threading.Thread(target=poll)
+        thread.start()
+        try:
+            engine.aggregate(AggregatePlan(groupings=(Column("g", "integer", keys=(0, 1, 2)),)))
+        finally:
+            stop.set()
+            thread.join()
+        seen.append(engine.progress())
+        assert all(type(s) is int and 0 <= s <= 100 for s in seen), seen
+        assert seen[0] == 0 and seen[-1] == 100
     assert DuckDBEngine(pd.DataFrame({"g": [1]})).progress() is None
