@@ -157,6 +157,7 @@ class _Draft:
     nulls: str | None = None
 
 
+@flag_errors
 def schema_from_options(
     *,
     columns: Sequence[str] = (),
