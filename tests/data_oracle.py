@@ -351,7 +351,12 @@ def _read_csvs(paths: list[Path], opts: CsvOptions) -> tuple[list[str], list[dic
     columns: list[str] = []
     rows: list[dict[str, Any]] = []
     for path in paths:
-        names, records = _read_csv(path, opts)
+        try:
+            names, records = _read_csv(path, opts)
+        except _NoLineError:
+            if len(paths) == 1:
+                raise ParameterError(f"{path}: the file holds no line") from None
+            continue  # a file of a pattern with no line: no header, no record
         columns += [c for c in names if c not in columns]
         rows += [
             {c: (None if v == "" else v) for c, v in zip(names, rec, strict=True)}
@@ -387,5 +392,9 @@ def _read_csv(path: Path, opts: CsvOptions) -> tuple[list[str], list[list[str]]]
         if fields is not None and len(fields) == len(columns):
             records.append(fields)
     if columns is None:
-        raise ParameterError(f"{path}: the file holds no line")
+        raise _NoLineError
     return columns, records
+
+
+class _NoLineError(Exception):
+    """A CSV file with a header holds no non-blank line."""

@@ -550,9 +550,14 @@ def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
     lines: dict[tuple[str, ...], str] = {}
     for file in files:
         where = label if len(files) == 1 else file
-        line, names = _header(session, _escape_glob(file), where, csv, encoding)
+        found = _header(session, _escape_glob(file), where, csv, encoding, len(files) == 1)
+        if found is None:  # a file of a pattern with no non-blank line: no header, no record
+            continue
+        line, names = found
         groups.setdefault(tuple(names), []).append(_escape_glob(file))
         lines.setdefault(tuple(names), line)
+    if not groups:
+        raise ParameterError(f"`data` {label!r}: no file holds a CSV header", parameter="data")
     columns = list(dict.fromkeys(name for names in groups for name in names))
     frames = [
         _records(session, paths, csv, encoding, list(names), lines[names], columns)
@@ -565,10 +570,11 @@ def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
 
 
 def _header(
-    session: Any, target: str, label: str, csv: CsvOptions, encoding: str
-) -> tuple[str, list[str]]:
+    session: Any, target: str, label: str, csv: CsvOptions, encoding: str, alone: bool
+) -> tuple[str, list[str]] | None:
     """(the raw header line, its column names) of one CSV file: its first non-blank line (read
-    whole: the header is public), or an error naming the file."""
+    whole: the header is public), or an error naming the file; None for a file with no
+    non-blank line unless it is ``alone`` (then an error)."""
     from pyspark.sql import functions as sf
 
     raw = sf.col(_RAW)
@@ -580,6 +586,8 @@ def _header(
         _fields(text, csv.delimiter).alias("f"),
     )
     first = head.head(1)
+    if not first and not alone:
+        return None
     if not first:
         raise ParameterError(
             f"`data` {label!r}: the first line holds no CSV header", parameter="data"
