@@ -6,16 +6,19 @@ read in blocks of whole lines and each block is parsed here, vectorised with num
 Arrow list of fields per non-blank line (null for a line that is no record), which DuckDB scans
 as a stream. DuckDB calls :meth:`CsvLines.__arrow_c_stream__` once per scan and each call reads
 the file again from its start, so a query may scan it any number of times. Blocks are 2 MiB of
-whole lines (more for a longer line); two are parsed at a time, two more wait for DuckDB: that
-memory (tens of MiB) is outside DuckDB's memory limit.
+whole lines, plus at most one unfinished line of ``max_line`` bytes: a longer line is read past
+without being kept (:func:`_blocks`) and comes as :data:`LONG_LINE`, never a record. Two blocks
+are parsed at a time, two more wait for DuckDB: that memory, outside DuckDB's memory limit, is
+bounded by a constant (docs/data.md, "Reading the data": about 64 × (2 MiB + ``max_line``)).
 
 The rule, per line (:class:`_Lines`, :func:`split_fields`): lines end at LF only; one trailing CR
 is removed; a line with no byte above 0x20 is blank and left out; in UTF-8 a byte-order mark at
 the start of a line is removed; a line that does not decode is no record (latin-1 is passed on
-as UTF-8); with a header, the first non-blank line of each file is left out. A line splits into
-fields each either ``"…"`` (``""`` a quote; the delimiter and CR inside are data) or without
-the delimiter and ``"``; a line that does not split so, or not into the header's number of
-fields, is no record. Blocks of plain lines (no CR or BOM, each field free of quotes or wrapped
+as UTF-8); a line longer than ``max_line`` bytes is no record; with a header, the first
+non-blank line of each file is left out. A line splits into fields each either ``"…"`` (``""``
+a quote; the delimiter and CR inside are data) or without the delimiter and ``"``; a line that
+does not split so, or not into its file's number of columns (its header's, or the declared
+ones), is no record. Blocks of plain lines (no CR or BOM, each field free of quotes or wrapped
 whole in them) are cut in one pass (:func:`_plain_records`); the rest line by line. Both are
 tested against the reference parser of ``tests/data_oracle.py`` and against each other.
 """

@@ -8,7 +8,9 @@ and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluste
 * CSV is read one record per line, every cell as text (base step 1; docs/data.md, "CSV input"):
   Spark's CSV reader only reads the lines (ISO-8859-1, LF as line separator, separator and
   quote), the fields are split by array functions (no Java regex loop, which recurses per
-  repetition); paths are literal (glob characters escaped) unless ``glob=True``.
+  repetition); paths are literal (glob characters escaped) unless ``glob=True``. Each file is
+  read by its own header's names (declared names without a header); Hadoop's line reader reads
+  past a line over ``max_line_bytes``.
 * Spark's own casts differ from the contract ("1e3", " 5", "Infinity", "1.0E10", "00", …), so
   every cast from text is gated by the contract's regular expressions (``rlike``) and done with
   ``try_cast`` (nothing raises under ANSI mode).
