@@ -541,6 +541,7 @@ def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
     encoding = csv_encoding(csv.encoding)
     check_delimiter(csv.delimiter, encoding)
     limit = csv.max_line_bytes
+    _quiet_line_reader(session)
     if not csv.header:
         assert csv.column_names is not None  # CsvOptions refuses a header-less CSV without
         names = list(csv.column_names)
@@ -569,6 +570,22 @@ def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
     for frame in frames[1:]:
         out = out.unionByName(frame)
     return out.select(*[sf.col(_quote(c)) for c in columns])
+
+
+_LINE_READER = "org.apache.hadoop.mapreduce.lib.input.LineRecordReader"
+
+
+def _quiet_line_reader(session: Any) -> None:
+    """Hadoop's line reader logs the size and position of each line it reads past at INFO (data
+    that no log may show): set its logger to WARN in this JVM (the driver, and the executors of
+    a local session). On a cluster, set it in the executors' log4j2 configuration
+    (docs/data.md, "Running on a cluster")."""
+    try:
+        jvm = session._jvm
+        level = jvm.org.apache.logging.log4j.Level.WARN
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(_LINE_READER, level)
+    except Exception:  # Spark Connect (no JVM), or another logging backend
+        pass
 
 
 def _header(
