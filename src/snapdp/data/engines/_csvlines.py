@@ -141,17 +141,29 @@ def _blocks(stream: IO[bytes], size: int = _BLOCK, max_line: int = _MAX_LINE) ->
                 yield head
             continue
         last = chunk.rfind(b"\n")
-        too_long = len(carry) + first > max_line
-        lead = LONG_LINE + b"\n" if too_long else carry + chunk[: first + 1]
-        middle = chunk[first + 1 : last + 1]
-        if len(middle) > max_line + 1:  # it may hold lines that are too long
-            middle = _shorten(middle, max_line)
+        view = memoryview(chunk)  # slices without copies: the block is joined once
+        lead = LONG_LINE + b"\n" if len(carry) + first > max_line else b""
+        lo = first + 1 if lead else 0  # the part of the chunk taken whole
+        middle: bytes | memoryview = view[lo : last + 1]
+        if len(middle) > max_line + 1 and _may_hold_long(chunk, lo, last + 1, max_line):
+            middle = _shorten(bytes(middle), max_line)
+        block = b"".join((head, lead if lead else carry, middle))
         tail = chunk[last + 1 :]
         if len(tail) > max_line:
             carry, skipping = b"", True
         else:
             carry = tail
-        yield head + lead + middle
+        yield block
+
+
+def _may_hold_long(chunk: bytes, start: int, end: int, max_line: int) -> bool:
+    """False when no line of ``chunk[start:end]`` can be longer than ``max_line``: a run of
+    ``max_line`` + 1 bytes without LF covers one of the aligned windows of half that length, and
+    each holds an LF (a few ``find`` calls for a block of 2 MiB and the default limit)."""
+    half = (max_line + 1) // 2
+    if end - start > 64 * half:
+        return True
+    return any(chunk.find(b"\n", i, min(i + half, end)) < 0 for i in range(start, end, half))
 
 
 def _shorten(lines: bytes, max_line: int) -> bytes:

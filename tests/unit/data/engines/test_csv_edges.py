@@ -221,6 +221,29 @@ def test_a_long_line_is_never_held_in_memory(tmp_path: Path) -> None:
     assert engine.skipped_lines(5) == ["line 3 (longer than 1048576 bytes)"]
 
 
+def test_blocks_read_past_each_long_line_and_hold_little() -> None:
+    """The block reader, against a plain split: every line longer than the limit becomes the
+    one marker line (never a record), every other line is kept as it is, and no block is longer
+    than the block size plus the limit (plus the marker), at any block size and limit."""
+    import io
+    import random
+
+    from snapdp.data.engines._csvlines import LONG_LINE, _blocks
+
+    rng = random.Random(21)
+    for _ in range(5000):
+        lines = [b"x" * rng.choice([0, 1, 2, 3, 5, 8, 9, 20, 40]) for _ in range(rng.randrange(14))]
+        data = b"\n".join(lines) + (b"\n" if lines and rng.random() < 0.5 else b"")
+        size, limit = rng.randrange(1, 60), rng.randrange(1, 12)
+        blocks = list(_blocks(io.BytesIO(data), size, limit))
+        parts = data.split(b"\n")
+        want = [p if len(p) <= limit else LONG_LINE for p in parts[:-1]]
+        want.append(parts[-1] if len(parts[-1]) <= limit else LONG_LINE)
+        assert b"".join(blocks) == b"\n".join(want)
+        assert all(len(b) <= size + limit + len(LONG_LINE) + 1 for b in blocks)
+        assert all(b.endswith(b"\n") for b in blocks[:-1])
+
+
 def test_the_limit_is_a_flag_and_check_reports_the_long_lines(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_bytes(b"a,b\n1,2\n" + b"3," + b"4" * 100 + b"\n5,6\n")
