@@ -17,11 +17,15 @@ follows the same steps, so that all of them return the same numbers for the same
    - each line is decoded on its own (utf-8 or latin-1) and split on its own at the delimiter
      into fields, each either quoted — ``"`` … ``"`` holding anything, ``""`` for a quote — or
      unquoted, holding neither the delimiter nor ``"``; an empty field is null;
+   - a line longer than ``max_line_bytes`` (its LF not counted) is no record, read past
+     without being held in memory;
    - a line that does not decode, does not split that way, or splits into another number of
-     fields than the header is no record, and changes no other line;
-   - the header is the first non-blank line of each file (with ``header``), parsed the same way;
-     without one, the first non-blank line sets the number of columns, named column0,
-     column1, …
+     fields than its file's columns is no record, and changes no other line;
+   - the header is the first non-blank line of each file (with ``header``), parsed the same way,
+     and names that file's columns: the files of a pattern are read by name (null in a column
+     a file's header lacks); without a header the columns are declared
+     (``CsvOptions.column_names``) and every non-blank line is a candidate record, the first
+     one too.
 
    Parquet files/folders and DataFrames keep their native types. Only a source that cannot be
    opened or parsed as a whole (a file that is empty or has no header line, a header that does
