@@ -695,6 +695,8 @@ def _print_results(
                 "±" + plain_number(row.accuracy, 4),
             )
         console.print(shown)
+        if r.target_note is not None:
+            console.print(f"  {'✓' if r.target_met else '✗'} {r.target_note}")
         for note in r.notes:
             console.print(f"  · {note}")
         flags, summary = usefulness(r, schema)

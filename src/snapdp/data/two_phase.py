@@ -1,0 +1,390 @@
+"""Two-phase releases: the ε of a target whose ± depends on a private group size is chosen from
+the released noisy counts, under a cap reserved in advance (DESIGN §8.7; docs/plans.md,
+"Two-phase targets").
+
+A ratio mean's ± is (a_Σ + M·a_n)/ñ and a variance's (a_Σw² + 2W·a_Σw + 3W²·a_n)/(4ñ), with ñ
+the noisy count of the cell (:mod:`snapdp.data.statistics`). The count is part of the answer.
+So a plan releases it first (**phase 1**, at ε₁ = cap·w/2, w the count's usual share of the
+query's ε), and then (**phase 2**) gives the other parts the smallest ε₂ for which the ± the
+release states, at the smallest released count, meets the target — at most cap − ε₁. The stated
+± already holds at the stated confidence whatever ñ is (the count's error is its M·a_n term), so
+the target is met, with that confidence, whenever ε₂ ≤ cap − ε₁ suffices; otherwise phase 2
+spends cap − ε₁ and the result says the target was missed and what it would have needed.
+
+**Privacy.** ε₂ is a function of the released phase-1 values and public parameters only, and
+ε₁ + ε₂ ≤ cap on every outcome. For pure ε-DP mechanisms chosen adaptively, the privacy loss of
+the whole transcript is the sum of each step's loss, each bounded by the ε chosen from the
+previous outputs; a sum bounded by the cap on every path is cap-DP (the basic-composition privacy
+filter of Rogers, Roth, Ullman and Vadhan, 2016, which also sums the δ of approximate-DP steps).
+The ledger reserves the cap before any noise is drawn (:meth:`snapdp.data.ledger.Ledger.reserve`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from snapdp.data import statistics
+from snapdp.data.engines.base import AggregatePlan
+from snapdp.data.results import QueryResult
+from snapdp.data.schema import Column, Schema
+from snapdp.data.statistics import AccuracyStatement, Compiled, Noise
+from snapdp.errors import ParameterError
+from snapdp.mechanism import SnappingMechanism
+
+if TYPE_CHECKING:
+    from snapdp.data.plan import PlanPreview, PlannedQuery
+    from snapdp.data.release import PrivateTable
+
+__all__ = [
+    "TwoPhase",
+    "phase_one_epsilon",
+    "phase_two_epsilon",
+    "plan_two_phase",
+    "release_plan",
+    "split_noises",
+    "split_statement",
+]
+
+_EPS_MAX = Fraction(1 << 20)
+
+
+@dataclass(frozen=True)
+class TwoPhase:
+    """How a two-phase query spends: at most ``cap``; ``phase1`` on its counts; its target is met
+    for every cell whose noisy count is at least ``floor``; for groups of ``rows`` rows it spends
+    ``example`` in all (None: not even the cap meets the target for them)."""
+
+    cap: Fraction
+    phase1: Fraction
+    floor: int | None
+    rows: int | None
+    example: Fraction | None
+
+
+def phase_one_epsilon(compiled: Compiled, cap: Fraction) -> Fraction:
+    """ε₁: half the share of ``cap`` the query's count part would get in one phase."""
+    weight = sum((p.weight for p in compiled.parts if p.source == "count"), Fraction(0))
+    if weight == 0:
+        raise ParameterError(
+            f"{compiled.query.label} has no count to release first", parameter="group_size"
+        )
+    return cap * weight / 2
+
+
+def _split(compiled: Compiled, eps1: Fraction, eps2: Fraction) -> tuple[Compiled, Compiled]:
+    count = tuple(replace(p, weight=Fraction(1)) for p in compiled.parts if p.source == "count")
+    rest = [p for p in compiled.parts if p.source != "count"]
+    total = sum((p.weight for p in rest), Fraction(0))
+    others = tuple(replace(p, weight=p.weight / total) for p in rest)
+    return replace(compiled, epsilon=eps1, parts=count), replace(
+        compiled, epsilon=eps2, parts=others
+    )
+
+
+def split_noises(
+    compiled: Compiled, eps1: Fraction, eps2: Fraction, *, presume_certified: bool = False
+) -> tuple[Noise, ...]:
+    """The calibrated noise of every part of ``compiled`` (in its order) with the count parts at
+    ``eps1`` and the others sharing ``eps2`` in their usual proportions."""
+    one, two = _split(compiled, eps1, eps2)
+    by_name = {
+        n.part.name: n
+        for c in (one, two)
+        for n in statistics.calibrate(c, presume_certified=presume_certified)
+    }
+    return tuple(by_name[p.name] for p in compiled.parts)
+
+
+@functools.lru_cache(maxsize=4096)
+def split_statement(
+    schema: Schema,
+    query: Any,
+    eps1: Fraction,
+    eps2: Fraction,
+    confidence: float,
+    presume_certified: bool = False,
+) -> AccuracyStatement:
+    """What the release states for ``query`` with its counts at ``eps1`` and the rest at ``eps2``
+    (cached: a pure function of public parameters)."""
+    compiled = statistics.compile_query(query, schema, eps1 + eps2)
+    noises = split_noises(compiled, eps1, eps2, presume_certified=presume_certified)
+    alpha = float(1 - Fraction(repr(confidence)))
+    return statistics.accuracy_of(compiled, noises, confidence, alpha)
+
+
+def _smallest(accuracy: Any, target: Fraction, limit: Fraction) -> Fraction | None:
+    """The smallest ε in (0, limit] (to 1/400, rounded up to a short decimal) with
+    accuracy(ε) ≤ target, or None when even ``limit`` misses it."""
+    from snapdp.data.plan import smallest_epsilon
+
+    if Fraction(accuracy(limit)) > target:
+        return None
+    try:
+        found = smallest_epsilon(accuracy, target)
+    except ParameterError:
+        return None
+    return min(found, limit)
+
+
+def phase_two_epsilon(
+    schema: Schema, pq: PlannedQuery, eps1: Fraction, left: Fraction, n: float
+) -> tuple[Fraction, Fraction | None]:
+    """(ε₂ to spend, ε₂ the target needs or None) for the smallest noisy count ``n``: the
+    smallest ε₂ ≤ ``left`` whose stated ± at n meets the target, else ``left`` (best effort)."""
+    target = pq.accuracy
+    assert target is not None
+    if not n > 0:
+        return left, None
+
+    def at(eps2: Fraction, presume: bool) -> float:
+        return split_statement(schema, pq.query, eps1, eps2, pq.confidence, presume).at(n)
+
+    found = _smallest(lambda e: at(e, True), target, left)
+    if found is not None and Fraction(at(found, False)) > target:
+        found = _smallest(lambda e: at(e, False), target, left)
+    if found is not None:
+        return found, found
+    needed = _smallest(lambda e: at(e, False), target, _EPS_MAX)
+    return left, needed
+
+
+def _floor(statement: AccuracyStatement, target: Fraction) -> int | None:
+    """The smallest count n with statement.at(n) ≤ target (None: no n)."""
+    per, width = statement.per_count, statement.leaf_width or 0.0
+    if per is None:
+        return 1
+    room = float(target) - width
+    if not room > 0:
+        return None
+    if statement.query.statistic == "std":
+        room = room * room
+    n = max(1, math.ceil(per / room))
+    while Fraction(statement.at(n)) > target:
+        n = max(n + 1, math.ceil(n * 1.0001))
+        if n > 1 << 62:
+            return None
+    return n
+
+
+def plan_two_phase(schema: Schema, pq: PlannedQuery, cap: Fraction) -> TwoPhase:
+    """The plan of a two-phase query under ``cap`` (reads no data)."""
+    target = pq.accuracy
+    assert target is not None
+    compiled = statistics.compile_query(pq.query, schema, cap)
+    eps1 = phase_one_epsilon(compiled, cap)
+    full = split_statement(schema, pq.query, eps1, cap - eps1, pq.confidence)
+    floor = _floor(full, target)
+    if floor is None:
+        return TwoPhase(cap, eps1, None, None, None)
+    rows = _round_rows(10 * floor)
+    eps2, needed = phase_two_epsilon(schema, pq, eps1, cap - eps1, rows)
+    return TwoPhase(cap, eps1, floor, rows, None if needed is None else eps1 + eps2)
+
+
+def _round_rows(n: int) -> int:
+    """n rounded up to one significant digit (12,345 → 20,000)."""
+    scale = 10 ** (len(str(n)) - 1)
+    return -(-n // scale) * scale
+
+
+# -- the run ----------------------------------------------------------------------------------
+def release_plan(
+    table: PrivateTable,
+    queries: Sequence[PlannedQuery],
+    preview: PlanPreview,
+    confidence: float,
+) -> tuple[list[QueryResult], Fraction]:
+    """Release a planned workload as ONE ledger entry: reserve the plan's cap, aggregate, draw
+    phase 1 (the counts of two-phase queries), choose each two-phase query's ε₂ from the
+    released counts, draw the rest, and return the unused part of the cap in the same entry.
+    Returns (results in plan order, ε spent). A failure before any noise is drawn returns the
+    whole reservation; after, the cap stays spent (as it does if the process dies)."""
+    from snapdp.data.release import _hash_key, _unit_column
+
+    schema, rng = table.schema, table._rng
+    conf, alpha = confidence, float(1 - Fraction(repr(confidence)))
+    allocations = preview.allocations
+    compiled = [
+        statistics.compile_query(pq.query, schema, a.epsilon)
+        for pq, a in zip(queries, allocations, strict=True)
+    ]
+    eps1: dict[int, Fraction] = {}
+    for i, a in enumerate(allocations):
+        if a.two_phase is not None:
+            eps1[i] = a.two_phase.phase1
+    # δ reserved: every mechanism at its largest ε (phase 2 at cap − ε₁)
+    planned_noises = [
+        split_noises(c, eps1[i], c.epsilon - eps1[i]) if i in eps1 else statistics.calibrate(c)
+        for i, c in enumerate(compiled)
+    ]
+    reserved_delta = _delta(planned_noises)
+    cap = preview.total
+    ledger: Any = table.ledger
+    meta = {
+        "queries": [c.query.label for c in compiled],
+        "epsilon": [str(c.epsilon) for c in compiled],
+        "two_phase": [i in eps1 for i in range(len(compiled))],
+        "confidence": conf,
+        "schema": schema.describe(),
+        "seeded": rng is not None,
+    }
+    what = "; ".join(c.query.label for c in compiled)
+    entry = ledger.reserve(cap, _up_delta(reserved_delta), what, table.dataset, meta)
+    drawn = False
+    try:
+        hash_key = _hash_key(rng)
+        exact = _exact(table, compiled, hash_key)
+        drawn = True
+        noisy: list[dict[str, npt.NDArray[np.float64]]] = [{} for _ in compiled]
+        noises: list[tuple[Noise, ...]] = list(planned_noises)
+        mechs: list[list[SnappingMechanism]] = [[] for _ in compiled]
+        # phase 1: the counts of two-phase queries
+        for i, e1 in eps1.items():
+            for n in noises[i]:
+                if n.part.source == "count":
+                    m = _mech(n, rng)
+                    noisy[i][n.part.name] = statistics.noisy_values(m, n.part, exact[i][n.part.name])
+        # phase 2: each two-phase query's ε₂ from its released counts
+        spent_eps: list[Fraction] = [c.epsilon for c in compiled]
+        needs: dict[int, Fraction | None] = {}
+        for i, e1 in eps1.items():
+            pq, left = queries[i], compiled[i].epsilon - e1
+            smallest = float(np.min(noisy[i]["count"])) if len(noisy[i]["count"]) else 0.0
+            eps2, needed = phase_two_epsilon(schema, pq, e1, left, smallest)
+            needs[i] = None if needed is None else e1 + needed
+            spent_eps[i] = e1 + eps2
+            compiled[i] = replace(compiled[i], epsilon=e1 + eps2)
+            noises[i] = split_noises(compiled[i], e1, eps2)
+        for i, c in enumerate(compiled):
+            for n in noises[i]:
+                m = _mech(n, rng)
+                mechs[i].append(m)
+                if n.part.name not in noisy[i]:
+                    noisy[i][n.part.name] = statistics.noisy_values(m, n.part, exact[i][n.part.name])
+        results = [
+            statistics.assemble(c, n, out, conf, alpha, m)
+            for c, n, out, m in zip(compiled, noises, noisy, mechs, strict=True)
+        ]
+        results = [
+            _with_target(r, pq, a.epsilon, noisy[i], needs.get(i, _UNSET), schema)
+            for i, (r, pq, a) in enumerate(zip(results, queries, allocations, strict=True))
+        ]
+    except BaseException:
+        if not drawn:  # nothing released: the whole reservation comes back
+            ledger.settle(entry, Fraction(0), 0.0)
+        raise
+    spent = sum(spent_eps, Fraction(0))
+    delta = math.fsum(r.delta for r in results)
+    ledger.settle(entry, spent, _up_delta(delta))
+    return results, spent
+
+
+_UNSET: Any = object()
+
+
+def _mech(n: Noise, rng: np.random.Generator | None) -> SnappingMechanism:
+    return SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper, rng=rng)
+
+
+def _delta(noises: Sequence[Sequence[Noise]]) -> float:
+    return math.fsum(
+        n.cells * SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper)
+        .privacy.delta
+        for ns in noises
+        for n in ns
+    )
+
+
+def _up_delta(delta: float) -> float:
+    return min(1.0, math.nextafter(delta, math.inf)) if delta > 0 else 0.0
+
+
+def _exact(
+    table: PrivateTable, compiled: Sequence[Compiled], hash_key: str
+) -> list[dict[str, list[int | Fraction]]]:
+    """Every part's exact aggregate per cell: one engine call per distinct grouping, all before
+    any noise is drawn."""
+    from snapdp.data.release import _unit_column
+
+    schema = table.schema
+    groups: dict[tuple[Column, ...], list[int]] = {}
+    for i, c in enumerate(compiled):
+        groups.setdefault(c.engine_groupings, []).append(i)
+    out: list[dict[str, list[int | Fraction]]] = [{} for _ in compiled]
+    for groupings, members in groups.items():
+        values = list(dict.fromkeys(compiled[i].value for i in members if compiled[i].value))
+        plan = AggregatePlan(
+            groupings=groupings,
+            values=tuple(v for v in values if v is not None),
+            unit=_unit_column(schema),
+            null_units=schema.null_units,
+            bounds=schema.bounds,
+            hash_key=hash_key,
+        )
+        index = {v: j for j, v in enumerate(plan.values)}
+        aggregates = table.engine.aggregate(plan)
+        for i in members:
+            c = compiled[i]
+            j = None if c.value is None else index[c.value]
+            out[i] = statistics.exact_inputs(c, aggregates, j)
+    return out
+
+
+def _with_target(
+    result: QueryResult,
+    pq: PlannedQuery,
+    allowed: Fraction,
+    noisy: dict[str, npt.NDArray[np.float64]],
+    needed: Any,
+    schema: Schema,
+) -> QueryResult:
+    """The result with ``target_met`` and, when missed, what the target would have needed (from
+    the released values and public parameters only)."""
+    target = pq.accuracy
+    if target is None:
+        return result
+    worst = max((r.accuracy for r in result.rows), default=0.0)
+    if Fraction(worst) <= target:
+        return replace(result, target_met=True, target_note="target met")
+    counts = noisy.get("count")
+    if counts is None and result.query.statistic == "quantiles":
+        counts = np.array([_tree_total(noisy, result, k) for k in range(_cells(result))])
+    n = float(np.min(counts)) if counts is not None and len(counts) else 0.0
+    if needed is _UNSET:  # one phase (a declared group size): the whole query's ε at n
+        from snapdp.data.plan import statement_accuracy, with_group_size
+
+        needed = None
+        if n >= 1:
+            acc = statement_accuracy(schema)
+            sized = with_group_size(pq, max(1, int(n)))
+            needed = _smallest(lambda e: acc(sized, e), target, _EPS_MAX)
+    from snapdp.data.plan import _eps_text, _num
+
+    need = "no ε up to 2^20" if needed is None else f"ε {_eps_text(needed)}"
+    note = (
+        f"target missed: ±{_num(worst)}; a group of ~{max(0, round(n)):,} rows would need "
+        f"{need}, only {_eps_text(allowed)} was left"
+    )
+    return replace(result, target_met=False, target_note=note)
+
+
+def _cells(result: QueryResult) -> int:
+    return max(1, len({r.keys for r in result.rows}))
+
+
+def _tree_total(
+    noisy: dict[str, npt.NDArray[np.float64]], result: QueryResult, cell: int
+) -> float:
+    level = noisy.get("level1")
+    if level is None:
+        return 0.0
+    width = len(level) // _cells(result)
+    return float(np.sum(level[cell * width : (cell + 1) * width]))
