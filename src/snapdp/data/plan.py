@@ -517,9 +517,7 @@ def plan_epsilons(
                 raise ParameterError(
                     "a plan with two-phase targets needs its schema", parameter="schema"
                 )
-            allocations.append(
-                Allocation(pq, e, None, "", plan_two_phase(schema, pq, e))
-            )
+            allocations.append(Allocation(pq, e, None, "", plan_two_phase(schema, pq, e)))
             continue
         value = accuracy_at(pq, e)
         if math.isinf(value) and schema is not None:
@@ -639,10 +637,10 @@ class Plan:
         for i, a in enumerate(preview.allocations):
             compiled = statistics.compile_query(a.planned.query, self.schema, a.epsilon)
             noises = _calibrated(compiled)
+            key: Path_ = ("query", i, a.planned.how)
             try:
-                check_release(compiled, noises, f"query[{i}].{a.planned.how}")
+                check_release(compiled, noises, describe_key(key))
             except ParameterError as exc:
-                key: Path_ = ("query", i, a.planned.how)
                 if exc.parameter in ("upper", "lower"):
                     key = ("columns", compiled.query.column or "", exc.parameter)
                 raise self._error(key, str(exc), exc.parameter) from None

@@ -251,15 +251,15 @@ def release_plan(
             for n in noises[i]:
                 if n.part.source == "count":
                     m = _mech(n, rng)
-                    noisy[i][n.part.name] = statistics.noisy_values(m, n.part, exact[i][n.part.name])
+                    noisy[i][n.part.name] = statistics.noisy_values(
+                        m, n.part, exact[i][n.part.name]
+                    )
         # phase 2: each two-phase query's ε₂ from its released counts
         spent_eps: list[Fraction] = [c.epsilon for c in compiled]
-        needs: dict[int, Fraction | None] = {}
         for i, e1 in eps1.items():
             pq, left = queries[i], compiled[i].epsilon - e1
             smallest = float(np.min(noisy[i]["count"])) if len(noisy[i]["count"]) else 0.0
-            eps2, needed = phase_two_epsilon(schema, pq, e1, left, smallest)
-            needs[i] = None if needed is None else e1 + needed
+            eps2, _ = phase_two_epsilon(schema, pq, e1, left, smallest)
             spent_eps[i] = e1 + eps2
             compiled[i] = replace(compiled[i], epsilon=e1 + eps2)
             noises[i] = split_noises(compiled[i], e1, eps2)
@@ -268,13 +268,15 @@ def release_plan(
                 m = _mech(n, rng)
                 mechs[i].append(m)
                 if n.part.name not in noisy[i]:
-                    noisy[i][n.part.name] = statistics.noisy_values(m, n.part, exact[i][n.part.name])
+                    noisy[i][n.part.name] = statistics.noisy_values(
+                        m, n.part, exact[i][n.part.name]
+                    )
         results = [
             statistics.assemble(c, n, out, conf, alpha, m)
             for c, n, out, m in zip(compiled, noises, noisy, mechs, strict=True)
         ]
         results = [
-            _with_target(r, pq, a.epsilon, noisy[i], needs.get(i, _UNSET), schema)
+            _with_target(r, pq, a.epsilon, noisy[i], schema)
             for i, (r, pq, a) in enumerate(zip(results, queries, allocations, strict=True))
         ]
     except BaseException:
@@ -287,17 +289,14 @@ def release_plan(
     return results, spent
 
 
-_UNSET: Any = object()
-
-
 def _mech(n: Noise, rng: np.random.Generator | None) -> SnappingMechanism:
     return SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper, rng=rng)
 
 
 def _delta(noises: Sequence[Sequence[Noise]]) -> float:
     return math.fsum(
-        n.cells * SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper)
-        .privacy.delta
+        n.cells
+        * SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper).privacy.delta
         for ns in noises
         for n in ns
     )
@@ -343,7 +342,6 @@ def _with_target(
     pq: PlannedQuery,
     allowed: Fraction,
     noisy: dict[str, npt.NDArray[np.float64]],
-    needed: Any,
     schema: Schema,
 ) -> QueryResult:
     """The result with ``target_met`` and, when missed, what the target would have needed (from
@@ -358,14 +356,14 @@ def _with_target(
     if counts is None and result.query.statistic == "quantiles":
         counts = np.array([_tree_total(noisy, result, k) for k in range(_cells(result))])
     n = float(np.min(counts)) if counts is not None and len(counts) else 0.0
-    if needed is _UNSET:  # one phase (a declared group size): the whole query's ε at n
-        from snapdp.data.plan import statement_accuracy, with_group_size
+    # what the whole query would need, planned afresh for a group of ~n rows (one phase)
+    from snapdp.data.plan import statement_accuracy, with_group_size
 
-        needed = None
-        if n >= 1:
-            acc = statement_accuracy(schema)
-            sized = with_group_size(pq, max(1, int(n)))
-            needed = _smallest(lambda e: acc(sized, e), target, _EPS_MAX)
+    needed = None
+    if n >= 1:
+        acc = statement_accuracy(schema)
+        sized = with_group_size(pq, max(1, int(n)))
+        needed = _smallest(lambda e: acc(sized, e), target, _EPS_MAX)
     from snapdp.data.plan import _eps_text, _num
 
     need = "no ε up to 2^20" if needed is None else f"ε {_eps_text(needed)}"
@@ -380,9 +378,7 @@ def _cells(result: QueryResult) -> int:
     return max(1, len({r.keys for r in result.rows}))
 
 
-def _tree_total(
-    noisy: dict[str, npt.NDArray[np.float64]], result: QueryResult, cell: int
-) -> float:
+def _tree_total(noisy: dict[str, npt.NDArray[np.float64]], result: QueryResult, cell: int) -> float:
     level = noisy.get("level1")
     if level is None:
         return 0.0
