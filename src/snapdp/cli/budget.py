@@ -54,8 +54,9 @@ def budget(
     ledger: str, dataset: str | None, export: str | None, lock_timeout: float, as_json: bool
 ) -> None:
     """Show a ledger: every dataset's total ε, what it spent and what remains (exactly), and every
-    recorded release (when, what, the cap a plan run reserved, ε spent, δ). ε is shown as the decimal it was given (0.1), or as p/q
-    when no short decimal is exact. See docs/data.md, "Budgets and the ledger"."""
+    recorded release (when, what, the cap a plan run reserved, ε spent, δ). ε is shown as the
+    decimal it was given (0.1), or as p/q when no short decimal is exact. See docs/data.md,
+    "Budgets and the ledger"."""
     report = read_ledger(ledger, timeout=lock_timeout)
     datasets, entries = report.datasets, report.entries
     if dataset is not None:

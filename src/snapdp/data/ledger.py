@@ -357,7 +357,11 @@ class Ledger:
     def settle(self, entry: int, epsilon: object, delta: float) -> None:
         """Record what reservation ``entry`` actually spent (0 ≤ ``epsilon`` ≤ its cap, exact)
         and return the rest, in the same entry; once only."""
-        eps = Fraction(epsilon)  # type: ignore[arg-type]
+        if not isinstance(epsilon, (int, Fraction)) or isinstance(epsilon, bool):
+            raise ParameterError(
+                f"`epsilon` must be an exact rational, not {epsilon!r}", parameter="epsilon"
+            )
+        eps = Fraction(epsilon)
         if not (isinstance(delta, (int, float)) and 0 <= float(delta) <= 1):
             raise ParameterError(f"`delta` must be in [0, 1], not {delta!r}", parameter="delta")
 
@@ -369,10 +373,11 @@ class Ledger:
                     f"{self._where()}: entry #{entry} is not an open reservation of dataset "
                     f"{self.dataset!r}"
                 )
-            if not 0 <= eps <= found[0].reserved:
+            cap = found[0].reserved
+            if not 0 <= eps <= cap:
                 raise ParameterError(
-                    f"a reservation spends between 0 and its cap {format_rational(found[0].reserved)}"
-                    f", not {format_rational(eps)}",
+                    f"a reservation spends between 0 and its cap {format_rational(cap)}, not "
+                    f"{format_rational(eps)}",
                     parameter="epsilon",
                 )
             fields = [str(entry), _now(), storage_text(eps), repr(float(delta))]

@@ -40,7 +40,7 @@ from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
 if TYPE_CHECKING:
-    from snapdp.data.plan import PlanPreview, PlannedQuery
+    from snapdp.data.plan import PlannedQuery, PlanPreview
     from snapdp.data.release import PrivateTable
 
 __all__ = [
@@ -191,7 +191,7 @@ def plan_two_phase(schema: Schema, pq: PlannedQuery, cap: Fraction) -> TwoPhase:
 
 def _round_rows(n: int) -> int:
     """n rounded up to one significant digit (12,345 → 20,000)."""
-    scale = 10 ** (len(str(n)) - 1)
+    scale: int = 10 ** (len(str(n)) - 1)
     return -(-n // scale) * scale
 
 
@@ -207,7 +207,7 @@ def release_plan(
     released counts, draw the rest, and return the unused part of the cap in the same entry.
     Returns (results in plan order, ε spent). A failure before any noise is drawn returns the
     whole reservation; after, the cap stays spent (as it does if the process dies)."""
-    from snapdp.data.release import _hash_key, _unit_column
+    from snapdp.data.release import _hash_key
 
     schema, rng = table.schema, table._rng
     conf, alpha = confidence, float(1 - Fraction(repr(confidence)))
@@ -247,7 +247,7 @@ def release_plan(
         noises: list[tuple[Noise, ...]] = list(planned_noises)
         mechs: list[list[SnappingMechanism]] = [[] for _ in compiled]
         # phase 1: the counts of two-phase queries
-        for i, e1 in eps1.items():
+        for i in eps1:
             for n in noises[i]:
                 if n.part.source == "count":
                     m = _mech(n, rng)
@@ -263,7 +263,7 @@ def release_plan(
             spent_eps[i] = e1 + eps2
             compiled[i] = replace(compiled[i], epsilon=e1 + eps2)
             noises[i] = split_noises(compiled[i], e1, eps2)
-        for i, c in enumerate(compiled):
+        for i in range(len(compiled)):
             for n in noises[i]:
                 m = _mech(n, rng)
                 mechs[i].append(m)

@@ -82,7 +82,7 @@ def test_a_declared_group_size_plans_as_before() -> None:
 
 
 def test_two_phase_without_a_total_names_group_size() -> None:
-    with pytest.raises(ValueError, match="declare `group_size`.*`total_epsilon`"):
+    with pytest.raises(ValueError, match=r"declare `group_size`.*`total_epsilon`"):
         Plan(SCHEMA, [MEAN], source="x.csv").preview()
 
 
@@ -99,7 +99,7 @@ def test_phase_two_never_exceeds_the_cap(cap: Fraction, n: float, target: Fracti
     compiled = statistics.compile_query(pq.query, SCHEMA, cap)
     eps1 = phase_one_epsilon(compiled, cap)
     eps2, needed = phase_two_epsilon(SCHEMA, pq, eps1, cap - eps1, n)
-    assert 0 < eps1 and 0 < eps2 and eps1 + eps2 <= cap
+    assert eps1 > 0 and eps2 > 0 and eps1 + eps2 <= cap
     if needed is not None and needed <= cap - eps1:
         assert eps2 == needed
 
