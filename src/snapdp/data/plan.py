@@ -384,13 +384,16 @@ class PlanPreview:
 
 
 @functools.lru_cache(maxsize=1024)
-def _target_epsilon(schema: Schema, pq: PlannedQuery, search: bool) -> Fraction:
+def _target_epsilon(
+    schema: Schema, pq: PlannedQuery, search: bool, presume: bool = False
+) -> Fraction:
     """The smallest ε meeting ``pq``'s target at its group size (cached: a pure function of
-    public parameters). ``search``: search with presumed L1 certificates first, then check."""
+    public parameters). ``search``: search with presumed L1 certificates first, then check
+    (``presume``: do not check)."""
     acc = pq.accuracy
     assert acc is not None
     label = repr(pq.query.label)
-    certified = statement_accuracy(schema)
+    certified = statement_accuracy(schema, presume_certified=presume)
 
     def one(e: Fraction) -> float:
         return certified(pq, e)
@@ -411,6 +414,7 @@ def plan_epsilons(
     schema: Schema | None = None,
     *,
     cached: bool = False,
+    presume_certified: bool = False,
 ) -> PlanPreview:
     """Plan every query's ε (see the module docstring); spends nothing, reads no data.
 
@@ -419,6 +423,7 @@ def plan_epsilons(
     again with it when the check fails, so every stated ± is ``accuracy_at``'s. ``schema``: the
     declaration, needed for two-phase queries. ``cached``: the accuracies are
     :func:`statement_accuracy`'s over ``schema`` (then each target's search is cached).
+    ``presume_certified``: a draft with every L1 certificate presumed (see :meth:`Plan.preview`).
 
     Fixed queries keep their ε; target queries get the smallest ε meeting their target;
     two-phase targets (docs/plans.md) and weighted queries share ``total_epsilon`` minus the
@@ -447,7 +452,8 @@ def plan_epsilons(
         elif pq.accuracy is not None:
             if cached:
                 assert schema is not None
-                eps.append(_target_epsilon(schema, pq, search_accuracy_at is not None))
+                search = search_accuracy_at is not None
+                eps.append(_target_epsilon(schema, pq, search, presume_certified))
                 continue
             acc = pq.accuracy
 
@@ -517,11 +523,11 @@ def plan_epsilons(
                 raise ParameterError(
                     "a plan with two-phase targets needs its schema", parameter="schema"
                 )
-            allocations.append(Allocation(pq, e, None, "", plan_two_phase(schema, pq, e)))
+            allocations.append(Allocation(pq, e, None, "", plan_two_phase(schema, pq, e, presume_certified)))
             continue
         value = accuracy_at(pq, e)
         if math.isinf(value) and schema is not None:
-            text = _statement(schema, pq.query, e, pq.confidence, False).describe()
+            text = _statement(schema, pq.query, e, pq.confidence, presume_certified).describe()
             allocations.append(Allocation(pq, e, None, text))
         else:
             allocations.append(Allocation(pq, e, value))
@@ -602,12 +608,20 @@ class Plan:
         return _Loader(p, data, locator).plan()
 
     # -- planning and running ----------------------------------------------------------------
-    def preview(self, accuracy_at: AccuracyAt | None = None) -> PlanPreview:
-        """Every query's ε and ± before anything is spent (never reads the data)."""
+    def preview(
+        self, accuracy_at: AccuracyAt | None = None, *, presume_certified: bool = False
+    ) -> PlanPreview:
+        """Every query's ε and ± before anything is spent (never reads the data).
+
+        ``presume_certified``: take every L1 certificate's success for granted (a draft for an
+        interactive page: fast, and equal to the certified plan whenever the certificates hold,
+        as they usually do); :meth:`run` always plans with real certificates."""
         search = None
         if accuracy_at is None:
             search = statement_accuracy(self.schema, presume_certified=True)
-        acc = accuracy_at if accuracy_at is not None else statement_accuracy(self.schema)
+        acc = accuracy_at
+        if acc is None:
+            acc = statement_accuracy(self.schema, presume_certified=presume_certified)
         try:
             preview = plan_epsilons(
                 self.queries,
@@ -616,6 +630,7 @@ class Plan:
                 search,
                 self.schema,
                 cached=accuracy_at is None,
+                presume_certified=presume_certified,
             )
             self._refuse(preview)
             return preview
@@ -636,7 +651,7 @@ class Plan:
 
         for i, a in enumerate(preview.allocations):
             compiled = statistics.compile_query(a.planned.query, self.schema, a.epsilon)
-            noises = _calibrated(compiled)
+            noises = _calibrated(compiled)  # presumed certificates: their ε is the largest
             key: Path_ = ("query", i, a.planned.how)
             try:
                 check_release(compiled, noises, describe_key(key))
@@ -755,7 +770,7 @@ class Plan:
 def _calibrated(compiled: Any) -> Any:
     from snapdp.data import statistics
 
-    return statistics.calibrate(compiled)
+    return statistics.calibrate(compiled, presume_certified=True)
 
 
 def _located(

@@ -135,10 +135,17 @@ def _smallest(accuracy: Any, target: Fraction, limit: Fraction) -> Fraction | No
 
 
 def phase_two_epsilon(
-    schema: Schema, pq: PlannedQuery, eps1: Fraction, left: Fraction, n: float
+    schema: Schema,
+    pq: PlannedQuery,
+    eps1: Fraction,
+    left: Fraction,
+    n: float,
+    *,
+    presume_certified: bool = False,
 ) -> tuple[Fraction, Fraction | None]:
     """(ε₂ to spend, ε₂ the target needs or None) for the smallest noisy count ``n``: the
-    smallest ε₂ ≤ ``left`` whose stated ± at n meets the target, else ``left`` (best effort)."""
+    smallest ε₂ ≤ ``left`` whose stated ± at n meets the target, else ``left`` (best effort).
+    ``presume_certified``: a planning draft (never for a release)."""
     target = pq.accuracy
     assert target is not None
     if not n > 0:
@@ -147,12 +154,13 @@ def phase_two_epsilon(
     def at(eps2: Fraction, presume: bool) -> float:
         return split_statement(schema, pq.query, eps1, eps2, pq.confidence, presume).at(n)
 
+    certify = not presume_certified
     found = _smallest(lambda e: at(e, True), target, left)
-    if found is not None and Fraction(at(found, False)) > target:
+    if certify and found is not None and Fraction(at(found, False)) > target:
         found = _smallest(lambda e: at(e, False), target, left)
     if found is not None:
         return found, found
-    needed = _smallest(lambda e: at(e, False), target, _EPS_MAX)
+    needed = _smallest(lambda e: at(e, not certify), target, _EPS_MAX)
     return left, needed
 
 
@@ -174,18 +182,31 @@ def _floor(statement: AccuracyStatement, target: Fraction) -> int | None:
     return n
 
 
-def plan_two_phase(schema: Schema, pq: PlannedQuery, cap: Fraction) -> TwoPhase:
-    """The plan of a two-phase query under ``cap`` (reads no data)."""
+def plan_two_phase(
+    schema: Schema, pq: PlannedQuery, cap: Fraction, presume_certified: bool = False
+) -> TwoPhase:
+    """The plan of a two-phase query under ``cap`` (reads no data; cached). The floor uses real
+    L1 certificates (unless ``presume_certified``); the example ε for ``rows`` rows presumes
+    them (a figure: the run chooses its ε with real ones)."""
+    return _plan_two_phase(schema, pq, cap, presume_certified)
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan_two_phase(
+    schema: Schema, pq: PlannedQuery, cap: Fraction, presume_certified: bool
+) -> TwoPhase:
     target = pq.accuracy
     assert target is not None
     compiled = statistics.compile_query(pq.query, schema, cap)
     eps1 = phase_one_epsilon(compiled, cap)
-    full = split_statement(schema, pq.query, eps1, cap - eps1, pq.confidence)
+    full = split_statement(schema, pq.query, eps1, cap - eps1, pq.confidence, presume_certified)
     floor = _floor(full, target)
     if floor is None:
         return TwoPhase(cap, eps1, None, None, None)
     rows = _round_rows(10 * floor)
-    eps2, needed = phase_two_epsilon(schema, pq, eps1, cap - eps1, rows)
+    eps2, needed = phase_two_epsilon(
+        schema, pq, eps1, cap - eps1, rows, presume_certified=True
+    )
     return TwoPhase(cap, eps1, floor, rows, None if needed is None else eps1 + eps2)
 
 
