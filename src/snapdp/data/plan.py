@@ -523,7 +523,9 @@ def plan_epsilons(
                 raise ParameterError(
                     "a plan with two-phase targets needs its schema", parameter="schema"
                 )
-            allocations.append(Allocation(pq, e, None, "", plan_two_phase(schema, pq, e, presume_certified)))
+            allocations.append(
+                Allocation(pq, e, None, "", plan_two_phase(schema, pq, e, presume_certified))
+            )
             continue
         value = accuracy_at(pq, e)
         if math.isinf(value) and schema is not None:

@@ -204,9 +204,7 @@ def _plan_two_phase(
     if floor is None:
         return TwoPhase(cap, eps1, None, None, None)
     rows = _round_rows(10 * floor)
-    eps2, needed = phase_two_epsilon(
-        schema, pq, eps1, cap - eps1, rows, presume_certified=True
-    )
+    eps2, needed = phase_two_epsilon(schema, pq, eps1, cap - eps1, rows, presume_certified=True)
     return TwoPhase(cap, eps1, floor, rows, None if needed is None else eps1 + eps2)
 
 
