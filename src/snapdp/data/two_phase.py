@@ -4,9 +4,10 @@ the released noisy counts, under a cap reserved in advance (DESIGN §8.7; docs/p
 
 A ratio mean's ± is (a_Σ + M·a_n)/ñ and a variance's (a_Σw² + 2W·a_Σw + 3W²·a_n)/(4ñ), with ñ
 the noisy count of the cell (:mod:`snapdp.data.statistics`). The count is part of the answer.
-So a plan releases it first (**phase 1**, at ε₁ = cap·w/2, w the count's usual share of the
-query's ε), and then (**phase 2**) gives the other parts the smallest ε₂ for which the ± the
-release states, at the smallest released count, meets the target — at most cap − ε₁. The stated
+So a plan releases it first (**phase 1**, at ε₁ = cap·w/2 rounded down to two digits, w the
+count's usual share of the query's ε), and then (**phase 2**) gives the other parts the
+smallest ε₂ for which the ± the release states, at the smallest released count, meets the
+target — at most cap − ε₁. The stated
 ± already holds at the stated confidence whatever ñ is (the count's error is its M·a_n term), so
 the target is met, with that confidence, whenever ε₂ ≤ cap − ε₁ suffices; otherwise phase 2
 spends cap − ε₁ and the result says the target was missed and what it would have needed.
@@ -25,6 +26,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from decimal import ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -70,13 +72,19 @@ class TwoPhase:
 
 
 def phase_one_epsilon(compiled: Compiled, cap: Fraction) -> Fraction:
-    """ε₁: half the share of ``cap`` the query's count part would get in one phase."""
+    """ε₁: half the share of ``cap`` the query's count part would get in one phase, rounded
+    down to two significant digits (a short decimal)."""
     weight = sum((p.weight for p in compiled.parts if p.source == "count"), Fraction(0))
     if weight == 0:
         raise ParameterError(
             f"{compiled.query.label} has no count to release first", parameter="group_size"
         )
-    return cap * weight / 2
+    exact = cap * weight / 2
+    with localcontext() as ctx:
+        ctx.prec = 2
+        ctx.rounding = ROUND_FLOOR
+        short = Fraction(Decimal(exact.numerator) / Decimal(exact.denominator))
+    return short if short > 0 else exact
 
 
 def _split(compiled: Compiled, eps1: Fraction, eps2: Fraction) -> tuple[Compiled, Compiled]:
