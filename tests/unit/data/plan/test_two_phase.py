@@ -104,20 +104,53 @@ def test_phase_two_never_exceeds_the_cap(cap: Fraction, n: float, target: Fracti
         assert eps2 == needed
 
 
-@settings(max_examples=8, deadline=None)
-@given(rows=st.integers(1, 400), seed=st.integers(0, 2**32 - 1), total=st.integers(1, 6))
-def test_a_run_spends_at_most_what_it_reserved(rows: int, seed: int, total: int) -> None:
-    """Random tables and noise: the ledger entry's spend never exceeds the reserved cap."""
+_POOL = (
+    PlannedQuery(Query("count", by=("sex",)), epsilon=Fraction(1, 2)),
+    MEAN,
+    PlannedQuery(Query("variance", "age"), accuracy=Fraction(30)),
+    PlannedQuery(Query("mean", "age"), accuracy=Fraction(5), group_size=200),
+    PlannedQuery(Query("sum", "age"), weight=Fraction(2)),
+)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    rows=st.integers(1, 400),
+    seed=st.integers(0, 2**32 - 1),
+    total=st.integers(3, 8),
+    picks=st.lists(st.integers(0, len(_POOL) - 1), min_size=1, max_size=4, unique=True),
+)
+def test_a_run_spends_at_most_what_it_reserved(
+    rows: int, seed: int, total: int, picks: list[int]
+) -> None:
+    """Random plans, tables and noise: the one ledger entry reserves the plan's total and its
+    spend never exceeds it; each query spends at most its planned ε (a two-phase query's cap)."""
     import tempfile
 
+    queries = [_POOL[i] for i in sorted(picks)]
     with tempfile.TemporaryDirectory() as d:
         source = _table(Path(d) / "d.csv", rows, seed)
-        plan = _plan(source, total)
+        plan = Plan(SCHEMA, queries, source=str(source), total_epsilon=Fraction(total))
+        try:
+            preview = plan.preview()
+        except ValueError as exc:  # a plan over its budget is refused before anything else
+            assert "cannot be met within total_epsilon" in str(exc)
+            return
         book = Ledger(None, 100)
-        done = plan.run(ledger=book, rng=np.random.default_rng(seed))
+        done = plan.run(ledger=book, rng=np.random.default_rng(seed), preview=preview)
         [entry] = book.entries()
-        assert entry.reserved == done.preview.total == total
-        assert entry.settled and entry.epsilon == done.spent <= total
+        assert entry.reserved == preview.total <= total
+        assert entry.settled and entry.epsilon == done.spent <= preview.total
+        for r, a in zip(done.results, preview.allocations, strict=True):
+            assert r.epsilon <= a.epsilon
+            assert r.epsilon == a.epsilon or a.two_phase is not None
+        assert done.spent == sum((r.epsilon for r in done.results), Fraction(0))
+
+
+def test_a_fixed_ratio_query_without_group_size_states_its_per_count_form() -> None:
+    fixed = PlannedQuery(Query("mean", "age"), epsilon=Fraction(1))
+    [a] = Plan(SCHEMA, [fixed], source="x.csv").preview().allocations
+    assert a.accuracy is None and re.fullmatch(r"±[\d,.]+/ñ, ñ the noisy count of the cell", a.text)
 
 
 def test_neighbours_show_the_same_structure(tmp_path: Path) -> None:
@@ -190,6 +223,11 @@ def test_a_settlement_is_checked(tmp_path: Path) -> None:
     con.close()
     with pytest.raises(Exception, match="does not match its reservation"):
         Ledger(tmp_path / "b.sqlite").spent()
+    con = sqlite3.connect(tmp_path / "b.sqlite")
+    con.execute("DELETE FROM settlements")
+    con.commit()
+    con.close()
+    assert Ledger(tmp_path / "b.sqlite").spent() == 3  # a deleted settlement: the cap, never less
 
 
 # -- refusals before the data is read ---------------------------------------------------------
