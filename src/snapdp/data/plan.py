@@ -431,49 +431,16 @@ def plan_epsilons(
     when the fixed and target ε exceed ``total_epsilon`` (or leave nothing for the others), or
     when weights or two-phase targets are given without a total.
     """
-    from snapdp.data.two_phase import plan_two_phase
-
     if not queries:
         raise ParameterError("a plan needs at least one query", parameter="query")
     cached = cached and schema is not None
     eps: list[Fraction | None] = []
-    for pq in queries:
-        if pq.epsilon is not None:
-            eps.append(pq.epsilon)
-        elif pq.two_phase:
-            if pq.query.statistic == "quantiles":
-                raise ParameterError(
-                    f"the target of {pq.query.label!r} depends on the rows of its groups: declare "
-                    "`group_size` (a public lower bound you vouch for); quantile targets are not "
-                    "released in two phases yet (docs/plans.md)",
-                    parameter="group_size",
-                )
-            eps.append(None)
-        elif pq.accuracy is not None:
-            if cached:
-                assert schema is not None
-                search = search_accuracy_at is not None
-                eps.append(_target_epsilon(schema, pq, search, presume_certified))
-                continue
-            acc = pq.accuracy
-
-            def one(e: Fraction, pq: PlannedQuery = pq) -> float:
-                return accuracy_at(pq, e)
-
-            chosen: Fraction | None = None
-            if search_accuracy_at is not None:
-
-                def fast(e: Fraction, pq: PlannedQuery = pq) -> float:
-                    return search_accuracy_at(pq, e)
-
-                chosen = smallest_epsilon(fast, acc, repr(pq.query.label))
-                if Fraction(one(chosen)) > acc:
-                    chosen = None
-            if chosen is None:
-                chosen = smallest_epsilon(one, acc, repr(pq.query.label))
-            eps.append(chosen)
-        else:
-            eps.append(None)
+    for i, pq in enumerate(queries):
+        try:
+            eps.append(_own_epsilon(pq, accuracy_at, search_accuracy_at, schema, cached,
+                                    presume_certified))  # fmt: skip
+        except ParameterError as exc:
+            raise _QueryError(i, exc) from None
     fixed = sum((e for e in eps if e is not None), Fraction(0))
     shared = [pq for pq in queries if pq.weight is not None or pq.two_phase]
     if total_epsilon is not None and fixed > total_epsilon:
@@ -516,23 +483,10 @@ def plan_epsilons(
             for pq, e in zip(queries, eps, strict=True)
         ]
     final = [e for e in eps if e is not None]
-    allocations = []
-    for pq, e in zip(queries, final, strict=True):
-        if pq.two_phase:
-            if schema is None:
-                raise ParameterError(
-                    "a plan with two-phase targets needs its schema", parameter="schema"
-                )
-            allocations.append(
-                Allocation(pq, e, None, "", plan_two_phase(schema, pq, e, presume_certified))
-            )
-            continue
-        value = accuracy_at(pq, e)
-        if math.isinf(value) and schema is not None:
-            text = _statement(schema, pq.query, e, pq.confidence, presume_certified).describe()
-            allocations.append(Allocation(pq, e, None, text))
-        else:
-            allocations.append(Allocation(pq, e, value))
+    try:
+        allocations = _allocations(queries, final, accuracy_at, schema, presume_certified)
+    except _QueryError:
+        raise
     sizes = sorted({pq.group_size for pq in queries if pq.group_size is not None})
     assumptions = tuple(
         f"the ± of a query declaring group_size = {n:,} holds for groups of at least {n:,} rows "
@@ -546,6 +500,91 @@ def plan_epsilons(
             "(docs/plans.md, 'Two-phase targets')",
         )
     return PlanPreview(tuple(allocations), sum(final, Fraction(0)), total_epsilon, assumptions)
+
+
+def _own_epsilon(
+    pq: PlannedQuery,
+    accuracy_at: AccuracyAt,
+    search_accuracy_at: AccuracyAt | None,
+    schema: Schema | None,
+    cached: bool,
+    presume_certified: bool,
+) -> Fraction | None:
+    """A query's ε when it does not share the leftover: fixed, or the smallest meeting its
+    target; None for weighted and two-phase queries."""
+    if pq.epsilon is not None:
+        return pq.epsilon
+    if pq.two_phase:
+        if pq.query.statistic == "quantiles":
+            raise ParameterError(
+                f"the target of {pq.query.label!r} depends on the rows of its groups: declare "
+                "`group_size` (a public lower bound you vouch for); quantile targets are not "
+                "released in two phases yet (docs/plans.md)",
+                parameter="group_size",
+            )
+        return None
+    acc = pq.accuracy
+    if acc is None:
+        return None
+    if cached and schema is not None:
+        return _target_epsilon(schema, pq, search_accuracy_at is not None, presume_certified)
+
+    def one(e: Fraction) -> float:
+        return accuracy_at(pq, e)
+
+    if search_accuracy_at is not None:
+        fast = search_accuracy_at
+        chosen = smallest_epsilon(lambda e: fast(pq, e), acc, repr(pq.query.label))
+        if Fraction(one(chosen)) <= acc:
+            return chosen
+    return smallest_epsilon(one, acc, repr(pq.query.label))
+
+
+class _QueryError(ParameterError):
+    """A ParameterError about the ``index``-th query of a plan (its key names it)."""
+
+    def __init__(self, index: int, error: ParameterError) -> None:
+        super().__init__(str(error), parameter=error.parameter)
+        self.index = index
+
+
+def _allocations(
+    queries: Sequence[PlannedQuery],
+    final: Sequence[Fraction],
+    accuracy_at: AccuracyAt,
+    schema: Schema | None,
+    presume_certified: bool,
+) -> list[Allocation]:
+    """Each query's allocation at its planned ε (a two-phase query's at its cap)."""
+    allocations = []
+    for i, (pq, e) in enumerate(zip(queries, final, strict=True)):
+        try:
+            allocations.append(_allocation(pq, e, accuracy_at, schema, presume_certified))
+        except ParameterError as exc:
+            raise _QueryError(i, exc) from None
+    return allocations
+
+
+def _allocation(
+    pq: PlannedQuery,
+    e: Fraction,
+    accuracy_at: AccuracyAt,
+    schema: Schema | None,
+    presume_certified: bool,
+) -> Allocation:
+    from snapdp.data.two_phase import plan_two_phase
+
+    if pq.two_phase:
+        if schema is None:
+            raise ParameterError(
+                "a plan with two-phase targets needs its schema", parameter="schema"
+            )
+        return Allocation(pq, e, None, "", plan_two_phase(schema, pq, e, presume_certified))
+    value = accuracy_at(pq, e)
+    if math.isinf(value) and schema is not None:
+        text = _statement(schema, pq.query, e, pq.confidence, presume_certified).describe()
+        return Allocation(pq, e, None, text)
+    return Allocation(pq, e, value)
 
 
 # -- plans ------------------------------------------------------------------------------------
@@ -638,8 +677,14 @@ class Plan:
             return preview
         except PlanFileError:
             raise
+        except _QueryError as exc:
+            pq = self.queries[exc.index]
+            name = exc.parameter if exc.parameter in ("accuracy", "group_size") else pq.how
+            key: Path_ = ("query", exc.index, name)
+            message = str(exc).replace("`epsilon`", f"`{describe_key(key)}`")
+            raise self._error(key, message, exc.parameter) from None
         except ParameterError as exc:
-            key: Path_ = ("data", "total_epsilon")
+            key = ("data", "total_epsilon")
             if exc.parameter in ("accuracy", "weight", "group_size"):
                 key = ("query",)
             raise self._error(key, str(exc), exc.parameter) from None

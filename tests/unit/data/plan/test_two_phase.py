@@ -278,6 +278,11 @@ def test_release_refuses_parameters_before_the_data_is_read(
             r"key `query\[1\]\.epsilon`: `query\[1\]\.epsilon` = 710 is too large",
         ),
         (
+            "epsilon = 1e-30",
+            "",
+            r"key `query\[1\]\.epsilon`: `query\[1\]\.epsilon` = 1e-30 is too small",
+        ),
+        (
             'statistic = "sum"\ncolumn = "x"\nepsilon = 1',
             'x = { type = "decimal", lower = 0, upper = 1e285 }',
             r"key `columns\.x\.upper`: column 'x': bounds \[0, 1e\+285\] are too wide",
