@@ -300,3 +300,22 @@ def test_plan_and_run_refuse_parameters_before_the_data_is_read(
         r = CliRunner().invoke(main, [*command, str(tmp_path / "p.toml")])
         assert r.exit_code == 2 and re.search(pattern, r.output), r.output
     assert not (tmp_path / "b.sqlite").exists()
+
+
+def test_the_outputs_say_whether_each_target_was_met(tmp_path: Path) -> None:
+    import csv
+
+    source = _table(tmp_path / "d.csv", 3000, seed=4)
+    fixed = PlannedQuery(Query("count", by=("sex",)), epsilon=Fraction(1))
+    plan = Plan(SCHEMA, [fixed, MEAN], source=str(source), total_epsilon=Fraction(5))
+    done = plan.run(output=tmp_path / "out", rng=np.random.default_rng(1))
+    assert [r.target_met for r in done.results] == [None, True]
+    with open(tmp_path / "out" / "results.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["target_met"] for r in rows] == ["", "", "True", "True"]
+    data = json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))
+    assert "target_met" not in data["queries"][0]
+    assert (data["queries"][1]["target_met"], data["queries"][1]["target"]) == (True, "target met")
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert html.count("target met") == 1
+    assert Fraction(data["epsilon"]) == done.spent < 5
