@@ -265,11 +265,11 @@ def release_plan(
     }
     what = "; ".join(c.query.label for c in compiled)
     entry = ledger.reserve(cap, _up_delta(reserved_delta), what, table.dataset, meta)
-    drawn = False
+    noise_drawn = False
     try:
         hash_key = _hash_key(rng)
         exact = _exact(table, compiled, hash_key)
-        drawn = True
+        noise_drawn = True  # from here on, outputs may exist: the cap stays spent on failure
         noisy: list[dict[str, npt.NDArray[np.float64]]] = [{} for _ in compiled]
         noises: list[tuple[Noise, ...]] = list(planned_noises)
         mechs: list[list[SnappingMechanism]] = [[] for _ in compiled]
@@ -307,7 +307,7 @@ def release_plan(
             for i, (r, pq, a) in enumerate(zip(results, queries, allocations, strict=True))
         ]
     except BaseException:
-        if not drawn:  # nothing released: the whole reservation comes back
+        if not noise_drawn:  # nothing released: the whole reservation comes back
             ledger.settle(entry, Fraction(0), 0.0)
         raise
     spent = sum(spent_eps, Fraction(0))
