@@ -37,7 +37,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from decimal import ROUND_CEILING, Decimal, localcontext
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,10 @@ from snapdp.data.engines.base import Engine
 from snapdp.data.query import STATISTICS, Query
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
+from snapdp.data.search import TOLERANCE, smallest_epsilon  # noqa: F401 (public here too)
+from snapdp.data.search import eps_text as _eps_text
+from snapdp.data.search import fraction_text as _text
+from snapdp.data.search import num as _num
 from snapdp.data.two_phase import TwoPhase
 from snapdp.errors import ParameterError
 
@@ -68,10 +72,6 @@ __all__ = [
 ]
 
 DEFAULT_CONFIDENCE = 0.95
-#: Relative tolerance of the bisection, and of rounding ε up to a short decimal.
-TOLERANCE = Fraction(1, 400)
-_EPS_MIN = Fraction(1, 1 << 30)
-_EPS_MAX = Fraction(1 << 20)
 
 
 @dataclass(frozen=True)
@@ -197,70 +197,6 @@ def usefulness_flags(schema: Schema, allocation: Allocation) -> list[str]:
 
 
 # -- the planner ------------------------------------------------------------------------------
-def smallest_epsilon(
-    accuracy_at: Callable[[Fraction], float], target: Fraction, label: str = "query"
-) -> Fraction:
-    """The smallest ε (to a relative :data:`TOLERANCE`, rounded up to a short decimal) whose
-    accuracy is ≤ ``target``, for an accuracy non-increasing in ε; a ParameterError when no ε in
-    [2^-30, 2^20] meets it. The result always meets the target (checked)."""
-
-    cache: dict[Fraction, float] = {}
-
-    def acc(eps: Fraction) -> float:
-        if eps not in cache:
-            cache[eps] = accuracy_at(eps)
-        return cache[eps]
-
-    def meets(eps: Fraction) -> bool:
-        return Fraction(acc(eps)) <= target
-
-    # A first guess from ± ≈ c/ε (exact for the noise scale, up to the power-of-two grid), then
-    # a bracket grown by factors of 1.05, 1.05², … around it: few evaluations, each costly.
-    first = acc(Fraction(1))
-    guess = Fraction(1) if first <= 0 else _round_up_short(Fraction(first) / target)
-    guess = min(max(guess, _EPS_MIN), _EPS_MAX)
-    step = Fraction(21, 20)
-    if meets(guess):
-        hi, lo = guess, guess / step
-        while meets(lo):
-            hi, step = lo, step * step
-            lo = hi / step
-            if lo < _EPS_MIN:
-                return hi
-    else:
-        lo, hi = guess, min(guess * step, _EPS_MAX)
-        while not meets(hi):
-            if hi >= _EPS_MAX:
-                raise ParameterError(
-                    f"the target accuracy ±{_text(target)} of {label} cannot be met at any ε: "
-                    f"even ε = {_EPS_MAX} gives ±{acc(_EPS_MAX):.6g}",
-                    parameter="accuracy",
-                )
-            lo, step = hi, step * step
-            hi = min(lo * step, _EPS_MAX)
-    while hi > lo * (1 + TOLERANCE):  # invariant: not meets(lo), meets(hi)
-        mid = (lo + hi) / 2
-        if meets(mid):
-            hi = mid
-        else:
-            lo = mid
-    short = _round_up_short(hi)
-    return short if meets(short) else hi
-
-
-def _round_up_short(x: Fraction) -> Fraction:
-    """The decimal with the fewest significant digits in [x, x·(1 + TOLERANCE)]."""
-    limit = x * (1 + TOLERANCE)
-    for digits in range(1, 30):
-        with localcontext() as ctx:
-            ctx.prec = digits
-            ctx.rounding = ROUND_CEILING
-            d = Fraction(Decimal(x.numerator) / Decimal(x.denominator))
-        if x <= d <= limit:
-            return d
-    return x
-
-
 @dataclass(frozen=True)
 class Allocation:
     """One query's planned ε and the ± it will have (at its confidence; for ratio statistics,
@@ -1178,22 +1114,6 @@ def _positive(name: str, x: object) -> Fraction:
     if not value > 0:
         raise ParameterError(f"`{name}` must be > 0, not {x!r}", parameter=name)
     return value
-
-
-def _text(x: Fraction) -> str:
-    """A Fraction as an exact decimal when it is one, else p/q."""
-    from snapdp.data.results import _fraction_text
-
-    return _fraction_text(x)
-
-
-def _eps_text(x: Fraction) -> str:
-    exact = _text(x)
-    return exact if "/" not in exact and len(exact) <= 12 else f"{float(x):.6g} ({exact})"
-
-
-def _num(x: float) -> str:
-    return f"{x:,.6g}" if abs(x) < 1e6 else f"{x:,.0f}"
 
 
 def with_group_size(pq: PlannedQuery, n: int) -> PlannedQuery:

@@ -37,6 +37,7 @@ from snapdp.data import statistics
 from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import Column, Schema
+from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
 from snapdp.data.statistics import AccuracyStatement, Compiled, Noise
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
@@ -54,8 +55,6 @@ __all__ = [
     "split_noises",
     "split_statement",
 ]
-
-_EPS_MAX = Fraction(1 << 20)
 
 
 @dataclass(frozen=True)
@@ -128,11 +127,17 @@ def split_statement(
     return statistics.accuracy_of(compiled, noises, confidence, alpha)
 
 
+@functools.lru_cache(maxsize=4096)
+def _one_phase(schema: Schema, query: Any, eps: Fraction, confidence: float) -> AccuracyStatement:
+    """What a one-phase release of ``query`` at ``eps`` states (cached)."""
+    compiled = statistics.compile_query(query, schema, eps)
+    alpha = float(1 - Fraction(repr(confidence)))
+    return statistics.accuracy_of(compiled, statistics.calibrate(compiled), confidence, alpha)
+
+
 def _smallest(accuracy: Any, target: Fraction, limit: Fraction) -> Fraction | None:
     """The smallest ε in (0, limit] (to 1/400, rounded up to a short decimal) with
     accuracy(ε) ≤ target, or None when even ``limit`` misses it."""
-    from snapdp.data.plan import smallest_epsilon
-
     if Fraction(accuracy(limit)) > target:
         return None
     try:
@@ -168,7 +173,7 @@ def phase_two_epsilon(
         found = _smallest(lambda e: at(e, False), target, left)
     if found is not None:
         return found, found
-    needed = _smallest(lambda e: at(e, not certify), target, _EPS_MAX)
+    needed = _smallest(lambda e: at(e, not certify), target, EPS_MAX)
     return left, needed
 
 
@@ -384,19 +389,18 @@ def _with_target(
         counts = np.array([_tree_total(noisy, result, k) for k in range(_cells(result))])
     n = float(np.min(counts)) if counts is not None and len(counts) else 0.0
     # what the whole query would need, planned afresh for a group of ~n rows (one phase)
-    from snapdp.data.plan import statement_accuracy, with_group_size
-
     needed = None
     if n >= 1:
-        acc = statement_accuracy(schema)
-        sized = with_group_size(pq, max(1, int(n)))
-        needed = _smallest(lambda e: acc(sized, e), target, _EPS_MAX)
-    from snapdp.data.plan import _eps_text, _num
+        rows = max(1, int(n))
 
-    need = "no ε up to 2^20" if needed is None else f"ε {_eps_text(needed)}"
+        def at(e: Fraction) -> float:
+            return float(_one_phase(schema, pq.query, e, pq.confidence).at(rows))
+
+        needed = _smallest(at, target, EPS_MAX)
+    need = "no ε up to 2^20" if needed is None else f"ε {eps_text(needed)}"
     note = (
-        f"target missed: ±{_num(worst)}; a group of ~{max(0, round(n)):,} rows would need "
-        f"{need}, only {_eps_text(allowed)} was left"
+        f"target missed: ±{num(worst)}; a group of ~{max(0, round(n)):,} rows would need "
+        f"{need}, only {eps_text(allowed)} was left"
     )
     return replace(result, target_met=False, target_note=note)
 
