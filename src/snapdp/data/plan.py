@@ -451,13 +451,6 @@ def _own_epsilon(
     if pq.epsilon is not None:
         return pq.epsilon
     if pq.two_phase:
-        if pq.query.statistic == "quantiles":
-            raise ParameterError(
-                f"the target of {pq.query.label!r} depends on the rows of its groups: declare "
-                "`group_size` (a public lower bound you vouch for); quantile targets are not "
-                "released in two phases yet (docs/plans.md)",
-                parameter="group_size",
-            )
         return None
     acc = pq.accuracy
     if acc is None:

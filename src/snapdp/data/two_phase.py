@@ -38,7 +38,7 @@ from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import Column, Schema
 from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
-from snapdp.data.statistics import AccuracyStatement, Compiled, Noise
+from snapdp.data.statistics import AccuracyStatement, Compiled, Noise, Part
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
@@ -70,15 +70,25 @@ class TwoPhase:
     example: Fraction | None
 
 
+def _first(part: Part) -> bool:
+    """Whether a part is released in phase 1: a mean's or variance's count, a tree's top level
+    (whose nodes add up to the rows of the cell)."""
+    return part.source == "count" or part.name == "level1"
+
+
 def phase_one_epsilon(compiled: Compiled, cap: Fraction) -> Fraction:
-    """ε₁: half the share of ``cap`` the query's count part would get in one phase, rounded
-    down to two significant digits (a short decimal)."""
-    weight = sum((p.weight for p in compiled.parts if p.source == "count"), Fraction(0))
+    """ε₁, rounded down to two significant digits (a short decimal): half the share of ``cap``
+    a mean's or variance's count would get in one phase; a quantile tree's top level gets its
+    whole share (the largest node ± of any level bounds the rank ±, so a smaller one could not
+    be made up for by the other levels); all of ``cap`` for a tree of one level."""
+    weight = sum((p.weight for p in compiled.parts if _first(p)), Fraction(0))
     if weight == 0:
         raise ParameterError(
             f"{compiled.query.label} has no count to release first", parameter="group_size"
         )
-    exact = cap * weight / 2
+    if all(_first(p) for p in compiled.parts):
+        return cap
+    exact = cap * weight if compiled.tree is not None else cap * weight / 2
     with localcontext() as ctx:
         ctx.prec = 2
         ctx.rounding = ROUND_FLOOR
@@ -87,8 +97,10 @@ def phase_one_epsilon(compiled: Compiled, cap: Fraction) -> Fraction:
 
 
 def _split(compiled: Compiled, eps1: Fraction, eps2: Fraction) -> tuple[Compiled, Compiled]:
-    count = tuple(replace(p, weight=Fraction(1)) for p in compiled.parts if p.source == "count")
-    rest = [p for p in compiled.parts if p.source != "count"]
+    first = [p for p in compiled.parts if _first(p)]
+    total1 = sum((p.weight for p in first), Fraction(0))
+    count = tuple(replace(p, weight=p.weight / total1) for p in first)
+    rest = [p for p in compiled.parts if not _first(p)]
     total = sum((p.weight for p in rest), Fraction(0))
     others = tuple(replace(p, weight=p.weight / total) for p in rest)
     return replace(compiled, epsilon=eps1, parts=count), replace(
@@ -161,6 +173,8 @@ def phase_two_epsilon(
     ``presume_certified``: a planning draft (never for a release)."""
     target = pq.accuracy
     assert target is not None
+    if not left > 0:  # a tree of one level: all of it was phase 1
+        return Fraction(0), None
     if not n > 0:
         return left, None
 
@@ -281,7 +295,7 @@ def release_plan(
         # phase 1: the counts of two-phase queries
         for i in eps1:
             for n in noises[i]:
-                if n.part.source == "count":
+                if _first(n.part):
                     m = _mech(n, rng)
                     noisy[i][n.part.name] = statistics.noisy_values(
                         m, n.part, exact[i][n.part.name]
@@ -290,7 +304,7 @@ def release_plan(
         spent_eps: list[Fraction] = [c.epsilon for c in compiled]
         for i, e1 in eps1.items():
             pq, left = queries[i], compiled[i].epsilon - e1
-            smallest = float(np.min(noisy[i]["count"])) if len(noisy[i]["count"]) else 0.0
+            smallest = _smallest_count(compiled[i], noises[i], noisy[i], alpha)
             eps2, _ = phase_two_epsilon(schema, pq, e1, left, smallest)
             spent_eps[i] = e1 + eps2
             compiled[i] = replace(compiled[i], epsilon=e1 + eps2)
@@ -319,6 +333,30 @@ def release_plan(
     delta = math.fsum(r.delta for r in results)
     ledger.settle(entry, spent, _up_delta(delta))
     return results, spent
+
+
+def _smallest_count(
+    compiled: Compiled,
+    noises: Sequence[Noise],
+    noisy: dict[str, npt.NDArray[np.float64]],
+    alpha: float,
+) -> float:
+    """The smallest released count over the cells: a mean's or variance's noisy count (the
+    denominator of its stated ±), or for quantiles a lower confidence bound of the rows of the
+    cell from the top level of its tree (its b nodes' sum, less b times a node's ± at α; the
+    stated ± divides by the total of the consistent leaves, which the top level estimates)."""
+    if "count" in noisy:
+        counts = noisy["count"]
+        return float(np.min(counts)) if len(counts) else 0.0
+    level = noisy["level1"]
+    cells = max(1, compiled.n_cells)
+    width = len(level) // cells
+    if width == 0:
+        return 0.0
+    totals = level.reshape(cells, width).sum(axis=1)
+    top = next(n for n in noises if n.part.name == "level1")
+    node = SnappingMechanism(top.epsilon, top.sensitivity, top.part.lower, top.part.upper)
+    return float(np.min(totals)) - width * node.accuracy(alpha)
 
 
 def _mech(n: Noise, rng: np.random.Generator | None) -> SnappingMechanism:

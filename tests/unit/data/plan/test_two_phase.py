@@ -110,6 +110,7 @@ _POOL = (
     PlannedQuery(Query("variance", "age"), accuracy=Fraction(30)),
     PlannedQuery(Query("mean", "age"), accuracy=Fraction(5), group_size=200),
     PlannedQuery(Query("sum", "age"), weight=Fraction(2)),
+    PlannedQuery(Query("quantiles", "age", quantiles=(Fraction(1, 2),)), accuracy=Fraction(10)),
 )
 
 
@@ -118,7 +119,7 @@ _POOL = (
     rows=st.integers(1, 400),
     seed=st.integers(0, 2**32 - 1),
     total=st.integers(3, 8),
-    picks=st.lists(st.integers(0, len(_POOL) - 1), min_size=1, max_size=4, unique=True),
+    picks=st.lists(st.integers(0, len(_POOL) - 1), min_size=1, max_size=3, unique=True),
 )
 def test_a_run_spends_at_most_what_it_reserved(
     rows: int, seed: int, total: int, picks: list[int]
@@ -319,3 +320,30 @@ def test_the_outputs_say_whether_each_target_was_met(tmp_path: Path) -> None:
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert html.count("target met") == 1
     assert Fraction(data["epsilon"]) == done.spent < 5
+
+
+def test_a_quantile_target_is_two_phase_too(tmp_path: Path) -> None:
+    """Quartiles without group_size: the tree's top level first (its nodes add up to the rows),
+    the other levels from a lower confidence bound of them; met on a large table, within the
+    cap, and said to be missed on a small one."""
+    quartiles = PlannedQuery(
+        Query("quantiles", "age", quantiles=(Fraction(1, 4), Fraction(1, 2), Fraction(3, 4))),
+        accuracy=Fraction(5),
+    )
+    big = _table(tmp_path / "big.csv", 30_000, seed=6)
+    plan = Plan(SCHEMA, [quartiles], source=str(big), total_epsilon=Fraction(2))
+    preview = plan.preview()
+    [a] = preview.allocations
+    assert a.two_phase is not None and a.two_phase.floor is not None
+    assert a.two_phase.floor < 30_000
+    data = np.loadtxt(big, delimiter=",", skiprows=1, dtype=int)
+    truth = np.quantile(data[:, 0], [0.25, 0.5, 0.75])
+    for seed in range(3):
+        done = plan.run(rng=np.random.default_rng(seed), preview=preview)
+        [r] = done.results
+        assert r.target_met is True and done.spent <= 2
+        assert all(abs(row.value - t) <= 5 for row, t in zip(r.rows, truth, strict=True))
+    small = _table(tmp_path / "small.csv", 200, seed=6)
+    tiny = Plan(SCHEMA, [quartiles], source=str(small), total_epsilon=Fraction(2))
+    [r] = tiny.run(rng=np.random.default_rng(0)).results
+    assert r.target_met is False and (r.target_note or "").startswith("target missed: ±")
