@@ -11,6 +11,9 @@ target — at most cap − ε₁. The stated
 ± already holds at the stated confidence whatever ñ is (the count's error is its M·a_n term), so
 the target is met, with that confidence, whenever ε₂ ≤ cap − ε₁ suffices; otherwise phase 2
 spends cap − ε₁ and the result says the target was missed and what it would have needed.
+Quantiles release the top level of their tree first (its nodes add up to the rows of the cell;
+see :func:`phase_one_epsilon`) and plan the other levels for a lower confidence bound of the rows
+(:func:`_smallest_count`).
 
 **Privacy.** ε₂ is a function of the released phase-1 values and public parameters only, and
 ε₁ + ε₂ ≤ cap on every outcome. For pure ε-DP mechanisms chosen adaptively, the privacy loss of
