@@ -386,9 +386,12 @@ def run_table_release(
             "name at least one statistic: --count, --sum, --mean, --var, --std or --quantiles",
             parameter="statistic",
         )
+    # Everything decidable from the parameters is refused here, before the data is opened
+    # (the same refusals as --dry-run and `snapdp plan`; docs/plans.md).
+    blind = PrivateTable(schema=schema, engine=_NoEngine(label), ledger=Ledger(None, eps))
+    statements = blind.accuracy(queries, eps, confidence=confidence)
     if dry_run:
-        table = PrivateTable(schema=schema, engine=_NoEngine(label), ledger=Ledger(None, eps))
-        _print_accuracy(table.accuracy(queries, eps, confidence=confidence), as_json)
+        _print_accuracy(statements, as_json)
         return
     total = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
     table = PrivateTable(
@@ -709,6 +712,8 @@ def _print_results(
                 "±" + plain_number(row.accuracy, 4),
             )
         console.print(shown)
+        if r.target_note is not None:
+            console.print(f"  {'✓' if r.target_met else '✗'} {r.target_note}")
         for note in r.notes:
             console.print(f"  · {note}")
         flags, summary = usefulness(r, schema)

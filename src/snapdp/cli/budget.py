@@ -54,8 +54,9 @@ def budget(
     ledger: str, dataset: str | None, export: str | None, lock_timeout: float, as_json: bool
 ) -> None:
     """Show a ledger: every dataset's total ε, what it spent and what remains (exactly), and every
-    recorded release (when, what, ε, δ). ε is shown as the decimal it was given (0.1), or as p/q
-    when no short decimal is exact. See docs/data.md, "Budgets and the ledger"."""
+    recorded release (when, what, the cap a plan run reserved, ε spent, δ). ε is shown as the
+    decimal it was given (0.1), or as p/q when no short decimal is exact. See docs/data.md,
+    "Budgets and the ledger"."""
     report = read_ledger(ledger, timeout=lock_timeout)
     datasets, entries = report.datasets, report.entries
     if dataset is not None:
@@ -77,11 +78,18 @@ def budget(
         console.print(f"wrote {len(report.entries):,} releases to {export}")
     if entries:
         table = Table(title=f"Releases recorded in {ledger}")
-        for col in ("#", "time (UTC)", "dataset", "released", "ε", "δ"):
-            table.add_column(col, justify="right" if col in ("#", "ε", "δ") else "left")
+        for col in ("#", "time (UTC)", "dataset", "released", "reserved", "ε spent", "δ"):
+            table.add_column(col, justify="left" if col in ("time (UTC)", "dataset",
+                             "released") else "right")  # fmt: skip
         for e in entries:
             table.add_row(
-                f"{e.id:,}", e.time, e.dataset, e.what, format_rational(e.epsilon), f"{e.delta:.3g}"
+                f"{e.id:,}",
+                e.time,
+                e.dataset,
+                e.what,
+                _reserved_text(e),
+                format_rational(e.epsilon),
+                f"{e.delta:.3g}",
             )
         console.print(table)
     else:
@@ -101,6 +109,14 @@ def budget(
             highlight=False,
             soft_wrap=True,
         )
+
+
+def _reserved_text(e: LedgerEntry) -> str:
+    """The reserved cap of a plan run ("" for a plain release); an open reservation (a run that
+    never returned its unused part, e.g. a crash) counts whole."""
+    if e.reserved is None:
+        return ""
+    return format_rational(e.reserved) + ("" if e.settled else " (open: all spent)")
 
 
 def _budget_dict(d: DatasetBudget) -> dict[str, Any]:

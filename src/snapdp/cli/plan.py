@@ -70,8 +70,9 @@ def run(
     output: str | None,
     as_json: bool,
 ) -> None:
-    """Release every query of the plan file PLAN as ONE ledger entry (all or nothing) and write
-    the results (CSV, Parquet, columnar JSON) and an HTML report. See docs/plans.md."""
+    """Release every query of the plan file PLAN as ONE ledger entry and write the results (CSV,
+    Parquet, columnar JSON) and an HTML report. The entry reserves the plan's cap before any
+    noise is drawn and returns the unused part when the run ends. See docs/plans.md."""
     from snapdp.cli._data import _exact_text, _print_results
 
     p = Plan.load(plan_file)
@@ -88,7 +89,8 @@ def run(
                 {
                     "plan": plan_file,
                     "results": [r.as_dict() for r in results],
-                    "epsilon_spent": _exact_text(done.preview.total),
+                    "epsilon_spent": _exact_text(done.spent),
+                    "epsilon_reserved": _exact_text(done.preview.total),
                     "ledger": ledger,
                     "files": [str(f) for f in done.files],
                 }
@@ -96,5 +98,10 @@ def run(
         )
         return
     remaining = done.ledger.remaining()
-    _print_results(str(p.source_path()), results, done.preview.total, ledger, remaining, p.schema)
+    _print_results(str(p.source_path()), results, done.spent, ledger, remaining, p.schema)
+    if done.spent != done.preview.total:
+        click.echo(
+            f"Reserved ε = {_exact_text(done.preview.total)} (the plan's cap); the unused "
+            f"{_exact_text(done.preview.total - done.spent)} was returned to the budget."
+        )
     click.echo("Wrote " + ", ".join(str(f) for f in done.files))

@@ -22,6 +22,13 @@ Guarantees, for every process sharing one ledger file:
 * **Crash safety, no stray files.** SQLite's journal makes a commit atomic. A new ledger file is
   built beside the target under a temporary name and appears (``os.link``, which never replaces a
   file) only with its first committed spend; a refusal leaves no file behind.
+* **Reservations** (DESIGN §8.7; docs/plans.md, "The ledger"). A plan run reserves its cap in
+  one entry (:meth:`Ledger.reserve`, a spend of the cap marked ``"reservation": true``) before any
+  noise is drawn, and returns the unused part in the same entry when it ends
+  (:meth:`Ledger.settle`: a row of ``settlements`` holding the ε and δ actually spent, chained to
+  the entry's digest). Until settled, the whole cap counts as spent, so a crash between the two
+  leaves the cap spent, never less; deleting a settlement also only ever raises what is spent. A
+  snapdp that predates settlements refuses a file holding them (unknown table).
 * **Old files keep working.** A ledger written by snapdp 0.1 (one budget, ε as REAL) is read as is
   and migrated in place, inside the transaction of its first new spend. Its total stays a cap on
   the whole file (it was one budget), each recorded label becomes a dataset, and a dataset it never
@@ -39,7 +46,7 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
@@ -68,8 +75,12 @@ DEFAULT_DATASET = "default"
 _FORMAT = "snapdp-ledger"
 _VERSION = "2"
 _DEFAULT_TIMEOUT = 60.0
-_OURS = {"meta", "budgets", "spends", "sqlite_sequence"}
+_OURS = {"meta", "budgets", "spends", "settlements", "sqlite_sequence"}
 _OURS_V1 = {"meta", "spends", "sqlite_sequence"}
+_SETTLEMENTS = (
+    "CREATE TABLE IF NOT EXISTS settlements (spend INTEGER PRIMARY KEY, time TEXT NOT NULL, "
+    "epsilon TEXT NOT NULL, delta TEXT NOT NULL, digest TEXT NOT NULL)"
+)
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE budgets (dataset TEXT PRIMARY KEY, total_epsilon TEXT NOT NULL, "
@@ -77,13 +88,16 @@ _SCHEMA = (
     "CREATE TABLE spends (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, "
     "epsilon TEXT NOT NULL, delta TEXT NOT NULL, what TEXT NOT NULL, dataset TEXT NOT NULL, "
     "label TEXT NOT NULL, query TEXT NOT NULL, digest TEXT NOT NULL)",
+    _SETTLEMENTS,
 )
 _T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One recorded spend: ε exact, δ an upper bound, the dataset's name and the source's label."""
+    """One recorded spend: ε exact (what counts as spent), δ an upper bound, the dataset's name
+    and the source's label. A reservation (a plan run) also has ``reserved``, its cap, and
+    ``settled``: False while the run has not returned the unused part (ε is then the cap)."""
 
     id: int
     time: str
@@ -93,6 +107,8 @@ class LedgerEntry:
     dataset: str
     label: str
     query: dict[str, Any]
+    reserved: Fraction | None = None
+    settled: bool = True
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready form: ε as the user's decimal (``"0.1"``) and as ``"p/q"``."""
@@ -106,6 +122,8 @@ class LedgerEntry:
             "dataset": self.dataset,
             "label": self.label,
             "query": self.query,
+            "reserved": None if self.reserved is None else format_rational(self.reserved),
+            "settled": self.settled,
         }
 
 
@@ -145,6 +163,7 @@ class _State:
     budgets: dict[str, Fraction] = field(default_factory=dict)
     entries: list[LedgerEntry] = field(default_factory=list)
     head: str = ""
+    digests: dict[int, str] = field(default_factory=dict)
     sums: dict[str, Fraction] = field(default_factory=dict)
     total_spent: Fraction = Fraction(0)
 
@@ -321,6 +340,54 @@ class Ledger:
             return int(cur.lastrowid if cur.lastrowid is not None else -1)
 
         return self._transaction(write, probe=False)
+
+    def reserve(
+        self,
+        epsilon: object,
+        delta: float,
+        what: str,
+        dataset_label: str,
+        query: dict[str, Any],
+    ) -> int:
+        """Reserve ``epsilon`` (a plan's cap) in one committed entry before any noise is drawn;
+        refused like :meth:`spend`. Until :meth:`settle` returns the unused part, the whole cap
+        counts as spent. Returns the entry's id."""
+        return self.spend(epsilon, delta, what, dataset_label, {**query, "reservation": True})
+
+    def settle(self, entry: int, epsilon: object, delta: float) -> None:
+        """Record what reservation ``entry`` actually spent (0 ≤ ``epsilon`` ≤ its cap, exact)
+        and return the rest, in the same entry; once only."""
+        if not isinstance(epsilon, (int, Fraction)) or isinstance(epsilon, bool):
+            raise ParameterError(
+                f"`epsilon` must be an exact rational, not {epsilon!r}", parameter="epsilon"
+            )
+        eps = Fraction(epsilon)
+        if not (isinstance(delta, (int, float)) and 0 <= float(delta) <= 1):
+            raise ParameterError(f"`delta` must be in [0, 1], not {delta!r}", parameter="delta")
+
+        def write(con: sqlite3.Connection, state: _State) -> None:
+            con.execute(_SETTLEMENTS)
+            found = [e for e in state.entries if e.id == entry and e.dataset == self.dataset]
+            if not found or found[0].reserved is None or found[0].settled:
+                raise LedgerError(
+                    f"{self._where()}: entry #{entry} is not an open reservation of dataset "
+                    f"{self.dataset!r}"
+                )
+            cap = found[0].reserved
+            if not 0 <= eps <= cap:
+                raise ParameterError(
+                    f"a reservation spends between 0 and its cap {format_rational(cap)}, not "
+                    f"{format_rational(eps)}",
+                    parameter="epsilon",
+                )
+            fields = [str(entry), _now(), storage_text(eps), repr(float(delta))]
+            con.execute(
+                "INSERT INTO settlements (spend, time, epsilon, delta, digest) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (entry, *fields[1:], _digest(state.digests[entry], fields)),
+            )
+
+        self._transaction(write, probe=False)
 
     def _refuse_if_short(self, eps: Fraction, state: _State) -> None:
         known = state.budgets.get(self.dataset)
@@ -534,6 +601,7 @@ def _read_v2(con: sqlite3.Connection, meta: dict[str, str], where: str) -> _Stat
         if digest != _digest("budget", [str(dataset), str(total_text), str(made)]):
             raise _damaged(where, f"the total of dataset {dataset!r} was changed")
         state.budgets[str(dataset)] = total
+    entries: list[LedgerEntry] = []
     for row in con.execute(
         "SELECT id, time, epsilon, delta, what, dataset, label, query, digest FROM spends "
         "ORDER BY id"
@@ -545,9 +613,17 @@ def _read_v2(con: sqlite3.Connection, meta: dict[str, str], where: str) -> _Stat
         if digest != _digest(state.head, fields):
             raise _damaged(where, f"spend #{row_id} does not match the recorded history")
         state.head = str(digest)
-        state.add(entry)
+        state.digests[entry.id] = state.head
+        if entry.query.get("reservation") is True:
+            entry = replace(entry, reserved=entry.epsilon, settled=False)
+        entries.append(entry)
     if meta.get("head") != state.head:
         raise _damaged(where, "the last recorded spend is missing")
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "settlements" in tables:
+        entries = _settled(con, entries, state.digests, where)
+    for entry in entries:
+        state.add(entry)
     _check_totals(state, where)
     return state
 
@@ -571,6 +647,34 @@ def _entry(
     if not isinstance(query, dict):
         raise _damaged(where, f"spend #{row_id} has an unreadable query")
     return LedgerEntry(int(str(row_id)), time, eps, delta, fields[3], fields[4], fields[5], query)
+
+
+def _settled(
+    con: sqlite3.Connection, entries: list[LedgerEntry], digests: dict[int, str], where: str
+) -> list[LedgerEntry]:
+    """The entries with each settlement applied (validated: chained to its reservation's digest,
+    0 ≤ ε ≤ the cap, δ in [0, 1])."""
+    by_id = {e.id: i for i, e in enumerate(entries)}
+    out = list(entries)
+    for row in con.execute("SELECT spend, time, epsilon, delta, digest FROM settlements"):
+        spend, time, eps_text, delta_text, digest = row
+        i = by_id.get(spend) if isinstance(spend, int) else None
+        fields = [str(spend), str(time), str(eps_text), str(delta_text)]
+        if i is None or out[i].reserved is None:
+            raise _damaged(where, f"a settlement names #{spend}, which is not a reservation")
+        reserved = out[i].reserved
+        assert reserved is not None
+        eps = parse_rational(eps_text)
+        try:
+            delta = float(delta_text)
+        except ValueError:
+            delta = math.nan
+        if eps is None or not 0 <= eps <= reserved or not 0 <= delta <= 1:
+            raise _damaged(where, f"the settlement of #{spend} is out of range")
+        if digest != _digest(digests[spend], fields):
+            raise _damaged(where, f"the settlement of #{spend} does not match its reservation")
+        out[i] = replace(out[i], epsilon=eps, delta=delta, settled=True)
+    return out
 
 
 def _check_totals(state: _State, where: str) -> None:

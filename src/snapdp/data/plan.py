@@ -17,20 +17,27 @@ hi ≤ lo·(1 + 1/400), then rounded up to the shortest decimal within another f
 (1 + 1/400) (still meeting the target, by monotonicity, and checked). So each planned ε is at
 most (1 + 1/400)² < 1.006 times the smallest ε that meets its target, and so is the total.
 
-**Means, variances, quantiles.** Their ± divides by a group's row count, which is private. The
-planner states it for a **reference group size** n (``group_size``, in ``[data]`` or per
-query; default :data:`DEFAULT_GROUP_SIZE`): the ± the release states when the noisy count of a
-cell is n (``AccuracyStatement.at(n)`` of :mod:`snapdp.data.statistics`). The released results
-state their ± from the actual noisy counts; a smaller group has a larger ±. This assumption is
-printed with every plan that uses it.
+**Means, variances, quantiles.** Their ± divides by a group's row count, which is private, and
+a plan never promises a ± on a guess about it (DESIGN §8.7). A target query either declares a
+public lower bound ``group_size`` (a fact the data owner vouches for; the ± is then stated for
+that size, ``AccuracyStatement.at(n)`` of :mod:`snapdp.data.statistics`), or it is released in
+two phases under a cap (:mod:`snapdp.data.two_phase`): its counts first, then the rest with an ε
+chosen from the released counts. A two-phase query's cap is its share of what ``total_epsilon``
+leaves after the fixed and one-phase target queries, shared with the weighted queries as if it
+had weight 1; the plan's total is then "at most".
+
+**Speed.** Every accuracy the planner computes is a pure function of hashable public parameters
+(schema, query, ε, confidence, group size) and cached across plans (:func:`_statement`,
+:func:`_target_epsilon`), so re-planning after one query's change re-plans only that query.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from decimal import ROUND_CEILING, Decimal, localcontext
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -43,11 +50,15 @@ from snapdp.data.engines.base import Engine
 from snapdp.data.query import STATISTICS, Query
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
+from snapdp.data.search import TOLERANCE, smallest_epsilon  # noqa: F401 (public here too)
+from snapdp.data.search import eps_text as _eps_text
+from snapdp.data.search import fraction_text as _text
+from snapdp.data.search import num as _num
+from snapdp.data.two_phase import TwoPhase
 from snapdp.errors import ParameterError
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
-    "DEFAULT_GROUP_SIZE",
     "AccuracyAt",
     "Allocation",
     "Plan",
@@ -61,28 +72,22 @@ __all__ = [
 ]
 
 DEFAULT_CONFIDENCE = 0.95
-#: The reference group size for the ± of means, variances and quantiles when a plan declares
-#: none (docs/plans.md, "The ± of a mean in a plan").
-DEFAULT_GROUP_SIZE = 100_000
-#: Relative tolerance of the bisection, and of rounding ε up to a short decimal.
-TOLERANCE = Fraction(1, 400)
-_EPS_MIN = Fraction(1, 1 << 30)
-_EPS_MAX = Fraction(1 << 20)
 
 
 @dataclass(frozen=True)
 class PlannedQuery:
     """One query of a plan and how it gets its ε: exactly one of ``epsilon`` (fixed),
     ``accuracy`` (a target ± at ``confidence``) and ``weight`` (a share of what is left).
-    ``group_size``: the reference group size its ± is stated for (means, variances, std,
-    quantiles)."""
+    ``group_size``: a public lower bound on the rows of its groups, which its ± is stated for
+    (means, variances, std, quantiles); without one, a target query is released in two phases
+    (docs/plans.md, "Two-phase targets")."""
 
     query: Query
     epsilon: Fraction | None = None
     accuracy: Fraction | None = None
     weight: Fraction | None = None
     confidence: float = DEFAULT_CONFIDENCE
-    group_size: int = DEFAULT_GROUP_SIZE
+    group_size: int | None = None
 
     def __post_init__(self) -> None:
         given = [k for k in ("epsilon", "accuracy", "weight") if getattr(self, k) is not None]
@@ -108,7 +113,8 @@ class PlannedQuery:
                 f"`confidence` must be in (0, 1), not {c!r}", parameter="confidence"
             )
         object.__setattr__(self, "confidence", float(c))
-        check_count("group_size", self.group_size)
+        if self.group_size is not None:
+            check_count("group_size", self.group_size)
 
     @property
     def how(self) -> str:
@@ -125,6 +131,12 @@ class PlannedQuery:
             q.statistic == "mean" and q.method == "ratio"
         )
 
+    @property
+    def two_phase(self) -> bool:
+        """Whether it is released in two phases: a target whose ± depends on a private size,
+        with no declared ``group_size``."""
+        return self.accuracy is not None and self.group_size is None and self.depends_on_group_size
+
 
 #: The accuracy a planned query would have at an exact ε, at its confidence (and, for ratio
 #: statistics, its reference group size); must be non-increasing in ε. Never reads data.
@@ -138,23 +150,28 @@ def statement_accuracy(schema: Schema, *, presume_certified: bool = False) -> Ac
     ``presume_certified``: take each L1 certificate's success for granted (fast: no exact
     verifier run per ε tried) — for the search only; :func:`plan_epsilons` re-checks its choices
     with the certified accuracy."""
-    from snapdp.data import statistics
-
-    memo: dict[tuple[PlannedQuery, Fraction], float] = {}
 
     def accuracy_at(pq: PlannedQuery, epsilon: Fraction) -> float:
-        if (pq, epsilon) not in memo:
-            memo[pq, epsilon] = _statement(pq, epsilon)
-        return memo[pq, epsilon]
-
-    def _statement(pq: PlannedQuery, epsilon: Fraction) -> float:
-        compiled = statistics.compile_query(pq.query, schema, epsilon)
-        noises = statistics.calibrate(compiled, presume_certified=presume_certified)
-        alpha = float(1 - Fraction(repr(pq.confidence)))
-        statement = statistics.accuracy_of(compiled, noises, pq.confidence, alpha)
-        return float(statement.at(pq.group_size))
+        statement = _statement(schema, pq.query, epsilon, pq.confidence, presume_certified)
+        if statement.accuracy is None and pq.group_size is None:
+            return math.inf  # it depends on a private size (docs/plans.md)
+        return float(statement.at(pq.group_size or 1))
 
     return accuracy_at
+
+
+@functools.lru_cache(maxsize=8192)
+def _statement(
+    schema: Schema, query: Query, epsilon: Fraction, confidence: float, presume: bool
+) -> Any:
+    """The release's :class:`~snapdp.data.statistics.AccuracyStatement` for these public
+    parameters (a pure function: cached across plans, so one query's change re-plans only it)."""
+    from snapdp.data import statistics
+
+    compiled = statistics.compile_query(query, schema, epsilon)
+    noises = statistics.calibrate(compiled, presume_certified=presume)
+    alpha = float(1 - Fraction(repr(confidence)))
+    return statistics.accuracy_of(compiled, noises, confidence, alpha)
 
 
 def usefulness_flags(schema: Schema, allocation: Allocation) -> list[str]:
@@ -180,78 +197,18 @@ def usefulness_flags(schema: Schema, allocation: Allocation) -> list[str]:
 
 
 # -- the planner ------------------------------------------------------------------------------
-def smallest_epsilon(
-    accuracy_at: Callable[[Fraction], float], target: Fraction, label: str = "query"
-) -> Fraction:
-    """The smallest ε (to a relative :data:`TOLERANCE`, rounded up to a short decimal) whose
-    accuracy is ≤ ``target``, for an accuracy non-increasing in ε; a ParameterError when no ε in
-    [2^-30, 2^20] meets it. The result always meets the target (checked)."""
-
-    cache: dict[Fraction, float] = {}
-
-    def acc(eps: Fraction) -> float:
-        if eps not in cache:
-            cache[eps] = accuracy_at(eps)
-        return cache[eps]
-
-    def meets(eps: Fraction) -> bool:
-        return Fraction(acc(eps)) <= target
-
-    # A first guess from ± ≈ c/ε (exact for the noise scale, up to the power-of-two grid), then
-    # a bracket grown by factors of 1.05, 1.05², … around it: few evaluations, each costly.
-    first = acc(Fraction(1))
-    guess = Fraction(1) if first <= 0 else _round_up_short(Fraction(first) / target)
-    guess = min(max(guess, _EPS_MIN), _EPS_MAX)
-    step = Fraction(21, 20)
-    if meets(guess):
-        hi, lo = guess, guess / step
-        while meets(lo):
-            hi, step = lo, step * step
-            lo = hi / step
-            if lo < _EPS_MIN:
-                return hi
-    else:
-        lo, hi = guess, min(guess * step, _EPS_MAX)
-        while not meets(hi):
-            if hi >= _EPS_MAX:
-                raise ParameterError(
-                    f"the target accuracy ±{_text(target)} of {label} cannot be met at any ε: "
-                    f"even ε = {_EPS_MAX} gives ±{acc(_EPS_MAX):.6g}",
-                    parameter="accuracy",
-                )
-            lo, step = hi, step * step
-            hi = min(lo * step, _EPS_MAX)
-    while hi > lo * (1 + TOLERANCE):  # invariant: not meets(lo), meets(hi)
-        mid = (lo + hi) / 2
-        if meets(mid):
-            hi = mid
-        else:
-            lo = mid
-    short = _round_up_short(hi)
-    return short if meets(short) else hi
-
-
-def _round_up_short(x: Fraction) -> Fraction:
-    """The decimal with the fewest significant digits in [x, x·(1 + TOLERANCE)]."""
-    limit = x * (1 + TOLERANCE)
-    for digits in range(1, 30):
-        with localcontext() as ctx:
-            ctx.prec = digits
-            ctx.rounding = ROUND_CEILING
-            d = Fraction(Decimal(x.numerator) / Decimal(x.denominator))
-        if x <= d <= limit:
-            return d
-    return x
-
-
 @dataclass(frozen=True)
 class Allocation:
     """One query's planned ε and the ± it will have (at its confidence; for ratio statistics,
-    for its reference group size)."""
+    for its declared ``group_size``). ``accuracy`` is None when the ± depends on a private size
+    and no ``group_size`` is declared (``text`` then says how). A two-phase query
+    (``two_phase``) may spend less than ``epsilon``, its cap."""
 
     planned: PlannedQuery
     epsilon: Fraction
-    accuracy: float
+    accuracy: float | None
+    text: str = ""
+    two_phase: TwoPhase | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -264,19 +221,52 @@ class Allocation:
             "accuracy": self.accuracy,
             "confidence": pq.confidence,
         }
+        if self.accuracy is None:
+            out["accuracy_text"] = self.text
         if pq.accuracy is not None:
             out["target"] = float(pq.accuracy)
         if pq.weight is not None:
             out["weight"] = _text(pq.weight)
-        if pq.depends_on_group_size:
+        if pq.group_size is not None:
             out["group_size"] = pq.group_size
+        tp = self.two_phase
+        if tp is not None:
+            out["two_phase"] = {
+                "cap": _text(tp.cap),
+                "phase1_epsilon": _text(tp.phase1),
+                "target_met_from_rows": tp.floor,
+                "example_rows": tp.rows,
+                "example_epsilon": None if tp.example is None else _text(tp.example),
+            }
         return out
+
+    def epsilon_text(self) -> str:
+        """The ε column: exact, or for a two-phase query "≤ X (cap); ε for groups of ≥ N rows:
+        Y"."""
+        tp = self.two_phase
+        if tp is None:
+            return _eps_text(self.epsilon)
+        text = f"≤ {_eps_text(tp.cap)} (cap)"
+        if tp.rows is not None and tp.example is not None:
+            text += f"; ε for groups of ≥ {tp.rows:,} rows: {_eps_text(tp.example)}"
+        return text
+
+    def accuracy_text(self) -> str:
+        """The ± column."""
+        pq = self.planned
+        if self.two_phase is not None:
+            floor = self.two_phase.floor
+            where = "never" if floor is None else f"for groups of ≥ {floor:,} rows"
+            return f"±{_num(float(pq.accuracy or 0))} {where} ({pq.confidence:g})"
+        if self.accuracy is None:
+            return f"{self.text} ({pq.confidence:g})"
+        return f"±{_num(self.accuracy)} ({pq.confidence:g})"
 
 
 @dataclass(frozen=True)
 class PlanPreview:
-    """The planner's answer, before anything is spent: per query its ε and ±, the total, and the
-    assumptions the ± rest on."""
+    """The planner's answer, before anything is spent: per query its ε and ±, the total (at
+    most, with two-phase queries), and the assumptions the ± rest on."""
 
     allocations: tuple[Allocation, ...]
     total: Fraction
@@ -285,14 +275,20 @@ class PlanPreview:
 
     @property
     def epsilons(self) -> list[Fraction]:
-        """The per-query exact ε, in plan order."""
+        """The per-query exact ε (a two-phase query's cap), in plan order."""
         return [a.epsilon for a in self.allocations]
+
+    @property
+    def at_most(self) -> bool:
+        """Whether the total is a cap (some query is two-phase)."""
+        return any(a.two_phase is not None for a in self.allocations)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (ε as exact decimal or p/q strings)."""
         return {
             "queries": [a.as_dict() for a in self.allocations],
             "total_epsilon_used": _text(self.total),
+            "total_is_cap": self.at_most,
             "total_epsilon": None if self.total_epsilon is None else _text(self.total_epsilon),
             "assumptions": list(self.assumptions),
         }
@@ -307,20 +303,15 @@ class PlanPreview:
                 "accuracy": f"target ±{_num(float(pq.accuracy or 0))}",
                 "weight": f"weight {_text(pq.weight or Fraction(0))}",
             }[pq.how]
-            rows.append(
-                (
-                    pq.query.label,
-                    how,
-                    _eps_text(a.epsilon),
-                    f"±{_num(a.accuracy)} ({pq.confidence:g})",
-                )
-            )
+            if a.two_phase is not None:
+                how += ", two-phase"
+            rows.append((pq.query.label, how, a.epsilon_text(), a.accuracy_text()))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = [
             "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
         ]
         lines.insert(1, "  ".join("-" * w for w in widths))
-        total = f"total ε: {_eps_text(self.total)}"
+        total = f"total ε: {'at most ' if self.at_most else ''}{_eps_text(self.total)}"
         if self.total_epsilon is not None:
             total += f" of {_eps_text(self.total_epsilon)}"
         lines += ["", total]
@@ -328,51 +319,66 @@ class PlanPreview:
         return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=1024)
+def _target_epsilon(
+    schema: Schema, pq: PlannedQuery, search: bool, presume: bool = False
+) -> Fraction:
+    """The smallest ε meeting ``pq``'s target at its group size (cached: a pure function of
+    public parameters). ``search``: search with presumed L1 certificates first, then check
+    (``presume``: do not check)."""
+    acc = pq.accuracy
+    assert acc is not None
+    label = repr(pq.query.label)
+    certified = statement_accuracy(schema, presume_certified=presume)
+
+    def one(e: Fraction) -> float:
+        return certified(pq, e)
+
+    if search:
+        fast_at = statement_accuracy(schema, presume_certified=True)
+        chosen = smallest_epsilon(lambda e: fast_at(pq, e), acc, label)
+        if Fraction(one(chosen)) <= acc:
+            return chosen
+    return smallest_epsilon(one, acc, label)
+
+
 def plan_epsilons(
     queries: Sequence[PlannedQuery],
     accuracy_at: AccuracyAt,
     total_epsilon: Fraction | None = None,
     search_accuracy_at: AccuracyAt | None = None,
+    schema: Schema | None = None,
+    *,
+    cached: bool = False,
+    presume_certified: bool = False,
 ) -> PlanPreview:
     """Plan every query's ε (see the module docstring); spends nothing, reads no data.
 
     ``search_accuracy_at``: a faster accuracy for the search over ε (e.g. with presumed L1
     certificates); each target query's choice is then checked with ``accuracy_at`` and searched
-    again with it when the check fails, so every stated ± is ``accuracy_at``'s.
+    again with it when the check fails, so every stated ± is ``accuracy_at``'s. ``schema``: the
+    declaration, needed for two-phase queries. ``cached``: the accuracies are
+    :func:`statement_accuracy`'s over ``schema`` (then each target's search is cached).
+    ``presume_certified``: a draft with every L1 certificate presumed (see :meth:`Plan.preview`).
 
-    Fixed queries keep their ε; target queries get the smallest ε meeting their target; weighted
-    queries share ``total_epsilon`` minus the others, in proportion to their weights. A clear
-    ParameterError when the fixed and target ε exceed ``total_epsilon`` (or leave nothing for
-    the weighted queries), or when weights are given without a total.
+    Fixed queries keep their ε; target queries get the smallest ε meeting their target;
+    two-phase targets (docs/plans.md) and weighted queries share ``total_epsilon`` minus the
+    others, in proportion to their weights (1 for a two-phase target). A clear ParameterError
+    when the fixed and target ε exceed ``total_epsilon`` (or leave nothing for the others), or
+    when weights or two-phase targets are given without a total.
     """
     if not queries:
         raise ParameterError("a plan needs at least one query", parameter="query")
+    cached = cached and schema is not None
     eps: list[Fraction | None] = []
-    for pq in queries:
-        if pq.epsilon is not None:
-            eps.append(pq.epsilon)
-        elif pq.accuracy is not None:
-            acc = pq.accuracy
-
-            def one(e: Fraction, pq: PlannedQuery = pq) -> float:
-                return accuracy_at(pq, e)
-
-            chosen: Fraction | None = None
-            if search_accuracy_at is not None:
-
-                def fast(e: Fraction, pq: PlannedQuery = pq) -> float:
-                    return search_accuracy_at(pq, e)
-
-                chosen = smallest_epsilon(fast, acc, repr(pq.query.label))
-                if Fraction(one(chosen)) > acc:
-                    chosen = None
-            if chosen is None:
-                chosen = smallest_epsilon(one, acc, repr(pq.query.label))
-            eps.append(chosen)
-        else:
-            eps.append(None)
+    for i, pq in enumerate(queries):
+        try:
+            eps.append(_own_epsilon(pq, accuracy_at, search_accuracy_at, schema, cached,
+                                    presume_certified))  # fmt: skip
+        except ParameterError as exc:
+            raise _QueryError(i, exc) from None
     fixed = sum((e for e in eps if e is not None), Fraction(0))
-    weighted = [pq for pq in queries if pq.weight is not None]
+    shared = [pq for pq in queries if pq.weight is not None or pq.two_phase]
     if total_epsilon is not None and fixed > total_epsilon:
         parts = ", ".join(
             f"{pq.query.label} ε = {_eps_text(e)}"
@@ -385,48 +391,143 @@ def plan_epsilons(
             "total_epsilon, relax the targets or declare a larger group_size",
             parameter="total_epsilon",
         )
-    if weighted:
+    if shared:
         if total_epsilon is None:
+            pq = shared[0]
+            if pq.weight is not None:
+                raise ParameterError(
+                    "queries with a `weight` share what is left of `total_epsilon`, which the "
+                    "plan does not declare",
+                    parameter="weight",
+                )
             raise ParameterError(
-                "queries with a `weight` share what is left of `total_epsilon`, which the plan "
-                "does not declare",
-                parameter="weight",
+                f"the ± of {pq.query.label!r} depends on the rows of its groups: declare "
+                "`group_size` (a public lower bound you vouch for), or `total_epsilon`, whose "
+                "share caps its two-phase release (docs/plans.md, 'Two-phase targets')",
+                parameter="total_epsilon",
             )
         left = total_epsilon - fixed
         if left <= 0:
             raise ParameterError(
                 f"nothing is left of total_epsilon = {_eps_text(total_epsilon)} for the weighted "
-                f"queries: the fixed and target queries need ε = {_eps_text(fixed)}",
+                f"and two-phase queries: the fixed and target queries need ε = {_eps_text(fixed)}",
                 parameter="total_epsilon",
             )
-        weights = sum((pq.weight or Fraction(0) for pq in weighted), Fraction(0))
+        weights = sum((pq.weight or Fraction(1) for pq in shared), Fraction(0))
         eps = [
-            e if e is not None else left * (pq.weight or Fraction(0)) / weights
+            e if e is not None else left * (pq.weight or Fraction(1)) / weights
             for pq, e in zip(queries, eps, strict=True)
         ]
     final = [e for e in eps if e is not None]
-    allocations = tuple(
-        Allocation(pq, e, accuracy_at(pq, e)) for pq, e in zip(queries, final, strict=True)
-    )
-    sizes = sorted({pq.group_size for pq in queries if pq.depends_on_group_size})
+    try:
+        allocations = _allocations(queries, final, accuracy_at, schema, presume_certified)
+    except _QueryError:
+        raise
+    sizes = sorted({pq.group_size for pq in queries if pq.group_size is not None})
     assumptions = tuple(
-        f"the ± of means, variances and quantiles is for a group of {n:,} rows "
-        "(declare `group_size`; a smaller group has a larger ±)"
+        f"the ± of a query declaring group_size = {n:,} holds for groups of at least {n:,} rows "
+        "(a public fact you vouch for, not checked)"
         for n in sizes
     )
-    return PlanPreview(allocations, sum(final, Fraction(0)), total_epsilon, assumptions)
+    if any(pq.two_phase for pq in queries):
+        assumptions += (
+            "two-phase queries release their counts first and choose the rest of their ε from "
+            "them, within their cap; the run says whether each target was met "
+            "(docs/plans.md, 'Two-phase targets')",
+        )
+    return PlanPreview(tuple(allocations), sum(final, Fraction(0)), total_epsilon, assumptions)
+
+
+def _own_epsilon(
+    pq: PlannedQuery,
+    accuracy_at: AccuracyAt,
+    search_accuracy_at: AccuracyAt | None,
+    schema: Schema | None,
+    cached: bool,
+    presume_certified: bool,
+) -> Fraction | None:
+    """A query's ε when it does not share the leftover: fixed, or the smallest meeting its
+    target; None for weighted and two-phase queries."""
+    if pq.epsilon is not None:
+        return pq.epsilon
+    if pq.two_phase:
+        return None
+    acc = pq.accuracy
+    if acc is None:
+        return None
+    if cached and schema is not None:
+        return _target_epsilon(schema, pq, search_accuracy_at is not None, presume_certified)
+
+    def one(e: Fraction) -> float:
+        return accuracy_at(pq, e)
+
+    if search_accuracy_at is not None:
+        fast = search_accuracy_at
+        chosen = smallest_epsilon(lambda e: fast(pq, e), acc, repr(pq.query.label))
+        if Fraction(one(chosen)) <= acc:
+            return chosen
+    return smallest_epsilon(one, acc, repr(pq.query.label))
+
+
+class _QueryError(ParameterError):
+    """A ParameterError about the ``index``-th query of a plan (its key names it)."""
+
+    def __init__(self, index: int, error: ParameterError) -> None:
+        super().__init__(str(error), parameter=error.parameter)
+        self.index = index
+
+
+def _allocations(
+    queries: Sequence[PlannedQuery],
+    final: Sequence[Fraction],
+    accuracy_at: AccuracyAt,
+    schema: Schema | None,
+    presume_certified: bool,
+) -> list[Allocation]:
+    """Each query's allocation at its planned ε (a two-phase query's at its cap)."""
+    allocations = []
+    for i, (pq, e) in enumerate(zip(queries, final, strict=True)):
+        try:
+            allocations.append(_allocation(pq, e, accuracy_at, schema, presume_certified))
+        except ParameterError as exc:
+            raise _QueryError(i, exc) from None
+    return allocations
+
+
+def _allocation(
+    pq: PlannedQuery,
+    e: Fraction,
+    accuracy_at: AccuracyAt,
+    schema: Schema | None,
+    presume_certified: bool,
+) -> Allocation:
+    from snapdp.data.two_phase import plan_two_phase
+
+    if pq.two_phase:
+        if schema is None:
+            raise ParameterError(
+                "a plan with two-phase targets needs its schema", parameter="schema"
+            )
+        return Allocation(pq, e, None, "", plan_two_phase(schema, pq, e, presume_certified))
+    value = accuracy_at(pq, e)
+    if math.isinf(value) and schema is not None:
+        text = _statement(schema, pq.query, e, pq.confidence, presume_certified).describe()
+        return Allocation(pq, e, None, text)
+    return Allocation(pq, e, value)
 
 
 # -- plans ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PlanRun:
     """What :meth:`Plan.run` released: the results (one per query, plan order), the preview it
-    followed, the files written (if any) and the ledger it spent on."""
+    followed, the files written (if any), the ledger it spent on and the ε it spent (at most the
+    preview's total: two-phase queries may spend less than their caps)."""
 
     results: tuple[QueryResult, ...]
     preview: PlanPreview
     files: tuple[Path, ...] = ()
     ledger: Any = None
+    spent: Fraction = Fraction(0)
 
 
 @dataclass
@@ -477,21 +578,63 @@ class Plan:
         return _Loader(p, data, locator).plan()
 
     # -- planning and running ----------------------------------------------------------------
-    def preview(self, accuracy_at: AccuracyAt | None = None) -> PlanPreview:
-        """Every query's ε and ± before anything is spent (never reads the data)."""
+    def preview(
+        self, accuracy_at: AccuracyAt | None = None, *, presume_certified: bool = False
+    ) -> PlanPreview:
+        """Every query's ε and ± before anything is spent (never reads the data).
+
+        ``presume_certified``: take every L1 certificate's success for granted (a draft for an
+        interactive page: fast, and equal to the certified plan whenever the certificates hold,
+        as they usually do); :meth:`run` always plans with real certificates."""
         search = None
         if accuracy_at is None:
             search = statement_accuracy(self.schema, presume_certified=True)
-        acc = accuracy_at if accuracy_at is not None else statement_accuracy(self.schema)
+        acc = accuracy_at
+        if acc is None:
+            acc = statement_accuracy(self.schema, presume_certified=presume_certified)
         try:
-            return plan_epsilons(self.queries, acc, self.total_epsilon, search)
+            preview = plan_epsilons(
+                self.queries,
+                acc,
+                self.total_epsilon,
+                search,
+                self.schema,
+                cached=accuracy_at is None,
+                presume_certified=presume_certified,
+            )
+            self._refuse(preview)
+            return preview
         except PlanFileError:
             raise
+        except _QueryError as exc:
+            pq = self.queries[exc.index]
+            name = exc.parameter if exc.parameter in ("accuracy", "group_size") else pq.how
+            key: Path_ = ("query", exc.index, name)
+            message = str(exc).replace("`epsilon`", f"`{describe_key(key)}`")
+            raise self._error(key, message, exc.parameter) from None
         except ParameterError as exc:
-            key: Path_ = ("data", "total_epsilon")
-            if exc.parameter in ("accuracy", "weight"):
+            key = ("data", "total_epsilon")
+            if exc.parameter in ("accuracy", "weight", "group_size"):
                 key = ("query",)
             raise self._error(key, str(exc), exc.parameter) from None
+
+    def _refuse(self, preview: PlanPreview) -> None:
+        """The parameter-only refusals of a release (docs/plans.md, "Refused before the data is
+        read") for every query at its planned ε (a two-phase query's at its cap), naming the
+        query's key."""
+        from snapdp.data import statistics
+        from snapdp.data.refusals import check_release
+
+        for i, a in enumerate(preview.allocations):
+            compiled = statistics.compile_query(a.planned.query, self.schema, a.epsilon)
+            noises = _calibrated(compiled)  # presumed certificates: their ε is the largest
+            key: Path_ = ("query", i, a.planned.how)
+            try:
+                check_release(compiled, noises, describe_key(key))
+            except ParameterError as exc:
+                if exc.parameter in ("upper", "lower"):
+                    key = ("columns", compiled.query.column or "", exc.parameter)
+                raise self._error(key, str(exc), exc.parameter) from None
 
     def source_path(self) -> object:
         """The source, with a relative path resolved against the plan file's folder."""
@@ -513,7 +656,7 @@ class Plan:
         dataset: str | None = None,
         preview: PlanPreview | None = None,
     ) -> PlanRun:
-        """Release every query as ONE ledger entry (all or nothing) and, with ``output``, write
+        """Release every query as ONE ledger entry and, with ``output``, write
         ``results.csv``, ``results.parquet``, ``results.json`` and ``report.html`` there.
 
         ``ledger``: a path or :class:`~snapdp.data.ledger.Ledger` (None: in memory);
@@ -525,6 +668,7 @@ class Plan:
         from snapdp.data.release import PrivateTable
         from snapdp.data.report import write_report
         from snapdp.data.results import write_results
+        from snapdp.data.two_phase import release_plan
 
         if preview is None:
             preview = self.preview()
@@ -554,14 +698,14 @@ class Plan:
             table.ledger = Ledger(None, given or default_total, dataset=table.dataset)
         else:
             table.ledger = _open_ledger(Path(str(ledger)), given, default_total, table.dataset)
-        results = table.release(queries, preview.epsilons, confidence=confidence)
+        results, spent = release_plan(table, self.queries, preview, confidence)
         files: tuple[Path, ...] = ()
         if out_dir is not None:
             files = (
                 *write_results(results, out_dir),
                 write_report(results, out_dir, preview, self.schema),
             )
-        return PlanRun(tuple(results), preview, files, table.ledger)
+        return PlanRun(tuple(results), preview, files, table.ledger, spent)
 
     # -- checks ------------------------------------------------------------------------------
     def _check_query(self, i: int, pq: PlannedQuery) -> None:
@@ -596,6 +740,13 @@ class Plan:
         if self.path is None:
             return ParameterError(message, parameter=parameter)
         return _located(self.path, self._locator, key, message, parameter)
+
+
+@functools.lru_cache(maxsize=1024)
+def _calibrated(compiled: Any) -> Any:
+    from snapdp.data import statistics
+
+    return statistics.calibrate(compiled, presume_certified=True)
 
 
 def _located(
@@ -742,7 +893,7 @@ class _Loader:
         conf_default = DEFAULT_CONFIDENCE
         if "confidence" in data:
             conf_default = self.number(data["confidence"], float)
-        size_default = DEFAULT_GROUP_SIZE
+        size_default: int | None = None
         if "group_size" in data:
             size_default = self.integer(data["group_size"])
         queries = [self.query(i, q, conf_default, size_default) for i, q in enumerate(raw_queries)]
@@ -865,7 +1016,7 @@ class _Loader:
             key = data.get(exc.parameter or "", (None, ("data",)))[1]
             raise self.error(key, str(exc), exc.parameter) from None
 
-    def query(self, i: int, raw: object, conf: float, size: int) -> PlannedQuery:
+    def query(self, i: int, raw: object, conf: float, size: int | None) -> PlannedQuery:
         key: Path_ = ("query", i)
         entries = self.canonical(key, self.table(key, raw), _QUERY_KEYS)
         if "statistic" not in entries:
@@ -960,22 +1111,6 @@ def _positive(name: str, x: object) -> Fraction:
     if not value > 0:
         raise ParameterError(f"`{name}` must be > 0, not {x!r}", parameter=name)
     return value
-
-
-def _text(x: Fraction) -> str:
-    """A Fraction as an exact decimal when it is one, else p/q."""
-    from snapdp.data.results import _fraction_text
-
-    return _fraction_text(x)
-
-
-def _eps_text(x: Fraction) -> str:
-    exact = _text(x)
-    return exact if "/" not in exact and len(exact) <= 12 else f"{float(x):.6g} ({exact})"
-
-
-def _num(x: float) -> str:
-    return f"{x:,.6g}" if abs(x) < 1e6 else f"{x:,.0f}"
 
 
 def with_group_size(pq: PlannedQuery, n: int) -> PlannedQuery:

@@ -34,6 +34,7 @@ from snapdp._validation import check_epsilon
 from snapdp.data.engines.base import AggregatePlan, Engine, ExecutorNoiseEngine, NoiseRequest
 from snapdp.data.ledger import Ledger, dataset_name_for
 from snapdp.data.query import Query
+from snapdp.data.refusals import check_release
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import Column, Schema
 from snapdp.data.statistics import (
@@ -239,6 +240,8 @@ class PrivateTable:
         conf, alpha = _confidence(confidence)
         shares = split_epsilon(epsilon, len(qs), split)
         compiled = [compile_query(q, self.schema, e) for q, e in zip(qs, shares, strict=True)]
+        for c in compiled:  # parameter-only refusals, the same in every path (docs/plans.md)
+            check_release(c, calibrate(c))
         return compiled, sum(shares, Fraction(0)), conf, alpha
 
     def _noisy(

@@ -126,7 +126,7 @@ def render_report(
         "<title>snapdp release report</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>Release report</h1>",
-        f'<p class="meta">{len(results)} queries, total ε = {_fraction_text(total)} '
+        f'<p class="meta">{len(results)} queries, total ε spent = {_fraction_text(total)} '
         "(one ledger entry). Every value is within ± of the true value (after the declared "
         "clamping and contribution bounds) with the stated confidence. See docs/plans.md.</p>",
     ]
@@ -137,6 +137,8 @@ def render_report(
         meta = f"ε = {_fraction_text(r.epsilon)}, confidence {r.confidence:g}"
         if r.delta:
             meta += f", δ = {r.delta:.3g}"
+        if r.target_note is not None:
+            meta += f" — <strong>{html.escape(r.target_note)}</strong>"
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in r.notes)
         parts += [
             f"<h2>{i}. {html.escape(r.label)}</h2>",

@@ -59,6 +59,10 @@ class QueryResult:
     confidence: float
     notes: tuple[str, ...] = ()
     mechanisms: dict[str, Any] = field(default_factory=dict)
+    #: For a planned query with a target ± (docs/plans.md): whether every ± met it (None: no
+    #: target), and "target met" or "target missed: …" with what it would have needed.
+    target_met: bool | None = None
+    target_note: str | None = None
 
     @property
     def label(self) -> str:
@@ -92,6 +96,8 @@ class QueryResult:
             notes=list(self.notes),
             mechanisms=self.mechanisms,
         )
+        if self.target_met is not None:
+            out.update(target_met=self.target_met, target=self.target_note)
         return out
 
 
@@ -116,10 +122,11 @@ RESULT_FILES = ("results.csv", "results.parquet", "results.json")
 def long_table(results: Sequence[QueryResult]) -> tuple[list[str], list[list[object]]]:
     """All results as one long table: a row per released number with its query, statistic,
     column, one column per key column used by any query (empty where a query has no such key),
-    quantile, value, accuracy (±), rank accuracy, confidence and the query's exact ε."""
+    quantile, value, accuracy (±), rank accuracy, confidence, the query's exact ε and, for planned
+    queries with a target, ``target_met`` (empty otherwise)."""
     key_names: list[str] = list(dict.fromkeys(k for r in results for k in r.key_columns))
     header = ["query", "statistic", "column", *key_names, "quantile", "value", "accuracy",
-              "rank_accuracy", "confidence", "epsilon"]  # fmt: skip
+              "rank_accuracy", "confidence", "epsilon", "target_met"]  # fmt: skip
     rows: list[list[object]] = []
     for r in results:
         for row in r.rows:
@@ -136,6 +143,7 @@ def long_table(results: Sequence[QueryResult]) -> tuple[list[str], list[list[obj
                     row.rank_accuracy,
                     r.confidence,
                     _fraction_text(r.epsilon),
+                    r.target_met,
                 ]
             )
     return header, rows

@@ -404,7 +404,7 @@ def test_an_old_ledger_opens_and_is_migrated_in_place(tmp_path: Path) -> None:
     with sqlite3.connect(path) as con:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     con.close()
-    assert tables == {"meta", "budgets", "spends", "sqlite_sequence"}
+    assert tables == {"meta", "budgets", "spends", "settlements", "sqlite_sequence"}
     with pytest.raises(PrivacyBudgetError):
         Ledger(path, dataset="d").spend("0.2", 0.0, "x", "d", {})  # 0.5 + 0.1 + 0.25 + 0.2 > 1
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from snapdp.data._toml import KeyLocator
-from snapdp.data.plan import DEFAULT_GROUP_SIZE, Plan
+from snapdp.data.plan import Plan
 from snapdp.errors import ParameterError
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "docs" / "examples" / "plan.toml"
@@ -25,7 +25,7 @@ def test_the_example_plan_loads_as_written() -> None:
     plan = Plan.load(EXAMPLE)
     s = plan.schema
     assert s.privacy_unit == "pid" and s.bounds.max_rows_per_unit == 2
-    assert plan.total_epsilon == 2
+    assert plan.total_epsilon == 20
     assert s.column("sex").keys == (0, 1) and s.column("educ").keys == tuple(range(1, 17))
     assert s.column("income").upper == 500000 and s.column("income").type == "decimal"
     q = [pq.query for pq in plan.queries]
@@ -35,7 +35,9 @@ def test_the_example_plan_loads_as_written() -> None:
     assert q[2].quantiles == (Fraction(1, 4), Fraction(1, 2), Fraction(3, 4))
     assert q[3].bins == (("age", tuple(Fraction(e) for e in (0, 18, 30, 45, 65, 101))),)
     assert plan.queries[3].weight == 1
-    assert plan.queries[1].group_size == DEFAULT_GROUP_SIZE
+    assert plan.queries[1].group_size is None  # no default: two-phase (docs/plans.md)
+    assert plan.queries[1].two_phase and not plan.queries[2].two_phase
+    assert (plan.queries[2].accuracy, plan.queries[2].group_size) == (10, 1500)
     assert Path(str(plan.source_path())) == EXAMPLE.parent / "PUMS_dup.csv"
 
 

@@ -53,9 +53,10 @@ def test_planned_targets_are_met_in_repeated_seeded_releases(pums: Path) -> None
 
 @pytest.mark.slow
 def test_example_plan_end_to_end(pums: Path, tmp_path: Path) -> None:
-    """The example plan as written: `snapdp plan` shows ε and ± before spending, the targets met
-    within total_epsilon = 2; `snapdp run` spends it as one ledger entry (on the DuckDB engine)
-    and writes the four outputs."""
+    """The example plan as written: `snapdp plan` shows ε and ± before spending, the fixed and
+    one-phase targets met and the two-phase mean capped, within at most total_epsilon = 20;
+    `snapdp run` reserves it as one ledger entry (on the DuckDB engine), says whether each target
+    was met, returns what the two-phase query did not need, and writes the four outputs."""
     shutil.copy(EXAMPLE, tmp_path / "plan.toml")
     shutil.copy(pums / "PUMS_dup.csv", tmp_path / "PUMS_dup.csv")
     runner = CliRunner()
@@ -64,19 +65,22 @@ def test_example_plan_end_to_end(pums: Path, tmp_path: Path) -> None:
     preview = json.loads(shown.output)
     qs = preview["queries"]
     assert qs[0]["epsilon"] == "0.5" and qs[0]["how"] == "epsilon"
-    for q in qs[1:3]:
-        assert q["how"] == "accuracy" and q["accuracy"] <= q["target"]
-    assert Fraction(preview["total_epsilon_used"]) == 2  # the weighted query takes the rest
+    assert qs[1]["how"] == "accuracy" and qs[1]["two_phase"]["cap"] == qs[1]["epsilon"]
+    assert qs[2]["how"] == "accuracy" and qs[2]["accuracy"] <= qs[2]["target"]
+    assert Fraction(preview["total_epsilon_used"]) == 20 and preview["total_is_cap"]
     assert preview["assumptions"]
     ran = runner.invoke(
         main,
-        ["run", str(tmp_path / "plan.toml"), "--ledger", str(tmp_path / "b.sqlite")],
+        ["run", str(tmp_path / "plan.toml"), "--ledger", str(tmp_path / "b.sqlite"), "--json"],
     )
     assert ran.exit_code == 0, ran.output
+    doc = json.loads(ran.output)
+    assert Fraction(doc["epsilon_spent"]) < Fraction(doc["epsilon_reserved"]) == 20
     out = tmp_path / "plan-results"
     assert sorted(p.name for p in out.iterdir()) == [
         "report.html", "results.csv", "results.json", "results.parquet"
     ]  # fmt: skip
     data = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert [q["statistic"] for q in data["queries"]] == ["count", "mean", "quantiles", "count"]
-    assert len(data["queries"][0]["value"]) == 32 and data["epsilon"] == "2"
+    assert len(data["queries"][0]["value"]) == 32 and data["epsilon"] == doc["epsilon_spent"]
+    assert [q.get("target_met") for q in data["queries"]] == [None, True, True, None]

@@ -97,23 +97,41 @@ def test_run_is_one_ledger_entry_and_writes_four_outputs(plan_dir: Path) -> None
     )
 
 
-def test_a_failure_part_way_records_nothing(
+def test_a_failure_after_the_noise_leaves_the_cap_spent(
     plan_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A failure after aggregation and noise, before the results are assembled: no entry."""
+    """A failure after the noise is drawn, before the results are assembled: the reservation
+    stays, the whole cap spent (never less), and nothing is written."""
 
     def boom(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("injected failure after aggregation")
+        raise RuntimeError("injected failure after the noise")
 
-    import snapdp.data.release as release_module
-
-    monkeypatch.setattr(release_module, "assemble", boom)
+    monkeypatch.setattr(statistics, "assemble", boom)
     plan = Plan.load(plan_dir / "plan.toml")
     book = Ledger(plan_dir / "b.sqlite", 10)
     with pytest.raises(RuntimeError, match="injected"):
         plan.run(ledger=book, output=plan_dir / "out", rng=np.random.default_rng(7))
-    assert book.entries() == [] and book.spent() == 0
+    [entry] = book.entries()
+    assert (entry.reserved, entry.settled, entry.epsilon, book.spent()) == (3, False, 3, 3)
     assert not list((plan_dir / "out").iterdir())
+
+
+def test_a_failure_before_any_noise_returns_the_whole_reservation(
+    plan_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The source fails while it is aggregated (nothing released): the entry is settled at 0."""
+    from snapdp.data import two_phase
+
+    def unreadable(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("injected: the source cannot be read")
+
+    monkeypatch.setattr(two_phase, "_exact", unreadable)
+    plan = Plan.load(plan_dir / "plan.toml")
+    book = Ledger(plan_dir / "b.sqlite", 10)
+    with pytest.raises(OSError, match="injected"):
+        plan.run(ledger=book, rng=np.random.default_rng(7))
+    [entry] = book.entries()
+    assert (entry.reserved, entry.settled, entry.epsilon, book.spent()) == (3, True, 0, 0)
 
 
 def test_an_unwritable_output_spends_nothing(plan_dir: Path) -> None:
@@ -177,7 +195,9 @@ def test_cli_bad_plan_is_one_clean_line(plan_dir: Path) -> None:
 
 
 def test_statistics_assemble_is_the_patched_name() -> None:
-    """The failure injection above patches the name the release calls."""
-    import snapdp.data.release as release_module
+    """The failure injection above patches the name the plan run calls."""
+    import inspect
 
-    assert release_module.assemble is statistics.assemble
+    from snapdp.data import two_phase
+
+    assert "statistics.assemble(" in inspect.getsource(two_phase.release_plan)

@@ -1,0 +1,458 @@
+"""Two-phase releases: the ε of a target whose ± depends on a private group size is chosen from
+the released noisy counts, under a cap reserved in advance (DESIGN §8.7; docs/plans.md,
+"Two-phase targets").
+
+A ratio mean's ± is (a_Σ + M·a_n)/ñ and a variance's (a_Σw² + 2W·a_Σw + 3W²·a_n)/(4ñ), with ñ
+the noisy count of the cell (:mod:`snapdp.data.statistics`). The count is part of the answer.
+So a plan releases it first (**phase 1**, at ε₁ = cap·w/2 rounded down to two digits, w the
+count's usual share of the query's ε), and then (**phase 2**) gives the other parts the
+smallest ε₂ for which the ± the release states, at the smallest released count, meets the
+target — at most cap − ε₁. The stated
+± already holds at the stated confidence whatever ñ is (the count's error is its M·a_n term), so
+the target is met, with that confidence, whenever ε₂ ≤ cap − ε₁ suffices; otherwise phase 2
+spends cap − ε₁ and the result says the target was missed and what it would have needed.
+Quantiles release the top level of their tree first (its nodes add up to the rows of the cell;
+see :func:`phase_one_epsilon`) and plan the other levels for a lower confidence bound of the rows
+(:func:`_smallest_count`).
+
+**Privacy.** ε₂ is a function of the released phase-1 values and public parameters only, and
+ε₁ + ε₂ ≤ cap on every outcome. For pure ε-DP mechanisms chosen adaptively, the privacy loss of
+the whole transcript is the sum of each step's loss, each bounded by the ε chosen from the
+previous outputs; a sum bounded by the cap on every path is cap-DP (the basic-composition privacy
+filter of Rogers, Roth, Ullman and Vadhan, 2016, which also sums the δ of approximate-DP steps).
+The ledger reserves the cap before any noise is drawn (:meth:`snapdp.data.ledger.Ledger.reserve`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from decimal import ROUND_FLOOR, Decimal, localcontext
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from snapdp.data import statistics
+from snapdp.data.engines.base import AggregatePlan
+from snapdp.data.results import QueryResult
+from snapdp.data.schema import Column, Schema
+from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
+from snapdp.data.statistics import AccuracyStatement, Compiled, Noise, Part
+from snapdp.errors import ParameterError
+from snapdp.mechanism import SnappingMechanism
+
+if TYPE_CHECKING:
+    from snapdp.data.plan import PlannedQuery, PlanPreview
+    from snapdp.data.release import PrivateTable
+
+__all__ = [
+    "TwoPhase",
+    "phase_one_epsilon",
+    "phase_two_epsilon",
+    "plan_two_phase",
+    "release_plan",
+    "split_noises",
+    "split_statement",
+]
+
+
+@dataclass(frozen=True)
+class TwoPhase:
+    """How a two-phase query spends: at most ``cap``; ``phase1`` on its counts; its target is met
+    for every cell whose noisy count is at least ``floor``; for groups of ``rows`` rows it spends
+    ``example`` in all (None: not even the cap meets the target for them)."""
+
+    cap: Fraction
+    phase1: Fraction
+    floor: int | None
+    rows: int | None
+    example: Fraction | None
+
+
+def _first(part: Part) -> bool:
+    """Whether a part is released in phase 1: a mean's or variance's count, a tree's top level
+    (whose nodes add up to the rows of the cell)."""
+    return part.source == "count" or part.name == "level1"
+
+
+def phase_one_epsilon(compiled: Compiled, cap: Fraction) -> Fraction:
+    """ε₁, rounded down to two significant digits (a short decimal): half the share of ``cap``
+    a mean's or variance's count would get in one phase; a quantile tree's top level gets its
+    whole share (the largest node ± of any level bounds the rank ±, so a smaller one could not
+    be made up for by the other levels); all of ``cap`` for a tree of one level."""
+    weight = sum((p.weight for p in compiled.parts if _first(p)), Fraction(0))
+    if weight == 0:
+        raise ParameterError(
+            f"{compiled.query.label} has no count to release first", parameter="group_size"
+        )
+    if all(_first(p) for p in compiled.parts):
+        return cap
+    exact = cap * weight if compiled.tree is not None else cap * weight / 2
+    with localcontext() as ctx:
+        ctx.prec = 2
+        ctx.rounding = ROUND_FLOOR
+        short = Fraction(Decimal(exact.numerator) / Decimal(exact.denominator))
+    return short if short > 0 else exact
+
+
+def _split(compiled: Compiled, eps1: Fraction, eps2: Fraction) -> tuple[Compiled, Compiled]:
+    first = [p for p in compiled.parts if _first(p)]
+    total1 = sum((p.weight for p in first), Fraction(0))
+    count = tuple(replace(p, weight=p.weight / total1) for p in first)
+    rest = [p for p in compiled.parts if not _first(p)]
+    total = sum((p.weight for p in rest), Fraction(0))
+    others = tuple(replace(p, weight=p.weight / total) for p in rest)
+    return replace(compiled, epsilon=eps1, parts=count), replace(
+        compiled, epsilon=eps2, parts=others
+    )
+
+
+def split_noises(
+    compiled: Compiled, eps1: Fraction, eps2: Fraction, *, presume_certified: bool = False
+) -> tuple[Noise, ...]:
+    """The calibrated noise of every part of ``compiled`` (in its order) with the count parts at
+    ``eps1`` and the others sharing ``eps2`` in their usual proportions."""
+    one, two = _split(compiled, eps1, eps2)
+    by_name = {
+        n.part.name: n
+        for c in (one, two)
+        for n in statistics.calibrate(c, presume_certified=presume_certified)
+    }
+    return tuple(by_name[p.name] for p in compiled.parts)
+
+
+@functools.lru_cache(maxsize=4096)
+def split_statement(
+    schema: Schema,
+    query: Any,
+    eps1: Fraction,
+    eps2: Fraction,
+    confidence: float,
+    presume_certified: bool = False,
+) -> AccuracyStatement:
+    """What the release states for ``query`` with its counts at ``eps1`` and the rest at ``eps2``
+    (cached: a pure function of public parameters)."""
+    compiled = statistics.compile_query(query, schema, eps1 + eps2)
+    noises = split_noises(compiled, eps1, eps2, presume_certified=presume_certified)
+    alpha = float(1 - Fraction(repr(confidence)))
+    return statistics.accuracy_of(compiled, noises, confidence, alpha)
+
+
+@functools.lru_cache(maxsize=4096)
+def _one_phase(schema: Schema, query: Any, eps: Fraction, confidence: float) -> AccuracyStatement:
+    """What a one-phase release of ``query`` at ``eps`` states (cached)."""
+    compiled = statistics.compile_query(query, schema, eps)
+    alpha = float(1 - Fraction(repr(confidence)))
+    return statistics.accuracy_of(compiled, statistics.calibrate(compiled), confidence, alpha)
+
+
+def _smallest(accuracy: Any, target: Fraction, limit: Fraction) -> Fraction | None:
+    """The smallest ε in (0, limit] (to 1/400, rounded up to a short decimal) with
+    accuracy(ε) ≤ target, or None when even ``limit`` misses it."""
+    if Fraction(accuracy(limit)) > target:
+        return None
+    try:
+        found = smallest_epsilon(accuracy, target)
+    except ParameterError:
+        return None
+    return min(found, limit)
+
+
+def phase_two_epsilon(
+    schema: Schema,
+    pq: PlannedQuery,
+    eps1: Fraction,
+    left: Fraction,
+    n: float,
+    *,
+    presume_certified: bool = False,
+) -> tuple[Fraction, Fraction | None]:
+    """(ε₂ to spend, ε₂ the target needs or None) for the smallest noisy count ``n``: the
+    smallest ε₂ ≤ ``left`` whose stated ± at n meets the target, else ``left`` (best effort).
+    ``presume_certified``: a planning draft (never for a release)."""
+    target = pq.accuracy
+    assert target is not None
+    if not left > 0:  # a tree of one level: all of it was phase 1
+        return Fraction(0), None
+    if not n > 0:
+        return left, None
+
+    def at(eps2: Fraction, presume: bool) -> float:
+        return split_statement(schema, pq.query, eps1, eps2, pq.confidence, presume).at(n)
+
+    certify = not presume_certified
+    found = _smallest(lambda e: at(e, True), target, left)
+    if certify and found is not None and Fraction(at(found, False)) > target:
+        found = _smallest(lambda e: at(e, False), target, left)
+    if found is not None:
+        return found, found
+    needed = _smallest(lambda e: at(e, not certify), target, EPS_MAX)
+    return left, needed
+
+
+def _floor(statement: AccuracyStatement, target: Fraction) -> int | None:
+    """The smallest count n with statement.at(n) ≤ target (None: no n)."""
+    per, width = statement.per_count, statement.leaf_width or 0.0
+    if per is None:
+        return 1
+    room = float(target) - width
+    if not room > 0:
+        return None
+    if statement.query.statistic == "std":
+        room = room * room
+    n = max(1, math.ceil(per / room))
+    while Fraction(statement.at(n)) > target:
+        n = max(n + 1, math.ceil(n * 1.0001))
+        if n > 1 << 62:
+            return None
+    return n
+
+
+def plan_two_phase(
+    schema: Schema, pq: PlannedQuery, cap: Fraction, presume_certified: bool = False
+) -> TwoPhase:
+    """The plan of a two-phase query under ``cap`` (reads no data; cached). The floor uses real
+    L1 certificates (unless ``presume_certified``); the example ε for ``rows`` rows presumes
+    them (a figure: the run chooses its ε with real ones)."""
+    return _plan_two_phase(schema, pq, cap, presume_certified)
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan_two_phase(
+    schema: Schema, pq: PlannedQuery, cap: Fraction, presume_certified: bool
+) -> TwoPhase:
+    target = pq.accuracy
+    assert target is not None
+    compiled = statistics.compile_query(pq.query, schema, cap)
+    eps1 = phase_one_epsilon(compiled, cap)
+    full = split_statement(schema, pq.query, eps1, cap - eps1, pq.confidence, presume_certified)
+    floor = _floor(full, target)
+    if floor is None:
+        return TwoPhase(cap, eps1, None, None, None)
+    rows = _round_rows(10 * floor)
+    eps2, needed = phase_two_epsilon(schema, pq, eps1, cap - eps1, rows, presume_certified=True)
+    return TwoPhase(cap, eps1, floor, rows, None if needed is None else eps1 + eps2)
+
+
+def _round_rows(n: int) -> int:
+    """n rounded up to one significant digit (12,345 → 20,000)."""
+    scale: int = 10 ** (len(str(n)) - 1)
+    return -(-n // scale) * scale
+
+
+# -- the run ----------------------------------------------------------------------------------
+def release_plan(
+    table: PrivateTable,
+    queries: Sequence[PlannedQuery],
+    preview: PlanPreview,
+    confidence: float,
+) -> tuple[list[QueryResult], Fraction]:
+    """Release a planned workload as ONE ledger entry: reserve the plan's cap, aggregate, draw
+    phase 1 (the counts of two-phase queries), choose each two-phase query's ε₂ from the
+    released counts, draw the rest, and return the unused part of the cap in the same entry.
+    Returns (results in plan order, ε spent). A failure before any noise is drawn returns the
+    whole reservation; after, the cap stays spent (as it does if the process dies)."""
+    from snapdp.data.release import _hash_key
+
+    schema, rng = table.schema, table._rng
+    conf, alpha = confidence, float(1 - Fraction(repr(confidence)))
+    allocations = preview.allocations
+    compiled = [
+        statistics.compile_query(pq.query, schema, a.epsilon)
+        for pq, a in zip(queries, allocations, strict=True)
+    ]
+    eps1: dict[int, Fraction] = {}
+    for i, a in enumerate(allocations):
+        if a.two_phase is not None:
+            eps1[i] = a.two_phase.phase1
+    # δ reserved: every mechanism at its largest ε (phase 2 at cap − ε₁)
+    planned_noises = [
+        split_noises(c, eps1[i], c.epsilon - eps1[i]) if i in eps1 else statistics.calibrate(c)
+        for i, c in enumerate(compiled)
+    ]
+    reserved_delta = _delta(planned_noises)
+    cap = preview.total
+    ledger: Any = table.ledger
+    meta = {
+        "queries": [c.query.label for c in compiled],
+        "epsilon": [str(c.epsilon) for c in compiled],
+        "two_phase": [i in eps1 for i in range(len(compiled))],
+        "confidence": conf,
+        "schema": schema.describe(),
+        "seeded": rng is not None,
+    }
+    what = "; ".join(c.query.label for c in compiled)
+    entry = ledger.reserve(cap, _up_delta(reserved_delta), what, table.dataset, meta)
+    noise_drawn = False
+    try:
+        hash_key = _hash_key(rng)
+        exact = _exact(table, compiled, hash_key)
+        noise_drawn = True  # from here on, outputs may exist: the cap stays spent on failure
+        noisy: list[dict[str, npt.NDArray[np.float64]]] = [{} for _ in compiled]
+        noises: list[tuple[Noise, ...]] = list(planned_noises)
+        mechs: list[list[SnappingMechanism]] = [[] for _ in compiled]
+        # phase 1: the counts of two-phase queries
+        for i in eps1:
+            for n in noises[i]:
+                if _first(n.part):
+                    m = _mech(n, rng)
+                    noisy[i][n.part.name] = statistics.noisy_values(
+                        m, n.part, exact[i][n.part.name]
+                    )
+        # phase 2: each two-phase query's ε₂ from its released counts
+        spent_eps: list[Fraction] = [c.epsilon for c in compiled]
+        for i, e1 in eps1.items():
+            pq, left = queries[i], compiled[i].epsilon - e1
+            smallest = _smallest_count(compiled[i], noises[i], noisy[i], alpha)
+            eps2, _ = phase_two_epsilon(schema, pq, e1, left, smallest)
+            spent_eps[i] = e1 + eps2
+            compiled[i] = replace(compiled[i], epsilon=e1 + eps2)
+            noises[i] = split_noises(compiled[i], e1, eps2)
+        for i in range(len(compiled)):
+            for n in noises[i]:
+                m = _mech(n, rng)
+                mechs[i].append(m)
+                if n.part.name not in noisy[i]:
+                    noisy[i][n.part.name] = statistics.noisy_values(
+                        m, n.part, exact[i][n.part.name]
+                    )
+        results = [
+            statistics.assemble(c, n, out, conf, alpha, m)
+            for c, n, out, m in zip(compiled, noises, noisy, mechs, strict=True)
+        ]
+        results = [
+            _with_target(r, pq, a.epsilon, noisy[i], schema)
+            for i, (r, pq, a) in enumerate(zip(results, queries, allocations, strict=True))
+        ]
+    except BaseException:
+        if not noise_drawn:  # nothing released: the whole reservation comes back
+            ledger.settle(entry, Fraction(0), 0.0)
+        raise
+    spent = sum(spent_eps, Fraction(0))
+    delta = math.fsum(r.delta for r in results)
+    ledger.settle(entry, spent, _up_delta(delta))
+    return results, spent
+
+
+def _smallest_count(
+    compiled: Compiled,
+    noises: Sequence[Noise],
+    noisy: dict[str, npt.NDArray[np.float64]],
+    alpha: float,
+) -> float:
+    """The smallest released count over the cells: a mean's or variance's noisy count (the
+    denominator of its stated ±), or for quantiles a lower confidence bound of the rows of the
+    cell from the top level of its tree (its b nodes' sum, less b times a node's ± at α; the
+    stated ± divides by the total of the consistent leaves, which the top level estimates)."""
+    if "count" in noisy:
+        counts = noisy["count"]
+        return float(np.min(counts)) if len(counts) else 0.0
+    level = noisy["level1"]
+    cells = max(1, compiled.n_cells)
+    width = len(level) // cells
+    if width == 0:
+        return 0.0
+    totals = level.reshape(cells, width).sum(axis=1)
+    top = next(n for n in noises if n.part.name == "level1")
+    node = SnappingMechanism(top.epsilon, top.sensitivity, top.part.lower, top.part.upper)
+    return float(np.min(totals)) - width * node.accuracy(alpha)
+
+
+def _mech(n: Noise, rng: np.random.Generator | None) -> SnappingMechanism:
+    return SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper, rng=rng)
+
+
+def _delta(noises: Sequence[Sequence[Noise]]) -> float:
+    return math.fsum(
+        n.cells
+        * SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper).privacy.delta
+        for ns in noises
+        for n in ns
+    )
+
+
+def _up_delta(delta: float) -> float:
+    return min(1.0, math.nextafter(delta, math.inf)) if delta > 0 else 0.0
+
+
+def _exact(
+    table: PrivateTable, compiled: Sequence[Compiled], hash_key: str
+) -> list[dict[str, list[int | Fraction]]]:
+    """Every part's exact aggregate per cell: one engine call per distinct grouping, all before
+    any noise is drawn."""
+    from snapdp.data.release import _unit_column
+
+    schema = table.schema
+    groups: dict[tuple[Column, ...], list[int]] = {}
+    for i, c in enumerate(compiled):
+        groups.setdefault(c.engine_groupings, []).append(i)
+    out: list[dict[str, list[int | Fraction]]] = [{} for _ in compiled]
+    for groupings, members in groups.items():
+        values = list(dict.fromkeys(compiled[i].value for i in members if compiled[i].value))
+        plan = AggregatePlan(
+            groupings=groupings,
+            values=tuple(v for v in values if v is not None),
+            unit=_unit_column(schema),
+            null_units=schema.null_units,
+            bounds=schema.bounds,
+            hash_key=hash_key,
+        )
+        index = {v: j for j, v in enumerate(plan.values)}
+        aggregates = table.engine.aggregate(plan)
+        for i in members:
+            c = compiled[i]
+            j = None if c.value is None else index[c.value]
+            out[i] = statistics.exact_inputs(c, aggregates, j)
+    return out
+
+
+def _with_target(
+    result: QueryResult,
+    pq: PlannedQuery,
+    allowed: Fraction,
+    noisy: dict[str, npt.NDArray[np.float64]],
+    schema: Schema,
+) -> QueryResult:
+    """The result with ``target_met`` and, when missed, what the target would have needed (from
+    the released values and public parameters only)."""
+    target = pq.accuracy
+    if target is None:
+        return result
+    worst = max((r.accuracy for r in result.rows), default=0.0)
+    if Fraction(worst) <= target:
+        return replace(result, target_met=True, target_note="target met")
+    counts = noisy.get("count")
+    if counts is None and result.query.statistic == "quantiles":
+        counts = np.array([_tree_total(noisy, result, k) for k in range(_cells(result))])
+    n = float(np.min(counts)) if counts is not None and len(counts) else 0.0
+    # what the whole query would need, planned afresh for a group of ~n rows (one phase)
+    needed = None
+    if n >= 1:
+        rows = max(1, int(n))
+
+        def at(e: Fraction) -> float:
+            return float(_one_phase(schema, pq.query, e, pq.confidence).at(rows))
+
+        needed = _smallest(at, target, EPS_MAX)
+    need = "no ε up to 2^20" if needed is None else f"ε {eps_text(needed)}"
+    note = (
+        f"target missed: ±{num(worst)}; a group of ~{max(0, round(n)):,} rows would need "
+        f"{need}, only {eps_text(allowed)} was left"
+    )
+    return replace(result, target_met=False, target_note=note)
+
+
+def _cells(result: QueryResult) -> int:
+    return max(1, len({r.keys for r in result.rows}))
+
+
+def _tree_total(noisy: dict[str, npt.NDArray[np.float64]], result: QueryResult, cell: int) -> float:
+    level = noisy.get("level1")
+    if level is None:
+        return 0.0
+    width = len(level) // _cells(result)
+    return float(np.sum(level[cell * width : (cell + 1) * width]))
