@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote as uri_unquote
 
 import numpy as np
 import numpy.typing as npt
@@ -546,7 +547,9 @@ def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
         assert csv.column_names is not None  # CsvOptions refuses a header-less CSV without
         names = list(csv.column_names)
         return _records(session, target, csv, encoding, names, "", names)
-    files = sorted(_raw_lines(session, target, False, limit).inputFiles())
+    # inputFiles() gives URIs with reserved characters percent-encoded ('[' as %5B): decode
+    # them back to the path, which _escape_glob then makes literal for Hadoop.
+    files = sorted(uri_unquote(f) for f in _raw_lines(session, target, False, limit).inputFiles())
     if not files:
         raise ParameterError(f"`data` {label!r} matches no file", parameter="data")
     groups: dict[tuple[str, ...], list[str]] = {}
