@@ -216,6 +216,7 @@ class PrivateTable:
         present = set(self.engine.column_names())
         used = [g.name for c in compiled for g in c.engine_groupings]
         used += [c.value.column.name for c in compiled if c.value is not None]
+        used += [w.name for c in compiled for w in c.where_columns]
         if self.schema.privacy_unit is not None:
             used.append(self.schema.privacy_unit)
         for name in dict.fromkeys(used):
@@ -249,11 +250,11 @@ class PrivateTable:
         hash_key: str,
     ) -> list[dict[str, npt.NDArray[np.float64]]]:
         """The engine's aggregates (one engine call per distinct grouping) and the noise."""
-        plans: dict[tuple[Column, ...], list[int]] = {}
+        plans: dict[tuple[Any, ...], list[int]] = {}
         for i, c in enumerate(compiled):
-            plans.setdefault(c.engine_groupings, []).append(i)
+            plans.setdefault((c.engine_groupings, c.where, c.where_columns), []).append(i)
         out: list[dict[str, npt.NDArray[np.float64]]] = [{} for _ in compiled]
-        for groupings, members in plans.items():
+        for (groupings, where, where_columns), members in plans.items():
             values = list(dict.fromkeys(compiled[i].value for i in members if compiled[i].value))
             plan = AggregatePlan(
                 groupings=groupings,
@@ -262,6 +263,8 @@ class PrivateTable:
                 null_units=self.schema.null_units,
                 bounds=self.schema.bounds,
                 hash_key=hash_key,
+                where=where,
+                where_columns=where_columns,
             )
             index = {v: j for j, v in enumerate(plan.values)}
             if self._executor_noise(plan, [noises[i] for i in members]):
