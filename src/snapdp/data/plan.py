@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from snapdp._validation import check_count, check_epsilon
-from snapdp.data._toml import KeyLocator, Path_, PlanFileError, describe_key, load_toml
+from snapdp.data._toml import KeyLocator, Path_, PlanFileError, describe_key
 from snapdp.data.engines.base import Engine
 from snapdp.data.query import STATISTICS, Query
 from snapdp.data.results import QueryResult
@@ -472,9 +472,9 @@ class Plan:
     @classmethod
     def load(cls, path: str | Path) -> Plan:
         """A plan from a TOML file; errors name the file, the line and the key."""
-        p = Path(path)
-        data, locator = load_toml(p)
-        return _Loader(p, data, locator).plan()
+        from snapdp.data.frontends.toml import load_plan  # the front end (SQL keys included)
+
+        return load_plan(path)
 
     # -- planning and running ----------------------------------------------------------------
     def preview(self, accuracy_at: AccuracyAt | None = None) -> PlanPreview:
@@ -743,7 +743,11 @@ class _Loader:
         size_default = DEFAULT_GROUP_SIZE
         if "group_size" in data:
             size_default = self.integer(data["group_size"])
-        queries = [self.query(i, q, conf_default, size_default) for i, q in enumerate(raw_queries)]
+        queries = [
+            pq
+            for i, q in enumerate(raw_queries)
+            for pq in self.queries_of(i, q, conf_default, size_default)
+        ]
         total = None
         if "total_epsilon" in data:
             value, key = data["total_epsilon"]
@@ -769,6 +773,10 @@ class _Loader:
             ),
         )
         return plan
+
+    def queries_of(self, i: int, raw: object, conf: float, size: int) -> list[PlannedQuery]:
+        """The planned queries of one [[query]] entry (the SQL front end's loader adds more)."""
+        return [self.query(i, raw, conf, size)]
 
     def wrap(self, key: Path_, build: Callable[[], Any]) -> Any:
         try:

@@ -142,6 +142,28 @@ class PrivateTable:
         """A private standard deviation of a declared, bounded column."""
         return self.release([Query("std", column, tuple(by))], epsilon, **kw)[0]
 
+    def sql(
+        self, query: str, epsilon: object = None, *, confidence: float = 0.95
+    ) -> list[QueryResult]:
+        """Release the aggregates of the SELECT ``query`` (docs/sql.md): one result per aggregate,
+        in SELECT order, with HAVING and ORDER BY applied to the released values. ``epsilon``:
+        the query's total, split equally between its aggregates (or BigQuery's
+        ``OPTIONS(epsilon = …)``). A query outside the grammar raises a
+        :class:`~snapdp.data.frontends.sql.SqlError` (line, column, caret) before anything is
+        read or spent. FROM may name any table: this one is the only one."""
+        from snapdp.data.frontends.sql import apply_post_processing, parse_sql
+        from snapdp.data.workload import Declaration
+
+        declaration = Declaration(self.schema, confidence=confidence)
+        parsed = parse_sql(query, declaration, epsilon=epsilon)
+        schema = self.schema
+        self.schema = parsed.workload.schema  # OPTIONS / CLAMP may refine the declaration
+        try:
+            results = self.release(parsed.queries, parsed.epsilons, confidence=confidence)
+        finally:
+            self.schema = schema
+        return apply_post_processing(parsed, results)
+
     # -- accuracy before spending ------------------------------------------------------------
     def accuracy(
         self,
