@@ -324,7 +324,10 @@ class _Parser:
         if not isinstance(tree, exp.Select):
             raise self.at(tree, "only a SELECT is accepted")
         if tree.args.get("with") or tree.args.get("with_"):
-            raise self.at(tree, "WITH (common table expressions) is refused: no subqueries")
+            start, end = self.keyword(("WITH",))
+            raise self.error(
+                start, end, "WITH (common table expressions) is refused: no subqueries"
+            )
         return tree
 
     def parse(self, epsilon: object, accuracy: object, weight: object) -> SqlQuery:
@@ -606,6 +609,8 @@ class _Parser:
             left, right = node.this, node.expression
             if not isinstance(left, exp.Column) and isinstance(right, exp.Column):
                 left, right, op = right, left, _FLIP[op]
+            if isinstance(right, exp.Null):
+                raise self.at(left, "a comparison with NULL is never true: write IS NULL")
             value = self.literal(right)
             return self._checked(left, lambda c: Compare(c, op, value))  # type: ignore[arg-type]
         raise self.at(
