@@ -26,6 +26,7 @@ import click
 
 from snapdp._validation import check_epsilon
 from snapdp.cli._common import mark_spent
+from snapdp.data.frontends.names import flags
 from snapdp.data.ledger import Ledger
 from snapdp.data.query import Query
 from snapdp.data.release import PrivateTable
@@ -55,31 +56,9 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 
-#: Library parameter → the flag that sets it (errors name the flag).
-FLAGS: dict[str, str] = {
-    "max_rows": "--max-rows",
-    "rows": "--rows",
-    "max_rows_per_unit": "--max-rows-per-unit",
-    "max_groups_per_unit": "--max-groups-per-unit",
-    "max_rows_per_group": "--max-rows-per-group",
-    "privacy_unit": "--privacy-unit",
-    "null_units": "--null-units",
-    "nulls": "--nulls",
-    "keys": "--keys",
-    "bins": "--bins",
-    "by": "--by",
-    "columns": "--column",
-    "type": "--column",
-    "lower": "--column/--sum/--mean/--var/--std/--quantiles",
-    "upper": "--column/--sum/--mean/--var/--std/--quantiles",
-    "epsilon": "--epsilon",
-    "confidence": "--confidence",
-    "delimiter": "--delimiter",
-    "encoding": "--encoding",
-    "total_epsilon": "--total-epsilon",
-    "column": "--sum/--mean/--var/--std",
-    "statistic": "--count/--sum/--mean/--var/--std",
-}
+#: Library parameter → the flag that sets it (errors name the flag): from the one table of
+#: user-facing names, :mod:`snapdp.data.frontends.names`.
+FLAGS: dict[str, str] = flags()
 
 
 def flag_errors(func: Callable[P, R]) -> Callable[P, R]:
