@@ -9,7 +9,9 @@ the same way, on each column's value after the engine contract's cast (step 2 of
 
 * three-valued logic as in SQL: a comparison with a null is unknown, ``NOT`` of unknown is
   unknown, ``AND``/``OR`` follow Kleene's tables; a row is kept only when the predicate is true;
-* integers are compared exactly (literals must be integers within int64); decimal columns hold
+* integers are compared exactly with any numeric literal (``age > 30.5`` is ``age >= 31``,
+  ``age = 30.5`` holds for no value: :func:`check_predicate` rewrites such a literal into an
+  integer one before any engine sees it); decimal columns hold
   doubles, and a decimal literal is compared as the double nearest to it (``income > 0.1`` keeps
   a cell that reads ``0.1`` out, as in every SQL engine); text by Unicode code points (byte order
   of UTF-8); booleans with false < true; dates by the calendar.
@@ -164,6 +166,19 @@ def check_predicate(predicate: Predicate, schema: Schema) -> Predicate:
                 parameter="where",
             )
         kind = schema.column(name).type
+        if kind == "integer" and isinstance(predicate, Compare):
+            exact = _rational(predicate.value)
+            if exact is not None and not _is_int64(exact):
+                return _integer_compare(name, predicate.op, exact)
+            if exact is not None:
+                return Compare(name, predicate.op, int(exact))
+        if kind == "integer" and isinstance(predicate, InList):
+            exact_values = [_rational(v) for v in predicate.values]
+            if all(x is not None for x in exact_values):
+                kept = tuple(int(x) for x in exact_values if x is not None and _is_int64(x))
+                if not kept:
+                    return _never(name)
+                return InList(name, kept)
         if isinstance(predicate, Compare):
             return Compare(name, predicate.op, _literal(kind, predicate.value, name))
         if isinstance(predicate, InList):
@@ -174,6 +189,48 @@ def check_predicate(predicate: Predicate, schema: Schema) -> Predicate:
     if isinstance(predicate, (And, Or)):
         return type(predicate)(tuple(check_predicate(t, schema) for t in predicate.terms))
     raise ParameterError(f"not a filter: {predicate!r}", parameter="where")
+
+
+def _rational(value: object) -> Fraction | None:
+    """A numeric literal as an exact rational (None: not a number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
+        return None
+    return Fraction(value)
+
+
+def _is_int64(x: Fraction) -> bool:
+    return x.denominator == 1 and -_I64 <= x.numerator < _I64
+
+
+def _never(column: str) -> Predicate:
+    """False for every value of ``column``, unknown for a null (as ``column = 0.5`` is)."""
+    return And((Compare(column, "<", 0), Compare(column, ">", 0)))
+
+
+def _always(column: str) -> Predicate:
+    """True for every value of ``column``, unknown for a null (as ``column <> 0.5`` is)."""
+    return Or((Compare(column, "<", 0), Compare(column, ">=", 0)))
+
+
+def _integer_compare(column: str, op: str, x: Fraction) -> Predicate:
+    """``column op x`` for an integer (int64) column and a literal that is not an int64 (a
+    fraction such as 30.5, or beyond ±2^63): the same rows, with integer literals only."""
+    import math
+
+    if op == "=":
+        return _never(column)
+    if op == "<>":
+        return _always(column)
+    # v < x ⟺ v ≤ ⌈x⌉ − 1; v ≤ x ⟺ v ≤ ⌊x⌋; v > x ⟺ v ≥ ⌊x⌋ + 1; v ≥ x ⟺ v ≥ ⌈x⌉
+    if op in ("<", "<="):
+        k = math.ceil(x) - 1 if op == "<" else math.floor(x)
+        if k >= _I64 - 1:
+            return _always(column)
+        return _never(column) if k < -_I64 else Compare(column, "<=", k)
+    k = math.floor(x) + 1 if op == ">" else math.ceil(x)
+    if k <= -_I64:
+        return _always(column)
+    return _never(column) if k >= _I64 else Compare(column, ">=", k)
 
 
 def _literal(kind: str, value: object, column: str) -> LiteralValue:
