@@ -383,3 +383,38 @@ def test_d_and_d_plus_one_row_look_the_same_but_for_noisy_values(tmp_path: Path,
             r["keys"] = None  # HAVING keeps the cells the noisy values decide
             r["mechanisms"] = None
     assert outs[0] == outs[1], json.dumps(outs)
+
+
+def test_having_text_gives_a_predicate_over_released_values() -> None:
+    q = parse_sql(
+        "SELECT sex AS s, COUNT(*) AS n, AVG(income) FROM people GROUP BY sex "
+        "HAVING s = 1 AND n BETWEEN 0 AND 1e9 OR AVG(income) IN (3, 4) ORDER BY 3 DESC, s",
+        DECL,
+        epsilon=1,
+    )
+    assert q.post.having == Or(
+        (
+            And(
+                (
+                    Compare("sex", "=", 1),
+                    And((Compare("n", ">=", Fraction(0)), Compare("n", "<=", Fraction(10**9)))),
+                )
+            ),
+            InList("#1", (Fraction(3), Fraction(4))),
+        )
+    )
+    assert q.post.order == (("mean(income) by sex", True), ("s", False))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("SELECT age, COUNT(*) FROM people GROUP BY age HAVING age > 3", "binned column"),
+        ("SELECT COUNT(*) AS n FROM people HAVING n > 'x'", "compared with a number"),
+        ("SELECT COUNT(*) AS n FROM people ORDER BY 2", "not a SELECT item"),
+        ("SELECT COUNT(*) AS n FROM people ORDER BY income", "ORDER BY may use only"),
+    ],
+)
+def test_post_processing_refusals(text: str, message: str) -> None:
+    with pytest.raises(SqlError, match=message):
+        parse_sql(text, DECL, epsilon=1)

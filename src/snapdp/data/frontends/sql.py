@@ -18,11 +18,14 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from snapdp.data.frontends._sqltext import SqlError, SqlText
 from snapdp.data.plan import PlannedQuery
+from snapdp.data.postprocess import Output, PostProcessing
+from snapdp.data.postprocess import apply_post_processing as _apply
 from snapdp.data.predicate import (
     And,
     Compare,
@@ -35,26 +38,13 @@ from snapdp.data.predicate import (
     check_predicate,
 )
 from snapdp.data.query import Query
-from snapdp.data.results import QueryResult, ResultRow
+from snapdp.data.results import QueryResult
 from snapdp.data.schema import ContributionBounds, Schema
 from snapdp.data.workload import Declaration, Workload
 from snapdp.errors import ParameterError
 
 __all__ = ["SqlError", "SqlQuery", "apply_post_processing", "parse_predicate", "parse_sql"]
 
-_OPTIONS = re.compile(
-    r"^(\s*SELECT\s+)(WITH\s+DIFFERENTIAL_PRIVACY\s+OPTIONS\s*\(([^()]*)\))", re.I | re.S
-)
-_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-_BOUNDS = re.compile(
-    rf",\s*contribution_bounds_per_group\s*=>\s*\(\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\)", re.I
-)
-_OPTION_NAMES = {
-    "epsilon": "epsilon",
-    "privacy_unit_column": "privacy_unit",
-    "max_groups_contributed": "max_groups_per_unit",
-    "max_rows_contributed": "max_rows_per_unit",
-}
 _STATISTIC_OF = {
     "Count": "count",
     "Sum": "sum",
@@ -72,37 +62,6 @@ _ANONYMOUS = {"QUANTILE_CONT": "quantiles", "VAR_SAMP": "variance", "VAR_POP": "
 _SAMPLE = ("Variance", "VarianceSamp", "Stddev", "StddevSamp", "VAR_SAMP")
 _COMPARE = {"EQ": "=", "NEQ": "<>", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_KEYWORDS = {
-    "join": ("JOIN", ","),
-    "distinct": ("DISTINCT",),
-    "limit": ("LIMIT", "OFFSET", "FETCH", "TOP"),
-    "window": ("OVER",),
-    "set": ("UNION", "INTERSECT", "EXCEPT"),
-}
-POST_PROCESSING_NOTE = (
-    "{clause} was applied to the released values, not the true ones (post-processing: no "
-    "extra privacy cost; docs/sql.md, 'HAVING and ORDER BY')"
-)
-
-
-SAMPLE_NOTE = (
-    "VAR_SAMP/STDDEV_SAMP: released as the population form (divided by n, not n - 1); for a "
-    "group of n rows the two differ by the factor n/(n - 1) (docs/sql.md, 'Aggregates')"
-)
-
-
-class SqlError(ParameterError):
-    """A query outside the grammar of docs/sql.md: the message names the line and column and
-    draws a caret under the offending part; nothing was read or spent."""
-
-
-@dataclass(frozen=True)
-class _Output:
-    """One SELECT item: a grouping column or an aggregate (its index among the queries)."""
-
-    name: str
-    column: str | None = None
-    aggregate: int | None = None
 
 
 @dataclass(frozen=True)
@@ -111,10 +70,7 @@ class SqlQuery:
 
     text: str
     workload: Workload
-    outputs: tuple[_Output, ...]
-    having: Callable[[dict[str, Any]], bool | None] | None = None
-    order: tuple[tuple[str, bool], ...] = ()  # (output name, descending)
-    sample: tuple[int, ...] = ()  # aggregates written VAR_SAMP / STDDEV_SAMP
+    post: PostProcessing = field(default_factory=PostProcessing)
 
     @property
     def queries(self) -> list[Query]:
@@ -156,179 +112,23 @@ def parse_predicate(text: str, declaration: Declaration) -> Predicate:
 
 
 def apply_post_processing(query: SqlQuery, results: Sequence[QueryResult]) -> list[QueryResult]:
-    """HAVING and ORDER BY over the released values (post-processing), each said in the notes."""
-    results = [
-        replace(r, notes=(*r.notes, SAMPLE_NOTE)) if i in query.sample else r
-        for i, r in enumerate(results)
-    ]
-    if (query.having is None and not query.order) or not results:
-        return results
-    aggregates = {o.name: o.aggregate for o in query.outputs if o.aggregate is not None}
-    columns = {o.name: o.column for o in query.outputs if o.column is not None}
-    keys = results[0].key_columns
-    cells = [row.keys for row in results[0].rows]
-    values = [{row.keys: row.value for row in r.rows} for r in results]
-
-    def env(cell: tuple[Any, ...]) -> dict[str, Any]:
-        out: dict[str, Any] = {name: values[i][cell] for name, i in aggregates.items()}
-        for name, col in columns.items():
-            out[name] = cell[keys.index(col)]
-        for i in range(len(results)):
-            out[f"#{i}"] = values[i][cell]
-        for col in keys:
-            out.setdefault(col, cell[keys.index(col)])
-        return out
-
-    kept = [c for c in cells if query.having is None or query.having(env(c)) is True]
-    notes: list[str] = []
-    if query.having is not None:
-        notes.append(POST_PROCESSING_NOTE.format(clause="HAVING"))
-    for name, descending in reversed(query.order):
-
-        def by(cell: tuple[Any, ...], n: str = name) -> tuple[int, Any]:
-            return _sort_key(env(cell)[n])
-
-        kept.sort(key=by, reverse=descending)
-    if query.order:
-        notes.append(POST_PROCESSING_NOTE.format(clause="ORDER BY"))
-    out = []
-    for r in results:
-        by_cell = {row.keys: row for row in r.rows}
-        rows: tuple[ResultRow, ...] = tuple(by_cell[c] for c in kept)
-        out.append(replace(r, rows=rows, notes=(*r.notes, *notes)))
-    return out
-
-
-def _sort_key(x: object) -> tuple[int, Any]:
-    return (0, x) if x is not None else (1, 0)
+    """HAVING and ORDER BY of ``query`` over its released ``results`` (post-processing; see
+    :mod:`snapdp.data.postprocess`)."""
+    return _apply(query.post, results)
 
 
 # -- the parser -----------------------------------------------------------------------------------
-class _Parser:
+class _Parser(SqlText):
+    """The grammar of docs/sql.md over the tree of :class:`SqlText`, against a declaration."""
+
     def __init__(
         self, text: str, declaration: Declaration, display: str | None = None, prefix: int = 0
     ) -> None:
-        if not isinstance(text, str):
-            raise ParameterError(f"a SQL query must be text, not {text!r}", parameter="query")
-        self.original = text if display is None else display
-        self.prefix = prefix
+        super().__init__(text, display, prefix)
         self.declaration = declaration
         self.schema = declaration.schema
-        self.options: dict[str, tuple[object, int]] = {}
-        self.bounds_at: list[tuple[int, Fraction, Fraction]] = []
-        self.text = self._prepass(text)
         self.sample: list[int] = []
         self.owner: dict[int, tuple[Fraction, Fraction]] = {}
-
-    # -- errors ----------------------------------------------------------------------------
-    def error(self, start: int, end: int, message: str, parameter: str = "query") -> SqlError:
-        text = self.original
-        start = max(0, min(start - self.prefix, len(text)))
-        end = max(start, min(end - self.prefix, max(len(text) - 1, start)))
-        line_start = text.rfind("\n", 0, start) + 1
-        line_end = text.find("\n", start)
-        line_end = len(text) if line_end < 0 else line_end
-        line = text.count("\n", 0, start) + 1
-        column = start - line_start + 1
-        shown = text[line_start:line_end]
-        width = max(1, min(end, line_end - 1) - start + 1)
-        caret = " " * (start - line_start) + "^" * width
-        return SqlError(
-            f"query, line {line}, column {column}: {message} (docs/sql.md)\n  {shown}\n  {caret}",
-            parameter=parameter,
-        )
-
-    def at(self, node: Any, message: str, parameter: str = "query") -> SqlError:
-        start, end = self.span(node)
-        return self.error(start, end, message, parameter)
-
-    def span(self, node: Any) -> tuple[int, int]:
-        """The text span of ``node``: its own position, or that of the first position below."""
-        meta = getattr(node, "meta", None) or {}
-        if "start" in meta:
-            return int(meta["start"]), int(meta["end"])
-        for child in node.walk():
-            m = getattr(child, "meta", None) or {}
-            if "start" in m:
-                return int(m["start"]), int(m["end"])
-        return 0, 0
-
-    def keyword(self, words: Sequence[str], after: int = 0) -> tuple[int, int]:
-        """The span of the first token among ``words`` at or after offset ``after``."""
-        from sqlglot.tokens import Tokenizer
-
-        for token in Tokenizer().tokenize(self.text):
-            if token.start >= after and token.text.upper() in words:
-                return token.start, token.end
-        return after, after
-
-    def refuse_keyword(self, kind: str, message: str, after: int = 0) -> SqlError:
-        start, end = self.keyword(_KEYWORDS[kind], after)
-        return self.error(start, end, message)
-
-    # -- the pre-pass ------------------------------------------------------------------------
-    def _prepass(self, text: str) -> str:
-        m = _OPTIONS.match(text)
-        if m:
-            body_start = m.start(3)
-            for item in re.finditer(r"([^,=]+)=([^,]+)", m.group(3)):
-                name = item.group(1).strip().lower()
-                value = item.group(2).strip()
-                where = body_start + item.start(1)
-                if name not in _OPTION_NAMES:
-                    raise self.error(
-                        where,
-                        body_start + item.end(1) - 1,
-                        f"unknown DIFFERENTIAL_PRIVACY option {name!r}; known: "
-                        + ", ".join(_OPTION_NAMES),
-                    )
-                self.options[_OPTION_NAMES[name]] = (value, where)
-            text = text[: m.start(2)] + _blank(m.group(2)) + text[m.end(2) :]
-        for b in _BOUNDS.finditer(text):
-            self.bounds_at.append((b.start(), Fraction(b.group(1)), Fraction(b.group(2))))
-        return _BOUNDS.sub(lambda b: _blank(b.group(0)), text)
-
-    # -- parsing ---------------------------------------------------------------------------
-    def tree(self) -> Any:
-        import sqlglot
-        from sqlglot import exp
-        from sqlglot.errors import ParseError, TokenError
-
-        try:
-            statements = [s for s in sqlglot.parse(self.text) if s is not None]
-        except ParseError as exc:
-            first = exc.errors[0] if exc.errors else {}
-            start = _offset(self.text, first.get("line", 1), first.get("col", 1))
-            highlight = str(first.get("highlight") or " ")
-            start = max(0, start - len(highlight) + 1)
-            reason = str(first.get("description") or "not valid SQL")
-            raise self.error(start, start + len(highlight) - 1, f"syntax error: {reason}") from None
-        except TokenError:
-            raise self.error(0, 0, "syntax error: the query does not tokenize") from None
-        if not statements:
-            raise self.error(0, 0, "the query is empty")
-        if len(statements) > 1:
-            second = statements[1]
-            start, _ = self.span(second)
-            semicolon = self.text.rfind(";", 0, max(start, 1))
-            raise self.error(
-                semicolon if semicolon >= 0 else start,
-                semicolon if semicolon >= 0 else start,
-                "one statement only: write each query on its own",
-            )
-        tree = statements[0]
-        if isinstance(tree, (exp.Union, exp.Intersect, exp.Except)):
-            raise self.refuse_keyword(
-                "set", "set operations (UNION, INTERSECT, EXCEPT) are refused"
-            )
-        if not isinstance(tree, exp.Select):
-            raise self.at(tree, "only a SELECT is accepted")
-        if tree.args.get("with") or tree.args.get("with_"):
-            start, end = self.keyword(("WITH",))
-            raise self.error(
-                start, end, "WITH (common table expressions) is refused: no subqueries"
-            )
-        return tree
 
     def parse(self, epsilon: object, accuracy: object, weight: object) -> SqlQuery:
         from sqlglot import exp
@@ -343,7 +143,7 @@ class _Parser:
         if tree.args.get("where") is not None:
             where = self.predicate(tree.args["where"].this)
         groups = self._groups(tree)
-        outputs: list[_Output] = []
+        outputs: list[Output] = []
         queries: list[Query] = []
         names: dict[str, int] = {}
         for item in tree.expressions:
@@ -357,7 +157,7 @@ class _Parser:
                     raise self.at(
                         node, f"column {name!r} is selected but not in GROUP BY: aggregate it"
                     )
-                outputs.append(_Output(alias or name, column=name))
+                outputs.append(Output(alias or name, column=name))
                 continue
             if isinstance(node, exp.Star):
                 raise self.at(node, "SELECT * is refused: name the aggregates")
@@ -365,7 +165,7 @@ class _Parser:
             if type(node).__name__ in _SAMPLE or str(node.this).upper() in _SAMPLE:
                 self.sample.append(len(queries))
             names[_canonical(node)] = len(queries)
-            outputs.append(_Output(alias or query.label, aggregate=len(queries)))
+            outputs.append(Output(alias or query.label, aggregate=len(queries)))
             queries.append(query)
         if not queries:
             raise self.at(tree, "the SELECT has no aggregate (COUNT, SUM, AVG, …)")
@@ -376,7 +176,8 @@ class _Parser:
         declaration = replace(declaration, schema=self.schema)  # with any CLAMP bounds
         planned = self._planned(declaration, queries, epsilon, accuracy, weight)
         workload = Workload(declaration, tuple(planned))
-        return SqlQuery(self.original, workload, tuple(outputs), having, order, tuple(self.sample))
+        post = PostProcessing(tuple(outputs), having, order, tuple(self.sample))
+        return SqlQuery(self.original, workload, post)
 
     def _refuse_structure(self, tree: Any) -> None:
         from sqlglot import exp
@@ -662,17 +463,24 @@ class _Parser:
         raise self.at(node, f"{_describe(node)} is not a literal")
 
     # -- HAVING and ORDER BY ---------------------------------------------------------------
-    def _ref(self, node: Any, outputs: list[_Output], names: dict[str, int],
-             groups: list[str], clause: str) -> str:  # fmt: skip
+    def _ref(
+        self, node: Any, outputs: list[Output], names: dict[str, int], groups: list[str],
+        clause: str,
+    ) -> tuple[str, str | None]:  # fmt: skip
+        """The output a HAVING/ORDER BY term names, and its grouping column (None: an
+        aggregate)."""
         from sqlglot import exp
 
         if isinstance(node, exp.Column) and not node.args.get("table"):
             name = str(node.name)
-            if any(o.name == name for o in outputs) or name in groups:
-                return name
+            for o in outputs:
+                if o.name == name:
+                    return (name, o.column)
+            if name in groups:
+                return (name, name)
         key = _canonical(node)
         if key in names:
-            return f"#{names[key]}"
+            return (f"#{names[key]}", None)
         raise self.at(
             node,
             f"{clause} may use only the selected aggregates, their aliases and the GROUP BY "
@@ -680,37 +488,51 @@ class _Parser:
         )
 
     def _post(
-        self, node: Any, outputs: list[_Output], names: dict[str, int], groups: list[str],
+        self, node: Any, outputs: list[Output], names: dict[str, int], groups: list[str],
         clause: str,
-    ) -> Callable[[dict[str, Any]], bool | None]:  # fmt: skip
+    ) -> Predicate:  # fmt: skip
+        """HAVING as a predicate over output names (post-processing of released values)."""
         from sqlglot import exp
 
-        if isinstance(node, exp.Paren):
-            return self._post(node.this, outputs, names, groups, clause)
-        if isinstance(node, (exp.And, exp.Or)):
-            a = self._post(node.this, outputs, names, groups, clause)
-            b = self._post(node.expression, outputs, names, groups, clause)
-            pick = And if isinstance(node, exp.And) else Or
-            return lambda env: _kleene(pick, a(env), b(env))
-        if isinstance(node, exp.Not):
-            inner = self._post(node.this, outputs, names, groups, clause)
-            return lambda env: None if inner(env) is None else not inner(env)
-        kind = type(node).__name__
-        if isinstance(node, exp.Between):
-            ref = self._ref(node.this, outputs, names, groups, clause)
-            lo, hi = self.literal(node.args["low"]), self.literal(node.args["high"])
-            return lambda env: _cmp(env[ref], ">=", lo) and _cmp(env[ref], "<=", hi)
-        if kind in _COMPARE:
-            op = _COMPARE[kind]
-            left, right = node.this, node.expression
-            if isinstance(left, (exp.Literal, exp.Neg)):
-                left, right, op = right, left, _FLIP[op]
-            ref = self._ref(left, outputs, names, groups, clause)
-            value = self.literal(right)
-            return lambda env: _cmp(env[ref], op, value)
-        raise self.at(node, f"{_describe(node)} is not accepted in {clause}")
+        def again(n: Any) -> Predicate:
+            return self._post(n, outputs, names, groups, clause)
 
-    def _order(self, tree: Any, outputs: list[_Output], names: dict[str, int],
+        if isinstance(node, exp.Paren):
+            return again(node.this)
+        if isinstance(node, exp.And):
+            return And((again(node.this), again(node.expression)))
+        if isinstance(node, exp.Or):
+            return Or((again(node.this), again(node.expression)))
+        if isinstance(node, exp.Not):
+            return Not(again(node.this))
+        kind = type(node).__name__
+        if not (isinstance(node, (exp.Between, exp.In)) or kind in _COMPARE):
+            raise self.at(node, f"{_describe(node)} is not accepted in {clause}")
+        left, right = node.this, node.args.get("expression")
+        op = _COMPARE.get(kind, "=")
+        if kind in _COMPARE and isinstance(left, (exp.Literal, exp.Neg)):
+            left, right, op = right, left, _FLIP[op]
+        ref, column = self._ref(left, outputs, names, groups, clause)
+        if column is not None:  # a grouping column: its keys are typed values
+            if self.schema.column(column).keys is None:
+                raise self.at(left, f"{clause} on a binned column is refused (its groups are bins)")
+            return self.predicate(_renamed(node, ref, column))
+        if isinstance(node, exp.Between):
+            lo, hi = node.args["low"], node.args["high"]
+            return And((Compare(ref, ">=", self._number_literal(lo)),
+                        Compare(ref, "<=", self._number_literal(hi))))  # fmt: skip
+        if isinstance(node, exp.In):
+            return InList(ref, tuple(self._number_literal(v) for v in node.expressions))
+        return Compare(ref, op, self._number_literal(right))  # type: ignore[arg-type]
+
+    def _number_literal(self, node: Any) -> Fraction:
+        """A released value is a number: it is compared with numbers only."""
+        value = self.literal(node)
+        if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
+            raise self.at(node, "a released value is compared with a number")
+        return Fraction(value)
+
+    def _order(self, tree: Any, outputs: list[Output], names: dict[str, int],
                groups: list[str]) -> tuple[tuple[str, bool], ...]:  # fmt: skip
         from sqlglot import exp
 
@@ -726,7 +548,7 @@ class _Parser:
                     raise self.at(node, "ORDER BY position is not a SELECT item")
                 name = outputs[index].name
             else:
-                name = self._ref(node, outputs, names, groups, "ORDER BY")
+                name = self._ref(node, outputs, names, groups, "ORDER BY")[0]
             out.append((name, bool(item.args.get("desc"))))
         return tuple(out)
 
@@ -793,16 +615,6 @@ _LIST = (
 )
 
 
-def _blank(text: str) -> str:
-    return "".join(ch if ch == "\n" else " " for ch in text)
-
-
-def _offset(text: str, line: int, col: int) -> int:
-    lines = text.split("\n")
-    before = sum(len(x) + 1 for x in lines[: max(0, line - 1)])
-    return before + max(0, col - 1)
-
-
 def _describe(node: Any) -> str:
     from sqlglot import exp
 
@@ -817,20 +629,15 @@ def _canonical(node: Any) -> str:
     return str(node.sql()).upper()
 
 
-def _cmp(a: Any, op: str, b: Any) -> bool | None:
-    if a is None:
-        return None
-    if isinstance(b, Fraction):
-        b = float(b)
-    table = {"=": a == b, "<>": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}
-    return bool(table[op])
+def _renamed(node: Any, alias: str, column: str) -> Any:
+    """A copy of ``node`` with the grouping ``column`` where its ``alias`` was written (positions
+    of the other parts kept)."""
+    from sqlglot import exp
 
-
-def _kleene(kind: type, a: bool | None, b: bool | None) -> bool | None:
-    if kind is And:
-        if a is False or b is False:
-            return False
-        return None if a is None or b is None else True
-    if a is True or b is True:
-        return True
-    return None if a is None or b is None else False
+    copy = node.copy()
+    for ref in list(copy.find_all(exp.Column)):
+        if ref.name == alias and not ref.args.get("table"):
+            new = exp.column(column)
+            new.meta.update(ref.meta)
+            ref.replace(new)
+    return copy

@@ -182,7 +182,7 @@ class _Loader:
                 parsed = parse_sql(text, decl, **how)
             except ParameterError as exc:
                 raise self.error((*key, "sql"), str(exc), exc.parameter) from None
-            if parsed.having is not None or parsed.order:
+            if parsed.post.having is not None or parsed.post.order:
                 raise self.error(
                     (*key, "sql"), "HAVING and ORDER BY are for `snapdp sql`, not plan files", "sql"
                 )
