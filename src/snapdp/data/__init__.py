@@ -9,12 +9,14 @@ from snapdp.data.release import PrivateTable
 from snapdp.data.results import QueryResult, ResultRow
 from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.statistics import AccuracyStatement
+from snapdp.data.workload import Declaration, Workload
 
 __all__ = [
     "AccuracyStatement",
     "Column",
     "ContributionBounds",
     "CsvOptions",
+    "Declaration",
     "DatasetBudget",
     "Ledger",
     "LedgerEntry",
@@ -25,5 +27,6 @@ __all__ = [
     "QueryResult",
     "ResultRow",
     "Schema",
+    "Workload",
     "read_ledger",
 ]
