@@ -12,8 +12,7 @@ from pathlib import Path
 import click
 
 from snapdp.cli._common import json_option, library_errors
-from snapdp.data.frontends.toml import load_plan
-from snapdp.data.plan import usefulness_flags
+from snapdp.data.plan import Plan, usefulness_flags
 
 __all__ = ["plan", "run"]
 
@@ -27,7 +26,7 @@ def plan(plan_file: str, as_json: bool) -> None:
     is spent: queries with a target `accuracy` get the smallest ε that meets it, queries with a
     `weight` share what is left of `total_epsilon`. Reads no data; spends nothing. See
     docs/plans.md."""
-    p = load_plan(plan_file)
+    p = Plan.load(plan_file)
     preview = p.preview()
     flags = {a.planned.query.label: usefulness_flags(p.schema, a) for a in preview.allocations}
     if as_json:
@@ -75,7 +74,7 @@ def run(
     the results (CSV, Parquet, columnar JSON) and an HTML report. See docs/plans.md."""
     from snapdp.cli._data import _exact_text, _print_results
 
-    p = load_plan(plan_file)
+    p = Plan.load(plan_file)
     out = (
         Path(output)
         if output is not None

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from snapdp._validation import check_count, check_epsilon
-from snapdp.data.plan import DEFAULT_CONFIDENCE, DEFAULT_GROUP_SIZE, Plan, PlannedQuery
+from snapdp.data.plan import DEFAULT_CONFIDENCE, Plan, PlannedQuery
 from snapdp.data.predicate import predicate_from_dict, predicate_to_dict
 from snapdp.data.query import Query
 from snapdp.data.results import _fraction_text
@@ -37,6 +37,8 @@ __all__ = ["Declaration", "Workload", "table_name"]
 
 #: The version of the JSON form written by :meth:`Workload.to_dict`.
 FORMAT = 1
+#: The reference group size a planned query takes when none is declared (the planner's).
+_PLANNER_GROUP_SIZE = next(f.default for f in fields(PlannedQuery) if f.name == "group_size")
 
 
 @dataclass(frozen=True)
@@ -190,7 +192,7 @@ class Workload:
             plan.source,
             plan.total_epsilon,
             confidence,
-            None if size == DEFAULT_GROUP_SIZE else size,
+            None if size == _PLANNER_GROUP_SIZE else size,
             dataset,
             plan.base,
         )
@@ -400,7 +402,8 @@ def planned_to_dict(pq: PlannedQuery) -> dict[str, Any]:
         out["where"] = predicate_to_dict(q.where)
     out[pq.how] = _num(getattr(pq, pq.how))
     out["confidence"] = repr(pq.confidence)
-    out["group_size"] = pq.group_size
+    if pq.group_size is not None:
+        out["group_size"] = pq.group_size
     return out
 
 
@@ -427,12 +430,16 @@ def planned_from_dict(data: object, declaration: Declaration | None = None) -> P
     if "where" in d:
         kw["where"] = predicate_from_dict(d["where"])
     query = Query(**kw)
-    how = {k: _frac(d[k], k) for k in ("epsilon", "accuracy", "weight") if d.get(k) is not None}
+    how: dict[str, Any] = {
+        k: _frac(d[k], k) for k in ("epsilon", "accuracy", "weight") if d.get(k) is not None
+    }
     decl = declaration or Declaration()
     confidence = decl.confidence
     if d.get("confidence") is not None:
         confidence = float(_frac(d["confidence"], "confidence"))
-    size = decl.group_size or DEFAULT_GROUP_SIZE
+    size: dict[str, Any] = {}
     if d.get("group_size") is not None:
-        size = d["group_size"]
-    return PlannedQuery(query, confidence=confidence, group_size=size, **how)
+        size["group_size"] = d["group_size"]
+    elif decl.group_size is not None:
+        size["group_size"] = decl.group_size
+    return PlannedQuery(query, confidence=confidence, **size, **how)

@@ -24,7 +24,7 @@ from snapdp._validation import check_epsilon
 from snapdp.data._located import Path_, PlanFileError, located
 from snapdp.data.frontends._toml import KeyLocator, load_toml
 from snapdp.data.frontends.names import toml_keys
-from snapdp.data.plan import DEFAULT_CONFIDENCE, DEFAULT_GROUP_SIZE, Plan, PlannedQuery
+from snapdp.data.plan import DEFAULT_CONFIDENCE, Plan, PlannedQuery
 from snapdp.data.query import STATISTICS, Query
 from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.workload import Declaration, Workload
@@ -91,7 +91,7 @@ class _Loader:
         conf_default = DEFAULT_CONFIDENCE
         if "confidence" in data:
             conf_default = self.number(data["confidence"], float)
-        size_default = DEFAULT_GROUP_SIZE
+        size_default: int | None = None  # the planner's default
         if "group_size" in data:
             size_default = self.integer(data["group_size"])
         queries = [
@@ -155,7 +155,7 @@ class _Loader:
         )
         return decl
 
-    def queries_of(self, i: int, raw: object, conf: float, size: int) -> list[PlannedQuery]:
+    def queries_of(self, i: int, raw: object, conf: float, size: int | None) -> list[PlannedQuery]:
         """One entry's planned queries: an ``sql`` entry gives one per aggregate."""
         if not isinstance(raw, dict) or not any(k in raw for k in _SQL_KEYS):
             return [self.query(i, raw, conf, size)]
@@ -298,7 +298,7 @@ class _Loader:
             key = data.get(exc.parameter or "", (None, ("data",)))[1]
             raise self.error(key, str(exc), exc.parameter) from None
 
-    def query(self, i: int, raw: object, conf: float, size: int) -> PlannedQuery:
+    def query(self, i: int, raw: object, conf: float, size: int | None) -> PlannedQuery:
         key: Path_ = ("query", i)
         entries = self.canonical(key, self.table(key, raw), _QUERY_KEYS)
         if "statistic" not in entries:
@@ -354,7 +354,8 @@ class _Loader:
         if "group_size" in entries:
             size = self.integer(entries["group_size"])
         try:
-            return PlannedQuery(query, confidence=conf, group_size=size, **how)
+            sized: dict[str, Any] = {} if size is None else {"group_size": size}
+            return PlannedQuery(query, confidence=conf, **sized, **how)
         except ParameterError as exc:
             sub = entries.get(exc.parameter or "", (None, key))[1]
             raise self.error(sub, str(exc), exc.parameter) from None
