@@ -256,6 +256,14 @@ ACCEPTED = [
     "AND age IS NOT NULL GROUP BY city",
     "SELECT sex, city, COUNT(*) AS n FROM people GROUP BY sex, city HAVING n > 2 ORDER BY n DESC",
     "SELECT COUNT(*) FROM people WHERE NOT (sex = 1 OR income < 100.5) AND x <> 0",
+    "SELECT PERCENTILE_CONT(income, 0.25), QUANTILE_CONT(age, 0.75), VAR_SAMP(income), "
+    "STDDEV_POP(income) FROM people WHERE sex IN (1, 2) AND age > 20.5",
+    "SELECT sex, PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY income) AS med FROM people "
+    "GROUP BY sex",
+    "SELECT SUM(CLAMP(x, -1, 1)), AVG(x, contribution_bounds_per_group => (-1, 1)) FROM people",
+    "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1, privacy_unit_column = pid, "
+    "max_groups_contributed = 1, max_rows_contributed = 2) city, COUNT(*), AVG(income) "
+    "FROM people WHERE day IS NOT NULL GROUP BY city",
 ]
 
 
