@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.data_oracle import OracleEngine
 
 from snapdp.cli import main
@@ -22,6 +24,7 @@ from snapdp.data.frontends.sql import SqlError, parse_predicate, parse_sql
 from snapdp.data.frontends.toml import load_declaration, load_workload
 from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Or
 from snapdp.data.workload import Declaration
+from snapdp.errors import ParameterError
 
 pytest.importorskip("sqlglot")
 duckdb_engine = pytest.importorskip("snapdp.data.engines.duckdb")
@@ -504,3 +507,47 @@ def test_cli_json_is_release_json(tmp_path: Path) -> None:
     doc = json.loads(released.output)
     assert set(doc) == {"data", "results", "epsilon_spent", "ledger", "budget_remaining"}
     assert [r["query"] for r in doc["results"]] == ["count by city"]
+
+
+_TOKENS = ["SELECT", "COUNT(*)", "SUM(", "AVG(", "income", ")", "(", ",", "FROM", "people",
+           "WHERE", "AND", "OR", "NOT", "IN", "BETWEEN", "IS", "NULL", "GROUP", "BY", "HAVING",
+           "ORDER", "1", "0.5", "'a'", "=", "<", "sex", "age", "DATE", "'2024-01-01'", "CLAMP(",
+           "MEDIAN(", "PERCENTILE_CONT(", "WITHIN", "OVER", "AS", ";", "--", "/*", '"', "`",
+           "contribution_bounds_per_group", "=>", "WITH DIFFERENTIAL_PRIVACY OPTIONS(",
+           "epsilon", "-", "1e999", "9" * 30, "TRUE", "CAST(", "::", "\n"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    base=st.sampled_from(ACCEPTED + [r[0] for r in REFUSALS]),
+    edits=st.lists(
+        st.tuples(
+            st.integers(0, 60),
+            st.sampled_from(["insert", "drop", "swap"]),
+            st.sampled_from(_TOKENS),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_any_text_is_accepted_or_refused_with_one_clear_error(
+    base: str, edits: list[tuple[int, str, str]]
+) -> None:
+    """Mutated queries never raise anything but a ParameterError (no traceback from sqlglot)."""
+    words = base.split(" ")
+    for pos, how, token in edits:
+        i = pos % (len(words) + 1)
+        if how == "insert":
+            words.insert(i, token)
+        elif words:
+            j = min(i, len(words) - 1)
+            if how == "drop":
+                words.pop(j)
+            else:
+                words[j] = token
+    try:
+        parse_sql(" ".join(words), DECL, epsilon=1)
+    except ParameterError as exc:  # located in the text, with the line shown and a caret
+        assert isinstance(exc, SqlError), exc
+        first, _shown, caret = str(exc).split("\n")
+        assert first.startswith("query, line ") and set(caret.strip()) == {"^"}
