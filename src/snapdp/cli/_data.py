@@ -130,6 +130,7 @@ def run_table_release(
     engine: str,
     memory_limit: str | None = None,
     glob: bool = False,
+    where: str | None = None,
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -154,6 +155,7 @@ def run_table_release(
         by=by_columns,
         confidence=confidence,
         dataset=dataset,
+        where=where,
     )
     schema = workload.schema
     queries = [pq.query for pq in workload.queries]

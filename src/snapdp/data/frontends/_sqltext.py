@@ -48,11 +48,14 @@ class SqlError(ParameterError):
 class SqlText:
     """A query's text, its pre-pass and its tree; errors located in the text."""
 
-    def __init__(self, text: str, display: str | None = None, prefix: int = 0) -> None:
+    def __init__(
+        self, text: str, display: str | None = None, prefix: int = 0, label: str = "query"
+    ) -> None:
         if not isinstance(text, str):
             raise ParameterError(f"a SQL query must be text, not {text!r}", parameter="query")
         self.original = text if display is None else display
         self.prefix = prefix
+        self.label = label  # how errors name the text: "query", or "`--where`"
         self.options: dict[str, tuple[object, int]] = {}
         self.bounds_at: list[tuple[int, Fraction, Fraction]] = []
         self.text = self._prepass(text)
@@ -71,7 +74,8 @@ class SqlText:
         width = max(1, min(end, line_end - 1) - start + 1)
         caret = " " * (start - line_start) + "^" * width
         return SqlError(
-            f"query, line {line}, column {column}: {message} (docs/sql.md)\n  {shown}\n  {caret}",
+            f"{self.label}, line {line}, column {column}: {message} (docs/sql.md)\n"
+            f"  {shown}\n  {caret}",
             parameter=parameter,
         )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -48,10 +48,12 @@ def workload_from_flags(
     by: Sequence[str] = (),
     confidence: float = 0.95,
     dataset: str | None = None,
+    where: str | None = None,
 ) -> Workload:
     """The workload the flags state: ``declaration`` holds the declaration flags' values (the
     keyword arguments of :func:`schema_from_options`), the statistic flags their specs, ``by``
-    the grouping columns; ``epsilon`` is the total, split equally between the statistics."""
+    the grouping columns; ``where`` a SQL condition every statistic filters its rows by;
+    ``epsilon`` is the total, split equally between the statistics."""
     quantile_specs = [_quantiles_spec(q) for q in quantiles]
     value_specs = [*sums, *means, *variances, *stds, *(spec for spec, _ in quantile_specs)]
     schema = schema_from_options(**declaration, values=value_specs)
@@ -66,6 +68,11 @@ def workload_from_flags(
             parameter="statistic",
         )
     decl = Declaration(schema, source, confidence=confidence, dataset=dataset)
+    if where is not None:
+        from snapdp.data.frontends.sql import parse_predicate
+
+        predicate = parse_predicate(where, decl, label="`--where`")
+        queries = [replace(q, where=predicate) for q in queries]
     share = Fraction(epsilon) / len(queries)
     return Workload(decl, tuple(decl.planned(q, epsilon=share) for q in queries))
 

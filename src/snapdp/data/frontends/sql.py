@@ -101,13 +101,18 @@ def parse_sql(
     return _Parser(text, declaration).parse(epsilon, accuracy, weight)
 
 
-def parse_predicate(text: str, declaration: Declaration) -> Predicate:
-    """A WHERE condition on its own (a plan file's ``where = "…"``), checked like a query's."""
+def parse_predicate(text: str, declaration: Declaration, label: str = "where") -> Predicate:
+    """A WHERE condition on its own (a plan file's ``where = "…"``, the CLI's ``--where``),
+    checked like a query's; errors name it ``label``."""
+    if not isinstance(text, str):
+        raise ParameterError(f"a condition must be text, not {text!r}", parameter="where")
     head = "SELECT COUNT(*) WHERE "
-    parser = _Parser(head + text, declaration, display=text, prefix=len(head))
+    parser = _Parser(head + text, declaration, display=text, prefix=len(head), label=label)
     tree = parser.tree()
     where = tree.args.get("where")
-    assert where is not None
+    extra = [k for k in ("group", "having", "order", "limit") if tree.args.get(k) is not None]
+    if where is None or extra:
+        raise parser.error(len(head), len(head) + len(text) - 1, "not one condition")
     return parser.predicate(where.this)
 
 
@@ -122,9 +127,14 @@ class _Parser(SqlText):
     """The grammar of docs/sql.md over the tree of :class:`SqlText`, against a declaration."""
 
     def __init__(
-        self, text: str, declaration: Declaration, display: str | None = None, prefix: int = 0
+        self,
+        text: str,
+        declaration: Declaration,
+        display: str | None = None,
+        prefix: int = 0,
+        label: str = "query",
     ) -> None:
-        super().__init__(text, display, prefix)
+        super().__init__(text, display, prefix, label)
         self.declaration = declaration
         self.schema = declaration.schema
         self.sample: list[int] = []
