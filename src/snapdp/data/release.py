@@ -156,6 +156,8 @@ class PrivateTable:
 
         declaration = Declaration(self.schema, confidence=confidence)
         parsed = parse_sql(query, declaration, epsilon=epsilon)
+        if parsed.workload.schema.privacy_unit is not None:
+            _check_unit(parsed.workload.schema)
         schema = self.schema
         self.schema = parsed.workload.schema  # OPTIONS / CLAMP may refine the declaration
         try:

@@ -424,6 +424,7 @@ def test_having_text_gives_a_predicate_over_released_values() -> None:
     ],
 )
 def test_post_processing_refusals(text: str, message: str) -> None:
+    """HAVING and ORDER BY take only what was released."""
     with pytest.raises(SqlError, match=message):
         parse_sql(text, DECL, epsilon=1)
 
@@ -551,3 +552,20 @@ def test_any_text_is_accepted_or_refused_with_one_clear_error(
         assert isinstance(exc, SqlError), exc
         first, _shown, caret = str(exc).split("\n")
         assert first.startswith("query, line ") and set(caret.strip()) == {"^"}
+
+
+def test_options_cannot_change_a_declared_privacy_unit() -> None:
+    declared = Declaration(
+        Schema(SCHEMA.columns, "pid", bounds=ContributionBounds(1, None, None)), "people.csv"
+    )
+    text = (
+        "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(privacy_unit_column = city) COUNT(*) FROM people"
+    )
+    with pytest.raises(SqlError, match="privacy unit is 'pid'") as info:
+        parse_sql(text, declared, epsilon=1)
+    assert str(info.value).split("\n")[2].strip() == "^" * len("privacy_unit_column")
+    same = text.replace("city", "pid").replace("COUNT(*)", "max_rows_contributed = 3) COUNT(*)")
+    same = same.replace("pid)", "pid,")
+    q = parse_sql(same, declared, epsilon=1)
+    assert q.workload.schema.privacy_unit == "pid"
+    assert q.workload.schema.bounds == ContributionBounds(3, None, None)

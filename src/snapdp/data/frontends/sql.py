@@ -243,6 +243,13 @@ class _Parser(SqlText):
                 continue
             text = str(value).strip("'\"")
             if key == "privacy_unit":
+                if schema.privacy_unit is not None and text != schema.privacy_unit:
+                    raise self.error(
+                        where,
+                        where + len("privacy_unit_column") - 1,
+                        f"the declaration's privacy unit is {schema.privacy_unit!r}: a query "
+                        "cannot protect another one",
+                    )
                 unit = text
                 continue
             if not text.isdigit() or int(text) < 1:
