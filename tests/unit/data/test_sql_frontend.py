@@ -569,3 +569,12 @@ def test_options_cannot_change_a_declared_privacy_unit() -> None:
     q = parse_sql(same, declared, epsilon=1)
     assert q.workload.schema.privacy_unit == "pid"
     assert q.workload.schema.bounds == ContributionBounds(3, None, None)
+
+
+def test_options_errors_use_the_sql_words() -> None:
+    text = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(max_rows_contributed = 2) COUNT(*) FROM people"
+    with pytest.raises(SqlError, match="`privacy_unit_column`"):
+        parse_sql(text, DECL, epsilon=1)
+    with pytest.raises(SqlError, match="max_groups_contributed must be an integer"):
+        parse_sql(text.replace("max_rows_contributed = 2", "max_groups_contributed = 0"), DECL,
+                  epsilon=1)  # fmt: skip

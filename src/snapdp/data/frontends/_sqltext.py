@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+from snapdp.data.frontends.names import sql_word_for
 from snapdp.errors import ParameterError
 
 __all__ = ["SqlError", "SqlText"]
@@ -43,6 +44,10 @@ _KEYWORDS = {
 class SqlError(ParameterError):
     """A query outside the grammar of docs/sql.md: the message names the line and column and
     draws a caret under the offending part; nothing was read or spent."""
+
+
+_BACKTICKED = re.compile(r"`([a-z][a-z0-9_]*)`")
+_OPTION_SUFFIXES = ("_contributed", "_column")
 
 
 class SqlText:
@@ -78,6 +83,16 @@ class SqlText:
             f"  {shown}\n  {caret}",
             parameter=parameter,
         )
+
+    def words(self, message: str) -> str:
+        """``message`` with each backticked library parameter that has an OPTIONS name written
+        as that name (``max_rows_per_unit`` → ``max_rows_contributed``; :mod:`.names`)."""
+
+        def swap(m: re.Match[str]) -> str:
+            word = sql_word_for(m.group(1))
+            return f"`{word}`" if word and word.endswith(_OPTION_SUFFIXES) else m.group(0)
+
+        return _BACKTICKED.sub(swap, message)
 
     def at(self, node: Any, message: str, parameter: str = "query") -> SqlError:
         start, end = self.span(node)

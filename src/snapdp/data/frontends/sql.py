@@ -23,6 +23,7 @@ from fractions import Fraction
 from typing import Any
 
 from snapdp.data.frontends._sqltext import SqlError, SqlText
+from snapdp.data.frontends.names import sql_word_for
 from snapdp.data.plan import PlannedQuery
 from snapdp.data.postprocess import Output, PostProcessing
 from snapdp.data.postprocess import apply_post_processing as _apply
@@ -253,7 +254,8 @@ class _Parser(SqlText):
                 unit = text
                 continue
             if not text.isdigit() or int(text) < 1:
-                raise self.error(where, where, f"{key} must be an integer >= 1, not {text!r}")
+                word = sql_word_for(key) or key
+                raise self.error(where, where, f"{word} must be an integer >= 1, not {text!r}")
             bounds = replace(bounds, **{key: int(text)})
         if unit == schema.privacy_unit and bounds == schema.bounds:
             return d
@@ -264,7 +266,7 @@ class _Parser(SqlText):
                          schema.max_rows, schema.rows, schema.csv)  # fmt: skip
         except ParameterError as exc:
             start = min(w for _, w in self.options.values())
-            raise self.error(start, start, str(exc), exc.parameter or "query") from None
+            raise self.error(start, start, self.words(str(exc)), exc.parameter or "query") from None
         return replace(d, schema=new)
 
     def _groups(self, tree: Any) -> list[str]:
