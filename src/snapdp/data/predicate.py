@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal, TypeAlias
 
+from snapdp._rational import format_rational
 from snapdp.data.schema import Schema, typed_key
 from snapdp.errors import ParameterError
 
@@ -366,9 +367,8 @@ def _lit_text(value: LiteralValue) -> str:
 
 
 def _fraction_text(x: Fraction) -> str:
-    from snapdp.data.results import _fraction_text as text
-
-    return text(x)
+    """A Fraction as a finite decimal when it is one (1/10 → "0.1"), else "p/q"."""
+    return format_rational(x, max_digits=None)
 
 
 def _readable(p: Predicate, top: bool = False) -> str:
