@@ -578,3 +578,16 @@ def test_options_errors_use_the_sql_words() -> None:
     with pytest.raises(SqlError, match="max_groups_contributed must be an integer"):
         parse_sql(text.replace("max_rows_contributed = 2", "max_groups_contributed = 0"), DECL,
                   epsilon=1)  # fmt: skip
+
+
+def test_what_a_duckdb_or_bigquery_user_expects() -> None:
+    """Unquoted names ignore case; a table alias qualifies columns; COUNT(1) counts rows."""
+    q = parse_sql(
+        "select p.SEX, count(1) as N from PEOPLE as p where P.Age >= 18 group by p.sex", DECL,
+        epsilon=1,
+    )  # fmt: skip
+    assert q.queries == [Query("count", by=("sex",), where=Compare("age", ">=", 18), name="N")]
+    with pytest.raises(SqlError, match="'AGE' is not declared"):
+        parse_sql('SELECT COUNT(*) FROM people WHERE "AGE" > 3', DECL, epsilon=1)
+    with pytest.raises(SqlError, match="'q' is not the declared table"):
+        parse_sql("SELECT COUNT(*) FROM people AS p WHERE q.age > 3", DECL, epsilon=1)

@@ -139,6 +139,7 @@ class _Parser(SqlText):
         self.declaration = declaration
         self.schema = declaration.schema
         self.sample: list[int] = []
+        self.qualifiers: set[str] = set()  # what a column may be qualified with (FROM, alias)
         self.owner: dict[int, tuple[Fraction, Fraction]] = {}
 
     def parse(self, epsilon: object, accuracy: object, weight: object) -> SqlQuery:
@@ -226,12 +227,13 @@ class _Parser(SqlText):
         if not isinstance(node, exp.Table):
             raise self.at(node, "FROM must name the declared table")
         name = node.name
-        if table is not None and name != table:
+        if table is not None and name.lower() != table.lower():  # names ignore case, as in SQL
             raise self.at(
                 node.this if node.this is not None else node,
                 f"FROM names {name!r}, but the declared table is {table!r} ([data] name, or the "
                 "source file's name)",
             )
+        self.qualifiers = {name.lower()} | ({node.alias.lower()} if node.alias else set())
 
     def _declaration(self) -> Declaration:
         """The declaration with BigQuery's OPTIONS applied (privacy unit, contribution bounds)."""
@@ -294,12 +296,20 @@ class _Parser(SqlText):
 
     def column_name(self, node: Any) -> str:
         """A declared column's name (a qualifier must be the declared table's)."""
+        from sqlglot import exp
+
         table = node.args.get("table")
-        if table is not None and table.name != (self.declaration.table or table.name):
+        known = self.qualifiers or {(self.declaration.table or str(table)).lower()}
+        if table is not None and table.name.lower() not in known:
             raise self.at(table, f"{table.name!r} is not the declared table")
         name = str(node.name)
-        if name not in {c.name for c in self.schema.columns}:
-            declared = ", ".join(c.name for c in self.schema.columns) or "none"
+        names = [c.name for c in self.schema.columns]
+        quoted = isinstance(node.this, exp.Identifier) and node.this.args.get("quoted")
+        if name not in names and not quoted:  # an unquoted name ignores case, as in SQL
+            same = [n for n in names if n.lower() == name.lower()]
+            name = same[0] if len(same) == 1 else name
+        if name not in names:
+            declared = ", ".join(names) or "none"
             raise self.at(node, f"column {name!r} is not declared (declared: {declared})")
         return name
 
@@ -339,7 +349,7 @@ class _Parser(SqlText):
             args = args[:1]
         if probability is not None and not 0 < probability < 1:
             raise self.at(node, "a percentile's probability must lie strictly between 0 and 1")
-        if kind == "Count" and isinstance(node.this, exp.Star):
+        if kind == "Count" and isinstance(node.this, (exp.Star, exp.Literal)):  # COUNT(1)
             return Query("count", by=by, where=where, name=alias)
         if len(args) != 1:
             raise self.at(node, f"{kind.upper()} takes one column")
