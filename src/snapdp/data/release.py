@@ -277,23 +277,8 @@ class PrivateTable:
         hash_key: str,
     ) -> list[dict[str, npt.NDArray[np.float64]]]:
         """The engine's aggregates (one engine call per distinct grouping) and the noise."""
-        plans: dict[tuple[Any, ...], list[int]] = {}
-        for i, c in enumerate(compiled):
-            plans.setdefault((c.engine_groupings, c.where, c.where_columns), []).append(i)
         out: list[dict[str, npt.NDArray[np.float64]]] = [{} for _ in compiled]
-        for (groupings, where, where_columns), members in plans.items():
-            values = list(dict.fromkeys(compiled[i].value for i in members if compiled[i].value))
-            plan = AggregatePlan(
-                groupings=groupings,
-                values=tuple(v for v in values if v is not None),
-                unit=_unit_column(self.schema),
-                null_units=self.schema.null_units,
-                bounds=self.schema.bounds,
-                hash_key=hash_key,
-                where=where,
-                where_columns=where_columns,
-            )
-            index = {v: j for j, v in enumerate(plan.values)}
+        for plan, members, index in aggregate_plans(self.schema, compiled, hash_key):
             if self._executor_noise(plan, [noises[i] for i in members]):
                 self._executor(plan, compiled, noises, members, index, out)
                 continue
@@ -343,6 +328,31 @@ class PrivateTable:
         for i in members:
             for n in noises[i]:
                 out[i][n.part.name] = noisy[f"{i}.{n.part.name}"]
+
+
+def aggregate_plans(
+    schema: Schema, compiled: Sequence[Compiled], hash_key: str
+) -> list[tuple[AggregatePlan, list[int], dict[Any, int]]]:
+    """One engine plan per distinct (grouping, row filter) of ``compiled``: (the plan, the
+    indices of the queries it serves, each value column's index in the plan's values)."""
+    members_of: dict[tuple[Any, ...], list[int]] = {}
+    for i, c in enumerate(compiled):
+        members_of.setdefault((c.engine_groupings, c.where, c.where_columns), []).append(i)
+    out = []
+    for (groupings, where, where_columns), members in members_of.items():
+        values = list(dict.fromkeys(compiled[i].value for i in members if compiled[i].value))
+        plan = AggregatePlan(
+            groupings=groupings,
+            values=tuple(v for v in values if v is not None),
+            unit=_unit_column(schema),
+            null_units=schema.null_units,
+            bounds=schema.bounds,
+            hash_key=hash_key,
+            where=where,
+            where_columns=where_columns,
+        )
+        out.append((plan, members, {v: j for j, v in enumerate(plan.values)}))
+    return out
 
 
 def split_epsilon(epsilon: object, n: int, split: Sequence[object] | None = None) -> list[Fraction]:

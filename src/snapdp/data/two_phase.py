@@ -37,9 +37,8 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp.data import statistics
-from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import Column, Schema
+from snapdp.data.schema import Schema
 from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
 from snapdp.data.statistics import AccuracyStatement, Compiled, Noise, Part
 from snapdp.errors import ParameterError
@@ -382,26 +381,12 @@ def _up_delta(delta: float) -> float:
 def _exact(
     table: PrivateTable, compiled: Sequence[Compiled], hash_key: str
 ) -> list[dict[str, list[int | Fraction]]]:
-    """Every part's exact aggregate per cell: one engine call per distinct grouping, all before
-    any noise is drawn."""
-    from snapdp.data.release import _unit_column
+    """Every part's exact aggregate per cell: one engine call per distinct grouping and row
+    filter (the release's own plans), all before any noise is drawn."""
+    from snapdp.data.release import aggregate_plans
 
-    schema = table.schema
-    groups: dict[tuple[Column, ...], list[int]] = {}
-    for i, c in enumerate(compiled):
-        groups.setdefault(c.engine_groupings, []).append(i)
     out: list[dict[str, list[int | Fraction]]] = [{} for _ in compiled]
-    for groupings, members in groups.items():
-        values = list(dict.fromkeys(compiled[i].value for i in members if compiled[i].value))
-        plan = AggregatePlan(
-            groupings=groupings,
-            values=tuple(v for v in values if v is not None),
-            unit=_unit_column(schema),
-            null_units=schema.null_units,
-            bounds=schema.bounds,
-            hash_key=hash_key,
-        )
-        index = {v: j for j, v in enumerate(plan.values)}
+    for plan, members, index in aggregate_plans(table.schema, compiled, hash_key):
         aggregates = table.engine.aggregate(plan)
         for i in members:
             c = compiled[i]
