@@ -59,11 +59,39 @@ DATA_FIELDS = (
     "total_epsilon",
     "confidence",
     "group_size",
+    # kept for a loaded plan, not shown by the page
+    "max_rows",
+    "rows",
+    "null_units",
+    "encoding",
+    "delimiter",
+    "header",
 )
-_COLUMN_FIELDS = ("name", "type", "lower", "upper", "keys", "bins")
-_QUERY_FIELDS = ("statistic", "column", "by", "bins", "quantiles", "how", "value")
+_COLUMN_FIELDS = ("name", "type", "lower", "upper", "keys", "bins", "nulls")
+_QUERY_FIELDS = (
+    "statistic",
+    "column",
+    "by",
+    "bins",
+    "quantiles",
+    "how",
+    "value",
+    # kept for a loaded plan, not shown by the page
+    "name",
+    "method",
+    "resolution",
+    "group_size",
+)
 _HOW = ("epsilon", "accuracy", "weight")
-_INTEGER_FIELDS = ("max_rows_per_unit", "max_groups_per_unit", "max_rows_per_group", "group_size")
+_INTEGER_FIELDS = (
+    "max_rows_per_unit",
+    "max_groups_per_unit",
+    "max_rows_per_group",
+    "group_size",
+    "max_rows",
+    "rows",
+)
+_TEXT_FIELDS = ("privacy_unit", "null_units", "encoding", "delimiter")
 #: The source written into the plan text when the command line gave none (never opened).
 NO_SOURCE = "(no source: start snapdp ui with --source)"
 _LOCATION = re.compile(r"^(?:, line \d+)?(?:, key `(?P<key>[^`]*)`)?: (?P<message>.*)$", re.S)
@@ -89,17 +117,7 @@ def blank_document() -> dict[str, Any]:
     return {
         "data": {k: "" for k in DATA_FIELDS},
         "columns": [],
-        "queries": [
-            {
-                "statistic": "count",
-                "column": "",
-                "by": "",
-                "bins": "",
-                "quantiles": "",
-                "how": "epsilon",
-                "value": "1",
-            }
-        ],
+        "queries": [{**{k: "" for k in _QUERY_FIELDS}, "statistic": "count", "value": "1"}],
     }
 
 
@@ -157,8 +175,33 @@ def _integer(text: str) -> object:
     return n
 
 
-def _items(text: str) -> list[str]:
-    return [p.strip() for p in text.split(",")] if text.strip() else []
+def _items(text: str, field: str) -> list[str]:
+    """A list field: comma-separated (each item stripped), or a JSON list of strings for items
+    that hold commas or spaces at their ends (``["a, b", " c"]``)."""
+    if not text.strip():
+        return []
+    if text.strip().startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError:
+            items = None
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise FieldError(
+                'a list in brackets must be a JSON list of strings, e.g. ["a, b", "c"]',
+                field=field,
+                parameter=field.rsplit(".", 1)[-1],
+            )
+        return items
+    return [p.strip() for p in text.split(",")]
+
+
+def _list_text(items: list[object]) -> str:
+    """A list field's text: comma-separated when that reads back the same, else JSON."""
+    texts = [_text(i) for i in items]
+    plain = all(t and t == t.strip() and "," not in t for t in texts)
+    if plain and texts and not texts[0].startswith("["):
+        return ", ".join(texts)
+    return json.dumps(texts, ensure_ascii=False)
 
 
 def _key_value(kind: str, text: str) -> object:
@@ -173,17 +216,21 @@ def _toml_structure(doc: dict[str, Any], source: str) -> dict[str, Any]:
     raw = doc["data"]
     data: dict[str, Any] = {"source": source}
     for k in DATA_FIELDS:
-        text = raw[k].strip()
-        if text:
-            data[k] = (
-                text
-                if k == "privacy_unit"
-                else (_integer(text) if k in _INTEGER_FIELDS else _number(text))
-            )
+        text = raw[k]
+        if k in _TEXT_FIELDS:  # as typed ("" is absent; a tab is a delimiter)
+            if text != "":
+                data[k] = text
+            continue
+        if not text.strip():
+            continue
+        if k == "header":
+            data[k] = {"true": True, "false": False}.get(text.strip().lower(), text)
+        else:
+            data[k] = _integer(text) if k in _INTEGER_FIELDS else _number(text)
     columns: dict[str, Any] = {}
     for i, c in enumerate(doc["columns"]):
-        name = c["name"].strip()
-        if not name:
+        name = c["name"]
+        if name == "":
             if any(c[k].strip() for k in _COLUMN_FIELDS if k != "type"):
                 raise FieldError(
                     "a column needs a name", field=f"columns[{i}].name", parameter="name"
@@ -201,28 +248,39 @@ def _toml_structure(doc: dict[str, Any], source: str) -> dict[str, Any]:
             if c[k].strip():
                 entry[k] = _integer(c[k]) if kind == "integer" else _number(c[k])
         if c["keys"].strip():
-            entry["keys"] = [_key_value(kind, v) for v in _items(c["keys"])]
+            items = _items(c["keys"], f"columns[{i}].keys")
+            entry["keys"] = [_key_value(kind, v) for v in items]
         if c["bins"].strip():
-            entry["bins"] = [_number(v) for v in _items(c["bins"])]
+            entry["bins"] = [_number(v) for v in _items(c["bins"], f"columns[{i}].bins")]
+        if c["nulls"].strip():
+            nulls = c["nulls"]
+            entry["nulls"] = "drop" if nulls.strip() == "drop" else _key_value(kind, nulls)
         columns[name] = entry
     queries = []
-    for q in doc["queries"]:
+    for i, q in enumerate(doc["queries"]):
+        where = f"query[{i + 1}]."
         entry = {}
         if q["statistic"].strip():
             entry["statistic"] = q["statistic"].strip()
-        if q["column"].strip():
-            entry["column"] = q["column"].strip()
+        for k in ("name", "column", "method"):
+            if q[k] != "":
+                entry[k] = q[k]
         if q["by"].strip():
-            entry["by"] = _items(q["by"])
-        if q["bins"].strip():
-            entry["bins"] = [_number(v) for v in _items(q["bins"])]
-        if q["quantiles"].strip():
-            entry["quantiles"] = [_number(v) for v in _items(q["quantiles"])]
+            entry["by"] = _items(q["by"], where + "by")
+        for k in ("bins", "quantiles"):
+            if q[k].strip():
+                entry[k] = [_number(v) for v in _items(q[k], where + k)]
+        if q["resolution"].strip():
+            entry["resolution"] = _number(q["resolution"])
+        if q["group_size"].strip():
+            entry["group_size"] = _integer(q["group_size"])
         how = q["how"].strip()
         if q["value"].strip():
             if how not in _HOW:
-                raise ParameterError(
-                    f"`how` must be one of {', '.join(_HOW)}, not {how!r}", parameter="document"
+                raise FieldError(
+                    f"`how` must be one of {', '.join(_HOW)}, not {how!r}",
+                    field=where + "how",
+                    parameter="how",
                 )
             entry[how] = _number(q["value"])
         queries.append(entry)
@@ -287,8 +345,8 @@ def _field_map(doc: dict[str, Any]) -> dict[str, str]:
     """Plan-file key (as error messages write it) -> the page's field."""
     out: dict[str, str] = {f"data.{k}": f"data.{k}" for k in DATA_FIELDS}
     for i, c in enumerate(doc["columns"]):
-        name = c["name"].strip()
-        if not name:
+        name = c["name"]
+        if name == "":
             continue
         out.setdefault(describe_key(("columns", name)), f"columns[{i}].name")
         for k in ("type", "lower", "upper", "keys", "bins"):
@@ -332,7 +390,8 @@ def _text(x: object) -> str:
 
 
 def document_from_plan(plan: Plan) -> dict[str, Any]:
-    """The page's document of ``plan`` (its source is not part of it)."""
+    """The page's document of ``plan`` (its source is not part of it); writing it back with
+    :func:`document_toml` gives the same plan (tested)."""
     from snapdp.data.plan_toml import plan_document
 
     structure = plan_document(plan)
@@ -341,37 +400,48 @@ def document_from_plan(plan: Plan) -> dict[str, Any]:
     for k in DATA_FIELDS:
         if k in data:
             doc["data"][k] = _text(data[k])
-    sizes = {
-        q["group_size"] for q in structure["query"] if "group_size" in q
-    }  # one reference group size, shown in [data]
-    if len(sizes) == 1 and not doc["data"]["group_size"]:
-        doc["data"]["group_size"] = _text(next(iter(sizes)))
+    queries = structure["query"]
+    sizes = [q.get("group_size") for q in queries]
+    if sizes and sizes[0] is not None and all(n == sizes[0] for n in sizes):
+        doc["data"]["group_size"] = _text(sizes[0])  # one reference group size for all
+        queries = [{k: v for k, v in q.items() if k != "group_size"} for q in queries]
     doc["columns"] = [
         {
             "name": name,
             "type": c["type"],
             "lower": _text(c["lower"]) if "lower" in c else "",
             "upper": _text(c["upper"]) if "upper" in c else "",
-            "keys": ", ".join(_text(k) for k in c.get("keys", [])),
-            "bins": ", ".join(_text(k) for k in c.get("bins", [])),
+            "keys": _list_text(c["keys"]) if "keys" in c else "",
+            "bins": _list_text(c["bins"]) if "bins" in c else "",
+            "nulls": _text(c["nulls"]) if "nulls" in c else "",
         }
         for name, c in structure["columns"].items()
     ]
     doc["queries"] = []
-    for q in structure["query"]:
+    for q in queries:
         how = next(h for h in _HOW if h in q)
         bins = q.get("bins", {})
-        doc["queries"].append(
-            {
-                "statistic": q["statistic"],
-                "column": q.get("column", ""),
-                "by": ", ".join(q.get("by", [])),
-                "bins": ", ".join(_text(e) for edges in bins.values() for e in edges),
-                "quantiles": ", ".join(_text(p) for p in q.get("quantiles", [])),
-                "how": how,
-                "value": _text(q[how]),
-            }
+        if bins and list(bins) != q.get("by"):
+            raise ParameterError(
+                "the page edits the bins of a query grouped by one column; this plan bins "
+                f"{', '.join(map(repr, bins))} of {len(q.get('by', []))} `by` columns (edit it "
+                "as a file: docs/plans.md)",
+                parameter="bins",
+            )
+        row = {k: "" for k in _QUERY_FIELDS}
+        row.update(
+            statistic=q["statistic"],
+            how=how,
+            value=_text(q[how]),
+            bins=_list_text([e for edges in bins.values() for e in edges]) if bins else "",
         )
+        for k in ("column", "name", "method", "resolution", "group_size"):
+            if k in q:
+                row[k] = _text(q[k])
+        for k in ("by", "quantiles"):
+            if k in q:
+                row[k] = _list_text(q[k])
+        doc["queries"].append(row)
     return doc
 
 

@@ -4,6 +4,7 @@ drawn by hypothesis; decimals are written exactly (docs/plans.md, docs/ui.md).""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -18,6 +19,7 @@ from snapdp.data.plan_toml import dumps, plan_to_toml
 from snapdp.data.query import Query
 from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.errors import ParameterError
+from snapdp.ui._workload_json import document_from_plan, document_toml
 
 _names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8)
 _decimals = st.decimals(
@@ -73,7 +75,11 @@ def plans(draw: Any) -> Plan:
         bounds=ContributionBounds(**bounds),
         max_rows=draw(st.sampled_from([1 << 40, 5000])),
         rows=draw(st.one_of(st.none(), st.integers(1, 5000))),
-        csv=draw(st.sampled_from([CsvOptions(), CsvOptions(delimiter=";", header=False)])),
+        csv=draw(
+            st.sampled_from(
+                [CsvOptions(), CsvOptions(delimiter=";", header=False), CsvOptions(delimiter="\t")]
+            )
+        ),
     )
     confidence = draw(st.floats(0.5, 0.999))
     queries = []
@@ -135,3 +141,20 @@ def test_strings_are_escaped() -> None:
     weird = 'a"b\\c\nd\x7fe\x00 ü 😀'
     text = dumps({"data": {weird: weird}})
     assert tomllib.loads(text) == {"data": {weird: weird}}
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(plan=plans())
+def test_the_pages_document_keeps_the_plan(plan: Plan, tmp_path: Path) -> None:
+    """Nothing is lost on the way through the page: a plan → the page's document (every field
+    a string) → a plan file → the same plan."""
+    doc = json.loads(json.dumps(document_from_plan(plan)))  # what the page holds and sends back
+    assert isinstance(plan.source, str)
+    path = tmp_path / "plan.toml"
+    path.write_text(document_toml(doc, plan.source), encoding="utf-8")
+    back = Plan.load(path)
+    assert back.schema == plan.schema
+    assert back.queries == plan.queries
+    assert back.total_epsilon == plan.total_epsilon

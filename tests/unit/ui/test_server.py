@@ -106,9 +106,18 @@ def test_json_bodies_only(client: Any, ctype: str) -> None:
 
 
 def test_body_size_limit(client: Any) -> None:
-    body = b'{"toml": "' + b"x" * MAX_BODY + b'"}'
-    headers = {"Content-Type": "application/json", TOKEN_HEADER: client.server.token}
-    assert client.request("POST", "/api/load", body, headers).status == 413
+    """A body over the limit is refused from its Content-Length, before it is read."""
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", client.server.port, timeout=60)
+    conn.putrequest("POST", "/api/load", skip_host=True)
+    conn.putheader("Host", f"127.0.0.1:{client.server.port}")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader(TOKEN_HEADER, client.server.token)
+    conn.putheader("Content-Length", str(MAX_BODY + 1))
+    conn.endheaders(b'{"toml": "')
+    assert conn.getresponse().status == 413
+    conn.close()
 
 
 def test_not_json_and_unknown_paths(client: Any) -> None:

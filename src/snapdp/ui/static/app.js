@@ -226,14 +226,14 @@ function fraction(text) {
 
 function ledgerText(l, used) {
   if (!l) return "";
-  if (l.error) return "Ledger: " + l.error;
-  const start = l.new ? `Ledger: new budget, total ε ${showEps(l.total)}` : `Ledger: spent ${showEps(l.spent)} of ${showEps(l.total)}, remaining ${showEps(l.remaining)}`;
+  if (l.error) return l.error;
+  const start = l.new ? `new budget, total ε ${showEps(l.total)}` : `spent ${showEps(l.spent)} of ${showEps(l.total)}, remaining ${showEps(l.remaining)}`;
   if (used == null) return start;
   return start + (l.short ? ` — this run needs ${showEps(used)}: it would be refused` : ` — this run would leave ${showEps(l.after)}`);
 }
 function showLedger(l, used) {
   const line = $("ledger-line");
-  line.textContent = ledgerText(l, used);
+  line.textContent = l ? "Ledger: " + ledgerText(l, used) : "";
   line.classList.toggle("bad", !!(l && (l.short || l.error)));
 }
 
@@ -315,6 +315,7 @@ function toRun() {
   $("results-card").classList.add("hidden");
   $("run-error").classList.add("hidden");
   $("run").disabled = false;
+  $("run").textContent = "Run and spend ε";
   $("run-total").textContent = "ε = " + showEps(previewed.preview.total_epsilon_used);
   $("run-source").textContent = state.source || "—";
   $("run-ledger").textContent = ledgerText(previewed.ledger, previewed.preview.total_epsilon_used) || "—";
@@ -347,12 +348,12 @@ async function run() {
   }
   setStatus("released · ε spent", "");
   showResults(answer.payload);
-  $("run").disabled = false;
+  $("run").textContent = "Released ✓";  // this nonce is used: a second click would be refused
 }
 
 function showResults(r) {
   $("results-card").classList.remove("hidden");
-  $("results-meta").textContent = `ε spent: ${showEps(r.epsilon_spent)} · ${ledgerText(r.ledger, null)} · written to ${r.folder}`;
+  $("results-meta").textContent = `ε spent: ${showEps(r.epsilon_spent)} · ledger: ${ledgerText(r.ledger, null)} · written to ${r.folder}`;
   const links = $("results-links");
   links.replaceChildren();
   for (const [name, href] of Object.entries(r.files)) {
