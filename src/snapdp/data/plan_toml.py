@@ -11,6 +11,7 @@ hold it exactly), dates as TOML dates.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import re
 from collections.abc import Mapping, Sequence
@@ -41,6 +42,12 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     from snapdp.data import plan as _plan
 
     schema = plan.schema
+    _known_fields(schema, _SCHEMA_FIELDS)
+    for c in schema.columns:
+        _known_fields(c, _COLUMN_FIELDS)
+    for pq in plan.queries:
+        _known_fields(pq, _PLANNED_FIELDS)
+        _known_fields(pq.query, _QUERY_FIELDS)
     data: dict[str, Any] = {}
     source = plan.source
     if source is not None:
@@ -99,6 +106,42 @@ def plan_document(plan: Plan) -> dict[str, Any]:
             entry["group_size"] = size
         queries.append(entry)
     return {"data": data, "columns": columns, "query": queries}
+
+
+#: The fields this writer writes; a field it does not know, set to other than its default, is
+#: refused (never dropped).
+_SCHEMA_FIELDS = ("columns", "privacy_unit", "null_units", "bounds", "max_rows", "rows", "csv")
+_COLUMN_FIELDS = ("name", "type", "lower", "upper", "keys", "bins", "nulls")
+_PLANNED_FIELDS = ("query", "epsilon", "accuracy", "weight", "confidence", "group_size")
+_QUERY_FIELDS = (
+    "statistic",
+    "column",
+    "by",
+    "bins",
+    "quantiles",
+    "method",
+    "name",
+    "resolution",
+)
+
+
+def _known_fields(obj: Any, known: tuple[str, ...]) -> None:
+    for f in dataclasses.fields(obj):
+        if f.name in known:
+            continue
+        value = getattr(obj, f.name)
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = object()
+        if value != default:
+            raise ParameterError(
+                f"the plan-file writer does not know `{f.name}` = {value!r} of "
+                f"{type(obj).__name__}; nothing was written",
+                parameter=f.name,
+            )
 
 
 def _column(c: Column) -> dict[str, Any]:

@@ -14,9 +14,9 @@ The page sends a *document*: every field exactly as typed (strings), never a pat
 :func:`document_toml` writes it as the text of a plan file (numbers keep the digits typed; a
 field that is not a number is written as a string, so that the plan loader rejects it with the
 same message as ``snapdp plan``), with the source fixed by the command line. :func:`load_plan`
-loads that text with :meth:`Plan.load` — the command line's own loader and checks — and turns a
-:class:`PlanFileError` into a :class:`FieldError` naming the page's field. Nothing here reads the
-data source.
+loads that text with :meth:`Plan.load` — the command line's own loader and checks — and turns
+its error ("file, line N, key `K`: message") into a :class:`FieldError` naming the page's
+field. Nothing here reads the data source.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._rational import format_rational
-from snapdp.data._toml import PlanFileError, describe_key, load_toml
 from snapdp.data.plan import Plan, PlanPreview, usefulness_flags
 from snapdp.data.plan_toml import dumps
 from snapdp.errors import ParameterError
@@ -302,6 +301,15 @@ def load_plan(doc: object, source: str | None, workdir: Path) -> tuple[Plan, str
     return plan, text
 
 
+def describe_key(path: tuple[str | int, ...]) -> str:
+    """A plan-file key as error messages write it: ``query[2].accuracy`` for ("query", 1,
+    "accuracy") (indices 1-based), ``columns.age.lower``."""
+    out = ""
+    for part in path:
+        out += f"[{part + 1}]" if isinstance(part, int) else ("." if out else "") + part
+    return out
+
+
 def _write(text: str, workdir: Path) -> Path:
     with tempfile.NamedTemporaryFile(
         "w", suffix=".toml", dir=workdir, delete=False, encoding="utf-8"
@@ -314,7 +322,7 @@ def _load_text(text: str, workdir: Path, fields: Mapping[str, str]) -> Plan:
     path = _write(text, workdir)
     try:
         return Plan.load(path)
-    except PlanFileError as exc:
+    except ParameterError as exc:  # a PlanFileError: "file, line N, key `K`: message"
         raise _field_error(str(exc), str(path), exc.parameter, fields) from None
     finally:
         path.unlink(missing_ok=True)
@@ -324,7 +332,7 @@ def preview(plan: Plan, fields: Mapping[str, str] | None = None) -> PlanPreview:
     """``plan.preview()``, its errors as :class:`FieldError`."""
     try:
         return plan.preview()
-    except PlanFileError as exc:
+    except ParameterError as exc:
         path = "" if plan.path is None else str(plan.path)
         raise _field_error(str(exc), path, exc.parameter, fields or {}) from None
 
@@ -448,14 +456,13 @@ def document_from_plan(plan: Plan) -> dict[str, Any]:
 def document_from_toml(text: str, source: str | None, workdir: Path) -> dict[str, Any]:
     """The page's document of a plan file's text (its own `source` is ignored: the command line
     fixes it); a :class:`FieldError` (field None) naming the key when the file breaks a rule."""
-    path = _write(text, workdir)
+    import importlib
+
+    tomllib: Any = importlib.import_module("tomllib")  # Python 3.11+, as plan files need
     try:
-        raw, _ = load_toml(path)
-    except PlanFileError as exc:
-        message = str(exc).replace(str(path), "the plan file", 1)
-        raise FieldError(message, field=None, parameter="plan") from None
-    finally:
-        path.unlink(missing_ok=True)
+        raw = tomllib.loads(text, parse_float=Decimal)
+    except tomllib.TOMLDecodeError as exc:
+        raise FieldError(f"not valid TOML: {exc}", field=None, parameter="plan") from None
     data = raw.get("data")
     if isinstance(data, dict):
         for alias in ("source", "path", "file"):

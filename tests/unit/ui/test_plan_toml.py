@@ -158,3 +158,18 @@ def test_the_pages_document_keeps_the_plan(plan: Plan, tmp_path: Path) -> None:
     assert back.schema == plan.schema
     assert back.queries == plan.queries
     assert back.total_epsilon == plan.total_epsilon
+
+
+def test_a_field_the_writer_does_not_know_is_refused_not_dropped() -> None:
+    from dataclasses import dataclass
+
+    from snapdp.data.plan_toml import _known_fields
+
+    @dataclass
+    class Later:
+        statistic: str = "count"
+        where: str | None = None
+
+    _known_fields(Later(), ("statistic",))  # at its default: nothing to write
+    with pytest.raises(ParameterError, match="does not know `where`"):
+        _known_fields(Later(where="age > 3"), ("statistic",))
