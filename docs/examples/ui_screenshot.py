@@ -49,7 +49,7 @@ def main() -> None:
             with sync_playwright() as p:
                 browser = p.chromium.launch(executable_path=args.chromium, args=ARGS)
                 page = browser.new_page(
-                    viewport={"width": 1320, "height": 900}, device_scale_factor=1
+                    viewport={"width": 1320, "height": 1100}, device_scale_factor=1
                 )
                 page.set_default_timeout(180_000)
                 page.goto(server.url)
@@ -61,7 +61,7 @@ def main() -> None:
                 page.click("#to-run")
                 page.click("#run")
                 expect(page.locator("#results-card")).to_be_visible(timeout=180_000)
-                page.screenshot(path=str(figures / "ui_run.png"), full_page=True)
+                page.screenshot(path=str(figures / "ui_run.png"))  # the first screenful
                 browser.close()
         finally:
             server.shutdown()

@@ -104,7 +104,7 @@ function renderQueries() {
   doc.queries.forEach((q, i) => {
     const p = `query[${i + 1}].`;
     body.append(el("tr", { "data-query": String(i) },
-      el("td", { class: "num" }, String(i + 1)),
+      el("td", { class: "num", title: q.name ? "name: " + q.name : "" }, String(i + 1)),
       cell(select(p + "statistic", q.statistic, [["", "—"], ...STATISTICS])),
       cell(input(p + "column", q.column, { list: "column-names", placeholder: q.statistic === "count" ? "(none)" : "column" })),
       cell(input(p + "by", q.by, { list: "column-names", placeholder: "e.g. sex, educ" })),
@@ -347,6 +347,7 @@ async function run() {
     return;
   }
   setStatus("released · ε spent", "");
+  $("run-ledger").textContent = ledgerText(answer.payload.ledger, null);
   showResults(answer.payload);
   $("run").textContent = "Released ✓";  // this nonce is used: a second click would be refused
 }
