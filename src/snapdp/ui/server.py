@@ -449,6 +449,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         self._refuse()
 
+    def do_HEAD(self) -> None:
+        self._refuse()
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The base class's errors (a malformed request, an unknown verb) with this server's
+        headers and a JSON body."""
+        text = message or HTTPStatus(code).phrase
+        self._send_json(code, {"error": {"message": text}})
+
     def _refuse(self) -> None:
         self._send_json(HTTPStatus.METHOD_NOT_ALLOWED, {"error": {"message": "GET or POST"}})
 

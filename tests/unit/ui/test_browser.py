@@ -220,3 +220,37 @@ def test_run_once_then_refused(page: Any, tmp_path: Path) -> None:
     page.click("#run")  # the same nonce again: refused before anything else
     expect(page.locator("#run-error")).to_contain_text("already sent once")
     assert len(Ledger(ledger, None, dataset=dataset).entries()) == 1
+
+
+def test_only_the_latest_answer_counts(page: Any) -> None:
+    """An older preview that answers after a newer one is dropped; "planning…" shows meanwhile."""
+    import threading
+
+    from playwright.sync_api import expect
+
+    server = page.client.server
+    started, release, answered = threading.Event(), threading.Event(), threading.Event()
+    plan = server.preview
+
+    def held(body: dict[str, Any]) -> Any:
+        if body["document"]["data"]["total_epsilon"] == "2":
+            started.set()
+            release.wait(60)
+            try:
+                return plan(body)
+            finally:
+                answered.set()
+        return plan(body)
+
+    server.preview = held
+    _field(page, "data.total_epsilon").fill("2")
+    assert started.wait(60)
+    expect(page.locator("#status")).to_have_text("planning…")
+    _field(page, "data.total_epsilon").fill("3")
+    expect(_eps(page, 1)).to_have_text("2.5")
+    _planned(page)
+    release.set()
+    assert answered.wait(60)
+    page.wait_for_timeout(300)  # time for a stale answer to be (wrongly) shown
+    expect(_eps(page, 1)).to_have_text("2.5")
+    expect(page.locator("#total-used")).to_have_text("3")

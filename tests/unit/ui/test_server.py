@@ -157,6 +157,14 @@ def test_security_headers(client: Any, call: tuple[str, str, Any]) -> None:
     assert not any(k.startswith("access-control-") for k in r.headers)
 
 
+@pytest.mark.parametrize("method", ["HEAD", "TRACE", "BREW", "DELETE"])
+def test_other_verbs_get_the_same_headers(client: Any, method: str) -> None:
+    r = client.request(method, "/")
+    assert r.status in (405, 501)
+    assert "frame-ancestors 'none'" in r.headers["content-security-policy"]
+    assert r.headers["x-content-type-options"] == "nosniff"
+
+
 def test_static_page_has_no_inline_script_or_remote_resource(client: Any) -> None:
     page = client.request("GET", "/").body.decode()
     assert "<script>" not in page and "style=" not in page and "onclick" not in page
