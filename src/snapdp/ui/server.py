@@ -99,6 +99,10 @@ class UiServer:
         self._nonces: set[str] = set()
         self._nonce_lock = threading.Lock()
         self.run_lock = threading.Lock()
+        # one planning at a time, and only the newest waiting request (CPU is shared)
+        self._plan_lock = threading.Lock()
+        self._ticket_lock = threading.Lock()
+        self._ticket = 0
         self._runs: dict[str, _Run] = {}
         self.initial = wj.blank_document()
         self._source: str | None = None
@@ -161,10 +165,21 @@ class UiServer:
             raise ParameterError("no source was given on the command line", parameter="source")
         return {"columns": _column_names(Path(source))}
 
-    def preview(self, body: dict[str, Any]) -> dict[str, Any]:
-        plan, planned, digest = wj.plan_and_preview(
-            body.get("document"), self.source(), self.workdir
-        )
+    def preview(self, body: dict[str, Any]) -> dict[str, Any] | tuple[int, dict[str, Any]]:
+        """The planner's answer for the page's document; 409 ``superseded`` when a newer
+        preview request arrived while this one waited for the planner."""
+        with self._ticket_lock:
+            self._ticket += 1
+            ticket = self._ticket
+        with self._plan_lock:
+            if ticket != self._ticket:
+                return HTTPStatus.CONFLICT, {
+                    "superseded": True,
+                    "error": {"message": "superseded by a newer preview"},
+                }
+            plan, planned, digest = wj.plan_and_preview(
+                body.get("document"), self.source(), self.workdir
+            )
         return {
             "preview": wj.preview_json(plan, planned),
             "digest": digest,

@@ -417,3 +417,28 @@ def test_a_spent_budget_is_refused(client: Any, tmp_path: Path, people: Path) ->
     r = client.api("run", {"document": doc, "digest": after["digest"], "nonce": "g" * 32})
     assert r.status == 409
     assert _entries(tmp_path / "ledger.sqlite", people) == 1
+
+
+def test_a_waiting_preview_is_superseded_by_a_newer_one(client: Any) -> None:
+    """One planning at a time; a request that waited while a newer one arrived is answered 409
+    `superseded` without planning (the page drops it anyway)."""
+    import threading
+    import time
+
+    answers: dict[str, int] = {}
+
+    def send(name: str, total: str) -> None:
+        answers[name] = client.api("preview", {"document": document(total_epsilon=total)}).status
+
+    with client.server._plan_lock:
+        a = threading.Thread(target=send, args=("a", "2"))
+        a.start()
+        while client.server._ticket < 1:
+            time.sleep(0.01)
+        b = threading.Thread(target=send, args=("b", "3"))
+        b.start()
+        while client.server._ticket < 2:
+            time.sleep(0.01)
+    a.join()
+    b.join()
+    assert answers == {"a": 409, "b": 200}

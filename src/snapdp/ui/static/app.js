@@ -170,6 +170,7 @@ async function plan() {
   }
   if (mine !== seq) return;  // a newer request is on its way: this answer is stale
   inflight = null;
+  if (answer.payload && answer.payload.superseded) { schedule(); return; }  // another tab's newer request
   clearErrors();
   if (answer.ok) {
     previewed = Object.assign({ document: sent }, answer.payload);
