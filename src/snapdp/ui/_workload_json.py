@@ -486,8 +486,10 @@ def preview_json(plan: Plan, planned: PlanPreview) -> dict[str, Any]:
     """The planner's answer for the page: :meth:`PlanPreview.as_dict` with each query's
     usefulness warnings (``flags``). Public parameters only: no data is read."""
     out = planned.as_dict()
-    for shown, allocation in zip(out["queries"], planned.allocations, strict=True):
-        shown["flags"] = usefulness_flags(plan.schema, allocation)
+    shown = out.get("queries", [])
+    if len(shown) == len(planned.allocations):  # one entry per query, in plan order
+        for entry, allocation in zip(shown, planned.allocations, strict=True):
+            entry["flags"] = usefulness_flags(plan.schema, allocation)
     return out
 
 
