@@ -22,6 +22,7 @@ field. Nothing here reads the data source.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import re
 import tempfile
@@ -91,6 +92,8 @@ _INTEGER_FIELDS = (
     "rows",
 )
 _TEXT_FIELDS = ("privacy_unit", "null_units", "encoding", "delimiter")
+#: Whether the planner offers a fast draft for interactive pages (``presume_certified``).
+_HAS_DRAFT = "presume_certified" in inspect.signature(Plan.preview).parameters
 #: The source written into the plan text when the command line gave none (never opened).
 NO_SOURCE = "(no source: start snapdp ui with --source)"
 _LOCATION = re.compile(r"^(?:, line \d+)?(?:, key `(?P<key>[^`]*)`)?: (?P<message>.*)$", re.S)
@@ -328,9 +331,15 @@ def _load_text(text: str, workdir: Path, fields: Mapping[str, str]) -> Plan:
         path.unlink(missing_ok=True)
 
 
-def preview(plan: Plan, fields: Mapping[str, str] | None = None) -> PlanPreview:
-    """``plan.preview()``, its errors as :class:`FieldError`."""
+def preview(
+    plan: Plan, fields: Mapping[str, str] | None = None, *, draft: bool = False
+) -> PlanPreview:
+    """``plan.preview()``, its errors as :class:`FieldError`. ``draft``: the planner's fast
+    draft for the page (certificates presumed) where the planner offers one; a run always
+    plans with the certified one."""
     try:
+        if draft and _HAS_DRAFT:
+            return plan.preview(presume_certified=True)  # type: ignore[call-arg,unused-ignore]
         return plan.preview()
     except ParameterError as exc:
         path = "" if plan.path is None else str(plan.path)
@@ -338,14 +347,15 @@ def preview(plan: Plan, fields: Mapping[str, str] | None = None) -> PlanPreview:
 
 
 def plan_and_preview(
-    doc: object, source: str | None, workdir: Path
+    doc: object, source: str | None, workdir: Path, *, draft: bool = False
 ) -> tuple[Plan, PlanPreview, str]:
-    """The plan, its preview and its digest (see :func:`digest`); reads no data."""
+    """The plan, its preview (a draft: see :func:`preview`) and its digest (see
+    :func:`digest`); reads no data."""
     checked = _check_shape(doc)
     text = dumps(_toml_structure(checked, source or NO_SOURCE))
     fields = _field_map(checked)
     plan = _load_text(text, workdir, fields)
-    planned = preview(plan, fields)
+    planned = preview(plan, fields, draft=draft)
     return plan, planned, digest(text, planned)
 
 
@@ -477,8 +487,10 @@ def document_from_toml(text: str, source: str | None, workdir: Path) -> dict[str
 
 # -- results for the page ---------------------------------------------------------------------
 def digest(text: str, planned: PlanPreview) -> str:
-    """The digest of a previewed workload: its plan-file text and the planner's answer."""
-    body = text + "\0" + json.dumps(planned.as_dict(), sort_keys=True, default=str)
+    """The digest of a previewed workload: its plan-file text (declaration, queries, source)
+    and what it would spend — every query's exact ε and the total."""
+    spend = [format_rational(e, max_digits=None) for e in planned.epsilons]
+    body = json.dumps([text, spend, format_rational(planned.total, max_digits=None)])
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 

@@ -178,7 +178,7 @@ class UiServer:
                     "error": {"message": "superseded by a newer preview"},
                 }
             plan, planned, digest = wj.plan_and_preview(
-                body.get("document"), self.source(), self.workdir
+                body.get("document"), self.source(), self.workdir, draft=True
             )
         return {
             "preview": wj.preview_json(plan, planned),

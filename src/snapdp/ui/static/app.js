@@ -200,17 +200,25 @@ function showPreview(p, staleOnly) {
     const acc = tr.querySelector('[data-out="accuracy"]');
     eps.textContent = q ? showEps(q.epsilon) : "—";
     eps.title = q ? "exact ε = " + q.epsilon : "";
-    acc.textContent = q ? showAcc(q.accuracy) : "—";
+    acc.textContent = !q ? "—" : q.accuracy == null && q.accuracy_text ? q.accuracy_text : showAcc(q.accuracy);
     acc.title = q ? `at confidence ${q.confidence}` + (q.group_size ? `, for a group of ${q.group_size.toLocaleString("en-US")} rows` : "") : "";
     eps.classList.toggle("stale", !!staleOnly);
     acc.classList.toggle("stale", !!staleOnly);
     const flagCell = document.querySelector(`tr[data-flags="${i}"] td`);
-    flagCell.replaceChildren(...((q && q.flags) || []).map((f) => el("span", { class: "flag" }, "⚠ " + f)));
+    const notes = ((q && q.flags) || []).map((f) => el("span", { class: "flag" }, "⚠ " + f));
+    if (q && q.two_phase) {
+      const tp = q.two_phase;
+      const parts = [`two-phase: ε at most ${showEps(tp.cap)}`];
+      if (tp.phase1_epsilon != null) parts.push(`phase 1 ε ${showEps(tp.phase1_epsilon)}`);
+      if (tp.target_met_from_rows != null) parts.push(`target met for groups of ${Number(tp.target_met_from_rows).toLocaleString("en-US")}+ rows`);
+      notes.unshift(el("span", { class: "note" }, parts.join(" · ")));
+    }
+    flagCell.replaceChildren(...notes);
   });
   const used = p.preview.total_epsilon_used, cap = p.preview.total_epsilon;
   $("total-used").textContent = showEps(used);
   $("total-used").title = "exact: " + used;
-  $("total-cap").textContent = cap ? `of ${showEps(cap)}` : "(no cap declared)";
+  $("total-cap").textContent = (p.preview.total_is_cap ? "at most · " : "") + (cap ? `of ${showEps(cap)}` : "(no cap declared)");
   const frac = cap ? Math.min(1, fraction(used) / fraction(cap)) : 0;
   $("meter-bar").style.width = (100 * frac).toFixed(1) + "%";
   $("assumptions").replaceChildren(...p.preview.assumptions.map((a) => el("li", {}, "assumes " + a)));
