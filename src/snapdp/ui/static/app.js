@@ -200,7 +200,7 @@ function showPreview(p, staleOnly) {
     const acc = tr.querySelector('[data-out="accuracy"]');
     eps.textContent = q ? showEps(q.epsilon) : "—";
     eps.title = q ? "exact ε = " + q.epsilon : "";
-    acc.textContent = !q ? "—" : q.accuracy == null && q.accuracy_text ? q.accuracy_text : showAcc(q.accuracy);
+    acc.textContent = accuracyText(q);
     acc.title = q ? `at confidence ${q.confidence}` + (q.group_size ? `, for a group of ${q.group_size.toLocaleString("en-US")} rows` : "") : "";
     eps.classList.toggle("stale", !!staleOnly);
     acc.classList.toggle("stale", !!staleOnly);
@@ -216,15 +216,23 @@ function showPreview(p, staleOnly) {
     flagCell.replaceChildren(...notes);
   });
   const used = p.preview.total_epsilon_used, cap = p.preview.total_epsilon;
-  $("total-used").textContent = showEps(used);
+  $("total-used").textContent = (p.preview.total_is_cap ? "at most " : "") + showEps(used);
   $("total-used").title = "exact: " + used;
-  $("total-cap").textContent = (p.preview.total_is_cap ? "at most · " : "") + (cap ? `of ${showEps(cap)}` : "(no cap declared)");
+  $("total-cap").textContent = cap ? `of ${showEps(cap)}` : "(no cap declared)";
   const frac = cap ? Math.min(1, fraction(used) / fraction(cap)) : 0;
   $("meter-bar").style.width = (100 * frac).toFixed(1) + "%";
   $("assumptions").replaceChildren(...p.preview.assumptions.map((a) => el("li", {}, "assumes " + a)));
   showLedger(p.ledger, used);
   $("to-run").disabled = !!staleOnly || !(state && state.can_run);
   $("to-run").title = state && state.can_run ? "" : "start snapdp ui with a source and --ledger to run";
+}
+
+function accuracyText(q) {
+  if (!q) return "—";
+  if (q.accuracy != null) return showAcc(q.accuracy);
+  if (q.accuracy_text) return q.accuracy_text;
+  if (q.target != null) return "target " + showAcc(q.target);  // two-phase: met or not, said after the run
+  return "—";
 }
 
 function fraction(text) {
@@ -330,7 +338,7 @@ function toRun() {
   $("run-ledger").textContent = ledgerText(previewed.ledger, previewed.preview.total_epsilon_used) || "—";
   const body = $("run-plan").tBodies[0];
   body.replaceChildren(...previewed.preview.queries.map((q) =>
-    el("tr", {}, el("td", {}, q.query), el("td", {}, showEps(q.epsilon)), el("td", {}, showAcc(q.accuracy)))));
+    el("tr", {}, el("td", {}, q.query), el("td", {}, showEps(q.epsilon)), el("td", {}, accuracyText(q)))));
 }
 function back() {
   runNonce = null;
