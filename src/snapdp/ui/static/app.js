@@ -391,6 +391,7 @@ function showResults(r) {
     box.append(el("div", { class: "result" },
       el("h3", {}, q.query),
       el("div", { class: "meta" }, `ε = ${showEps(q.epsilon)} · ± at confidence ${q.confidence}`),
+      ...(q.notes || []).map((n) => el("div", { class: "meta" }, n)),
       el("table", { class: "plain" }, el("thead", {}, head), el("tbody", {}, ...rows))));
   }
 }
