@@ -35,6 +35,7 @@ from typing import Any
 from snapdp._rational import format_rational
 from snapdp.data.plan import Plan, PlanPreview, usefulness_flags
 from snapdp.data.plan_toml import dumps
+from snapdp.data.schema import CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = [
@@ -483,6 +484,31 @@ def document_from_toml(text: str, source: str | None, workdir: Path) -> dict[str
     except ParameterError as exc:
         raise FieldError(str(exc), field=None, parameter=exc.parameter) from None
     return document_from_plan(_load_text(rewritten, workdir, {}))
+
+
+def csv_options(doc: object) -> CsvOptions:
+    """The CSV options (header, delimiter, encoding) of the page's document (defaults when it
+    sends none)."""
+    if doc is None:
+        return CsvOptions()
+    data = _check_shape(doc)["data"]
+    kw: dict[str, Any] = {}
+    if data["header"].strip():
+        header = {"true": True, "false": False}.get(data["header"].strip().lower())
+        if header is None:
+            raise FieldError(
+                f"`header` must be true or false, not {data['header']!r}",
+                field="data.header",
+                parameter="header",
+            )
+        kw["header"] = header
+    for k in ("delimiter", "encoding"):
+        if data[k] != "":
+            kw[k] = data[k]
+    try:
+        return CsvOptions(**kw)
+    except ParameterError as exc:
+        raise FieldError(str(exc), field=f"data.{exc.parameter}", parameter=exc.parameter) from None
 
 
 # -- results for the page ---------------------------------------------------------------------

@@ -157,13 +157,22 @@ class UiServer:
             "can_run": source is not None and self.config.ledger is not None,
         }
 
-    def header(self, _body: dict[str, Any]) -> dict[str, Any]:
+    def header(self, body: dict[str, Any]) -> dict[str, Any]:
         """The source's column names (CSV header or Parquet schema): names only, never a value.
-        The only call that opens the source before a run, and only on the user's request."""
+        The only call that opens the source before a run, and only on the user's request. The
+        page's ``header``, ``delimiter`` and ``encoding`` are honoured: with ``header = false``
+        the first line is data, and nothing is read."""
         source = self.source()
         if source is None:
             raise ParameterError("no source was given on the command line", parameter="source")
-        return {"columns": _column_names(Path(source))}
+        options = wj.csv_options(body.get("document"))
+        if not options.header:
+            raise ParameterError(
+                "the plan says the CSV has no header line (header = false): its first line is "
+                "data, so no names are read",
+                parameter="header",
+            )
+        return {"columns": _column_names(Path(source), options.delimiter, options.encoding)}
 
     def preview(self, body: dict[str, Any]) -> dict[str, Any] | tuple[int, dict[str, Any]]:
         """The planner's answer for the page's document; 409 ``superseded`` when a newer
@@ -298,7 +307,7 @@ def _new_folder(output: Path) -> Path:
     raise ParameterError(f"`output` {str(output)!r} holds too many runs", parameter="output")
 
 
-def _column_names(path: Path) -> list[str]:
+def _column_names(path: Path, delimiter: str, encoding: str) -> list[str]:
     """The column names of a CSV (its header line) or Parquet file (its schema)."""
     if path.suffix.lower() == ".parquet":
         import pyarrow.parquet as pq
@@ -313,9 +322,10 @@ def _column_names(path: Path) -> list[str]:
     import csv
 
     try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            header = next(csv.reader(f), [])
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+        with path.open(encoding=codec, newline="") as f:
+            header = next(csv.reader(f, delimiter=delimiter), [])
+    except (OSError, UnicodeError, LookupError, csv.Error) as exc:
         raise ParameterError(
             f"the header of {path.name!r} cannot be read ({type(exc).__name__})",
             parameter="source",

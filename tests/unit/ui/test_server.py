@@ -442,3 +442,19 @@ def test_a_waiting_preview_is_superseded_by_a_newer_one(client: Any) -> None:
     a.join()
     b.join()
     assert answers == {"a": 409, "b": 200}
+
+
+def test_header_names_honour_header_false_and_the_delimiter(
+    start_server: Any, tmp_path: Path
+) -> None:
+    """Without a header line the first line is data: nothing is read or sent."""
+    headless = tmp_path / "headless.csv"
+    headless.write_text(f"1;{SENTINEL_TEXT};3\n4;5;6\n")
+    c = start_server(source=str(headless), output=tmp_path)
+    doc = document()
+    doc["data"].update(header="false", delimiter=";")
+    r = c.api("header", {"document": doc})
+    assert r.status == 422 and "header = false" in r.json()["error"]["message"]
+    assert SENTINEL_TEXT.encode() not in r.body
+    doc["data"]["header"] = "true"
+    assert c.api("header", {"document": doc}).json() == {"columns": ["1", SENTINEL_TEXT, "3"]}

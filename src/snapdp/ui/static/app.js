@@ -306,7 +306,7 @@ async function loadPlan(event) {
   schedule();
 }
 async function readHeader() {
-  const answer = await api("/api/header", {});
+  const answer = await api("/api/header", { document: doc });
   if (!answer.ok) { banner(answer.payload.error.message); return; }
   state.header = answer.payload.columns;
   renderColumnsDatalist();
