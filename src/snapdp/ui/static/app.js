@@ -63,12 +63,12 @@ function showAcc(x) {
 
 // -- rendering the editor -------------------------------------------------------------------
 function input(field, value, attrs) {
-  const node = el("input", Object.assign({ "data-field": field, autocomplete: "off", spellcheck: "false" }, attrs || {}));
+  const node = el("input", Object.assign({ "data-field": field, "aria-label": field, autocomplete: "off", spellcheck: "false" }, attrs || {}));
   node.value = value;
   return node;
 }
 function select(field, value, options) {
-  const node = el("select", { "data-field": field });
+  const node = el("select", { "data-field": field, "aria-label": field });
   for (const opt of options) {
     const [v, label] = Array.isArray(opt) ? opt : [opt, opt];
     node.append(el("option", { value: v }, label));
