@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["dumps", "plan_document", "plan_to_toml"]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\b": "\\b", "\f": "\\f"}
 
 
 def plan_to_toml(plan: Plan) -> str:
@@ -195,6 +196,8 @@ def _string(text: str) -> str:
     for ch in text:
         if ch in '"\\':
             out.append("\\" + ch)
+        elif ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
         elif ord(ch) < 0x20 or ord(ch) == 0x7F:
             out.append(f"\\u{ord(ch):04X}")
         else:

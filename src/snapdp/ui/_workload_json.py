@@ -67,6 +67,7 @@ DATA_FIELDS = (
     "encoding",
     "delimiter",
     "header",
+    "dataset",
 )
 _COLUMN_FIELDS = ("name", "type", "lower", "upper", "keys", "bins", "nulls")
 _QUERY_FIELDS = (
@@ -92,7 +93,7 @@ _INTEGER_FIELDS = (
     "max_rows",
     "rows",
 )
-_TEXT_FIELDS = ("privacy_unit", "null_units", "encoding", "delimiter")
+_TEXT_FIELDS = ("privacy_unit", "null_units", "encoding", "delimiter", "dataset")
 #: Whether the planner offers a fast draft for interactive pages (``presume_certified``).
 _HAS_DRAFT = "presume_certified" in inspect.signature(Plan.preview).parameters
 #: The source written into the plan text when the command line gave none (never opened).
@@ -483,7 +484,12 @@ def document_from_toml(text: str, source: str | None, workdir: Path) -> dict[str
         rewritten = dumps(raw)
     except ParameterError as exc:
         raise FieldError(str(exc), field=None, parameter=exc.parameter) from None
-    return document_from_plan(_load_text(rewritten, workdir, {}))
+    doc = document_from_plan(_load_text(rewritten, workdir, {}))
+    for alias in ("dataset", "name"):  # the plan object does not hold it: kept from the file
+        value = raw.get("data", {}).get(alias) if isinstance(raw.get("data"), dict) else None
+        if isinstance(value, str):
+            doc["data"]["dataset"] = value
+    return doc
 
 
 def csv_options(doc: object) -> CsvOptions:

@@ -458,3 +458,26 @@ def test_header_names_honour_header_false_and_the_delimiter(
     assert SENTINEL_TEXT.encode() not in r.body
     doc["data"]["header"] = "true"
     assert c.api("header", {"document": doc}).json() == {"columns": ["1", SENTINEL_TEXT, "3"]}
+
+
+def test_load_keeps_what_the_page_does_not_show(client: Any) -> None:
+    """CSV options, the dataset name, null rules, query names and methods survive load → export."""
+    text = (
+        '[data]\nsource = "x.csv"\ndataset = "census"\ndelimiter = "\\t"\nheader = false\n'
+        "total_epsilon = 1\nrows = 40\n"
+        '[columns]\nage = { type = "integer", lower = 0, upper = 100, nulls = 30 }\n'
+        '[[query]]\nstatistic = "mean"\ncolumn = "age"\nmethod = "substitute"\nname = "avg age"\n'
+        "epsilon = 0.5\n"
+    )
+    doc = client.api("load", {"toml": text}).json()["document"]
+    out = client.api("export", {"document": doc}).json()["toml"]
+    for line in (
+        'dataset = "census"',
+        'delimiter = "\\t"',
+        "header = false",
+        "rows = 40",
+        "nulls = 30",
+        'method = "substitute"',
+        'name = "avg age"',
+    ):
+        assert line in out, (line, out)
