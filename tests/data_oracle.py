@@ -156,6 +156,41 @@ def quanta(vc: ValueColumn, value: Any) -> int | None:
     return min(max(q, vc.lower_q), vc.upper_q)
 
 
+def _holds(p: Any, row: dict[str, Any]) -> bool | None:
+    """The row filter by SQL's three-valued logic (None: unknown), written out plainly: decimal
+    values are doubles and meet the double nearest each literal."""
+    kind = type(p).__name__
+    if kind in ("Compare", "InList"):
+        v = row[p.column]
+        if v is None:
+            return None
+        literals = [p.value] if kind == "Compare" else list(p.values)
+        if isinstance(v, float):
+            literals = [_as_double(x) for x in literals]
+        if kind == "InList":
+            return any(v == x for x in literals)
+        x = literals[0]
+        return {
+            "=": v == x, "<>": v != x, "<": v < x, "<=": v <= x, ">": v > x, ">=": v >= x,
+        }[p.op]  # fmt: skip
+    if kind == "IsNull":
+        return row[p.column] is None
+    if kind == "Not":
+        inner = _holds(p.term, row)
+        return None if inner is None else not inner
+    values = [_holds(t, row) for t in p.terms]
+    if kind == "And":
+        return False if False in values else (None if None in values else True)
+    return True if True in values else (None if None in values else False)
+
+
+def _as_double(x: Any) -> float:
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
 def _unit_text(value: Any) -> str:
     return str(value)
 
@@ -195,6 +230,10 @@ class OracleEngine:
                 raise ParameterError(f"declared column {name!r} is not in the data")
         kept: list[tuple[str | None, int, list[int | None]]] = []
         for row in self._rows:
+            if plan.where is not None:
+                cast_row = {c.name: cast(c.type, row.get(c.name)) for c in plan.where_columns}
+                if _holds(plan.where, cast_row) is not True:
+                    continue
             cell = 0
             dropped = False
             for g in plan.groupings:

@@ -16,6 +16,7 @@ from snapdp.cli.check import check
 from snapdp.cli.compare import compare
 from snapdp.cli.plan import plan, run
 from snapdp.cli.release import release
+from snapdp.cli.sql import sql
 from snapdp.cli.ui import ui
 from snapdp.cli.verify import verify
 
@@ -35,4 +36,5 @@ main.add_command(budget)
 main.add_command(check)
 main.add_command(plan)
 main.add_command(run)
+main.add_command(sql)
 main.add_command(ui)

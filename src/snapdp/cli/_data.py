@@ -10,14 +10,12 @@ are all integers make an integer column, else text; a value column named by ``--
 
 from __future__ import annotations
 
-import codecs
 import functools
 import importlib
 import json
 import math
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -26,19 +24,14 @@ import click
 
 from snapdp._validation import check_epsilon
 from snapdp.cli._common import mark_spent
+from snapdp.data.frontends.flags import default_by, schema_from_options, workload_from_flags
+from snapdp.data.frontends.names import flags
 from snapdp.data.ledger import Ledger
-from snapdp.data.query import Query
 from snapdp.data.release import PrivateTable
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import (
     COLUMN_TYPES,
-    DEFAULT_MAX_ROWS,
-    Column,
-    ContributionBounds,
-    CsvOptions,
-    NullRule,
     Schema,
-    typed_key,
 )
 from snapdp.data.statistics import AccuracyStatement
 from snapdp.errors import ParameterError
@@ -55,31 +48,9 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 
-#: Library parameter → the flag that sets it (errors name the flag).
-FLAGS: dict[str, str] = {
-    "max_rows": "--max-rows",
-    "rows": "--rows",
-    "max_rows_per_unit": "--max-rows-per-unit",
-    "max_groups_per_unit": "--max-groups-per-unit",
-    "max_rows_per_group": "--max-rows-per-group",
-    "privacy_unit": "--privacy-unit",
-    "null_units": "--null-units",
-    "nulls": "--nulls",
-    "keys": "--keys",
-    "bins": "--bins",
-    "by": "--by",
-    "columns": "--column",
-    "type": "--column",
-    "lower": "--column/--sum/--mean/--var/--std/--quantiles",
-    "upper": "--column/--sum/--mean/--var/--std/--quantiles",
-    "epsilon": "--epsilon",
-    "confidence": "--confidence",
-    "delimiter": "--delimiter",
-    "encoding": "--encoding",
-    "total_epsilon": "--total-epsilon",
-    "column": "--sum/--mean/--var/--std",
-    "statistic": "--count/--sum/--mean/--var/--std",
-}
+#: Library parameter → the flag that sets it (errors name the flag): from the one table of
+#: user-facing names, :mod:`snapdp.data.frontends.names`.
+FLAGS: dict[str, str] = flags()
 
 
 def flag_errors(func: Callable[P, R]) -> Callable[P, R]:
@@ -135,188 +106,6 @@ def declaration_options(func: Callable[P, R]) -> Callable[P, R]:
     return func
 
 
-@dataclass(frozen=True)
-class _Draft:
-    """A column being declared from several flags."""
-
-    type: str | None = None
-    lower: Fraction | None = None
-    upper: Fraction | None = None
-    keys: tuple[str, ...] | None = None
-    bins: tuple[str, ...] | None = None
-    nulls: str | None = None
-
-
-def schema_from_options(
-    *,
-    columns: Sequence[str] = (),
-    keys: Sequence[str] = (),
-    key: Sequence[str] = (),
-    bins: Sequence[str] = (),
-    privacy_unit: str | None = None,
-    max_rows_per_unit: int | None = None,
-    max_groups_per_unit: int | None = None,
-    max_rows_per_group: int | None = None,
-    null_units: str = "drop",
-    nulls: Sequence[str] = (),
-    rows: int | None = None,
-    max_rows: int | None = None,
-    encoding: str = "utf-8",
-    delimiter: str = ",",
-    header: bool = True,
-    values: Sequence[str] = (),
-) -> Schema:
-    """The Schema the flags declare (see the module docstring for undeclared types).
-
-    ``values``: the COL[:LO:HI] specs of the statistic flags (they may carry bounds).
-    """
-    try:
-        codecs.lookup(encoding)
-    except LookupError:
-        raise ParameterError(
-            f"`--encoding` {encoding!r} is not an encoding Python knows (e.g. utf-8, latin-1)",
-            parameter="encoding",
-        ) from None
-    drafts: dict[str, _Draft] = {}
-
-    def draft(name: str) -> _Draft:
-        return drafts.setdefault(name, _Draft())
-
-    def update(name: str, flag: str, **changes: Any) -> None:
-        d = draft(name)
-        for field_name, new in changes.items():
-            old = getattr(d, field_name)
-            if old is not None and old != new and field_name != "keys":
-                raise ParameterError(f"`{flag}`: column {name!r} is declared twice differently")
-        drafts[name] = _replace(d, **changes)
-
-    for spec in columns:
-        name, kind, lo, hi = _column_spec(spec)
-        update(name, "--column", type=kind, lower=lo, upper=hi)
-    for spec in values:
-        name, lo, hi = _value_spec(spec)
-        if lo is not None:
-            update(name, "--sum/--mean/--var/--std", lower=lo, upper=hi)
-        else:
-            draft(name)
-    for spec in keys:
-        name, items = _keys_spec(spec, "--keys")
-        d = draft(name)
-        drafts[name] = _replace(d, keys=(d.keys or ()) + tuple(items))
-    for spec in key:
-        name, value = _assignment(spec, "--key", "COL=VALUE")
-        d = draft(name)
-        drafts[name] = _replace(d, keys=(d.keys or ()) + (value,))
-    for spec in bins:
-        name, items = _keys_spec(spec, "--bins")
-        update(name, "--bins", bins=tuple(items))
-    for spec in nulls:
-        name, rule = _assignment(spec, "--nulls", "COL=drop|VALUE")
-        if name not in drafts:
-            raise ParameterError(
-                f"`--nulls`: column {name!r} is not declared (declare it with --column, or use it)"
-            )
-        update(name, "--nulls", nulls=rule)
-    declared = tuple(_column(name, d) for name, d in drafts.items() if name != privacy_unit)
-    if privacy_unit is not None and privacy_unit in drafts:
-        d = drafts[privacy_unit]
-        declared += (Column(privacy_unit, d.type or "text"),)  # type: ignore[arg-type]
-    bounds = ContributionBounds(max_rows_per_unit, max_groups_per_unit, max_rows_per_group)
-    return Schema(
-        declared,
-        privacy_unit,
-        null_units,  # type: ignore[arg-type]
-        bounds,
-        DEFAULT_MAX_ROWS if max_rows is None else max_rows,
-        rows,
-        CsvOptions(encoding, delimiter, header),
-    )
-
-
-def _replace(d: _Draft, **changes: Any) -> _Draft:
-    values = {f: getattr(d, f) for f in ("type", "lower", "upper", "keys", "bins", "nulls")}
-    values.update({k: v for k, v in changes.items() if v is not None})
-    return _Draft(**values)
-
-
-def _column(name: str, d: _Draft) -> Column:
-    kind = d.type
-    if kind is None:
-        if d.keys is not None:
-            kind = "integer" if all(_is_int_literal(k) for k in d.keys) else "text"
-        else:
-            kind = "decimal"
-    rule = NullRule()
-    if d.nulls is not None and d.nulls != "drop":
-        try:
-            rule = NullRule("impute", typed_key(kind, d.nulls, name))
-        except ParameterError:
-            raise ParameterError(
-                f"`--nulls` {name}={d.nulls!r}: the value must be a {kind} value (or 'drop')",
-                parameter="nulls",
-            ) from None
-    return Column(name, kind, d.lower, d.upper, d.keys, d.bins, rule)  # type: ignore[arg-type]
-
-
-def _is_int_literal(text: str) -> bool:
-    t = text.strip()
-    return bool(t) and t.lstrip("+-").isdigit() and len(t) - len(t.lstrip("+-")) <= 1
-
-
-def _number(text: str, flag: str, spec: str) -> Fraction:
-    try:
-        value = Fraction(text.strip())
-    except (ValueError, ZeroDivisionError):
-        raise ParameterError(f"`{flag}` bounds must be numbers, not {spec!r}") from None
-    return value
-
-
-def _column_spec(spec: str) -> tuple[str, str, Fraction | None, Fraction | None]:
-    parts = spec.split(":")
-    if len(parts) not in (2, 4) or not parts[0] or parts[1] not in COLUMN_TYPES:
-        raise ParameterError(
-            f"`--column` must look like NAME:TYPE or NAME:TYPE:LOWER:UPPER with TYPE one of "
-            f"{', '.join(COLUMN_TYPES)} (e.g. age:integer:0:120), not {spec!r}"
-        )
-    if len(parts) == 2:
-        return parts[0], parts[1], None, None
-    lo, hi = _number(parts[2], "--column", spec), _number(parts[3], "--column", spec)
-    if not lo < hi:
-        raise ParameterError(f"`--column` needs LOWER < UPPER, not {spec!r}")
-    return parts[0], parts[1], lo, hi
-
-
-def _value_spec(spec: str) -> tuple[str, Fraction | None, Fraction | None]:
-    parts = spec.rsplit(":", 2)
-    flag = "--sum/--mean/--var/--std"
-    if len(parts) == 1 and parts[0]:
-        return parts[0], None, None
-    if len(parts) != 3 or not parts[0]:
-        raise ParameterError(
-            f"`{flag}` must look like COLUMN:LOWER:UPPER (e.g. income:0:500000), or COLUMN when "
-            f"declared with --column, not {spec!r}"
-        )
-    lo, hi = _number(parts[1], flag, spec), _number(parts[2], flag, spec)
-    if not lo < hi:
-        raise ParameterError(f"`{flag}` needs LOWER < UPPER, not {spec!r}")
-    return parts[0], lo, hi
-
-
-def _keys_spec(spec: str, flag: str) -> tuple[str, list[str]]:
-    name, sep, rest = spec.partition("=")
-    items = [k.strip() for k in rest.split(",")] if sep else []
-    if not sep or not name.strip() or not items or any(not k for k in items):
-        raise ParameterError(f"`{flag}` must look like COLUMN=a,b,c (e.g. sex=0,1), not {spec!r}")
-    return name.strip(), items
-
-
-def _assignment(spec: str, flag: str, shape: str) -> tuple[str, str]:
-    name, sep, value = spec.partition("=")
-    if not sep or not name.strip() or value == "":
-        raise ParameterError(f"`{flag}` must look like {shape}, not {spec!r}")
-    return name.strip(), value
-
-
 # -- the release ------------------------------------------------------------------------------
 @flag_errors
 def run_table_release(
@@ -341,6 +130,7 @@ def run_table_release(
     engine: str,
     memory_limit: str | None = None,
     glob: bool = False,
+    where: str | None = None,
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -350,23 +140,25 @@ def run_table_release(
     if data is None:
         source, label, declaration, by_columns = _demo(declaration, by_columns)
     if not by_columns:  # the one-liner `--keys sex=0,1` groups by sex
-        by_columns = [_keys_spec(s, "--keys")[0] for s in declaration.get("keys", ())]
-        by_columns += [_assignment(s, "--key", "COL=VALUE")[0] for s in declaration.get("key", ())]
-        by_columns += [_keys_spec(s, "--bins")[0] for s in declaration.get("bins", ())]
-        by_columns = list(dict.fromkeys(by_columns))
-    quantile_specs = [_quantiles_spec(q) for q in quantiles]
-    value_specs = [*sums, *means, *variances, *stds, *(spec for spec, _ in quantile_specs)]
-    schema = schema_from_options(**declaration, values=value_specs)
-    queries = _queries(want_count, sums, means, variances, stds, mean_method, by_columns)
-    queries += [
-        Query("quantiles", _value_spec(spec)[0], tuple(by_columns), quantiles=probs)
-        for spec, probs in quantile_specs
-    ]
-    if not queries:
-        raise ParameterError(
-            "name at least one statistic: --count, --sum, --mean, --var, --std or --quantiles",
-            parameter="statistic",
-        )
+        by_columns = default_by(declaration)
+    workload = workload_from_flags(
+        source=source,
+        epsilon=eps,
+        declaration=declaration,
+        want_count=want_count,
+        sums=sums,
+        means=means,
+        variances=variances,
+        stds=stds,
+        quantiles=quantiles,
+        mean_method=mean_method,
+        by=by_columns,
+        confidence=confidence,
+        dataset=dataset,
+        where=where,
+    )
+    schema = workload.schema
+    queries = [pq.query for pq in workload.queries]
     if dry_run:
         table = PrivateTable(schema=schema, engine=_NoEngine(label), ledger=Ledger(None, eps))
         _print_accuracy(table.accuracy(queries, eps, confidence=confidence), as_json)
@@ -458,39 +250,6 @@ def _with_progress(engine: Any, run: Callable[[], R], quiet: bool) -> R:
             stop.set()
             thread.join()
             update()
-
-
-def _queries(
-    want_count: bool,
-    sums: Sequence[str],
-    means: Sequence[str],
-    variances: Sequence[str],
-    stds: Sequence[str],
-    mean_method: str,
-    by: Sequence[str],
-) -> list[Query]:
-    b = tuple(by)
-    queries = [Query("count", by=b)] if want_count else []
-    queries += [Query("sum", _value_spec(s)[0], b) for s in sums]
-    queries += [Query("mean", _value_spec(s)[0], b, method=mean_method) for s in means]  # type: ignore[arg-type]
-    queries += [Query("variance", _value_spec(s)[0], b) for s in variances]
-    queries += [Query("std", _value_spec(s)[0], b) for s in stds]
-    return queries
-
-
-def _quantiles_spec(spec: str) -> tuple[str, tuple[Fraction, ...]]:
-    """``COL[:LO:HI]:P1,P2`` → (the value spec, the probabilities, exactly)."""
-    head, sep, tail = spec.rpartition(":")
-    try:
-        probs = tuple(Fraction(p.strip()) for p in tail.split(","))
-    except (ValueError, ZeroDivisionError):
-        probs = ()
-    if not sep or not head or not probs or any(not 0 < p < 1 for p in probs):
-        raise ParameterError(
-            "`--quantiles` must look like COLUMN:LOWER:UPPER:P1,P2,… with each P in (0, 1) "
-            f"(e.g. income:0:500000:0.25,0.5,0.75), not {spec!r}"
-        )
-    return head, probs
 
 
 def _demo(

@@ -55,6 +55,12 @@ from snapdp.mechanism import SnappingMechanism
     help="Means: noisy sum / noisy count, or sum/n with n declared public (--rows).",
 )
 @click.option("--by", multiple=True, metavar="COL[,COL…]", help="Group by these columns.")
+@click.option(
+    "--where",
+    metavar="CONDITION",
+    help='Keep only the rows this SQL condition holds for, e.g. "age >= 18 AND sex = 1" '
+    "(declared columns; docs/sql.md).",
+)
 @declaration_options
 @click.option("--ledger", type=click.Path(dir_okay=False), help="SQLite budget ledger file.")
 @click.option(
@@ -111,6 +117,7 @@ def release(
     quantiles: tuple[str, ...],
     mean_method: str,
     by: tuple[str, ...],
+    where: str | None,
     ledger: str | None,
     total_epsilon: Fraction | None,
     dataset: str | None,
@@ -147,7 +154,7 @@ def release(
         table_confidence = float(1 - Fraction(repr(float(alpha))))
     if alpha is None:
         alpha = 0.05 if confidence is None else float(1 - Fraction(repr(float(confidence))))
-    table_flags = want_count or sums or means or variances or stds or quantiles or by
+    table_flags = want_count or sums or means or variances or stds or quantiles or by or where
     if value is not None:
         if data is not None or table_flags:
             raise ParameterError(
@@ -194,6 +201,7 @@ def release(
         engine=engine,
         memory_limit=memory_limit,
         glob=glob,
+        where=where,
     )
 
 

@@ -9,6 +9,7 @@ from snapdp.data.release import PrivateTable
 from snapdp.data.results import QueryResult, ResultRow
 from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.statistics import AccuracyStatement
+from snapdp.data.workload import Declaration, Workload
 
 __all__ = [
     "AccuracyStatement",
@@ -16,6 +17,7 @@ __all__ = [
     "ContributionBounds",
     "CsvOptions",
     "DatasetBudget",
+    "Declaration",
     "Ledger",
     "LedgerEntry",
     "LedgerReport",
@@ -25,5 +27,6 @@ __all__ = [
     "QueryResult",
     "ResultRow",
     "Schema",
+    "Workload",
     "read_ledger",
 ]

@@ -28,7 +28,7 @@ printed with every plan that uses it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_CEILING, Decimal, localcontext
 from fractions import Fraction
@@ -38,11 +38,12 @@ from typing import Any
 import numpy as np
 
 from snapdp._validation import check_count, check_epsilon
-from snapdp.data._toml import KeyLocator, Path_, PlanFileError, describe_key, load_toml
+from snapdp.data._located import Locator, Path_, PlanFileError
+from snapdp.data._located import located as _located
 from snapdp.data.engines.base import Engine
-from snapdp.data.query import STATISTICS, Query
+from snapdp.data.query import Query
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
+from snapdp.data.schema import Column, Schema
 from snapdp.errors import ParameterError
 
 __all__ = [
@@ -444,7 +445,7 @@ class Plan:
     total_epsilon: Fraction | None = None
     base: Path | None = None
     path: Path | None = None
-    _locator: KeyLocator | None = field(default=None, repr=False)
+    _locator: Locator | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.queries = tuple(self.queries)
@@ -471,10 +472,12 @@ class Plan:
     # -- loading -----------------------------------------------------------------------------
     @classmethod
     def load(cls, path: str | Path) -> Plan:
-        """A plan from a TOML file; errors name the file, the line and the key."""
-        p = Path(path)
-        data, locator = load_toml(p)
-        return _Loader(p, data, locator).plan()
+        """A plan from a TOML file; errors name the file, the line and the key. The TOML front
+        end reads it (:func:`snapdp.data.frontends.toml.load_plan`); kept here for existing
+        callers."""
+        from snapdp.data.frontends.toml import load_plan
+
+        return load_plan(path)
 
     # -- planning and running ----------------------------------------------------------------
     def preview(self, accuracy_at: AccuracyAt | None = None) -> PlanPreview:
@@ -598,14 +601,6 @@ class Plan:
         return _located(self.path, self._locator, key, message, parameter)
 
 
-def _located(
-    path: Path, locator: KeyLocator | None, key: Path_, message: str, parameter: str | None
-) -> PlanFileError:
-    line = None if locator is None else locator.line(key)
-    where = str(path) + ("" if line is None else f", line {line}")
-    return PlanFileError(f"{where}, key `{describe_key(key)}`: {message}", parameter=parameter)
-
-
 def _open_ledger(path: Path, given: Fraction | None, default: Fraction, dataset: str) -> Any:
     """The ledger at ``path`` for ``dataset``: with the total given, or the one it already keeps
     for the dataset, or else (a new budget) the plan's total."""
@@ -643,308 +638,6 @@ def _default_engine(source: object, schema: Schema) -> Engine:
     if source is None:
         raise ParameterError("the plan declares no `source`", parameter="source")
     return default_engine(source, schema)
-
-
-# -- the TOML loader --------------------------------------------------------------------------
-_DATA_KEYS: Mapping[str, tuple[str, ...]] = {
-    "source": ("path", "file"),
-    "privacy_unit": ("unit", "privacy_id"),
-    "max_rows_per_unit": ("max_contributions", "k"),
-    "max_groups_per_unit": ("max_partitions_contributed", "l0"),
-    "max_rows_per_group": ("max_contributions_per_partition", "linf"),
-    "total_epsilon": ("epsilon",),
-    "confidence": (),
-    "group_size": ("reference_group_size",),
-    "max_rows": (),
-    "rows": ("row_count",),
-    "null_units": (),
-    "encoding": (),
-    "delimiter": (),
-    "header": (),
-    "dataset": ("name",),
-}
-_COLUMN_KEYS: Mapping[str, tuple[str, ...]] = {
-    "type": (),
-    "lower": ("min",),
-    "upper": ("max",),
-    "keys": ("values", "domain"),
-    "bins": ("edges",),
-    "nulls": ("null", "on_null"),
-}
-_QUERY_KEYS: Mapping[str, tuple[str, ...]] = {
-    "statistic": ("stat",),
-    "column": (),
-    "by": ("group_by",),
-    "bins": ("edges",),
-    "quantiles": ("probabilities",),
-    "resolution": (),
-    "method": (),
-    "name": ("label",),
-    "epsilon": (),
-    "accuracy": ("target", "target_accuracy"),
-    "confidence": (),
-    "weight": (),
-    "group_size": ("reference_group_size",),
-}
-
-
-class _Loader:
-    """Turns the parsed TOML into a :class:`Plan`, naming file, line and key on every error."""
-
-    def __init__(self, path: Path, data: dict[str, Any], locator: KeyLocator) -> None:
-        self.path = path
-        self.data = data
-        self.locator = locator
-
-    def error(self, key: Path_, message: str, parameter: str | None = None) -> PlanFileError:
-        return _located(self.path, self.locator, key, message, parameter)
-
-    def table(self, key: Path_, value: object) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.error(key, f"must be a table, not {_kind(value)}")
-        return value
-
-    def canonical(
-        self, key: Path_, table: dict[str, Any], known: Mapping[str, tuple[str, ...]]
-    ) -> dict[str, tuple[Any, Path_]]:
-        """The table's entries under their canonical names, with each one's own key path."""
-        alias = {a: name for name, aliases in known.items() for a in (name, *aliases)}
-        out: dict[str, tuple[Any, Path_]] = {}
-        for k, v in table.items():
-            if k not in alias:
-                raise self.error(
-                    (*key, k), f"unknown key {k!r}; known: {', '.join(known)}", parameter=k
-                )
-            name = alias[k]
-            if name in out:
-                raise self.error((*key, k), f"{k!r} repeats {name!r} (an alias)", parameter=k)
-            out[name] = (v, (*key, k))
-        return out
-
-    def plan(self) -> Plan:
-        for k in self.data:
-            if k not in ("data", "columns", "query"):
-                raise self.error(
-                    (k,), f"unknown table {k!r}; a plan has [data], [columns] and [[query]]"
-                )
-        if "data" not in self.data:
-            raise self.error((), "the plan has no [data] table (the source and the budget)")
-        data = self.canonical(("data",), self.table(("data",), self.data["data"]), _DATA_KEYS)
-        columns = self.columns()
-        schema = self.schema(data, columns)
-        if "query" not in self.data:
-            raise self.error((), "the plan has no [[query]]")
-        raw_queries = self.data["query"]
-        if not isinstance(raw_queries, list):
-            raise self.error(("query",), "must be an array of tables: write [[query]]")
-        conf_default = DEFAULT_CONFIDENCE
-        if "confidence" in data:
-            conf_default = self.number(data["confidence"], float)
-        size_default = DEFAULT_GROUP_SIZE
-        if "group_size" in data:
-            size_default = self.integer(data["group_size"])
-        queries = [self.query(i, q, conf_default, size_default) for i, q in enumerate(raw_queries)]
-        total = None
-        if "total_epsilon" in data:
-            value, key = data["total_epsilon"]
-            total = self.wrap(key, lambda: check_epsilon("total_epsilon", value))
-        source: object = None
-        if "source" in data:
-            value, key = data["source"]
-            if not isinstance(value, str) or not value:
-                raise self.error(key, f"must be a path (a string), not {_kind(value)}")
-            source = value
-        else:
-            raise self.error(("data",), "[data] needs a `source` (a path relative to the plan)")
-        plan: Plan = self.wrap(
-            ("query",),
-            lambda: Plan(
-                schema,
-                queries,
-                source=source,
-                total_epsilon=total,
-                base=self.path.parent,
-                path=self.path,
-                _locator=self.locator,
-            ),
-        )
-        return plan
-
-    def wrap(self, key: Path_, build: Callable[[], Any]) -> Any:
-        try:
-            return build()
-        except PlanFileError:
-            raise
-        except ParameterError as exc:
-            raise self.error(key, str(exc), exc.parameter) from None
-
-    def number(self, entry: tuple[Any, Path_], kind: type) -> Any:
-        value, key = entry
-        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
-            raise self.error(key, f"must be a number, not {_kind(value)}")
-        return kind(value)
-
-    def integer(self, entry: tuple[Any, Path_]) -> int:
-        value, key = entry
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise self.error(key, f"must be an integer >= 1, not {value!r}")
-        return value
-
-    def columns(self) -> list[Column]:
-        raw = self.data.get("columns")
-        if raw is None:
-            return []
-        table = self.table(("columns",), raw)
-        out = []
-        for name, spec in table.items():
-            key: Path_ = ("columns", name)
-            if isinstance(spec, str):
-                spec = {"type": spec}
-            entries = self.canonical(key, self.table(key, spec), _COLUMN_KEYS)
-            if "type" not in entries:
-                raise self.error(key, f"column {name!r} needs a `type`", "type")
-            kw: dict[str, Any] = {k: v for k, (v, _) in entries.items() if k != "nulls"}
-            for k in ("keys", "bins"):
-                if k in kw:
-                    if not isinstance(kw[k], list):
-                        raise self.error(entries[k][1], f"must be a list, not {_kind(kw[k])}", k)
-                    kw[k] = tuple(kw[k])
-            if "nulls" in entries:
-                v, _ = entries["nulls"]
-                kw["nulls"] = NullRule() if v == "drop" else NullRule("impute", v)
-
-            def build(name: str = name, kw: dict[str, Any] = kw) -> Column:
-                return Column(name, **kw)
-
-            try:
-                out.append(build())
-            except ParameterError as exc:
-                sub = entries.get(exc.parameter or "", (None, key))[1]
-                raise self.error(sub, str(exc), exc.parameter) from None
-        return out
-
-    def schema(self, data: dict[str, tuple[Any, Path_]], columns: list[Column]) -> Schema:
-        bounds: dict[str, Any] = {}
-        for k in ("max_rows_per_unit", "max_groups_per_unit", "max_rows_per_group"):
-            if k in data:
-                bounds[k] = self.integer(data[k])
-        kw: dict[str, Any] = {}
-        if "privacy_unit" in data:
-            v, key = data["privacy_unit"]
-            if not isinstance(v, str) or not v:
-                raise self.error(key, f"must be a column name, not {_kind(v)}", "privacy_unit")
-            kw["privacy_unit"] = v
-        for k in ("max_rows", "rows"):
-            if k in data:
-                kw[k] = self.integer(data[k])
-        if "null_units" in data:
-            kw["null_units"] = data["null_units"][0]
-        csv: dict[str, Any] = {
-            k: data[k][0] for k in ("encoding", "delimiter", "header") if k in data
-        }
-        try:
-            opts = CsvOptions(**csv)
-        except (ParameterError, TypeError) as exc:
-            key = data.get("delimiter", (None, ("data",)))[1]
-            raise self.error(key, str(exc), "delimiter") from None
-        if bounds and "privacy_unit" not in kw:
-            first = next(iter(bounds))
-            raise self.error(
-                data[first][1],
-                "contribution bounds need a `privacy_unit` column (without one, each row is a "
-                "unit)",
-                "privacy_unit",
-            )
-        try:
-            return Schema(tuple(columns), bounds=ContributionBounds(**bounds), csv=opts, **kw)
-        except ParameterError as exc:
-            key = data.get(exc.parameter or "", (None, ("data",)))[1]
-            raise self.error(key, str(exc), exc.parameter) from None
-
-    def query(self, i: int, raw: object, conf: float, size: int) -> PlannedQuery:
-        key: Path_ = ("query", i)
-        entries = self.canonical(key, self.table(key, raw), _QUERY_KEYS)
-        if "statistic" not in entries:
-            raise self.error(key, f"a query needs a `statistic` ({', '.join(STATISTICS)})")
-        kw: dict[str, Any] = {}
-        for k in ("statistic", "column", "method", "name"):
-            if k in entries:
-                kw[k] = entries[k][0]
-        if "by" in entries:
-            by, bkey = entries["by"]
-            by = [by] if isinstance(by, str) else by
-            if not isinstance(by, list) or not all(isinstance(b, str) for b in by):
-                raise self.error(bkey, "must be a column name or a list of them", "by")
-            kw["by"] = tuple(by)
-        if "bins" in entries:
-            bins, bkey = entries["bins"]
-            if isinstance(bins, list):
-                by = kw.get("by", ())
-                if len(by) != 1:
-                    raise self.error(
-                        bkey,
-                        "a list of edges needs exactly one `by` column; with several, write "
-                        "bins = { column = [edges] }",
-                        "bins",
-                    )
-                bins = {by[0]: bins}
-            if not isinstance(bins, dict) or not all(isinstance(e, list) for e in bins.values()):
-                raise self.error(bkey, "must be a list of edges or a table of them", "bins")
-            kw["bins"] = tuple((c, tuple(self.edges(bkey, c, e))) for c, e in bins.items())
-        if "quantiles" in entries:
-            qs, qkey = entries["quantiles"]
-            if not isinstance(qs, list) or not all(
-                isinstance(x, (int, Decimal)) and not isinstance(x, bool) for x in qs
-            ):
-                raise self.error(qkey, "must be a list of probabilities", "quantiles")
-            kw["quantiles"] = tuple(Fraction(x) for x in qs)
-        if "resolution" in entries:
-            kw["resolution"] = Fraction(self.number(entries["resolution"], Decimal))
-        query = self.build_query(key, entries, kw)
-        how: dict[str, Any] = {}
-        for k in ("epsilon", "accuracy", "weight"):
-            if k in entries:
-                how[k] = Fraction(self.number(entries[k], Decimal))
-        if len(how) != 1:
-            raise self.error(
-                key,
-                "a query gives exactly one of `epsilon`, `accuracy` and `weight`, not "
-                + (", ".join(how) or "none"),
-                "epsilon",
-            )
-        if "confidence" in entries:
-            conf = self.number(entries["confidence"], float)
-        if "group_size" in entries:
-            size = self.integer(entries["group_size"])
-        try:
-            return PlannedQuery(query, confidence=conf, group_size=size, **how)
-        except ParameterError as exc:
-            sub = entries.get(exc.parameter or "", (None, key))[1]
-            raise self.error(sub, str(exc), exc.parameter) from None
-
-    def edges(self, key: Path_, column: str, edges: list[Any]) -> list[Fraction]:
-        if not all(isinstance(e, (int, Decimal)) and not isinstance(e, bool) for e in edges):
-            raise self.error(key, f"bins of {column!r} must be numbers", "bins")
-        return [Fraction(e) for e in edges]
-
-    def build_query(
-        self, key: Path_, entries: dict[str, tuple[Any, Path_]], kw: dict[str, Any]
-    ) -> Query:
-        try:
-            return Query(**kw)
-        except ParameterError as exc:
-            sub = entries.get(exc.parameter or "", (None, key))[1]
-            raise self.error(sub, str(exc), exc.parameter) from None
-        except TypeError as exc:
-            raise self.error(key, f"invalid query: {exc}") from None
-
-
-def _kind(value: object) -> str:
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "a list"
-    return repr(value)
 
 
 def _positive(name: str, x: object) -> Fraction:

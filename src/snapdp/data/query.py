@@ -2,8 +2,9 @@
 
 A :class:`Query` names a statistic, the value column it reads (declared with bounds in the
 :class:`~snapdp.data.schema.Schema`), the grouping columns (declared with keys or bins; a query may
-bin a numeric column by its own edges), and, for quantiles, the probabilities. A query holds no
-ε: the release or the plan assigns it.
+bin a numeric column by its own edges), for quantiles the probabilities, and an optional row
+filter (``where``, a :mod:`snapdp.data.predicate`: the statistic reads only the rows it holds
+for). A query holds no ε: the release or the plan assigns it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, TypeAlias
 
+from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Or, Predicate, to_sql
 from snapdp.errors import ParameterError
 
 __all__ = ["STATISTICS", "Query", "StatisticName"]
@@ -29,7 +31,8 @@ class Query:
     ``method``: for a mean, "ratio" (noisy sum / noisy count, default) or "substitute" (needs the
     declared public row count). ``name``: a label for results (default: derived).
     ``resolution``: for quantiles, the widest leaf of the tree histogram (default: the declared
-    range / 1024, and at least 1 for an integer column).
+    range / 1024, and at least 1 for an integer column). ``where``: keep only the rows this
+    predicate holds for (SQL's WHERE; checked against the declaration when compiled).
     """
 
     statistic: StatisticName
@@ -40,6 +43,7 @@ class Query:
     method: Literal["ratio", "substitute"] = "ratio"
     name: str | None = None
     resolution: Fraction | None = None
+    where: Predicate | None = None
 
     def __post_init__(self) -> None:
         if self.statistic not in STATISTICS:
@@ -89,6 +93,13 @@ class Query:
             raise ParameterError(
                 f"`method` must be 'ratio' or 'substitute', not {self.method!r}", parameter="method"
             )
+        if self.where is not None and not isinstance(
+            self.where, (Compare, InList, IsNull, And, Or, Not)
+        ):
+            raise ParameterError(
+                f"`where` must be a filter (snapdp.data.predicate), not {self.where!r}",
+                parameter="where",
+            )
         for column, _edges in self.bins:
             if column not in self.by:
                 raise ParameterError(
@@ -101,4 +112,5 @@ class Query:
         if self.name:
             return self.name
         core = self.statistic if self.column is None else f"{self.statistic}({self.column})"
-        return core + (f" by {', '.join(self.by)}" if self.by else "")
+        core += f" by {', '.join(self.by)}" if self.by else ""
+        return core + (f" where {to_sql(self.where)}" if self.where is not None else "")

@@ -142,6 +142,30 @@ class PrivateTable:
         """A private standard deviation of a declared, bounded column."""
         return self.release([Query("std", column, tuple(by))], epsilon, **kw)[0]
 
+    def sql(
+        self, query: str, epsilon: object = None, *, confidence: float = 0.95
+    ) -> list[QueryResult]:
+        """Release the aggregates of the SELECT ``query`` (docs/sql.md): one result per aggregate,
+        in SELECT order, with HAVING and ORDER BY applied to the released values. ``epsilon``:
+        the query's total, split equally between its aggregates (or BigQuery's
+        ``OPTIONS(epsilon = …)``). A query outside the grammar raises a
+        :class:`~snapdp.data.frontends.sql.SqlError` (line, column, caret) before anything is
+        read or spent. FROM may name any table: this one is the only one."""
+        from snapdp.data.frontends.sql import apply_post_processing, parse_sql
+        from snapdp.data.workload import Declaration
+
+        declaration = Declaration(self.schema, confidence=confidence)
+        parsed = parse_sql(query, declaration, epsilon=epsilon)
+        if parsed.workload.schema.privacy_unit is not None:
+            _check_unit(parsed.workload.schema)
+        schema = self.schema
+        self.schema = parsed.workload.schema  # OPTIONS / CLAMP may refine the declaration
+        try:
+            results = self.release(parsed.queries, parsed.epsilons, confidence=confidence)
+        finally:
+            self.schema = schema
+        return apply_post_processing(parsed, results)
+
     # -- accuracy before spending ------------------------------------------------------------
     def accuracy(
         self,
@@ -216,6 +240,7 @@ class PrivateTable:
         present = set(self.engine.column_names())
         used = [g.name for c in compiled for g in c.engine_groupings]
         used += [c.value.column.name for c in compiled if c.value is not None]
+        used += [w.name for c in compiled for w in c.where_columns]
         if self.schema.privacy_unit is not None:
             used.append(self.schema.privacy_unit)
         for name in dict.fromkeys(used):
@@ -249,11 +274,11 @@ class PrivateTable:
         hash_key: str,
     ) -> list[dict[str, npt.NDArray[np.float64]]]:
         """The engine's aggregates (one engine call per distinct grouping) and the noise."""
-        plans: dict[tuple[Column, ...], list[int]] = {}
+        plans: dict[tuple[Any, ...], list[int]] = {}
         for i, c in enumerate(compiled):
-            plans.setdefault(c.engine_groupings, []).append(i)
+            plans.setdefault((c.engine_groupings, c.where, c.where_columns), []).append(i)
         out: list[dict[str, npt.NDArray[np.float64]]] = [{} for _ in compiled]
-        for groupings, members in plans.items():
+        for (groupings, where, where_columns), members in plans.items():
             values = list(dict.fromkeys(compiled[i].value for i in members if compiled[i].value))
             plan = AggregatePlan(
                 groupings=groupings,
@@ -262,6 +287,8 @@ class PrivateTable:
                 null_units=self.schema.null_units,
                 bounds=self.schema.bounds,
                 hash_key=hash_key,
+                where=where,
+                where_columns=where_columns,
             )
             index = {v: j for j, v in enumerate(plan.values)}
             if self._executor_noise(plan, [noises[i] for i in members]):

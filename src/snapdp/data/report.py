@@ -12,13 +12,21 @@ import io
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from snapdp.data.results import QueryResult, _atomic, _fraction_text, _json_value
+from snapdp.data.schema import Schema
 
-if TYPE_CHECKING:
-    from snapdp.data.plan import PlanPreview
-    from snapdp.data.schema import Schema
+
+class PlanPreview(Protocol):
+    """What the report reads of a plan's preview: the assumptions it printed (the planner's
+    :class:`~snapdp.data.plan.PlanPreview` is one; the report does not import the planner)."""
+
+    @property
+    def assumptions(self) -> Sequence[str]:
+        """One sentence per assumption."""
+        ...
+
 
 __all__ = ["render_report", "write_report"]
 

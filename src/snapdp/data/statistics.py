@@ -49,6 +49,7 @@ import numpy.typing as npt
 from snapdp.data import calibration, quantiles
 from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
+from snapdp.data.predicate import Predicate, check_predicate, columns_of
 from snapdp.data.query import Query
 from snapdp.data.results import QueryResult, ResultRow
 from snapdp.data.schema import DEFAULT_MAX_ROWS, Column, Key, Schema, keys_product
@@ -121,6 +122,8 @@ class Compiled:
     schema: Schema = field(repr=False)
     leaf: Column | None = None  # quantiles: the value column binned at the tree's leaves
     tree: Any = None  # quantiles: the tree (snapdp.data.quantiles.TreeSpec)
+    where: Predicate | None = None  # the row filter, literals typed by the declaration
+    where_columns: tuple[Column, ...] = ()  # the declared columns it reads
 
     @property
     def engine_groupings(self) -> tuple[Column, ...]:
@@ -192,9 +195,19 @@ class AccuracyStatement:
 
 # -- compiling --------------------------------------------------------------------------------
 def compile_query(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
-    """Check ``query`` against ``schema`` and work out its parts (no data is read)."""
+    """Check ``query`` against ``schema`` and work out its parts (no data is read). A row filter
+    changes no part: it only removes rows, each on its own, before contribution bounding."""
     if not isinstance(query, Query):
         raise ParameterError(f"a query must be a Query, not {query!r}", parameter="queries")
+    compiled = _compile_parts(query, schema, epsilon)
+    if query.where is None:
+        return compiled
+    where = check_predicate(query.where, schema)
+    used = tuple(schema.column(name) for name in columns_of(where))
+    return replace(compiled, where=where, where_columns=used)
+
+
+def _compile_parts(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
     overrides = dict(query.bins)
     groupings: list[Column] = []
     declared = {c.name for c in schema.columns}

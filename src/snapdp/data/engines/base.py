@@ -45,7 +45,10 @@ follows the same steps, so that all of them return the same numbers for the same
    is null, except that text takes integers as their decimal digits. The privacy unit's text for
    the ranks is the decimal digits of an integer unit, or the text of a text unit (a unit column
    is declared integer or text; text by default).
-3. **Cells.** A grouping column's null follows its null rule (drop the row, or impute a declared
+3. **Filter.** With a row filter (``where``, a :mod:`snapdp.data.predicate` over the cast
+   values of ``where_columns``, before any null rule), a row for which it is not true is
+   dropped (SQL's three-valued logic; :func:`snapdp.data.predicate.evaluate` is the definition).
+   Cells. A grouping column's null follows its null rule (drop the row, or impute a declared
    key); a value that is not a declared key, or lies outside every bin, drops the row. The cell
    index is the row-major index over the grouping columns.
 4. **Units.** Rows whose privacy unit is null are dropped, or (``null_units="own"``) each is its
@@ -82,6 +85,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.data.predicate import Predicate
 from snapdp.data.schema import Column, ContributionBounds
 from snapdp.errors import ParameterError
 
@@ -131,7 +135,8 @@ class AggregatePlan:
     ``groupings``: columns with declared keys or bins (their cross product is the cell set).
     ``values``: value columns. ``unit``: the privacy-unit column (None: each row is a unit and no
     bounding is done). ``hash_key``: 32 hex digits, fresh per release (from the release's random
-    source), keying the ranks of step 5.
+    source), keying the ranks of step 5. ``where``: the row filter of step 3 (None: every row),
+    over the declared ``where_columns``.
     """
 
     groupings: tuple[Column, ...] = ()
@@ -140,6 +145,8 @@ class AggregatePlan:
     null_units: str = "drop"
     bounds: ContributionBounds = field(default_factory=ContributionBounds)
     hash_key: str = "0" * 32
+    where: Predicate | None = None
+    where_columns: tuple[Column, ...] = ()
 
     @property
     def n_cells(self) -> int:
@@ -154,6 +161,7 @@ class AggregatePlan:
         names = [g.name for g in self.groupings] + [v.column.name for v in self.values]
         if self.unit is not None:
             names.append(self.unit.name)
+        names += [c.name for c in self.where_columns]
         return list(dict.fromkeys(names))
 
 

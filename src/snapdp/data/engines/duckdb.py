@@ -58,6 +58,7 @@ from snapdp.data.engines._csvlines import (
     header_fields,
 )
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
+from snapdp.data.predicate import render
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
@@ -488,6 +489,14 @@ class DuckDBEngine:
                 index = _bin_expr(g, value)
                 where.append(f"({index}) IS NOT NULL")
                 cell_terms.append(f"({index}) * {stride}")
+        if plan.where is not None:  # step 3: the row filter, on the cast values
+            where.append(
+                render(
+                    plan.where,
+                    lambda name: alias[name],
+                    lambda name, value: _typed_literal(decl[name], value),
+                )
+            )
         cell = " + ".join(cell_terms) if cell_terms else "0"
         cols.append(f"CAST({cell} AS BIGINT) AS {_P}cell")
         layout: list[str] = []
@@ -957,7 +966,8 @@ def _kind(exc: BaseException) -> str:
 
 # -- pandas ----------------------------------------------------------------------------------
 def _declared(plan: AggregatePlan) -> dict[str, Column]:
-    decl: dict[str, Column] = {g.name: g for g in plan.groupings}
+    decl: dict[str, Column] = {c.name: c for c in plan.where_columns}
+    decl.update({g.name: g for g in plan.groupings})
     for v in plan.values:
         decl[v.column.name] = v.column
     if plan.unit is not None:

@@ -46,6 +46,7 @@ import numpy.typing as npt
 
 from snapdp.data.engines._csvlines import check_delimiter, column_names, csv_encoding, unquote
 from snapdp.data.engines.base import AggregatePlan, Aggregates, NoiseRequest, ValueColumn
+from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Predicate
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
@@ -223,7 +224,13 @@ class SparkEngine:
         df = self._df.select(*[sf.col(_quote(n)).alias(src[n]) for n in names])
         session = self._df.sparkSession
 
-        # step 3: cells
+        # step 3: the row filter (on the cast values), then cells
+        if plan.where is not None:
+            where_cols = {c.name: c for c in plan.where_columns}
+            cast_values = {
+                name: _cast(c, sf.col(src[name]), dtypes[name]) for name, c in where_cols.items()
+            }
+            df = df.where(_where_expr(plan.where, cast_values, where_cols))
         df = df.withColumn("_cell", sf.lit(0).cast("long"))
         stride = 1
         for g in reversed(plan.groupings):
@@ -682,6 +689,39 @@ def _typed_literal(column: Column, value: object) -> Any:
     if column.type == "date":
         return sf.lit(value).cast("date")
     return sf.lit(value)
+
+
+def _where_expr(predicate: Predicate, values: dict[str, Any], decl: dict[str, Column]) -> Any:
+    """The row filter as a Spark Column (SQL's three-valued logic, as DuckDB and the oracle)."""
+    from pyspark.sql import functions as sf
+
+    def lit(name: str, value: object) -> Any:
+        if decl[name].type == "decimal":
+            assert isinstance(value, (int, Fraction))
+            try:
+                return sf.lit(float(value))  # the nearest double
+            except OverflowError:
+                return sf.lit(math.inf if value > 0 else -math.inf)
+        return _typed_literal(decl[name], value)
+
+    def walk(p: Predicate) -> Any:
+        if isinstance(p, Compare):
+            v, x = values[p.column], lit(p.column, p.value)
+            ops = {"=": v == x, "<>": v != x, "<": v < x, "<=": v <= x, ">": v > x, ">=": v >= x}
+            return ops[p.op]
+        if isinstance(p, InList):
+            return values[p.column].isin(*[lit(p.column, x) for x in p.values])
+        if isinstance(p, IsNull):
+            return values[p.column].isNull()
+        if isinstance(p, Not):
+            return ~walk(p.term)
+        terms = [walk(t) for t in p.terms]
+        out = terms[0]
+        for t in terms[1:]:
+            out = (out & t) if isinstance(p, And) else (out | t)
+        return out
+
+    return walk(predicate)
 
 
 def _key_table(session: Any, g: Column, idx_name: str) -> Any:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from snapdp.data._toml import KeyLocator
+from snapdp.data.frontends._toml import KeyLocator
 from snapdp.data.plan import DEFAULT_GROUP_SIZE, Plan
 from snapdp.errors import ParameterError
 

@@ -1,4 +1,5 @@
-"""Reading a TOML file with positions for errors (docs/plans.md, "Errors").
+"""Reading a TOML file with positions for errors (docs/plans.md, "Errors"); the TOML front end's
+reader (:mod:`snapdp.data.frontends.toml`).
 
 ``tomllib`` reports the line of a syntax error but gives no positions for the values it returns,
 so a semantic error ("unknown column") could not say where it is. :class:`KeyLocator` finds the
@@ -17,7 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from snapdp.errors import ParameterError
+from snapdp.data._located import Path_, PlanFileError, describe_key
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -25,9 +26,6 @@ else:  # pragma: no cover - the package needs Python 3.11 for plan files
     tomllib = None
 
 __all__ = ["KeyLocator", "Path_", "PlanFileError", "describe_key", "load_toml"]
-
-#: A key path: table names, array-of-table indices (0-based) and key names.
-Path_ = tuple[str | int, ...]
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\[\]]+?)\s*\]\]?\s*(#.*)?$")
 _BARE = r"[A-Za-z0-9_-]+"
@@ -37,10 +35,6 @@ _DOTTED = rf"{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*"
 _ASSIGN = re.compile(rf"^\s*({_DOTTED})\s*=")
 _INLINE_KEY = re.compile(rf"(?:^|[{{,])\s*({_DOTTED})\s*=")
 _SYNTAX_LINE = re.compile(r"\(at line (\d+), column \d+\)")
-
-
-class PlanFileError(ParameterError):
-    """A plan file breaks a rule; the message names the file, the line and the key."""
 
 
 def _split_dotted(text: str) -> list[str]:
@@ -93,17 +87,6 @@ class KeyLocator:
             if found is not None:
                 return found
         return None
-
-
-def describe_key(path: Path_) -> str:
-    """``query[2].accuracy`` for ("query", 1, "accuracy"): indices 1-based, as a user counts."""
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part + 1}]"
-        else:
-            out += ("." if out else "") + part
-    return out
 
 
 def load_toml(path: Path) -> tuple[dict[str, Any], KeyLocator]:

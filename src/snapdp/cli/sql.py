@@ -1,0 +1,140 @@
+"""``snapdp sql``: a SELECT over a declared table, released through snapping (docs/sql.md).
+
+Thin glue: the declaration file and the query text go through the SQL front end
+(:mod:`snapdp.data.frontends.sql`) into a workload; the release runs it as ``snapdp release``
+does (one ledger entry, all or nothing) and prints the same output (``--json``:
+``{"results": [...]}`` exactly as ``release --json``). A query outside the grammar is refused with
+its line, column and a caret, before any data is read and with nothing spent.
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import click
+
+from snapdp.cli._common import epsilon_type, json_option, library_errors, mark_spent
+from snapdp.errors import ParameterError
+
+__all__ = ["sql"]
+
+
+@click.command()
+@click.argument("query", metavar="QUERY")
+@click.option(
+    "--declaration",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="TOML file with [data] (source, privacy unit, bounds) and [columns]. [required]",
+)
+@click.option(
+    "--epsilon",
+    type=epsilon_type,
+    help="ε of the whole query, split equally between its aggregates (or OPTIONS(epsilon=…)).",
+)
+@click.option("--ledger", type=click.Path(dir_okay=False), help="SQLite budget ledger file.")
+@click.option(
+    "--total-epsilon",
+    type=epsilon_type,
+    help="Total budget of the dataset when its ledger entry is new.",
+)
+@click.option("--dataset", metavar="NAME", help="The name of the dataset's budget in --ledger.")
+@click.option("--confidence", type=float, default=None, help="Every ± holds with this probability.")
+@click.option("--dry-run", is_flag=True, help="Show the accuracy; draw no noise, spend nothing.")
+@json_option
+@library_errors
+def sql(
+    query: str,
+    declaration: str,
+    epsilon: Fraction | None,
+    ledger: str | None,
+    total_epsilon: Fraction | None,
+    dataset: str | None,
+    confidence: float | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Release the aggregates of the SELECT QUERY over the table declared in --declaration.
+    Accepted: COUNT, SUM, AVG, VAR_POP/VAR_SAMP, STDDEV_POP/STDDEV_SAMP, PERCENTILE_CONT, MEDIAN;
+    WHERE over declared columns; GROUP BY declared keys or bins; HAVING and ORDER BY over the
+    released values. See docs/sql.md."""
+    from dataclasses import replace
+
+    from snapdp.cli._data import (
+        _exact_text,
+        _print_accuracy,
+        _print_results,
+        make_engine,
+        usefulness,
+    )
+    from snapdp.data.frontends.sql import SqlError, apply_post_processing, parse_sql
+    from snapdp.data.frontends.toml import load_declaration
+    from snapdp.data.ledger import Ledger
+    from snapdp.data.release import PrivateTable
+
+    decl = load_declaration(declaration)
+    if confidence is not None:
+        decl = replace(decl, confidence=confidence)
+    try:
+        parsed = parse_sql(query, decl, epsilon=epsilon)
+    except SqlError as exc:
+        if as_json:
+            click.echo(json.dumps({"error": str(exc)}))
+        else:
+            click.echo(f"Error: {exc}", err=True)
+        raise SystemExit(2) from None
+    workload = parsed.workload
+    schema = workload.schema
+    queries, epsilons = parsed.queries, parsed.epsilons
+    total = sum(epsilons, Fraction(0))
+    conf = workload.confidence
+    source = workload.declaration.source_path()
+    if source is None:
+        raise ParameterError("the declaration names no `source` in [data]", parameter="source")
+    if dry_run:
+        from snapdp.cli._data import _NoEngine
+
+        table = PrivateTable(
+            schema=schema, engine=_NoEngine(str(source)), ledger=Ledger(None, total)
+        )
+        _print_accuracy(table.accuracy(queries, epsilons, confidence=conf), as_json)
+        return
+    table = PrivateTable(
+        schema=schema,
+        engine=make_engine("duckdb", source, schema),
+        ledger=Ledger(None, total),
+        dataset=dataset or workload.dataset,
+    )
+    table.validate(queries, epsilons, confidence=conf)  # before any ledger file is created
+    name = table.dataset
+    given = None if total_epsilon is None else Fraction(total_epsilon)
+    if ledger is not None and given is None and workload.total_epsilon is not None:
+        given = workload.total_epsilon
+    book = Ledger(ledger, given if ledger is not None else (given or total), dataset=name)
+    table.ledger = book
+    before = len(book.entries())
+    try:
+        results = table.release(queries, epsilons, confidence=conf)
+    except KeyboardInterrupt:
+        if len(book.entries()) > before:
+            mark_spent(f"ledger {ledger or '(in memory)'}, dataset {name!r}")
+        raise
+    results = apply_post_processing(parsed, results)
+    remaining = table.remaining
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "data": str(source),
+                    "results": [
+                        {**r.as_dict(), "flags": usefulness(r, schema)[0]} for r in results
+                    ],
+                    "epsilon_spent": _exact_text(total),
+                    "ledger": ledger,
+                    "budget_remaining": _exact_text(remaining),
+                }
+            )
+        )
+        return
+    _print_results(str(source), results, total, ledger, remaining, schema)

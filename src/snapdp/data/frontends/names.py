@@ -1,0 +1,121 @@
+"""The user-facing names of every workload parameter: one table (docs/sql.md, "One workload").
+
+Each library parameter (the name a :class:`~snapdp.errors.ParameterError` carries) has the flag
+that sets it on ``snapdp release`` / ``snapdp check``, its TOML key (in which plan-file table,
+with the aliases a plan file may use) and its SQL word. Every front end's error messages name a
+parameter through this table, so a user reads the name they wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["NAMES", "Name", "flag_for", "flags", "sql_word_for", "toml_keys"]
+
+Table = Literal["data", "columns", "query"]
+
+
+@dataclass(frozen=True)
+class Name:
+    """How one parameter is written: ``flag`` (None: no flag), ``toml`` (table, key, aliases;
+    None: no key) and ``sql`` (None: not written in SQL)."""
+
+    flag: str | None = None
+    toml: tuple[Table, str, tuple[str, ...]] | None = None
+    sql: str | None = None
+
+
+_VALUES = "--column/--sum/--mean/--var/--std/--quantiles"
+
+#: Library parameter → its names. The order of each TOML table is the order of its keys.
+NAMES: Mapping[str, Name] = {
+    # [data]: the source, the declaration's table-wide facts, the budget
+    "source": Name(None, ("data", "source", ("path", "file")), "FROM"),
+    "privacy_unit": Name(
+        "--privacy-unit", ("data", "privacy_unit", ("unit", "privacy_id")), "privacy_unit_column"
+    ),
+    "max_rows_per_unit": Name(
+        "--max-rows-per-unit",
+        ("data", "max_rows_per_unit", ("max_contributions", "k")),
+        "max_rows_contributed",
+    ),
+    "max_groups_per_unit": Name(
+        "--max-groups-per-unit",
+        ("data", "max_groups_per_unit", ("max_partitions_contributed", "l0")),
+        "max_groups_contributed",
+    ),
+    "max_rows_per_group": Name(
+        "--max-rows-per-group",
+        ("data", "max_rows_per_group", ("max_contributions_per_partition", "linf")),
+    ),
+    "total_epsilon": Name("--total-epsilon", ("data", "total_epsilon", ("epsilon",))),
+    "confidence": Name("--confidence", ("data", "confidence", ())),
+    "group_size": Name(None, ("data", "group_size", ("reference_group_size",))),
+    "max_rows": Name("--max-rows", ("data", "max_rows", ())),
+    "rows": Name("--rows", ("data", "rows", ("row_count",))),
+    "null_units": Name("--null-units", ("data", "null_units", ())),
+    "encoding": Name("--encoding", ("data", "encoding", ())),
+    "delimiter": Name("--delimiter", ("data", "delimiter", ())),
+    "header": Name("--header/--no-header", ("data", "header", ())),
+    "dataset": Name("--dataset", ("data", "dataset", ("name",)), "FROM"),
+    # [columns.NAME]
+    "type": Name("--column", ("columns", "type", ())),
+    "lower": Name(_VALUES, ("columns", "lower", ("min",)), "CLAMP"),
+    "upper": Name(_VALUES, ("columns", "upper", ("max",)), "CLAMP"),
+    "keys": Name("--keys", ("columns", "keys", ("values", "domain"))),
+    "bins": Name("--bins", ("columns", "bins", ("edges",))),
+    "nulls": Name("--nulls", ("columns", "nulls", ("null", "on_null"))),
+    "columns": Name("--column"),
+    # [[query]]
+    "statistic": Name(
+        "--count/--sum/--mean/--var/--std", ("query", "statistic", ("stat",)), "SELECT"
+    ),
+    "column": Name("--sum/--mean/--var/--std", ("query", "column", ()), "SELECT"),
+    "by": Name("--by", ("query", "by", ("group_by",)), "GROUP BY"),
+    "query_bins": Name("--bins", ("query", "bins", ("edges",))),
+    "quantiles": Name("--quantiles", ("query", "quantiles", ("probabilities",)), "PERCENTILE_CONT"),
+    "resolution": Name(None, ("query", "resolution", ())),
+    "method": Name("--mean-method", ("query", "method", ())),
+    "name": Name(None, ("query", "name", ("label",)), "AS"),
+    "where": Name(None, ("query", "where", ()), "WHERE"),
+    "sql": Name(None, ("query", "sql", ())),
+    "epsilon": Name("--epsilon", ("query", "epsilon", ()), "OPTIONS(epsilon)"),
+    "accuracy": Name(None, ("query", "accuracy", ("target", "target_accuracy"))),
+    "query_confidence": Name("--confidence", ("query", "confidence", ())),
+    "weight": Name(None, ("query", "weight", ())),
+    "query_group_size": Name(None, ("query", "group_size", ("reference_group_size",))),
+}
+
+
+def toml_keys(table: Table, *, sql: bool = False) -> dict[str, tuple[str, ...]]:
+    """The keys of a plan file's table, each with its aliases (``sql``: with the query keys
+    only the SQL front end reads: ``sql``, ``where``)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for name in NAMES.values():
+        if name.toml is not None and name.toml[0] == table:
+            key, aliases = name.toml[1], name.toml[2]
+            if key in ("sql", "where") and not sql:
+                continue
+            out[key] = aliases
+    return out
+
+
+def flags() -> dict[str, str]:
+    """Library parameter → the flag that sets it (for the table release and ``check``)."""
+    return {
+        p: n.flag for p, n in NAMES.items() if n.flag is not None and not p.startswith("query_")
+    }
+
+
+def flag_for(parameter: str) -> str | None:
+    """The flag of ``parameter``, or None."""
+    name = NAMES.get(parameter)
+    return None if name is None else name.flag
+
+
+def sql_word_for(parameter: str) -> str | None:
+    """The SQL word of ``parameter``, or None."""
+    name = NAMES.get(parameter)
+    return None if name is None else name.sql

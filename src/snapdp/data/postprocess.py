@@ -1,0 +1,99 @@
+"""Post-processing of released values: SQL's HAVING and ORDER BY (docs/sql.md, "HAVING and
+ORDER BY").
+
+Both act on what was released, never on the data: which groups are shown, and in which order, is
+decided by the noisy values, which costs no privacy (post-processing). Each result says so in its
+notes. A :class:`PostProcessing` names the outputs of a query (its grouping columns and its
+aggregates, by the names a user wrote), a HAVING condition as a
+:mod:`snapdp.data.predicate` over those names (evaluated by :func:`snapdp.data.predicate.evaluate`,
+SQL's three-valued logic), and the ORDER BY keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from snapdp.data.predicate import Predicate, evaluate
+from snapdp.data.results import QueryResult, ResultRow
+
+__all__ = ["Output", "PostProcessing", "apply_post_processing"]
+
+NOTE = (
+    "{clause} was applied to the released values, not the true ones (post-processing: no extra "
+    "privacy cost; docs/sql.md, 'HAVING and ORDER BY')"
+)
+SAMPLE_NOTE = (
+    "VAR_SAMP/STDDEV_SAMP: released as the population form (divided by n, not n - 1); for a "
+    "group of n rows the two differ by the factor n/(n - 1) (docs/sql.md, 'Aggregates')"
+)
+
+
+@dataclass(frozen=True)
+class Output:
+    """One SELECT item: a grouping ``column`` or an ``aggregate`` (its index among the query's
+    results), under the ``name`` the query gives it."""
+
+    name: str
+    column: str | None = None
+    aggregate: int | None = None
+
+
+@dataclass(frozen=True)
+class PostProcessing:
+    """What to do with the released values of one query's results.
+
+    ``having``: keep the cells for which it is true (over output names; ``#i`` names the i-th
+    aggregate); ``order``: (output name, descending) keys, the first the most significant;
+    ``sample``: indices of aggregates written in their sample form (a note is added)."""
+
+    outputs: tuple[Output, ...] = ()
+    having: Predicate | None = None
+    order: tuple[tuple[str, bool], ...] = ()
+    sample: tuple[int, ...] = ()
+
+
+def apply_post_processing(
+    post: PostProcessing, results: Sequence[QueryResult]
+) -> list[QueryResult]:
+    """The results with HAVING and ORDER BY applied to the released values, each said in the
+    notes (all results of one query share their cells)."""
+    out = [
+        replace(r, notes=(*r.notes, SAMPLE_NOTE)) if i in post.sample else r
+        for i, r in enumerate(results)
+    ]
+    if (post.having is None and not post.order) or not out:
+        return out
+    keys = out[0].key_columns
+    cells = [row.keys for row in out[0].rows]
+    values = [{row.keys: row.value for row in r.rows} for r in out]
+
+    def env(cell: tuple[Any, ...]) -> dict[str, object]:
+        named: dict[str, object] = dict(zip(keys, cell, strict=True))
+        for i in range(len(out)):
+            named[f"#{i}"] = values[i][cell]
+        for o in post.outputs:
+            if o.aggregate is not None:
+                named[o.name] = values[o.aggregate][cell]
+            elif o.column is not None:
+                named[o.name] = cell[keys.index(o.column)]
+        return named
+
+    kept = [c for c in cells if post.having is None or evaluate(post.having, env(c)) is True]
+    notes = [NOTE.format(clause="HAVING")] if post.having is not None else []
+    for name, descending in reversed(post.order):  # stable sorts: the first key last
+
+        def key(cell: tuple[Any, ...], n: str = name) -> tuple[int, Any]:
+            x = env(cell)[n]
+            return (0, x) if x is not None else (1, 0)
+
+        kept.sort(key=key, reverse=descending)
+    if post.order:
+        notes.append(NOTE.format(clause="ORDER BY"))
+    final = []
+    for r in out:
+        by_cell = {row.keys: row for row in r.rows}
+        rows: tuple[ResultRow, ...] = tuple(by_cell[c] for c in kept)
+        final.append(replace(r, rows=rows, notes=(*r.notes, *notes)))
+    return final
