@@ -14,9 +14,9 @@ The page sends a *document*: every field exactly as typed (strings), never a pat
 :func:`document_toml` writes it as the text of a plan file (numbers keep the digits typed; a
 field that is not a number is written as a string, so that the plan loader rejects it with the
 same message as ``snapdp plan``), with the source fixed by the command line. :func:`load_plan`
-loads that text with :meth:`Plan.load` — the command line's own loader and checks — and turns
-its error ("file, line N, key `K`: message") into a :class:`FieldError` naming the page's
-field. Nothing here reads the data source.
+loads that text as a :class:`~snapdp.data.workload.Workload` with the TOML front end — the
+command line's own loader and checks — and turns its error ("file, line N, key `K`: message")
+into a :class:`FieldError` naming the page's field. Nothing here reads the data source.
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._rational import format_rational
+from snapdp.data.frontends.toml import load_workload
 from snapdp.data.plan import Plan, PlanPreview, usefulness_flags
 from snapdp.data.plan_toml import dumps
 from snapdp.data.schema import CsvOptions
+from snapdp.data.workload import Workload
 from snapdp.errors import ParameterError
 
 __all__ = [
@@ -45,6 +47,7 @@ __all__ = [
     "digest",
     "document_from_plan",
     "document_from_toml",
+    "document_from_workload",
     "document_toml",
     "load_plan",
     "preview_json",
@@ -297,13 +300,13 @@ def document_toml(doc: object, source: str | None) -> str:
     return dumps(_toml_structure(_check_shape(doc), source or NO_SOURCE))
 
 
-def load_plan(doc: object, source: str | None, workdir: Path) -> tuple[Plan, str]:
-    """The plan of the page's document and its plan-file text, loaded by ``Plan.load`` from a
-    file in ``workdir``; a :class:`FieldError` naming the field when a rule is broken."""
+def load_plan(doc: object, source: str | None, workdir: Path) -> tuple[Workload, str]:
+    """The workload of the page's document and its plan-file text, loaded by the TOML front
+    end (``snapdp plan``'s loader) from a file in ``workdir``; a :class:`FieldError` naming the
+    field when a rule is broken."""
     checked = _check_shape(doc)
     text = dumps(_toml_structure(checked, source or NO_SOURCE))
-    plan = _load_text(text, workdir, _field_map(checked))
-    return plan, text
+    return _load_text(text, workdir, _field_map(checked)), text
 
 
 def describe_key(path: tuple[str | int, ...]) -> str:
@@ -323,10 +326,10 @@ def _write(text: str, workdir: Path) -> Path:
         return Path(f.name)
 
 
-def _load_text(text: str, workdir: Path, fields: Mapping[str, str]) -> Plan:
+def _load_text(text: str, workdir: Path, fields: Mapping[str, str]) -> Workload:
     path = _write(text, workdir)
     try:
-        return Plan.load(path)
+        return load_workload(path)
     except ParameterError as exc:  # a PlanFileError: "file, line N, key `K`: message"
         raise _field_error(str(exc), str(path), exc.parameter, fields) from None
     finally:
@@ -351,14 +354,15 @@ def preview(
 def plan_and_preview(
     doc: object, source: str | None, workdir: Path, *, draft: bool = False
 ) -> tuple[Plan, PlanPreview, str]:
-    """The plan, its preview (a draft: see :func:`preview`) and its digest (see
-    :func:`digest`); reads no data."""
+    """The planner's view of the page's workload, its preview (a draft: see :func:`preview`)
+    and the digest of the previewed workload (see :func:`digest`); reads no data."""
     checked = _check_shape(doc)
     text = dumps(_toml_structure(checked, source or NO_SOURCE))
     fields = _field_map(checked)
-    plan = _load_text(text, workdir, fields)
+    workload = _load_text(text, workdir, fields)
+    plan = workload.plan()
     planned = preview(plan, fields, draft=draft)
-    return plan, planned, digest(text, planned)
+    return plan, planned, digest(workload, planned)
 
 
 def _field_map(doc: dict[str, Any]) -> dict[str, str]:
@@ -384,9 +388,9 @@ def _field_error(
     text: str, path: str, parameter: str | None, fields: Mapping[str, str]
 ) -> FieldError:
     rest = text[len(path) :] if path and text.startswith(path) else text
-    m = _LOCATION.match(rest)
-    if m is None:
-        return FieldError(text, field=None, parameter=parameter)
+    m = _LOCATION.match(rest) if path else None
+    if m is None:  # an error of the planner, not of the file: placed by its parameter
+        return FieldError(text, field=fields.get(f"data.{parameter}"), parameter=parameter)
     key, message = m.group("key"), m.group("message")
     field = None
     if key is not None:
@@ -407,6 +411,14 @@ def _text(x: object) -> str:
     if hasattr(x, "isoformat"):
         return str(x.isoformat())
     return str(x)
+
+
+def document_from_workload(workload: Workload) -> dict[str, Any]:
+    """The page's document of ``workload`` (its source is not part of it)."""
+    doc = document_from_plan(workload.plan())
+    if workload.dataset is not None:
+        doc["data"]["dataset"] = workload.dataset
+    return doc
 
 
 def document_from_plan(plan: Plan) -> dict[str, Any]:
@@ -484,12 +496,7 @@ def document_from_toml(text: str, source: str | None, workdir: Path) -> dict[str
         rewritten = dumps(raw)
     except ParameterError as exc:
         raise FieldError(str(exc), field=None, parameter=exc.parameter) from None
-    doc = document_from_plan(_load_text(rewritten, workdir, {}))
-    for alias in ("dataset", "name"):  # the plan object does not hold it: kept from the file
-        value = raw.get("data", {}).get(alias) if isinstance(raw.get("data"), dict) else None
-        if isinstance(value, str):
-            doc["data"]["dataset"] = value
-    return doc
+    return document_from_workload(_load_text(rewritten, workdir, {}))
 
 
 def csv_options(doc: object) -> CsvOptions:
@@ -518,11 +525,14 @@ def csv_options(doc: object) -> CsvOptions:
 
 
 # -- results for the page ---------------------------------------------------------------------
-def digest(text: str, planned: PlanPreview) -> str:
-    """The digest of a previewed workload: its plan-file text (declaration, queries, source)
+def digest(workload: Workload, planned: PlanPreview) -> str:
+    """The digest of a previewed workload: its exact JSON form (declaration, source, queries)
     and what it would spend — every query's exact ε and the total."""
     spend = [format_rational(e, max_digits=None) for e in planned.epsilons]
-    body = json.dumps([text, spend, format_rational(planned.total, max_digits=None)])
+    body = json.dumps(
+        [workload.to_dict(), spend, format_rational(planned.total, max_digits=None)],
+        sort_keys=True,
+    )
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 

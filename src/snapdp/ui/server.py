@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._rational import format_rational
+from snapdp.data.frontends.toml import load_workload
 from snapdp.data.ledger import Ledger, dataset_name_for
 from snapdp.data.plan import Plan
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
@@ -109,9 +110,9 @@ class UiServer:
         if config.source is not None:
             self._source = str(Path(config.source).expanduser().resolve())
         if config.plan is not None:
-            plan = Plan.load(config.plan)
-            self.initial = wj.document_from_plan(plan)
-            src = plan.source_path()
+            workload = load_workload(config.plan)
+            self.initial = wj.document_from_workload(workload)
+            src = workload.declaration.source_path()
             if self._source is None and isinstance(src, str):
                 self._source = str(Path(src).expanduser().resolve())
         self.httpd = ThreadingHTTPServer(("127.0.0.1", config.port), _handler_for(self))

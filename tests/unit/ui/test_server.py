@@ -481,3 +481,16 @@ def test_load_keeps_what_the_page_does_not_show(client: Any) -> None:
         'name = "avg age"',
     ):
         assert line in out, (line, out)
+
+
+def test_a_plan_with_a_row_filter_is_refused_not_dropped(client: Any) -> None:
+    """The page has no field for a query's `where`: loading such a plan says so instead of
+    silently releasing over every row."""
+    text = (
+        '[data]\nsource = "x.csv"\ntotal_epsilon = 1\n'
+        '[columns]\nage = { type = "integer", lower = 0, upper = 100 }\n'
+        '[[query]]\nstatistic = "count"\nwhere = "age > 30"\nepsilon = 0.5\n'
+    )
+    r = client.api("load", {"toml": text})
+    assert r.status == 422, r.body
+    assert "where" in r.json()["error"]["message"]
