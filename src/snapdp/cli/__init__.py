@@ -17,6 +17,7 @@ from snapdp.cli.compare import compare
 from snapdp.cli.plan import plan, run
 from snapdp.cli.release import release
 from snapdp.cli.sql import sql
+from snapdp.cli.ui import ui
 from snapdp.cli.verify import verify
 
 __all__ = ["main"]
@@ -36,3 +37,4 @@ main.add_command(check)
 main.add_command(plan)
 main.add_command(run)
 main.add_command(sql)
+main.add_command(ui)

@@ -1,0 +1,86 @@
+"""``snapdp ui``: serve the local page that builds a plan and runs it (docs/ui.md).
+
+Thin glue over :class:`snapdp.ui.server.UiServer`: the first line of stdout is the page's URL
+(the token in its fragment); a browser opens it unless ``--no-browser``; Ctrl-C stops the server
+cleanly (after a release in progress).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from snapdp.cli._common import library_errors
+from snapdp.ui.server import UiConfig, UiServer
+
+__all__ = ["ui"]
+
+
+@click.command()
+@click.argument("plan_file", metavar="[PLAN]", required=False, type=click.Path(dir_okay=False))
+@click.option(
+    "--source",
+    type=click.Path(dir_okay=False),
+    help="The data file (CSV or Parquet) a run releases from (default: the plan's source). "
+    "The page cannot change it.",
+)
+@click.option(
+    "--ledger",
+    type=click.Path(dir_okay=False),
+    help="SQLite budget ledger (created by the first run). Needed to run.",
+)
+@click.option(
+    "--output",
+    type=click.Path(file_okay=False),
+    help="Folder for the runs' results, one sub-folder per run (default: PLAN's name + "
+    "'-results' beside it, else ./snapdp-results).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Port on 127.0.0.1 (0: any free port).",
+)
+@click.option("--no-browser", is_flag=True, help="Print the URL only; do not open a browser.")
+@library_errors
+def ui(
+    plan_file: str | None,
+    source: str | None,
+    ledger: str | None,
+    output: str | None,
+    port: int,
+    no_browser: bool,
+) -> None:
+    """Serve a local web page (127.0.0.1 only) to build a plan, see each query's ε and ± as you
+    type, and run it against --ledger. Prints the page's URL (with its access token) first. See
+    docs/ui.md."""
+    if output is not None:
+        out = Path(output)
+    elif plan_file is not None:
+        out = Path(plan_file).with_name(Path(plan_file).stem + "-results")
+    else:
+        out = Path("snapdp-results")
+    config = UiConfig(
+        plan=None if plan_file is None else Path(plan_file),
+        source=source,
+        ledger=None if ledger is None else Path(ledger),
+        output=out,
+        port=port,
+    )
+    server = UiServer(config)
+    click.echo(server.url)
+    sys.stdout.flush()
+    click.echo("snapdp ui: serving on 127.0.0.1 only; Ctrl-C stops it.", err=True)
+    if not no_browser:
+        import webbrowser
+
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("snapdp ui: stopped.", err=True)
+    finally:
+        server.close()

@@ -1,0 +1,432 @@
+// snapdp ui: the page (docs/ui.md). No framework, no build step, no network but its own server.
+// Everything shown comes from the server's answers, written as text (never as HTML).
+"use strict";
+
+const TOKEN = new URLSearchParams(location.hash.slice(1)).get("token") || "";
+const STATISTICS = ["count", "sum", "mean", "variance", "std", "quantiles"];
+const TYPES = ["integer", "decimal", "text", "boolean", "date"];
+const HOW = [["epsilon", "ε"], ["accuracy", "target ±"], ["weight", "weight"]];
+const DEBOUNCE_MS = 250;
+
+let doc = null;          // the page's document (every field a string, as typed)
+let state = null;        // what the server fixed: source, ledger, output
+let previewed = null;    // {digest, preview, ledger, document} of the last good preview
+let seq = 0;             // only the latest preview request counts
+let inflight = null;     // its AbortController
+let timer = null;
+let runNonce = null;     // one per visit of the run screen
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (k === "class") node.className = v;
+    else if (k === "dataset") Object.assign(node.dataset, v);
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return node;
+}
+
+async function api(path, body, signal) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", "X-Snapdp-Token": TOKEN },
+    body: JSON.stringify(body),
+    signal,
+    credentials: "omit",
+    cache: "no-store",
+  });
+  let payload = null;
+  try { payload = await response.json(); } catch (e) { payload = { error: { message: "no answer" } }; }
+  return { status: response.status, ok: response.ok, payload };
+}
+
+// -- numbers for people -----------------------------------------------------------------------
+function showEps(text) {
+  if (text == null) return "—";
+  if (String(text).includes("/")) {
+    const [p, q] = String(text).split("/").map(Number);
+    return "≈" + (p / q).toPrecision(6).replace(/\.?0+$/, "");
+  }
+  return String(text);
+}
+function showAcc(x) {
+  if (x == null || !isFinite(x)) return "—";
+  const a = Math.abs(x);
+  const s = a >= 1e6 ? Math.round(x).toLocaleString("en-US")
+    : Number(x.toPrecision(6)).toLocaleString("en-US", { maximumSignificantDigits: 6 });
+  return "±" + s;
+}
+
+// -- rendering the editor -------------------------------------------------------------------
+function input(field, value, attrs) {
+  const node = el("input", Object.assign({ "data-field": field, "aria-label": field, autocomplete: "off", spellcheck: "false" }, attrs || {}));
+  node.value = value;
+  return node;
+}
+function select(field, value, options) {
+  const node = el("select", { "data-field": field, "aria-label": field });
+  for (const opt of options) {
+    const [v, label] = Array.isArray(opt) ? opt : [opt, opt];
+    node.append(el("option", { value: v }, label));
+  }
+  node.value = value;
+  return node;
+}
+function cell(...children) { return el("td", {}, ...children); }
+
+function renderColumns() {
+  const body = $("columns").tBodies[0];
+  body.replaceChildren();
+  doc.columns.forEach((c, i) => {
+    const p = `columns[${i}].`;
+    body.append(el("tr", {},
+      cell(input(p + "name", c.name, { placeholder: "name", list: "column-names" })),
+      cell(select(p + "type", c.type, [["", "—"], ...TYPES])),
+      cell(input(p + "lower", c.lower, { inputmode: "decimal" })),
+      cell(input(p + "upper", c.upper, { inputmode: "decimal" })),
+      cell(input(p + "keys", c.keys, { placeholder: "e.g. 0, 1" })),
+      cell(input(p + "bins", c.bins, { placeholder: "e.g. 0, 18, 65, 101" })),
+      cell(el("button", { type: "button", class: "remove", title: "remove column",
+        onclick: () => { doc.columns.splice(i, 1); renderAll(); schedule(); } }, "×"))));
+  });
+  const names = $("column-names");
+  const known = new Set([...(state && state.header ? state.header : []), ...doc.columns.map((c) => c.name).filter(Boolean)]);
+  names.replaceChildren(...[...known].map((n) => el("option", { value: n })));
+}
+
+function renderQueries() {
+  const body = $("queries").tBodies[0];
+  body.replaceChildren();
+  doc.queries.forEach((q, i) => {
+    const p = `query[${i + 1}].`;
+    body.append(el("tr", { "data-query": String(i) },
+      el("td", { class: "num", title: q.name ? "name: " + q.name : "" }, String(i + 1)),
+      cell(select(p + "statistic", q.statistic, [["", "—"], ...STATISTICS])),
+      cell(input(p + "column", q.column, { list: "column-names", placeholder: q.statistic === "count" ? "(none)" : "column" })),
+      cell(input(p + "by", q.by, { list: "column-names", placeholder: "e.g. sex, educ" })),
+      cell(input(p + "bins", q.bins, { placeholder: "edges" })),
+      cell(input(p + "quantiles", q.quantiles, { placeholder: q.statistic === "quantiles" ? "0.25, 0.5, 0.75" : "" })),
+      cell(select(p + "how", q.how, HOW)),
+      cell(input(p + "value", q.value, { inputmode: "decimal" })),
+      el("td", { class: "out", "data-out": "epsilon" }, "—"),
+      el("td", { class: "out", "data-out": "accuracy" }, "—"),
+      cell(el("button", { type: "button", class: "remove", title: "remove query",
+        onclick: () => { doc.queries.splice(i, 1); renderAll(); schedule(); } }, "×"))));
+    body.append(el("tr", { class: "flags", "data-flags": String(i) }, el("td", { colspan: "11" })));
+  });
+}
+
+function renderData() {
+  for (const node of document.querySelectorAll("#plan-screen .grid [data-field]")) {
+    node.value = doc.data[node.dataset.field.slice(5)] || "";
+  }
+}
+
+function renderAll() { renderData(); renderColumns(); renderQueries(); showPreview(previewed, true); }
+
+// -- editing --------------------------------------------------------------------------------
+function setField(field, value) {
+  let m;
+  if ((m = field.match(/^data\.(\w+)$/))) doc.data[m[1]] = value;
+  else if ((m = field.match(/^columns\[(\d+)\]\.(\w+)$/))) doc.columns[+m[1]][m[2]] = value;
+  else if ((m = field.match(/^query\[(\d+)\]\.(\w+)$/))) doc.queries[+m[1] - 1][m[2]] = value;
+}
+
+function onEdit(event) {
+  const field = event.target.dataset && event.target.dataset.field;
+  if (!field) return;
+  setField(field, event.target.value);
+  if (/\.name$/.test(field)) renderColumnsDatalist();
+  schedule();
+}
+function renderColumnsDatalist() {
+  const known = new Set([...(state.header || []), ...doc.columns.map((c) => c.name).filter(Boolean)]);
+  $("column-names").replaceChildren(...[...known].map((n) => el("option", { value: n })));
+}
+
+function schedule() {
+  clearTimeout(timer);
+  setStatus("planning…", "busy");
+  markStale();
+  timer = setTimeout(plan, DEBOUNCE_MS);
+}
+
+async function plan() {
+  const mine = ++seq;
+  if (inflight) inflight.abort();
+  inflight = new AbortController();
+  const sent = JSON.parse(JSON.stringify(doc));
+  let answer;
+  try {
+    answer = await api("/api/preview", { document: sent }, inflight.signal);
+  } catch (e) {
+    if (e.name === "AbortError") return;
+    if (mine === seq) setStatus("the server does not answer (is snapdp ui still running?)", "bad");
+    return;
+  }
+  if (mine !== seq) return;  // a newer request is on its way: this answer is stale
+  inflight = null;
+  if (answer.payload && answer.payload.superseded) { schedule(); return; }  // another tab's newer request
+  clearErrors();
+  if (answer.ok) {
+    previewed = Object.assign({ document: sent }, answer.payload);
+    showPreview(previewed, false);
+    setStatus("planned · nothing spent", "");
+  } else {
+    previewed = null;
+    showError(answer.payload.error || { message: "error" });
+    setStatus("the plan has an error", "bad");
+    $("to-run").disabled = true;
+  }
+}
+
+// -- showing the planner's answer -------------------------------------------------------------
+function markStale() {
+  for (const td of document.querySelectorAll("td.out")) td.classList.add("stale");
+  $("to-run").disabled = true;
+}
+
+function showPreview(p, staleOnly) {
+  const rows = document.querySelectorAll("#queries tr[data-query]");
+  if (!p) { markStale(); return; }
+  const qs = p.preview.queries;
+  rows.forEach((tr, i) => {
+    const q = qs[i];
+    const eps = tr.querySelector('[data-out="epsilon"]');
+    const acc = tr.querySelector('[data-out="accuracy"]');
+    eps.textContent = q ? showEps(q.epsilon) : "—";
+    eps.title = q ? "exact ε = " + q.epsilon : "";
+    acc.textContent = accuracyText(q);
+    acc.title = q ? `at confidence ${q.confidence}` + (q.group_size ? `, for a group of ${q.group_size.toLocaleString("en-US")} rows` : "") : "";
+    eps.classList.toggle("stale", !!staleOnly);
+    acc.classList.toggle("stale", !!staleOnly);
+    const flagCell = document.querySelector(`tr[data-flags="${i}"] td`);
+    const notes = ((q && q.flags) || []).map((f) => el("span", { class: "flag" }, "⚠ " + f));
+    if (q && q.two_phase) {
+      const tp = q.two_phase;
+      const parts = [`two-phase: ε at most ${showEps(tp.cap)}`];
+      if (tp.phase1_epsilon != null) parts.push(`phase 1 ε ${showEps(tp.phase1_epsilon)}`);
+      if (tp.target_met_from_rows != null) parts.push(`target met for groups of ${Number(tp.target_met_from_rows).toLocaleString("en-US")}+ rows`);
+      notes.unshift(el("span", { class: "note" }, parts.join(" · ")));
+    }
+    flagCell.replaceChildren(...notes);
+  });
+  const used = p.preview.total_epsilon_used, cap = p.preview.total_epsilon;
+  $("total-used").textContent = (p.preview.total_is_cap ? "at most " : "") + showEps(used);
+  $("total-used").title = "exact: " + used;
+  $("total-cap").textContent = cap ? `of ${showEps(cap)}` : "(no cap declared)";
+  const frac = cap ? Math.min(1, fraction(used) / fraction(cap)) : 0;
+  $("meter-bar").style.width = (100 * frac).toFixed(1) + "%";
+  $("assumptions").replaceChildren(...p.preview.assumptions.map((a) => el("li", {}, "assumes " + a)));
+  showLedger(p.ledger, used);
+  $("to-run").disabled = !!staleOnly || !(state && state.can_run);
+  $("to-run").title = state && state.can_run ? "" : "start snapdp ui with a source and --ledger to run";
+}
+
+function accuracyText(q) {
+  if (!q) return "—";
+  if (q.accuracy != null) return showAcc(q.accuracy);
+  if (q.accuracy_text) return q.accuracy_text;
+  if (q.target != null) return "target " + showAcc(q.target);  // two-phase: met or not, said after the run
+  return "—";
+}
+
+function fraction(text) {
+  const s = String(text);
+  if (s.includes("/")) { const [a, b] = s.split("/").map(Number); return a / b; }
+  return Number(s);
+}
+
+function ledgerText(l, used) {
+  if (!l) return "";
+  if (l.error) return l.error;
+  const start = l.new ? `new budget, total ε ${showEps(l.total)}` : `spent ${showEps(l.spent)} of ${showEps(l.total)}, remaining ${showEps(l.remaining)}`;
+  if (used == null) return start;
+  return start + (l.short ? ` — this run needs ${showEps(used)}: it would be refused` : ` — this run would leave ${showEps(l.after)}`);
+}
+function showLedger(l, used) {
+  const line = $("ledger-line");
+  line.textContent = l ? "Ledger: " + ledgerText(l, used) : "";
+  line.classList.toggle("bad", !!(l && (l.short || l.error)));
+}
+
+// -- errors next to their field ---------------------------------------------------------------
+function clearErrors() {
+  for (const node of document.querySelectorAll(".invalid")) node.classList.remove("invalid");
+  for (const node of document.querySelectorAll(".field-error.inline")) node.remove();
+  $("queries-error").classList.add("hidden");
+  $("banner").classList.add("hidden");
+}
+function showError(error) {
+  const target = error.field ? document.querySelector(`#plan-screen [data-field="${CSS.escape(error.field)}"]`) : null;
+  if (target) {
+    target.classList.add("invalid");
+    const note = el("div", { class: "field-error inline", role: "alert" }, error.message);
+    target.insertAdjacentElement("afterend", note);
+  } else {
+    const box = $("queries-error");
+    box.textContent = error.message;
+    box.classList.remove("hidden");
+  }
+}
+function banner(message) {
+  $("banner").textContent = message;
+  $("banner").classList.remove("hidden");
+}
+function setStatus(text, kind) {
+  const s = $("status");
+  s.textContent = text;
+  s.className = "status " + (kind || "");
+}
+
+// -- export and load --------------------------------------------------------------------------
+async function exportPlan() {
+  const answer = await api("/api/export", { document: doc });
+  if (!answer.ok) { clearErrors(); showError(answer.payload.error); return; }
+  const blob = new Blob([answer.payload.toml], { type: "application/toml" });
+  const a = el("a", { href: URL.createObjectURL(blob), download: answer.payload.filename });
+  document.body.append(a);
+  a.click();
+  a.remove();
+}
+async function loadPlan(event) {
+  const file = event.target.files[0];
+  event.target.value = "";
+  if (!file) return;
+  const text = await file.text();
+  const answer = await api("/api/load", { toml: text });
+  if (!answer.ok) { banner(`${file.name}: ${answer.payload.error.message}`); return; }
+  doc = answer.payload.document;
+  previewed = null;
+  renderAll();
+  schedule();
+}
+async function readHeader() {
+  const answer = await api("/api/header", { document: doc });
+  if (!answer.ok) { banner(answer.payload.error.message); return; }
+  state.header = answer.payload.columns;
+  renderColumnsDatalist();
+  const have = new Set(doc.columns.map((c) => c.name));
+  for (const name of state.header) {
+    if (!have.has(name)) doc.columns.push({ name, type: "", lower: "", upper: "", keys: "", bins: "" });
+  }
+  renderAll();
+  schedule();
+}
+
+// -- the run screen -----------------------------------------------------------------------------
+function randomNonce() {
+  const bytes = new Uint8Array(24);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+function toRun() {
+  if (!previewed) return;
+  runNonce = randomNonce();
+  $("plan-screen").classList.add("hidden");
+  $("run-screen").classList.remove("hidden");
+  $("results-card").classList.add("hidden");
+  $("run-error").classList.add("hidden");
+  $("run").disabled = false;
+  $("run").textContent = "Run and spend ε";
+  $("run-total").textContent = "ε = " + showEps(previewed.preview.total_epsilon_used);
+  $("run-source").textContent = state.source || "—";
+  $("run-ledger").textContent = ledgerText(previewed.ledger, previewed.preview.total_epsilon_used) || "—";
+  const body = $("run-plan").tBodies[0];
+  body.replaceChildren(...previewed.preview.queries.map((q) =>
+    el("tr", {}, el("td", {}, q.query), el("td", {}, showEps(q.epsilon)), el("td", {}, accuracyText(q)))));
+}
+function back() {
+  runNonce = null;
+  $("run-screen").classList.add("hidden");
+  $("plan-screen").classList.remove("hidden");
+  schedule();
+}
+async function run() {
+  $("run").disabled = true;
+  $("run-error").classList.add("hidden");
+  setStatus("running…", "busy");
+  let answer;
+  try {
+    answer = await api("/api/run", { document: previewed.document, digest: previewed.digest, nonce: runNonce });
+  } catch (e) {
+    answer = { ok: false, payload: { error: { message: "the server does not answer" } } };
+  }
+  if (!answer.ok) {
+    $("run-error").textContent = answer.payload.error.message;
+    $("run-error").classList.remove("hidden");
+    $("run").disabled = false;  // trying again re-sends the same nonce: refused, never spent twice
+    setStatus("not run", "bad");
+    return;
+  }
+  setStatus("released · ε spent", "");
+  $("run-ledger").textContent = ledgerText(answer.payload.ledger, null);
+  showResults(answer.payload);
+  $("run").textContent = "Released ✓";  // this nonce is used: a second click would be refused
+}
+
+function showResults(r) {
+  $("results-card").classList.remove("hidden");
+  $("results-meta").textContent = `ε spent: ${showEps(r.epsilon_spent)} · ledger: ${ledgerText(r.ledger, null)} · written to ${r.folder}`;
+  const links = $("results-links");
+  links.replaceChildren();
+  for (const [name, href] of Object.entries(r.files)) {
+    links.append(el("a", { href, target: "_blank", rel: "noopener noreferrer", class: "button quiet" }, name), " ");
+  }
+  const box = $("results");
+  box.replaceChildren();
+  for (const q of r.results) {
+    const keys = q.by || [];
+    const head = el("tr", {}, ...keys.map((k) => el("th", {}, k)),
+      ...(q.quantile ? [el("th", {}, "quantile")] : []), el("th", {}, "value"), el("th", {}, "±"));
+    const rows = q.value.map((v, i) => el("tr", {},
+      ...keys.map((k) => el("td", {}, String(q.keys[k][i]))),
+      ...(q.quantile ? [el("td", {}, String(q.quantile[i]))] : []),
+      el("td", {}, v == null ? "—" : Number(v).toLocaleString("en-US", { maximumFractionDigits: 4 })),
+      el("td", {}, showAcc(q.accuracy[i]))));
+    box.append(el("div", { class: "result" },
+      el("h3", {}, q.query),
+      el("div", { class: "meta" }, `ε = ${showEps(q.epsilon)} · ± at confidence ${q.confidence}`),
+      ...(q.notes || []).map((n) => el("div", { class: "meta" }, n)),
+      el("table", { class: "plain" }, el("thead", {}, head), el("tbody", {}, ...rows))));
+  }
+}
+
+// -- start --------------------------------------------------------------------------------------
+async function start() {
+  if (!TOKEN) { banner("This page needs the address snapdp ui printed (with its #token=…)."); return; }
+  const answer = await api("/api/state", {});
+  if (!answer.ok) { banner(answer.payload.error.message); return; }
+  state = answer.payload;
+  state.header = [];
+  doc = state.document;
+  $("source-name").textContent = state.source || "none (start snapdp ui with --source to run)";
+  $("ledger-name").textContent = state.ledger || "none (start snapdp ui with --ledger to run)";
+  $("output-name").textContent = state.output;
+  $("read-header").disabled = !state.source;
+  $("plan-screen").addEventListener("input", onEdit);
+  $("plan-screen").addEventListener("change", onEdit);
+  $("add-column").addEventListener("click", () => {
+    doc.columns.push({ name: "", type: "integer", lower: "", upper: "", keys: "", bins: "" });
+    renderAll();
+  });
+  $("add-query").addEventListener("click", () => {
+    doc.queries.push({ statistic: "count", column: "", by: "", bins: "", quantiles: "", how: "weight", value: "1" });
+    renderAll();
+    schedule();
+  });
+  $("export").addEventListener("click", exportPlan);
+  $("load").addEventListener("change", loadPlan);
+  $("read-header").addEventListener("click", readHeader);
+  $("to-run").addEventListener("click", toRun);
+  $("back").addEventListener("click", back);
+  $("run").addEventListener("click", run);
+  renderAll();
+  schedule();
+}
+
+document.addEventListener("DOMContentLoaded", start);
