@@ -78,9 +78,10 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     if schema.null_units != "drop":
         data["null_units"] = schema.null_units
     default_csv = CsvOptions()
-    for key in ("encoding", "delimiter", "header"):
-        if getattr(schema.csv, key) != getattr(default_csv, key):
-            data[key] = getattr(schema.csv, key)
+    for key in ("encoding", "delimiter", "header", "column_names", "max_line_bytes"):
+        value = getattr(schema.csv, key)
+        if value != getattr(default_csv, key):
+            data[key] = list(value) if isinstance(value, tuple) else value
     columns = {c.name: _column(c) for c in schema.columns}
     default_size = getattr(_plan, "DEFAULT_GROUP_SIZE", None)
     queries = []

@@ -70,6 +70,8 @@ DATA_FIELDS = (
     "encoding",
     "delimiter",
     "header",
+    "column_names",
+    "max_line_bytes",
     "dataset",
 )
 _COLUMN_FIELDS = ("name", "type", "lower", "upper", "keys", "bins", "nulls")
@@ -95,6 +97,7 @@ _INTEGER_FIELDS = (
     "group_size",
     "max_rows",
     "rows",
+    "max_line_bytes",
 )
 _TEXT_FIELDS = ("privacy_unit", "null_units", "encoding", "delimiter", "dataset")
 #: Whether the planner offers a fast draft for interactive pages (``presume_certified``).
@@ -232,6 +235,8 @@ def _toml_structure(doc: dict[str, Any], source: str) -> dict[str, Any]:
             continue
         if k == "header":
             data[k] = {"true": True, "false": False}.get(text.strip().lower(), text)
+        elif k == "column_names":
+            data[k] = _items(text, f"data.{k}")
         else:
             data[k] = _integer(text) if k in _INTEGER_FIELDS else _number(text)
     columns: dict[str, Any] = {}
@@ -431,7 +436,8 @@ def document_from_plan(plan: Plan) -> dict[str, Any]:
     doc = blank_document()
     for k in DATA_FIELDS:
         if k in data:
-            doc["data"][k] = _text(data[k])
+            value = data[k]
+            doc["data"][k] = _list_text(value) if isinstance(value, list) else _text(value)
     queries = structure["query"]
     sizes = [q.get("group_size") for q in queries]
     if sizes and sizes[0] is not None and all(n == sizes[0] for n in sizes):
@@ -518,6 +524,8 @@ def csv_options(doc: object) -> CsvOptions:
     for k in ("delimiter", "encoding"):
         if data[k] != "":
             kw[k] = data[k]
+    if data["column_names"].strip():
+        kw["column_names"] = tuple(_items(data["column_names"], "data.column_names"))
     try:
         return CsvOptions(**kw)
     except ParameterError as exc:

@@ -167,12 +167,8 @@ class UiServer:
         if source is None:
             raise ParameterError("no source was given on the command line", parameter="source")
         options = wj.csv_options(body.get("document"))
-        if not options.header:
-            raise ParameterError(
-                "the plan says the CSV has no header line (header = false): its first line is "
-                "data, so no names are read",
-                parameter="header",
-            )
+        if not options.header:  # its first line is data: the names are the declared ones
+            return {"columns": list(options.column_names or ())}
         return {"columns": _column_names(Path(source), options.delimiter, options.encoding)}
 
     def preview(self, body: dict[str, Any]) -> dict[str, Any] | tuple[int, dict[str, Any]]:

@@ -77,7 +77,13 @@ def plans(draw: Any) -> Plan:
         rows=draw(st.one_of(st.none(), st.integers(1, 5000))),
         csv=draw(
             st.sampled_from(
-                [CsvOptions(), CsvOptions(delimiter=";", header=False), CsvOptions(delimiter="\t")]
+                [
+                    CsvOptions(),
+                    CsvOptions(
+                        delimiter=";", header=False, column_names=("a", "b"), max_line_bytes=4096
+                    ),
+                    CsvOptions(delimiter="\t"),
+                ]
             )
         ),
     )

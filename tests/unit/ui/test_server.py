@@ -447,15 +447,21 @@ def test_a_waiting_preview_is_superseded_by_a_newer_one(client: Any) -> None:
 def test_header_names_honour_header_false_and_the_delimiter(
     start_server: Any, tmp_path: Path
 ) -> None:
-    """Without a header line the first line is data: nothing is read or sent."""
+    """Without a header line the first line is data: nothing is read or sent; the names are
+    the declared `column_names` (required without a header)."""
     headless = tmp_path / "headless.csv"
     headless.write_text(f"1;{SENTINEL_TEXT};3\n4;5;6\n")
     c = start_server(source=str(headless), output=tmp_path)
     doc = document()
     doc["data"].update(header="false", delimiter=";")
     r = c.api("header", {"document": doc})
-    assert r.status == 422 and "header = false" in r.json()["error"]["message"]
+    assert r.status == 422 and "column_names" in r.json()["error"]["message"]
     assert SENTINEL_TEXT.encode() not in r.body
+    doc["data"]["column_names"] = "a, b, c"
+    r = c.api("header", {"document": doc})
+    assert r.json() == {"columns": ["a", "b", "c"]}
+    assert SENTINEL_TEXT.encode() not in r.body
+    doc["data"]["column_names"] = ""
     doc["data"]["header"] = "true"
     assert c.api("header", {"document": doc}).json() == {"columns": ["1", SENTINEL_TEXT, "3"]}
 
@@ -464,7 +470,7 @@ def test_load_keeps_what_the_page_does_not_show(client: Any) -> None:
     """CSV options, the dataset name, null rules, query names and methods survive load → export."""
     text = (
         '[data]\nsource = "x.csv"\ndataset = "census"\ndelimiter = "\\t"\nheader = false\n'
-        "total_epsilon = 1\nrows = 40\n"
+        'column_names = ["age", "sex"]\nmax_line_bytes = 4096\ntotal_epsilon = 1\nrows = 40\n'
         '[columns]\nage = { type = "integer", lower = 0, upper = 100, nulls = 30 }\n'
         '[[query]]\nstatistic = "mean"\ncolumn = "age"\nmethod = "substitute"\nname = "avg age"\n'
         "epsilon = 0.5\n"
@@ -475,6 +481,8 @@ def test_load_keeps_what_the_page_does_not_show(client: Any) -> None:
         'dataset = "census"',
         'delimiter = "\\t"',
         "header = false",
+        'column_names = ["age", "sex"]',
+        "max_line_bytes = 4096",
         "rows = 40",
         "nulls = 30",
         'method = "substitute"',
