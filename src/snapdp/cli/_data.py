@@ -349,6 +349,7 @@ def run_table_release(
     label = str(data)
     if data is None:
         source, label, declaration, by_columns = _demo(declaration, by_columns)
+        dataset = "demo" if dataset is None else dataset
     if not by_columns:  # the one-liner `--keys sex=0,1` groups by sex
         by_columns = [_keys_spec(s, "--keys")[0] for s in declaration.get("keys", ())]
         by_columns += [_assignment(s, "--key", "COL=VALUE")[0] for s in declaration.get("key", ())]

@@ -45,7 +45,15 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp.data.engines._csvlines import check_delimiter, column_names, csv_encoding, unquote
-from snapdp.data.engines.base import AggregatePlan, Aggregates, NoiseRequest, ValueColumn
+from snapdp.data.engines.base import (
+    AggregatePlan,
+    Aggregates,
+    NoiseRequest,
+    ValueColumn,
+    bin_edges,
+    int_at_least,
+    int_below,
+)
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
@@ -244,11 +252,8 @@ class SparkEngine:
                 df = df.drop("_kv")
             else:
                 assert g.bins is not None
-                v = value.cast("double")
-                edges = [float(e) for e in g.bins]
                 expr = None
-                for i in range(len(edges) - 1):
-                    cond = (v >= sf.lit(edges[i])) & (v < sf.lit(edges[i + 1]))
+                for i, cond in enumerate(_bin_conditions(g, value)):
                     expr = sf.when(cond, sf.lit(i)) if expr is None else expr.when(cond, sf.lit(i))
                 assert expr is not None
                 df = df.withColumn(idx_name, expr).where(sf.col(idx_name).isNotNull())
@@ -570,6 +575,7 @@ def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
 
 def _from_pandas(session: Any, frame: Any) -> Any:
     """A pandas DataFrame as a Spark DataFrame (object columns holding text stay text)."""
+    frame = _without_surrogates(frame)
     try:
         return session.createDataFrame(frame)
     except Exception as exc:  # e.g. a column mixing types; quote no cell
@@ -578,6 +584,31 @@ def _from_pandas(session: Any, frame: Any) -> Any:
             "each column one type (see docs/data.md)",
             parameter="data",
         ) from None
+
+
+def _without_surrogates(frame: Any) -> Any:
+    """``frame`` with every text cell that is not valid Unicode (a lone surrogate such as
+    '\\ud800', which no UTF-8 encoder takes) in an object column made null, as the contract
+    makes it (docs/data.md, "What does not fit"); the frame itself is not changed."""
+
+    def bad(x: object) -> bool:
+        if not isinstance(x, str) or x.isascii():
+            return False
+        try:
+            x.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+
+    out = frame
+    for name in frame.columns:
+        series = frame[name]
+        if series.dtype == object:
+            mask = series.map(bad).astype(bool)
+            if out is frame:
+                out = frame.copy(deep=False)
+            out[name] = series.where(~mask, None)
+    return out
 
 
 def _quote(name: str) -> str:
@@ -598,8 +629,8 @@ def _cast(column: Column, c: Any, dtype: str) -> Any:
         "boolean": "boolean",
         "date": "date",
     }[kind]
-    if dtype == "string":
-        s = sf.when(c != sf.lit(""), c)
+    if dtype == "string":  # what is not UTF-8 (Parquet bytes Spark does not check) is null
+        s = sf.when((c != sf.lit("")) & sf.is_valid_utf8(c), c)
         t = sf.trim(s, sf.lit(" "))
         if kind == "text":
             return s
@@ -711,6 +742,31 @@ def _distinct_keys(g: Column) -> list[tuple[object, int]]:
         seen.add(k)
         rows.append((k, i))
     return rows
+
+
+def _bin_conditions(g: Column, value: Any) -> list[Any]:
+    """Per bin of ``g``, whether the cast ``value`` lies in it (base step 3): an integer column
+    exactly against integer edges (as longs; an edge past int64 decided in Python), a decimal one
+    as a double against the double nearest each edge."""
+    from pyspark.sql import functions as sf
+
+    edges = bin_edges(g)
+    if g.type == "integer":
+        v = value.cast("bigint")
+
+        def test(at_least: bool, e: int | float) -> Any:
+            assert isinstance(e, int)
+            known = int_at_least(e) if at_least else int_below(e)
+            if known is not None:
+                return v.isNotNull() & sf.lit(known)
+            return v >= sf.lit(e).cast("bigint") if at_least else v < sf.lit(e).cast("bigint")
+
+        return [test(True, edges[i]) & test(False, edges[i + 1]) for i in range(len(edges) - 1)]
+    d = value.cast("double")
+    return [
+        (d >= sf.lit(float(edges[i]))) & (d < sf.lit(float(edges[i + 1])))
+        for i in range(len(edges) - 1)
+    ]
 
 
 # -- quanta (step 6) and ranks (step 5) ------------------------------------------------------
