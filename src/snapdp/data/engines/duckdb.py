@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._validation import check_count
+from snapdp.data.engines._cells import declared_columns, frame_to_arrow
 from snapdp.data.engines._csvlines import (
     FIELDS_COLUMN,
     RECORD_COLUMN,
@@ -478,7 +479,7 @@ class DuckDBEngine:
         alias = {name: f"{_P}c{i}" for i, name in enumerate(used)}
         # s0: the used columns under internal aliases, cast to their declared types.
         casts = []
-        decl = _declared(plan)
+        decl = declared_columns(plan)
         for name in used:
             casts.append(f"{self._cast(name, decl[name], types)} AS {alias[name]}")
         ctes = [f"{_P}s0 AS (SELECT {', '.join(casts) or '1 AS _snapdp_one'} FROM {relation})"]
@@ -597,7 +598,7 @@ class DuckDBEngine:
     def _source_for(self, plan: AggregatePlan) -> tuple[str, dict[str, str]]:
         """The FROM clause and the source's column types (a DataFrame: its used columns, as an
         Arrow table registered for this query)."""
-        return self._source_of(_declared(plan))
+        return self._source_of(declared_columns(plan))
 
     def _source_of(self, decl: dict[str, Column]) -> tuple[str, dict[str, str]]:
         if self._lines is not None and not decl:  # a CSV, no column read: count the records
@@ -606,7 +607,7 @@ class DuckDBEngine:
             return self._parquet_text_source()
         if self._frame is None:
             return self._relation, self._types
-        table, blobs = _text_as_binary(_frame_to_arrow(self._frame, decl))
+        table, blobs = _text_as_binary(frame_to_arrow(self._frame, decl))
         self._con.register(f"{_P}frame", table)
         relation = quote_identifier(f"{_P}frame")
         rows = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
@@ -1077,81 +1078,3 @@ def _kind(exc: BaseException) -> str:
     if "Interrupt" in name:
         return "interrupted"
     return "a read error"
-
-
-# -- pandas ----------------------------------------------------------------------------------
-def _declared(plan: AggregatePlan) -> dict[str, Column]:
-    decl: dict[str, Column] = {g.name: g for g in plan.groupings}
-    for v in plan.values:
-        decl[v.column.name] = v.column
-    if plan.unit is not None:
-        decl[plan.unit.name] = plan.unit
-    return decl
-
-
-def _frame_to_arrow(frame: Any, decl: dict[str, Column]) -> Any:
-    """The used columns of a pandas DataFrame as an Arrow table. Typed columns keep their native
-    types; an object column becomes text cell by cell by the contract's rules for the declared
-    type (so no type is ever inferred from the data)."""
-    import pyarrow as pa
-
-    arrays = []
-    names = []
-    for name in decl:
-        series = frame[next(c for c in frame.columns if str(c) == name)]
-        kind = decl[name].type
-        if series.dtype == object:
-            arr = pa.array([_object_cell(x, kind) for x in series], type=pa.string())
-        else:
-            try:
-                arr = pa.Array.from_pandas(series)
-            except (pa.ArrowException, TypeError, ValueError):
-                arr = pa.array([_object_cell(x, kind) for x in series], type=pa.string())
-            if pa.types.is_dictionary(arr.type):
-                arr = arr.cast(arr.type.value_type)
-            if pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
-                arr = arr.cast(pa.string())
-        arrays.append(arr)
-        names.append(name)
-    if not arrays:  # a plan reading no column still counts rows
-        arrays, names = [pa.nulls(len(frame), pa.int8())], [f"{_P}none"]
-    return pa.Table.from_arrays(arrays, names=names)
-
-
-def _object_cell(x: object, kind: str) -> str | None:
-    """One cell of an object column as the text that casts to the contract's value (or None)."""
-    import numbers
-
-    if x is None or (isinstance(x, bool) and kind != "boolean"):
-        return None
-    if isinstance(x, str):
-        return x if _encodable(x) else None
-    if kind == "boolean":
-        return ("true" if x else "false") if isinstance(x, (bool,)) else _np_bool(x)
-    if isinstance(x, numbers.Integral):
-        return str(int(x))
-    if kind == "date":
-        if isinstance(x, _dt.date) and not isinstance(x, _dt.datetime):
-            return x.isoformat()
-        return None
-    if kind in ("integer", "decimal") and isinstance(x, numbers.Real):
-        d = float(x)
-        return repr(d) if math.isfinite(d) else None
-    return None
-
-
-def _encodable(text: str) -> bool:
-    """Whether ``text`` is valid Unicode (UTF-8 encodable: no lone surrogate such as '\\ud800')."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _np_bool(x: object) -> str | None:
-    if type(x).__name__ == "bool_":
-        return "true" if bool(x) else "false"
-    return None

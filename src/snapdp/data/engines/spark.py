@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.data.engines._cells import declared_columns, frame_to_arrow
 from snapdp.data.engines._csvlines import check_delimiter, column_names, csv_encoding, unquote
 from snapdp.data.engines.base import (
     AggregatePlan,
@@ -109,6 +110,7 @@ class SparkEngine:
         self.executor_noise_threshold = int(executor_noise_threshold)
         self.noise_partitions = noise_partitions
         self.last_noise_location: str | None = None
+        self._pandas: Any = None
         if isinstance(source, DataFrame):
             self._df: Any = source
             self._label = "<pyspark.sql.DataFrame>"
@@ -117,7 +119,9 @@ class SparkEngine:
         if isinstance(source, (str, Path)):
             self._df, self._label = _read_path(session, str(source), csv, glob)
         elif type(source).__module__.startswith("pandas"):
-            self._df = _from_pandas(session, source)
+            self._pandas = source
+            self._session = session
+            self._df = None  # made per plan from the used columns (see _source_df)
             self._label = "<pandas.DataFrame>"
         else:
             raise ParameterError(
@@ -133,7 +137,17 @@ class SparkEngine:
 
     def column_names(self) -> list[str]:
         """The source's column names (header or schema)."""
+        if self._pandas is not None:
+            return [str(c) for c in self._pandas.columns]
         return [str(c) for c in self._df.columns]
+
+    def _source_df(self, plan: AggregatePlan) -> Any:
+        """The Spark DataFrame a plan reads: the source's, or for a pandas DataFrame its used
+        columns converted by the contract (object columns cell by cell for their declared type:
+        no cell can make the conversion fail; docs/data.md, "What does not fit")."""
+        if self._pandas is None:
+            return self._df
+        return _from_pandas(self._session, frame_to_arrow(self._pandas, declared_columns(plan)))
 
     def aggregate(self, plan: AggregatePlan) -> Aggregates:
         """The exact aggregates (one row per non-empty cell collected to the driver)."""
@@ -176,7 +190,7 @@ class SparkEngine:
         from pyspark.sql import functions as sf
 
         agg, limbs = self._aggregate_df(plan)
-        session = self._df.sparkSession
+        session = agg.sparkSession
         cells = session.range(plan.n_cells).withColumnRenamed("id", "_cell")
         full = cells.join(agg, "_cell", "left")
         cols = [sf.col("_cell")]
@@ -227,9 +241,10 @@ class SparkEngine:
                     parameter="decimals",
                 )
         src = {name: f"_s{i}" for i, name in enumerate(names)}
-        dtypes = dict(self._df.dtypes)
-        df = self._df.select(*[sf.col(_quote(n)).alias(src[n]) for n in names])
-        session = self._df.sparkSession
+        source = self._source_df(plan)
+        dtypes = dict(source.dtypes)
+        df = source.select(*[sf.col(_quote(n)).alias(src[n]) for n in names])
+        session = source.sparkSession
 
         # step 3: cells
         df = df.withColumn("_cell", sf.lit(0).cast("long"))
@@ -573,42 +588,17 @@ def _read_csv(session: Any, target: str, label: str, csv: CsvOptions) -> Any:
     )
 
 
-def _from_pandas(session: Any, frame: Any) -> Any:
-    """A pandas DataFrame as a Spark DataFrame (object columns holding text stay text)."""
-    frame = _without_surrogates(frame)
+def _from_pandas(session: Any, table: Any) -> Any:
+    """A pandas DataFrame's used columns, already an Arrow table of contract cells (see
+    :func:`~snapdp.data.engines._cells.frame_to_arrow`), as a Spark DataFrame."""
     try:
-        return session.createDataFrame(frame)
-    except Exception as exc:  # e.g. a column mixing types; quote no cell
+        return session.createDataFrame(table)
+    except Exception as exc:  # a native type Spark lacks (e.g. uint64): from the schema only
         raise ParameterError(
             f"the pandas DataFrame cannot be converted for Spark ({type(exc).__name__}); give "
-            "each column one type (see docs/data.md)",
+            "each column a type Spark holds (see docs/data.md)",
             parameter="data",
         ) from None
-
-
-def _without_surrogates(frame: Any) -> Any:
-    """``frame`` with every text cell that is not valid Unicode (a lone surrogate such as
-    '\\ud800', which no UTF-8 encoder takes) in an object column made null, as the contract
-    makes it (docs/data.md, "What does not fit"); the frame itself is not changed."""
-
-    def bad(x: object) -> bool:
-        if not isinstance(x, str) or x.isascii():
-            return False
-        try:
-            x.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-
-    out = frame
-    for name in frame.columns:
-        series = frame[name]
-        if series.dtype == object:
-            mask = series.map(bad).astype(bool)
-            if out is frame:
-                out = frame.copy(deep=False)
-            out[name] = series.where(~mask, None)
-    return out
 
 
 def _quote(name: str) -> str:
