@@ -55,3 +55,25 @@ def test_integer_bins_near_two_to_the_63(spark_session: Any) -> None:
         OracleEngine(pa.table({"x": pa.array(INT_VALUES, pa.int64())})).aggregate(plan).rows
         == INT_EXPECTED
     )
+
+
+def test_a_pandas_cell_of_another_type_is_null_not_an_error(spark_session: Any) -> None:
+    """An object column mixing types (bytes, a float among integers, a bool, a date) is read
+    cell by cell by the contract, as DuckDB reads it; before, Spark's own conversion of the
+    whole frame failed on D' (found by the differential generator)."""
+    import datetime as dt
+
+    from snapdp.data.engines.duckdb import DuckDBEngine
+
+    frame = _frame(False)
+    mixed = pd.DataFrame(
+        {
+            "t": pd.Series([*frame["t"][:5], b"a", 1, True, dt.date(2024, 1, 1)], dtype=object),
+            "n": pd.Series([*frame["n"][:5], 2.0, -0.0, "7", b"3"], dtype=object),
+            "x": pd.Series([*frame["x"][:5], 1.5, float("nan"), None, "9.5"], dtype=object),
+        }
+    )
+    engine = _engine(mixed, spark_session)
+    for plan_name, plan in PLANS.items():
+        want = OracleEngine(mixed).aggregate(plan)
+        assert engine.aggregate(plan) == want == DuckDBEngine(mixed).aggregate(plan), plan_name
