@@ -348,8 +348,10 @@ def run_table_release(
     source: object = data
     label = str(data)
     if data is None:
+        from snapdp.data.demo import DEMO_DATASET
+
         source, label, declaration, by_columns = _demo(declaration, by_columns)
-        dataset = "demo" if dataset is None else dataset
+        dataset = DEMO_DATASET if dataset is None else dataset
     if not by_columns:  # the one-liner `--keys sex=0,1` groups by sex
         by_columns = [_keys_spec(s, "--keys")[0] for s in declaration.get("keys", ())]
         by_columns += [_assignment(s, "--key", "COL=VALUE")[0] for s in declaration.get("key", ())]
