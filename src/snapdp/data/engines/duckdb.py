@@ -634,8 +634,9 @@ class DuckDBEngine:
                     fixed = set(found.partitioning.schema.names) if found.partitioning else set()
                     schema = found.schema
                 else:
-                    schema = pa.unify_schemas(
-                        [ds.dataset(f, format="parquet").schema for f in files]
+                    schema = pa.unify_schemas(  # by name, as DuckDB's union_by_name
+                        [ds.dataset(f, format="parquet").schema for f in files],
+                        promote_options="permissive",
                     )
                     fixed = set()
                 fields = [
