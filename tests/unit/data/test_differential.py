@@ -33,6 +33,8 @@ SEED = 20_260_521
 #: kinds also run through the CLI (text and JSON) and through a plan run (files written)
 CLI = {"invalid utf-8 key": "csv", "extra field": "csv no header", "near 2^63": "parquet"}
 PLAN = {"unbalanced quote": "csv no header"}
+#: kinds also run on a second source through the API (where they once leaked)
+MORE = {"invalid utf-8 key": "parquet", "python types": "pandas"}
 API_SOURCES = ("csv", "csv no header", "parquet", "pandas", "arrow")
 _CACHE: dict[object, Outcome] = {}
 
@@ -45,6 +47,8 @@ def _cases() -> list[Case]:
             out.append(Case(SEED, kind, CLI[kind], "cli"))
         if kind in PLAN:
             out.append(Case(SEED, kind, PLAN[kind], "plan"))
+        if kind in MORE and MORE[kind] != out[-1].source:
+            out.append(Case(SEED, kind, MORE[kind], "api"))
     return out
 
 
