@@ -51,13 +51,49 @@ def _native(x: Any) -> Any:
     return x
 
 
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _arrow_rows(table: Any) -> list[dict[str, Any]]:
+    """An Arrow table's rows, text columns as bytes (a cell that is not UTF-8 stays readable)."""
+    import pyarrow as pa
+
+    columns = []
+    for column in table.columns:
+        t = column.type
+        if pa.types.is_dictionary(t):
+            column = column.cast(t.value_type)
+            t = t.value_type
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            target = pa.binary() if pa.types.is_string(t) else pa.large_binary()
+            column = pa.chunked_array([c.view(target) for c in column.chunks], target)
+            columns.append([_text(b) for b in column.to_pylist()])
+        else:
+            columns.append(column.to_pylist())
+    names = list(table.column_names)
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+
+
+def _text(cell: bytes | None) -> str | None:
+    """An Arrow text cell's bytes as text; None (null) when they are not UTF-8."""
+    try:
+        return None if cell is None else cell.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def cast(kind: str, cell: Any) -> Any:
     """The contract's cast of one cell to ``kind`` (None for null or failure)."""
     cell = _native(cell)
     if cell is None:
         return None
     if isinstance(cell, str):
-        if cell == "":
+        if cell == "" or not _valid_unicode(cell):  # a lone surrogate: not text
             return None
         t = cell.strip(" ")
         if kind == "text":
@@ -135,12 +171,26 @@ def _cell_index(column: Column, value: Any) -> int | None:
                 return i
         return None
     assert column.bins is not None
-    edges = [float(e) for e in column.bins]
+    if column.type == "integer":  # exact: the integer against the rational edges
+        exact = column.bins
+        for i in range(len(exact) - 1):
+            if exact[i] <= value < exact[i + 1]:
+                return i
+        return None
+    edges = [_nearest(e) for e in column.bins]
     v = float(value)
     for i in range(len(edges) - 1):
         if edges[i] <= v < edges[i + 1]:
             return i
     return None
+
+
+def _nearest(e: Fraction) -> float:
+    """The double nearest ``e``; ±inf past the largest double."""
+    try:
+        return float(e)
+    except OverflowError:
+        return math.inf if e > 0 else -math.inf
 
 
 def quanta(vc: ValueColumn, value: Any) -> int | None:
@@ -216,7 +266,7 @@ class OracleEngine:
             self._columns = list(dict.fromkeys(k for r in self._rows for k in r))
             self._label = "<rows>"
         elif hasattr(source, "to_pylist"):
-            self._rows = source.to_pylist()
+            self._rows = _arrow_rows(source)
             self._columns = list(source.column_names)
             self._label = "<pyarrow.Table>"
         elif hasattr(source, "to_dict"):

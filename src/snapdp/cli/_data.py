@@ -150,7 +150,10 @@ def run_table_release(
     source: object = data
     label = str(data)
     if data is None:
+        from snapdp.data.demo import DEMO_DATASET
+
         source, label, declaration, by_columns = _demo(declaration, by_columns)
+        dataset = DEMO_DATASET if dataset is None else dataset
     if not by_columns:  # the one-liner `--keys sex=0,1` groups by sex
         by_columns = default_by(declaration)
     workload = workload_from_flags(

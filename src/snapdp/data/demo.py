@@ -13,9 +13,11 @@ import functools
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["DEMO_BOUNDS", "DEMO_KEYS", "DEMO_ROWS", "demo_table"]
+__all__ = ["DEMO_BOUNDS", "DEMO_DATASET", "DEMO_KEYS", "DEMO_ROWS", "demo_table"]
 
 DEMO_ROWS = 100_000
+#: the demo table's budget name in a ledger (an in-memory table has no file name of its own)
+DEMO_DATASET = "demo"
 REGIONS = ("north", "south", "east", "west", "central")
 DEMO_KEYS: dict[str, tuple[str, ...]] = {
     "region": REGIONS,

@@ -682,7 +682,7 @@ class Plan:
             engine = _default_engine(self.source_path(), self.schema)
         given = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
         default_total = self.total_epsilon if self.total_epsilon is not None else preview.total
-        from snapdp.data.ledger import Ledger
+        from snapdp.data.ledger import Ledger, resolve_dataset
 
         table = PrivateTable(
             None,
@@ -700,7 +700,9 @@ class Plan:
         elif ledger is None:
             table.ledger = Ledger(None, given or default_total, dataset=table.dataset)
         else:
-            table.ledger = _open_ledger(Path(str(ledger)), given, default_total, table.dataset)
+            name = resolve_dataset(dataset, None, engine.describe(), ledger_file=True)
+            table.ledger = _open_ledger(Path(str(ledger)), given, default_total, name)
+            table.dataset = name
         results, spent = release_plan(table, self.queries, preview, confidence)
         files: tuple[Path, ...] = ()
         if out_dir is not None:

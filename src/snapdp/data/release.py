@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from snapdp._validation import check_epsilon
 from snapdp.data.engines.base import AggregatePlan, Engine, ExecutorNoiseEngine, NoiseRequest
-from snapdp.data.ledger import Ledger, dataset_name_for
+from snapdp.data.ledger import Ledger, resolve_dataset
 from snapdp.data.query import Query
 from snapdp.data.refusals import check_release
 from snapdp.data.results import QueryResult
@@ -66,9 +66,10 @@ class PrivateTable:
     ``schema``: the declaration (columns, privacy unit, contribution bounds, public row facts);
     None declares nothing, which suits counts only. ``ledger`` (a path, a :class:`Ledger`, or None
     for an in-memory one) and ``total_epsilon``: the budget. ``dataset``: the name this data's
-    budget is kept under (default: the source's resolved path, or the engine's label of a
-    DataFrame; a :class:`Ledger` passed in keeps its own). ``rng``: a seeded numpy
-    Generator makes the hash key and the noise reproducible and NOT private (tests only).
+    budget is kept under (default: the source's resolved path; required for an in-memory
+    source, such as a DataFrame, with a ledger file; a :class:`Ledger` passed in keeps its own).
+    ``rng``: a seeded numpy Generator makes the hash key and the noise reproducible and NOT
+    private (tests only).
     """
 
     def __init__(
@@ -94,7 +95,12 @@ class PrivateTable:
         self.engine: Engine = engine if engine is not None else default_engine(data, schema)
         if schema.privacy_unit is not None:
             _check_unit(schema)
-        name = dataset if dataset is not None else dataset_name_for(data, self.engine.describe())
+        name = resolve_dataset(
+            dataset,
+            data,
+            self.engine.describe(),
+            ledger_file=ledger is not None and not isinstance(ledger, Ledger),
+        )
         self.ledger = (
             ledger if isinstance(ledger, Ledger) else Ledger(ledger, total_epsilon, dataset=name)
         )

@@ -313,7 +313,7 @@ def _compile_quantiles(
     """Quantiles from a tree histogram per cell (docs/data.md, "Quantiles").
 
     The engine counts rows per (cell, leaf): the value column binned at the leaf edges, the outer
-    edges pushed to ±2^63 (integer) or ±(the largest double) (decimal) so that a value below L
+    edges pushed to ±2^63 (integer) or ±2^1024 (decimal, past every double) so that a value below L
     counts in the first leaf and one above U in the last (the clamp). Level l of the trees of all
     cells is one part with ε/depth: a unit moves its nodes by L1 <= l1 rows in all (computed over
     cells × leaves) and touches at most min(cells touched, #nodes of the level over all cells) of
@@ -332,9 +332,9 @@ def _compile_quantiles(
             resolution = max(resolution, Fraction(1))
     tree = _tree_spec(col.lower, col.upper, resolution)
     edges = list(qmod.leaf_edges(tree))
-    # Every value of the type lies in [−big, big): int64 for integers, finite doubles otherwise
-    # (a decimal equal to the largest double itself would be outside: it is not clamped in).
-    big = Fraction(1 << 63) if col.type == "integer" else Fraction(1.7976931348623157e308)
+    # Every value of the type lies in [−big, big): int64 for integers (compared exactly), finite
+    # doubles otherwise (2^1024 is past the largest double: its edge compares as ±inf).
+    big = Fraction(1 << 63) if col.type == "integer" else Fraction(1 << 1024)
     edges[0], edges[-1] = -big, big
     leaf = replace(col, lower=None, upper=None, keys=None, bins=tuple(edges))
     r = reach(schema, by_cells * tree.leaves)

@@ -37,7 +37,7 @@ from typing import Any
 
 from snapdp._rational import format_rational
 from snapdp.data.frontends.toml import load_workload
-from snapdp.data.ledger import Ledger, dataset_name_for
+from snapdp.data.ledger import Ledger, resolve_dataset
 from snapdp.data.plan import Plan
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 from snapdp.ui import _workload_json as wj
@@ -292,7 +292,7 @@ class UiServer:
 
 
 def _dataset(source: str) -> str:
-    return dataset_name_for(source, source)
+    return resolve_dataset(None, source, source, ledger_file=True)
 
 
 def _new_folder(output: Path) -> Path:

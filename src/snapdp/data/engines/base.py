@@ -54,7 +54,11 @@ follows the same steps, so that all of them return the same numbers for the same
    dropped (SQL's three-valued logic; :func:`snapdp.data.predicate.evaluate` is the definition).
    Cells. A grouping column's null follows its null rule (drop the row, or impute a declared
    key); a value that is not a declared key, or lies outside every bin, drops the row. The cell
-   index is the row-major index over the grouping columns.
+   index is the row-major index over the grouping columns. Bins ([eᵢ, eᵢ₊₁)) compare exactly
+   for an integer column (the integer v against each rational edge: v >= e ⟺ v >= ⌈e⌉, so
+   values near ±2^63 are never rounded across an edge); a decimal column's value (a double) is
+   compared with the double nearest each edge (an edge beyond the doubles' range as ±inf). See
+   :func:`bin_edges`.
 4. **Units.** Rows whose privacy unit is null are dropped, or (``null_units="own"``) each is its
    own unit and skips step 5 (one row meets every bound).
 5. **Contribution bounding**, looking only at each unit's own rows, by keyed-hash ranks
@@ -82,6 +86,7 @@ Nothing here raises, warns or logs about what the data holds (DESIGN §8.1).
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -100,7 +105,10 @@ __all__ = [
     "ExecutorNoiseEngine",
     "NoiseRequest",
     "ValueColumn",
+    "bin_edges",
     "group_rank",
+    "int_at_least",
+    "int_below",
     "rank_text",
     "row_rank",
 ]
@@ -232,6 +240,49 @@ class ExecutorNoiseEngine(Engine, Protocol):
         """The noisy arrays (the mechanism's outputs, in cell order), drawn on the CSPRNG of the
         machines holding the aggregates; the exact aggregates need not leave the engine."""
         ...
+
+
+# -- bins (step 3) ----------------------------------------------------------------------------
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+
+def bin_edges(column: Column) -> list[int] | list[float]:
+    """The edges every engine compares a binned column's cast value with (step 3).
+
+    Integer column: ⌈e⌉ per edge, an exact integer (possibly outside int64: an engine then
+    compares with :func:`int_at_least` / :func:`int_below`). Decimal column: the double nearest
+    each edge, ±inf past the largest double."""
+    assert column.bins is not None
+    if column.type == "integer":
+        return [-((-e.numerator) // e.denominator) for e in column.bins]
+    out: list[float] = []
+    for e in column.bins:
+        try:
+            out.append(float(e))  # correctly rounded
+        except OverflowError:
+            out.append(math.inf if e > 0 else -math.inf)
+    return out
+
+
+def int_at_least(edge: int) -> bool | None:
+    """For an int64 v and an integer edge: True if v >= edge always holds, False if never, None
+    when it depends on v (the edge is within int64)."""
+    if edge <= INT64_MIN:
+        return True
+    if edge > INT64_MAX:
+        return False
+    return None
+
+
+def int_below(edge: int) -> bool | None:
+    """For an int64 v and an integer edge: True if v < edge always holds, False if never, None
+    when it depends on v."""
+    if edge > INT64_MAX:
+        return True
+    if edge <= INT64_MIN:
+        return False
+    return None
 
 
 # -- keyed-hash ranks (step 5): the one definition every engine reproduces ---------------------

@@ -20,7 +20,8 @@ Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through
   DuckDB's laxer parsers, e.g. ``'1_000'`` or ``'infinity'``, never decide).
 * **Cells.** Declared keys become a typed keys table (integers as BIGINT, decimals as the double
   nearest the key, text, booleans, dates) joined to the typed cell: no text matching. Bins compare
-  the cell as a double with the double nearest each edge. The cell index is row-major.
+  an integer cell exactly with integer edges, a decimal cell as a double with the double nearest
+  each edge (base step 3). The cell index is row-major.
 * **Bounding** by the keyed-hash ranks: ``md5(hash_key | text)``, the first 15 hex digits as a
   BIGINT (:func:`~snapdp.data.engines.base.rank_text`, tested equal). No sort: L∞ keeps the lowest
   ranks per (unit, cell) by ``arg_min``/``min_by(…, n)`` aggregates, L0 keeps per unit the cells of
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._validation import check_count
+from snapdp.data.engines._cells import declared_columns, frame_to_arrow
 from snapdp.data.engines._csvlines import (
     FIELDS_COLUMN,
     GROUP_COLUMN,
@@ -61,7 +63,14 @@ from snapdp.data.engines._csvlines import (
     first_line,
     header_fields,
 )
-from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
+from snapdp.data.engines.base import (
+    AggregatePlan,
+    Aggregates,
+    ValueColumn,
+    bin_edges,
+    int_at_least,
+    int_below,
+)
 from snapdp.data.predicate import render
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
@@ -80,6 +89,7 @@ _INT_TYPES = (
 )  # fmt: skip
 _FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
 _P = "_snapdp_"  # the prefix of every internal name
+_TEXT_BLOB = "TEXT AS BLOB"  # a text column handed to DuckDB as bytes (decoded by the cast)
 
 
 def quote_identifier(name: str) -> str:
@@ -127,6 +137,9 @@ class DuckDBEngine:
         self._tmp: str | None = None
         self._bytes: int | None = None  # the source's size on disk, for progress()
         self._lines: CsvLines | None = None  # a CSV source's lines (they report progress)
+        # a Parquet source: its files and hive base folder, to read text columns as bytes
+        self._parquet: tuple[list[str], str | None] | None = None
+        self._parquet_text: tuple[str, dict[str, str]] | None = None
         self._con = duckdb.connect(":memory:")
         self._configure(memory_limit, temp_directory, threads)
         if isinstance(source, (str, Path)):
@@ -142,9 +155,11 @@ class DuckDBEngine:
         elif _module(source).startswith("pyarrow") and type(source).__name__ == "Table":
             self._arrow = source
             self._label = "<pyarrow.Table>"
-            self._con.register(f"{_P}arrow", source)
+            table, blobs = _text_as_binary(source)
+            self._con.register(f"{_P}arrow", table)
             self._relation = quote_identifier(f"{_P}arrow")
             self._types = self._describe()
+            self._types.update(dict.fromkeys(blobs, _TEXT_BLOB))
             self._names = list(self._types)
         else:
             raise ParameterError(
@@ -210,6 +225,7 @@ class DuckDBEngine:
         if head == b"PAR1":
             self._relation = f"read_parquet({_lit(self._literal(path))})"
             self._types = self._describe()
+            self._parquet = ([str(path)], None)
         else:
             self._open_csv([path])
         self._names = list(self._types)
@@ -243,6 +259,7 @@ class DuckDBEngine:
         self._relation = f"read_parquet({_lit(pattern)}, hive_partitioning = true)"
         self._types = self._describe()
         self._names = list(self._types)
+        self._parquet = (sorted(str(p) for p in files), str(path))
 
     def _open_glob(self, pattern: str) -> None:
         import glob as _glob
@@ -257,6 +274,7 @@ class DuckDBEngine:
         if head == b"PAR1":
             self._relation = f"read_parquet({_lit(pattern)}, union_by_name = true)"
             self._types = self._describe()
+            self._parquet = (matches, None)
         else:
             self._open_csv([Path(p).resolve() for p in matches])
         self._names = list(self._types)
@@ -454,6 +472,8 @@ class DuckDBEngine:
         items = []
         for i, (name, column) in enumerate(decl.items()):
             col = quote_identifier(name)
+            if types.get(name) == _TEXT_BLOB:  # the text, or its bytes escaped when not UTF-8
+                col = f"COALESCE(try(decode({col})), CAST({col} AS VARCHAR))"
             items.append(f"NULLIF(CAST({col} AS VARCHAR), '') AS raw_{i}")
             items.append(f"{self._cast(name, column, types)} AS val_{i}")
         return f"SELECT {', '.join(items) or '1 AS one'} FROM {relation}"
@@ -500,7 +520,7 @@ class DuckDBEngine:
         alias = {name: f"{_P}c{i}" for i, name in enumerate(used)}
         # s0: the used columns under internal aliases, cast to their declared types.
         casts = []
-        decl = _declared(plan)
+        decl = declared_columns(plan)
         for name in used:
             casts.append(f"{self._cast(name, decl[name], types)} AS {alias[name]}")
         ctes = [f"{_P}s0 AS (SELECT {', '.join(casts) or '1 AS _snapdp_one'} FROM {relation})"]
@@ -627,18 +647,71 @@ class DuckDBEngine:
     def _source_for(self, plan: AggregatePlan) -> tuple[str, dict[str, str]]:
         """The FROM clause and the source's column types (a DataFrame: its used columns, as an
         Arrow table registered for this query)."""
-        return self._source_of(_declared(plan))
+        return self._source_of(declared_columns(plan))
 
     def _source_of(self, decl: dict[str, Column]) -> tuple[str, dict[str, str]]:
         if self._lines is not None and not decl:  # a CSV, no column read: count the records
             return self._records_only, {}
+        if self._parquet is not None and any(_family(self._types[n]) == "text" for n in decl):
+            return self._parquet_text_source()
         if self._frame is None:
             return self._relation, self._types
-        table = _frame_to_arrow(self._frame, decl)
+        table, blobs = _text_as_binary(frame_to_arrow(self._frame, decl))
         self._con.register(f"{_P}frame", table)
         relation = quote_identifier(f"{_P}frame")
         rows = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
-        return relation, {str(r[0]): str(r[1]).upper() for r in rows}
+        types = {str(r[0]): str(r[1]).upper() for r in rows}
+        types.update(dict.fromkeys(blobs, _TEXT_BLOB))
+        return relation, types
+
+    def _parquet_text_source(self) -> tuple[str, dict[str, str]]:
+        """The Parquet source read by Arrow with its text columns as bytes (for a plan that reads
+        a text column): DuckDB's Parquet reader fails the whole scan on one cell that is not
+        UTF-8, where the contract makes that cell null (docs/data.md, "What does not fit").
+        Chosen from the schema alone, never from the data. Streamed, with projection."""
+        if self._parquet_text is None:
+            import pyarrow as pa
+            import pyarrow.dataset as ds
+
+            assert self._parquet is not None
+            files, base = self._parquet
+            try:
+                if base is not None:
+                    found = ds.dataset(
+                        files, format="parquet", partitioning="hive", partition_base_dir=base
+                    )
+                    fixed = set(found.partitioning.schema.names) if found.partitioning else set()
+                    schema = found.schema
+                else:
+                    schema = pa.unify_schemas(  # by name, as DuckDB's union_by_name
+                        [ds.dataset(f, format="parquet").schema for f in files],
+                        promote_options="permissive",
+                    )
+                    fixed = set()
+                fields = [
+                    f if f.name in fixed else f.with_type(_bytes_type(f.type)) for f in schema
+                ]
+                blobs = [
+                    f.name for f in schema if f.name not in fixed and _bytes_type(f.type) != f.type
+                ]
+                dataset = ds.dataset(
+                    files,
+                    schema=pa.schema(fields),
+                    format="parquet",
+                    partitioning="hive" if base is not None else None,
+                    partition_base_dir=base,
+                )
+            except (pa.ArrowException, OSError, ValueError):
+                raise ParameterError(
+                    f"`data` {self._label!r} cannot be read as a Parquet table", parameter="data"
+                ) from None
+            self._con.register(f"{_P}pq", dataset)
+            relation = quote_identifier(f"{_P}pq")
+            rows = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
+            types = {str(r[0]): str(r[1]).upper() for r in rows}
+            types.update(dict.fromkeys(blobs, _TEXT_BLOB))
+            self._parquet_text = (relation, types)
+        return self._parquet_text
 
     def _cast(self, name: str, column: Column, types: dict[str, str]) -> str:
         """SQL: the source column ``name`` cast to ``column.type`` by the contract's rules."""
@@ -646,6 +719,8 @@ class DuckDBEngine:
         source = types.get(name, "VARCHAR")
         kind = column.type
         family = _family(source)
+        if source == _TEXT_BLOB:  # text held as bytes: what is not UTF-8 is null
+            return _cast_text(f"NULLIF(try(decode({col})), '')", kind)
         if family == "text":  # an empty cell is null, in a CSV or not
             return _cast_text(f"NULLIF(CAST({col} AS VARCHAR), '')", kind)
         if family == "int":
@@ -705,6 +780,44 @@ def _unquote_sql(field: str) -> str:
         f"THEN replace(substring({field}, 2, length({field}) - 2), '\"\"', '\"') "
         f"ELSE {field} END)"
     )
+
+
+def _bytes_type(arrow_type: Any) -> Any:
+    """The Arrow bytes type of a text type (string, large string, string view, a dictionary of
+    strings); any other type unchanged."""
+    import pyarrow as pa
+
+    t = arrow_type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_string(t):
+        return pa.binary()
+    if pa.types.is_large_string(t):
+        return pa.large_binary()
+    if pa.types.is_string_view(t):
+        return pa.binary_view()
+    return arrow_type
+
+
+def _text_as_binary(table: Any) -> tuple[Any, list[str]]:
+    """``table`` with every text column as bytes (no copy for plain strings) and the names of
+    those columns: DuckDB validates UTF-8 when it scans Arrow text and fails the whole query on
+    one bad cell; as bytes, the cast decodes each cell and makes a bad one null."""
+    import pyarrow as pa
+
+    blobs: list[str] = []
+    columns = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        target = _bytes_type(column.type)
+        if target != column.type:
+            if pa.types.is_dictionary(column.type):
+                column = pa.chunked_array(
+                    [c.dictionary_decode() for c in column.chunks], column.type.value_type
+                )
+            column = pa.chunked_array([c.view(target) for c in column.chunks], target)
+            blobs.append(name)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names), blobs
 
 
 def _module(obj: object) -> str:
@@ -828,14 +941,27 @@ def _key_literals(column: Column) -> list[tuple[str, int]]:
 
 
 def _bin_expr(column: Column, value: str) -> str:
-    """SQL: the bin index of ``value`` (NULL outside every bin or for a null): the value as a
-    double compared with the double nearest each edge (integers too: what every engine can do
-    the same way)."""
-    assert column.bins is not None
-    edges = [_double_lit(_nearest_double(e)) for e in column.bins]
-    v = f"CAST({value} AS DOUBLE)"
-    parts = [f"WHEN {v} < {edges[i + 1]} THEN {i}" for i in range(len(edges) - 1)]
-    return f"(CASE WHEN {v} >= {edges[0]} THEN (CASE {' '.join(parts)} END) END)"
+    """SQL: the bin index of ``value`` (NULL outside every bin or for a null), by the contract's
+    comparison (:func:`~snapdp.data.engines.base.bin_edges`): exact integers for an integer
+    column, the double nearest each edge for a decimal one."""
+    edges = bin_edges(column)
+    if column.type == "integer":
+        v = f"CAST({value} AS BIGINT)"
+
+        def test(at_least: bool, e: int | float) -> str:
+            assert isinstance(e, int)
+            known = int_at_least(e) if at_least else int_below(e)
+            if known is not None:
+                return "TRUE" if known else "FALSE"
+            return f"{v} {'>=' if at_least else '<'} {e}"
+
+        parts = [f"WHEN {test(False, edges[i + 1])} THEN {i}" for i in range(len(edges) - 1)]
+        first = test(True, edges[0])
+        return f"(CASE WHEN {value} IS NOT NULL AND {first} THEN (CASE {' '.join(parts)} END) END)"
+    d = f"CAST({value} AS DOUBLE)"
+    lits = [_double_lit(float(e)) for e in edges]
+    parts = [f"WHEN {d} < {lits[i + 1]} THEN {i}" for i in range(len(lits) - 1)]
+    return f"(CASE WHEN {d} >= {lits[0]} THEN (CASE {' '.join(parts)} END) END)"
 
 
 def cell_index_sql(column: Column, value: str) -> str:
@@ -1016,71 +1142,3 @@ def _kind(exc: BaseException) -> str:
     if "Interrupt" in name:
         return "interrupted"
     return "a read error"
-
-
-# -- pandas ----------------------------------------------------------------------------------
-def _declared(plan: AggregatePlan) -> dict[str, Column]:
-    decl: dict[str, Column] = {c.name: c for c in plan.where_columns}
-    decl.update({g.name: g for g in plan.groupings})
-    for v in plan.values:
-        decl[v.column.name] = v.column
-    if plan.unit is not None:
-        decl[plan.unit.name] = plan.unit
-    return decl
-
-
-def _frame_to_arrow(frame: Any, decl: dict[str, Column]) -> Any:
-    """The used columns of a pandas DataFrame as an Arrow table. Typed columns keep their native
-    types; an object column becomes text cell by cell by the contract's rules for the declared
-    type (so no type is ever inferred from the data)."""
-    import pyarrow as pa
-
-    arrays = []
-    names = []
-    for name in decl:
-        series = frame[next(c for c in frame.columns if str(c) == name)]
-        kind = decl[name].type
-        if series.dtype == object:
-            arr = pa.array([_object_cell(x, kind) for x in series], type=pa.string())
-        else:
-            try:
-                arr = pa.Array.from_pandas(series)
-            except (pa.ArrowException, TypeError, ValueError):
-                arr = pa.array([_object_cell(x, kind) for x in series], type=pa.string())
-            if pa.types.is_dictionary(arr.type):
-                arr = arr.cast(arr.type.value_type)
-            if pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
-                arr = arr.cast(pa.string())
-        arrays.append(arr)
-        names.append(name)
-    if not arrays:  # a plan reading no column still counts rows
-        arrays, names = [pa.nulls(len(frame), pa.int8())], [f"{_P}none"]
-    return pa.Table.from_arrays(arrays, names=names)
-
-
-def _object_cell(x: object, kind: str) -> str | None:
-    """One cell of an object column as the text that casts to the contract's value (or None)."""
-    import numbers
-
-    if x is None or (isinstance(x, bool) and kind != "boolean"):
-        return None
-    if isinstance(x, str):
-        return x
-    if kind == "boolean":
-        return ("true" if x else "false") if isinstance(x, (bool,)) else _np_bool(x)
-    if isinstance(x, numbers.Integral):
-        return str(int(x))
-    if kind == "date":
-        if isinstance(x, _dt.date) and not isinstance(x, _dt.datetime):
-            return x.isoformat()
-        return None
-    if kind in ("integer", "decimal") and isinstance(x, numbers.Real):
-        d = float(x)
-        return repr(d) if math.isfinite(d) else None
-    return None
-
-
-def _np_bool(x: object) -> str | None:
-    if type(x).__name__ == "bool_":
-        return "true" if bool(x) else "false"
-    return None

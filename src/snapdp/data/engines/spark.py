@@ -47,8 +47,17 @@ from urllib.parse import unquote as uri_unquote
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.data.engines._cells import declared_columns, frame_to_arrow
 from snapdp.data.engines._csvlines import check_delimiter, column_names, csv_encoding, unquote
-from snapdp.data.engines.base import AggregatePlan, Aggregates, NoiseRequest, ValueColumn
+from snapdp.data.engines.base import (
+    AggregatePlan,
+    Aggregates,
+    NoiseRequest,
+    ValueColumn,
+    bin_edges,
+    int_at_least,
+    int_below,
+)
 from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Predicate
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
@@ -105,6 +114,7 @@ class SparkEngine:
         self.executor_noise_threshold = int(executor_noise_threshold)
         self.noise_partitions = noise_partitions
         self.last_noise_location: str | None = None
+        self._pandas: Any = None
         if isinstance(source, DataFrame):
             self._df: Any = source
             self._label = "<pyspark.sql.DataFrame>"
@@ -113,7 +123,9 @@ class SparkEngine:
         if isinstance(source, (str, Path)):
             self._df, self._label = _read_path(session, str(source), csv, glob)
         elif type(source).__module__.startswith("pandas"):
-            self._df = _from_pandas(session, source)
+            self._pandas = source
+            self._session = session
+            self._df = None  # made per plan from the used columns (see _source_df)
             self._label = "<pandas.DataFrame>"
         else:
             raise ParameterError(
@@ -129,7 +141,17 @@ class SparkEngine:
 
     def column_names(self) -> list[str]:
         """The source's column names (header or schema)."""
+        if self._pandas is not None:
+            return [str(c) for c in self._pandas.columns]
         return [str(c) for c in self._df.columns]
+
+    def _source_df(self, plan: AggregatePlan) -> Any:
+        """The Spark DataFrame a plan reads: the source's, or for a pandas DataFrame its used
+        columns converted by the contract (object columns cell by cell for their declared type:
+        no cell can make the conversion fail; docs/data.md, "What does not fit")."""
+        if self._pandas is None:
+            return self._df
+        return _from_pandas(self._session, frame_to_arrow(self._pandas, declared_columns(plan)))
 
     def aggregate(self, plan: AggregatePlan) -> Aggregates:
         """The exact aggregates (one row per non-empty cell collected to the driver)."""
@@ -172,7 +194,7 @@ class SparkEngine:
         from pyspark.sql import functions as sf
 
         agg, limbs = self._aggregate_df(plan)
-        session = self._df.sparkSession
+        session = agg.sparkSession
         cells = session.range(plan.n_cells).withColumnRenamed("id", "_cell")
         full = cells.join(agg, "_cell", "left")
         cols = [sf.col("_cell")]
@@ -223,9 +245,10 @@ class SparkEngine:
                     parameter="decimals",
                 )
         src = {name: f"_s{i}" for i, name in enumerate(names)}
-        dtypes = dict(self._df.dtypes)
-        df = self._df.select(*[sf.col(_quote(n)).alias(src[n]) for n in names])
-        session = self._df.sparkSession
+        source = self._source_df(plan)
+        dtypes = dict(source.dtypes)
+        df = source.select(*[sf.col(_quote(n)).alias(src[n]) for n in names])
+        session = source.sparkSession
 
         # step 3: the row filter (on the cast values), then cells
         if plan.where is not None:
@@ -254,11 +277,8 @@ class SparkEngine:
                 df = df.drop("_kv")
             else:
                 assert g.bins is not None
-                v = value.cast("double")
-                edges = [float(e) for e in g.bins]
                 expr = None
-                for i in range(len(edges) - 1):
-                    cond = (v >= sf.lit(edges[i])) & (v < sf.lit(edges[i + 1]))
+                for i, cond in enumerate(_bin_conditions(g, value)):
                     expr = sf.when(cond, sf.lit(i)) if expr is None else expr.when(cond, sf.lit(i))
                 assert expr is not None
                 df = df.withColumn(idx_name, expr).where(sf.col(idx_name).isNotNull())
@@ -674,14 +694,15 @@ def _records(
     )
 
 
-def _from_pandas(session: Any, frame: Any) -> Any:
-    """A pandas DataFrame as a Spark DataFrame (object columns holding text stay text)."""
+def _from_pandas(session: Any, table: Any) -> Any:
+    """A pandas DataFrame's used columns, already an Arrow table of contract cells (see
+    :func:`~snapdp.data.engines._cells.frame_to_arrow`), as a Spark DataFrame."""
     try:
-        return session.createDataFrame(frame)
-    except Exception as exc:  # e.g. a column mixing types; quote no cell
+        return session.createDataFrame(table)
+    except Exception as exc:  # a native type Spark lacks (e.g. uint64): from the schema only
         raise ParameterError(
             f"the pandas DataFrame cannot be converted for Spark ({type(exc).__name__}); give "
-            "each column one type (see docs/data.md)",
+            "each column a type Spark holds (see docs/data.md)",
             parameter="data",
         ) from None
 
@@ -704,8 +725,8 @@ def _cast(column: Column, c: Any, dtype: str) -> Any:
         "boolean": "boolean",
         "date": "date",
     }[kind]
-    if dtype == "string":
-        s = sf.when(c != sf.lit(""), c)
+    if dtype == "string":  # what is not UTF-8 (Parquet bytes Spark does not check) is null
+        s = sf.when((c != sf.lit("")) & sf.is_valid_utf8(c), c)
         t = sf.trim(s, sf.lit(" "))
         if kind == "text":
             return s
@@ -850,6 +871,31 @@ def _distinct_keys(g: Column) -> list[tuple[object, int]]:
         seen.add(k)
         rows.append((k, i))
     return rows
+
+
+def _bin_conditions(g: Column, value: Any) -> list[Any]:
+    """Per bin of ``g``, whether the cast ``value`` lies in it (base step 3): an integer column
+    exactly against integer edges (as longs; an edge past int64 decided in Python), a decimal one
+    as a double against the double nearest each edge."""
+    from pyspark.sql import functions as sf
+
+    edges = bin_edges(g)
+    if g.type == "integer":
+        v = value.cast("bigint")
+
+        def test(at_least: bool, e: int | float) -> Any:
+            assert isinstance(e, int)
+            known = int_at_least(e) if at_least else int_below(e)
+            if known is not None:
+                return v.isNotNull() & sf.lit(known)
+            return v >= sf.lit(e).cast("bigint") if at_least else v < sf.lit(e).cast("bigint")
+
+        return [test(True, edges[i]) & test(False, edges[i + 1]) for i in range(len(edges) - 1)]
+    d = value.cast("double")
+    return [
+        (d >= sf.lit(float(edges[i]))) & (d < sf.lit(float(edges[i + 1])))
+        for i in range(len(edges) - 1)
+    ]
 
 
 # -- quanta (step 6) and ranks (step 5) ------------------------------------------------------

@@ -1,0 +1,100 @@
+"""A pandas DataFrame's cells by the engine contract (docs/data.md, "What does not fit"; the
+contract: :mod:`snapdp.data.engines.base`, step 2), shared by the DuckDB and Spark engines.
+
+An ``object`` column is never typed by inference from its values: each cell becomes the text
+that casts to the contract's value for the column's declared type, or None (null) — a string as
+it is unless it is not valid Unicode (a lone surrogate), an integer as its digits, a finite real
+for a numeric column, a date for a date column, a boolean for a boolean column; anything else is
+null. Typed columns keep their native types. So no cell can make the conversion fail.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from typing import Any
+
+from snapdp.data.engines.base import AggregatePlan
+from snapdp.data.schema import Column
+
+__all__ = ["declared_columns", "encodable", "frame_to_arrow", "object_cell"]
+
+
+def declared_columns(plan: AggregatePlan) -> dict[str, Column]:
+    """The columns a plan reads, each with its declaration (row filter, groupings, values, then
+    the unit; a column named twice takes its last declaration)."""
+    decl: dict[str, Column] = {c.name: c for c in plan.where_columns}
+    decl.update({g.name: g for g in plan.groupings})
+    for v in plan.values:
+        decl[v.column.name] = v.column
+    if plan.unit is not None:
+        decl[plan.unit.name] = plan.unit
+    return decl
+
+
+def frame_to_arrow(frame: Any, decl: dict[str, Column]) -> Any:
+    """The used columns of a pandas DataFrame as an Arrow table. Typed columns keep their native
+    types; an object column becomes text cell by cell by the contract's rules for the declared
+    type (so no type is ever inferred from the data)."""
+    import pyarrow as pa
+
+    arrays = []
+    names = []
+    for name in decl:
+        series = frame[next(c for c in frame.columns if str(c) == name)]
+        kind = decl[name].type
+        if series.dtype == object:
+            arr = pa.array([object_cell(x, kind) for x in series], type=pa.string())
+        else:
+            try:
+                arr = pa.Array.from_pandas(series)
+            except (pa.ArrowException, TypeError, ValueError):
+                arr = pa.array([object_cell(x, kind) for x in series], type=pa.string())
+            if pa.types.is_dictionary(arr.type):
+                arr = arr.cast(arr.type.value_type)
+            if pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
+                arr = arr.cast(pa.string())
+        arrays.append(arr)
+        names.append(name)
+    if not arrays:  # a plan reading no column still counts rows
+        arrays, names = [pa.nulls(len(frame), pa.int8())], ["_snapdp_none"]
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def object_cell(x: object, kind: str) -> str | None:
+    """One cell of an object column as the text that casts to the contract's value (or None)."""
+    import numbers
+
+    if x is None or (isinstance(x, bool) and kind != "boolean"):
+        return None
+    if isinstance(x, str):
+        return x if encodable(x) else None
+    if kind == "boolean":
+        return ("true" if x else "false") if isinstance(x, (bool,)) else _np_bool(x)
+    if isinstance(x, numbers.Integral):
+        return str(int(x))
+    if kind == "date":
+        if isinstance(x, _dt.date) and not isinstance(x, _dt.datetime):
+            return x.isoformat()
+        return None
+    if kind in ("integer", "decimal") and isinstance(x, numbers.Real):
+        d = float(x)
+        return repr(d) if math.isfinite(d) else None
+    return None
+
+
+def encodable(text: str) -> bool:
+    """Whether ``text`` is valid Unicode (UTF-8 encodable: no lone surrogate such as '\\ud800')."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _np_bool(x: object) -> str | None:
+    if type(x).__name__ == "bool_":
+        return "true" if bool(x) else "false"
+    return None

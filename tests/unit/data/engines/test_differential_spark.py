@@ -1,0 +1,30 @@
+"""Differential tests on the Spark engine, short version (see tests/unit/data/test_differential.py
+and tests/differential.py): D against D' = D plus one awkward row, everything but the noisy
+numbers compared. The long version: ``python benchmarks/differential.py --spark --examples N``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.differential import Case, Outcome, differences, run_case
+
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark"), pytest.mark.slow]
+
+SEED = 20_260_522
+CASES = [
+    Case(SEED, "python types", "pandas", "api", "spark"),
+    Case(SEED, "invalid utf-8 key", "parquet", "api", "spark"),
+    Case(SEED, "NUL", "csv no header", "cli", "spark"),
+]
+_CACHE: dict[object, Outcome] = {}
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_d_and_d_plus_one_awkward_row_look_the_same_on_spark(
+    case: Case, tmp_path: Path, spark_session: Any
+) -> None:
+    d, d2 = run_case(case, tmp_path, spark=spark_session, cache=_CACHE)
+    assert not differences(d, d2), differences(d, d2)
+    assert d.status in ("ok", (0, 0)), d

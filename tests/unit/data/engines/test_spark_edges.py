@@ -1,0 +1,79 @@
+"""The Spark engine on issue 21's edges, against the reference engine: a text cell that is not
+valid Unicode is null (Parquet bytes that are not UTF-8, a pandas lone surrogate), and integer
+bins compare exactly near 2^63 (docs/data.md, "What does not fit")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from tests.data_oracle import OracleEngine
+from tests.unit.data.engines.test_bins_exact import INT_BINS, INT_EXPECTED, INT_VALUES
+from tests.unit.data.engines.test_invalid_text import BAD_BYTES, PLANS, _frame, _neighbour
+
+from snapdp.data.engines.base import AggregatePlan
+
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+
+def _engine(source: object, spark: Any) -> Any:
+    from snapdp.data.engines.spark import SparkEngine
+
+    return SparkEngine(source, spark=spark)
+
+
+def test_invalid_utf8_in_parquet_is_null(spark_session: Any, tmp_path: Path) -> None:
+    for i, bad in enumerate(BAD_BYTES[:2]):
+        d, d2 = _neighbour(bad)
+        for name, table in (("d", d), ("d2", d2)):
+            path = tmp_path / f"{name}{i}.parquet"
+            pq.write_table(table, path)
+            engine = _engine(str(path), spark_session)
+            for plan_name, plan in PLANS.items():
+                assert engine.aggregate(plan) == OracleEngine(table).aggregate(plan), plan_name
+
+
+def test_a_lone_surrogate_in_pandas_is_null(spark_session: Any) -> None:
+    for with_surrogate in (False, True):
+        frame = _frame(with_surrogate)
+        engine = _engine(frame, spark_session)
+        for plan_name, plan in PLANS.items():
+            assert engine.aggregate(plan) == OracleEngine(frame).aggregate(plan), plan_name
+        assert isinstance(frame, pd.DataFrame)  # the caller's frame is not changed
+    assert "\ud800" in list(_frame(True)["t"])
+
+
+def test_integer_bins_near_two_to_the_63(spark_session: Any) -> None:
+    frame = pd.DataFrame({"x": pd.Series(INT_VALUES, dtype="int64")})
+    plan = AggregatePlan(groupings=(INT_BINS,))
+    assert _engine(frame, spark_session).aggregate(plan).rows == INT_EXPECTED
+    assert (
+        OracleEngine(pa.table({"x": pa.array(INT_VALUES, pa.int64())})).aggregate(plan).rows
+        == INT_EXPECTED
+    )
+
+
+def test_a_pandas_cell_of_another_type_is_null_not_an_error(spark_session: Any) -> None:
+    """An object column mixing types (bytes, a float among integers, a bool, a date) is read
+    cell by cell by the contract, as DuckDB reads it; before, Spark's own conversion of the
+    whole frame failed on D' (found by the differential generator)."""
+    import datetime as dt
+
+    from snapdp.data.engines.duckdb import DuckDBEngine
+
+    frame = _frame(False)
+    mixed = pd.DataFrame(
+        {
+            "t": pd.Series([*frame["t"][:5], b"a", 1, True, dt.date(2024, 1, 1)], dtype=object),
+            "n": pd.Series([*frame["n"][:5], 2.0, -0.0, "7", b"3"], dtype=object),
+            "x": pd.Series([*frame["x"][:5], 1.5, float("nan"), None, "9.5"], dtype=object),
+        }
+    )
+    engine = _engine(mixed, spark_session)
+    for plan_name, plan in PLANS.items():
+        want = OracleEngine(mixed).aggregate(plan)
+        assert engine.aggregate(plan) == want == DuckDBEngine(mixed).aggregate(plan), plan_name
