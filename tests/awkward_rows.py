@@ -251,3 +251,10 @@ def csv_field(cell: object) -> bytes:
     if b"," in raw or b'"' in raw:
         return b'"' + raw.replace(b'"', b'""') + b'"'
     return raw
+
+
+@awkward("over-long line")
+def _over_long(rng: random.Random) -> Awkward:
+    """A line past the default `max_line_bytes` (1 MiB): in a CSV it is no record (skipped
+    without being held in memory); elsewhere a long text cell."""
+    return _with(rng, u="p" * ((1 << 20) + rng.randrange(1, 4096)))

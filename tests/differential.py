@@ -47,10 +47,10 @@ from tests.awkward_rows import (
     csv_field,
 )
 
-#: Whether an awkward row may be the first line of a CSV without a header. Until the column count
-#: of a header-less CSV is declared (issue 21 item 1), its first line fixes the columns, so the
-#: generator puts the awkward line elsewhere; flip to True once that is merged.
-FIRST_LINE_OK = False
+#: Whether an awkward row may be the first line of a CSV without a header: it may, since the
+#: columns of a header-less CSV are declared (`column_names`), so its first line is a record like
+#: any other (docs/data.md, "CSV input").
+FIRST_LINE_OK = True
 
 EPSILON = "1"
 
@@ -193,7 +193,8 @@ SOURCES: dict[str, Source] = {
 
 
 def names_for(source: Source) -> dict[str, str]:
-    """The column names a declaration uses: the header's, or column0, column1, … without one."""
+    """The column names a declaration uses: the header's, or declared column0, column1, …
+    without one."""
     if source.header:
         return {c: c for c in COLUMNS}
     return {c: f"column{i}" for i, c in enumerate(COLUMNS)}
@@ -217,7 +218,10 @@ def schema_for(source: Source) -> Any:
         ),
         privacy_unit=n["u"],
         bounds=ContributionBounds(max_groups_per_unit=1, max_rows_per_group=2),
-        csv=CsvOptions(header=source.header),
+        csv=CsvOptions(
+            header=source.header,
+            column_names=None if source.header else tuple(n[c] for c in COLUMNS),
+        ),
     )
 
 
@@ -251,7 +255,7 @@ def cli_args(source: Source, quantiles: bool = False) -> list[str]:
         *(["--quantiles", f"{n['h']}:0:{TOP}:0.5"] if quantiles else []),
         "--by", n["g"], "--privacy-unit", n["u"],
         "--max-groups-per-unit", "1", "--max-rows-per-group", "2",
-        *([] if source.header else ["--no-header"]),
+        *([] if source.header else ["--no-header", "--csv-columns", ",".join(n.values())]),
     ]  # fmt: skip
 
 
@@ -266,6 +270,7 @@ max_groups_per_unit = 1
 max_rows_per_group = 2
 total_epsilon = 2
 header = {str(source.header).lower()}
+{"" if source.header else "column_names = [" + ", ".join(f'"{v}"' for v in n.values()) + "]"}
 
 [columns]
 {n["g"]} = {{ type = "text", keys = ["a", "b", "c"] }}
