@@ -31,6 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp._validation import check_epsilon
+from snapdp.data import consistency
+from snapdp.data.consistency import check_mode, make_consistent
 from snapdp.data.engines.base import AggregatePlan, Engine, ExecutorNoiseEngine, NoiseRequest
 from snapdp.data.ledger import Ledger, dataset_name_for
 from snapdp.data.query import Query
@@ -177,11 +179,18 @@ class PrivateTable:
         *,
         confidence: float = 0.95,
         split: Sequence[object] | None = None,
+        consistent: bool | str = False,
     ) -> list[QueryResult]:
         """Release ``queries``. ``epsilon``: a total, split equally (or by ``split`` weights), or
         a list of exact per-query ε. Spends their sum on the ledger, in one entry, committed
-        before anything is returned; refuses, recording nothing, if the budget cannot pay."""
+        before anything is returned; refuses, recording nothing, if the budget cannot pay.
+        ``consistent``: True (or "nonnegative", "integer") fits nested counts jointly so that
+        margins add up (post-processing; docs/data.md, "Tables that add up")."""
+        mode = check_mode(consistent)
         compiled, total, conf, alpha = self._compile(queries, epsilon, confidence, split)
+        counts = _count_groupings(compiled) if mode is not None else []
+        if mode is not None:
+            consistency.check(counts, mode)  # refuses mismatched cells before anything is spent
         noises = [calibrate(c) for c in compiled]
         self._check_columns(compiled)
         self.ledger.check(total)
@@ -193,6 +202,13 @@ class PrivateTable:
             assemble(c, n, out, conf, alpha, m)
             for c, n, out, m in zip(compiled, noises, noisy, mechs, strict=True)
         ]
+        if mode is not None:
+            count_mechs = [
+                m[0] if g is not None else None for g, m in zip(counts, mechs, strict=True)
+            ]
+            results = make_consistent(
+                results, counts, count_mechs, alpha, mode, self.schema.max_rows
+            )
         delta = math.fsum(r.delta for r in results)
         ledger: Any = self.ledger  # its spend takes the exact ε (Fraction)
         ledger.spend(
@@ -313,6 +329,11 @@ class PrivateTable:
         for i in members:
             for n in noises[i]:
                 out[i][n.part.name] = noisy[f"{i}.{n.part.name}"]
+
+
+def _count_groupings(compiled: list[Compiled]) -> list[tuple[Column, ...] | None]:
+    """Each query's grouping when it is a count (it can join a consistent family), else None."""
+    return [c.groupings if c.query.statistic == "count" else None for c in compiled]
 
 
 def split_epsilon(epsilon: object, n: int, split: Sequence[object] | None = None) -> list[Fraction]:
