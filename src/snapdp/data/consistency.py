@@ -311,7 +311,8 @@ def _round(
     cells_of_finest = finest[finest_map]  # finest is the full cross-tab: one value per cell
     for i, m in enumerate(members):
         if out[i] is None:
-            out[i] = np.bincount(maps[i], weights=cells_of_finest, minlength=len(m.values))
+            sums = np.bincount(maps[i], weights=cells_of_finest, minlength=len(m.values))
+            out[i] = np.asarray(sums, dtype=np.float64)
     return [x for x in out if x is not None]
 
 
