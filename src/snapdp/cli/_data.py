@@ -79,6 +79,7 @@ FLAGS: dict[str, str] = {
     "total_epsilon": "--total-epsilon",
     "column": "--sum/--mean/--var/--std",
     "statistic": "--count/--sum/--mean/--var/--std",
+    "consistent": "--consistent",
 }
 
 
@@ -341,6 +342,7 @@ def run_table_release(
     engine: str,
     memory_limit: str | None = None,
     glob: bool = False,
+    consistent: str | None = None,
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -358,6 +360,11 @@ def run_table_release(
     value_specs = [*sums, *means, *variances, *stds, *(spec for spec, _ in quantile_specs)]
     schema = schema_from_options(**declaration, values=value_specs)
     queries = _queries(want_count, sums, means, variances, stds, mean_method, by_columns)
+    if consistent is not None:
+        if not want_count:
+            raise ParameterError("`consistent` fits counts: add --count", parameter="consistent")
+        margins = [Query("count", by=tuple(by_columns[:k])) for k in range(len(by_columns))]
+        queries = [*margins, *queries]
     queries += [
         Query("quantiles", _value_spec(spec)[0], tuple(by_columns), quantiles=probs)
         for spec, probs in quantile_specs
@@ -378,14 +385,20 @@ def run_table_release(
         ledger=Ledger(None, eps),
         dataset=dataset,
     )
-    table.validate(queries, eps, confidence=confidence)  # before any ledger file is created
+    table.validate(  # before any ledger file is created
+        queries, eps, confidence=confidence, consistent=consistent or False
+    )
     name = table.dataset
     book = Ledger(ledger, total if ledger is not None else (total or eps), dataset=name)
     table.ledger = book
     before = len(book.entries())
     try:
         results = _with_progress(
-            table.engine, lambda: table.release(queries, eps, confidence=confidence), as_json
+            table.engine,
+            lambda: table.release(
+                queries, eps, confidence=confidence, consistent=consistent or False
+            ),
+            as_json,
         )
     except KeyboardInterrupt:
         if len(book.entries()) > before:  # the boundary then says the spend was committed

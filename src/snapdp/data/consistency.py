@@ -10,34 +10,48 @@ diagonal of 1/variance of each released count's noise,
 
 so every margin equals the sum of its cells. Only released values enter (post-processing: no
 privacy cost). Each ŷⱼ − yⱼ = Σᵢ Wⱼᵢ·eᵢ is a known linear combination of the independent noises
-eᵢ, and its ± (at the release's confidence, for each value on its own, like the ± of an
-independent count) is the smaller of two bounds that hold for every table:
+eᵢ. Its ± (at the release's confidence 1 − α, for each value on its own, like the ± of an
+independent count) is the smaller of two bounds, each holding with probability >= 1 − α/2 for
+every table (so their minimum holds with 1 − α):
 
-* union bound: Σᵢ |Wⱼᵢ|·aᵢ(α/m), aᵢ(·) the ± of noise i and m the noises of the family;
-* tail bound: with −(a + b·S⁻E) <= e <= a + b·S⁺E (:func:`snapdp.accuracy.noise_envelope`;
-  S a fair sign, P(E > s) <= κe^(−s), κ = 1 + 2^−52), E[exp(θ·|w|·(a + b·S⁺E))] <=
-  exp(θ|w|a)·(1 + κθc/(2(1 − θc))), c = |w|·b, so by Chernoff, for any 0 < θ < 1/max c,
-  P(|Σ wᵢeᵢ| > t) <= α at t = (ln(2/α) + Σᵢ [θ|wᵢ|aᵢ + ln(1 + κθcᵢ/(2(1 − θcᵢ)))])/θ; θ is
-  searched on a grid (any θ gives a valid bound).
+* the triangle bound |v − zⱼ| + aⱼ(α/2), v the value stated, zⱼ the same count as released on
+  its own and aⱼ(·) the ± of its noise (|v − zⱼ| is known after the release);
+* the fit bound (the smallest of these, chosen from the public weights only, at α′ = α/2) plus
+  |v − ŷⱼ| when v is rounded:
 
-Both are computed in doubles with a relative margin of 1e-9, and the fit's own rounding is added:
-(2·maxₖ|(W·A − A)ⱼₖ| + 1e-15)·N (N the declared row bound, Σₖ xₖ <= N) + 1e-12·(Σᵢ|Wⱼᵢ zᵢ| + 1).
+  - union: Σᵢ |Wⱼᵢ|·aᵢ(α′/m), m the noises of the family;
+  - split: the k <= 3 largest |Wⱼᵢ| by Σ |Wⱼᵢ|·aᵢ(s·α′/k) (union bound), the rest by the tail
+    bound at (1 − s)·α′, for s in {0.5, 0.75, 0.9};
+  - tail: with −(a + b·S⁻E) <= e <= a + b·S⁺E (:func:`snapdp.accuracy.noise_envelope`; S a
+    fair sign, P(E > s) <= κe^(−s), κ = 1 + 2^−52), E[exp(θ·|w|·(a + b·S⁺E))] <=
+    exp(θ|w|a)·(1 + κθc/(2(1 − θc))), c = |w|·b, so by Chernoff, for any 0 < θ < 1/max c,
+    P(|Σ wᵢeᵢ| > t) <= α′ at t = (ln(2/α′) + Σᵢ [θ|wᵢ|aᵢ + ln(1 + κθcᵢ/(2(1 − θcᵢ)))])/θ;
+    θ is searched on a grid (any θ gives a valid bound).
+
+  The bounds are computed in doubles with a relative margin of 1e-9, plus the fit's own
+  rounding: (2·maxₖ|(W·A − A)ⱼₖ| + 1e-15)·N (N the declared row bound, Σₖ xₖ <= N) +
+  1e-12·(Σᵢ|Wⱼᵢ|·|zᵢ| + 1).
+
+The clamp of each count at 0 biases the noise of small cells upwards (the envelope's one-sided
+form carries it); the fit bound is therefore conservative, and for the cells themselves the
+triangle bound is usually the smaller.
 
 Options (``mode``): ``"wls"`` the fit alone; ``"nonnegative"`` and ``"integer"`` then go top-down
 along a chain of the family's groupings (coarsest first, ending at the finest): the coarsest
 cells are clamped at 0 (and rounded to the nearest integer), then under each parent cell its
 children are projected onto {c >= 0, Σc = parent} (Euclidean, closed form) and, for integers,
 rounded by largest remainder (floors, then +1 to the largest fractional parts, ties to the first
-cell), which keeps every sum exact. Counts outside the chain become sums of the finest cells. The
-± of a rounded value is the fit's ± plus |rounded − fitted| (both known after the release).
+cell), which keeps every sum exact. Counts outside the chain become sums of the finest cells.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +79,10 @@ MODES = ("wls", "nonnegative", "integer")
 MAX_CELLS = 4096
 _KAPPA = 1 + 2.0**-52
 _MARGIN = 1 + 1e-9
+#: The split bound: the _HEAD largest weights by their noises' own ± (union bound at a share of
+#: α), the rest by the tail bound at the remaining α.
+_HEAD = 3
+_SHARES = (0.5, 0.75, 0.9)
 _Array = npt.NDArray[np.float64]
 
 
@@ -214,26 +232,59 @@ def fit(
     residual = np.abs(weights @ design - design).max(axis=1)
     a = np.concatenate([np.full(s, m.envelope[0]) for s, m in zip(sizes, members, strict=True)])
     b = np.concatenate([np.full(s, m.envelope[1]) for s, m in zip(sizes, members, strict=True)])
-    union_acc = np.concatenate(
-        [np.full(s, m.accuracy(alpha / total)) for s, m in zip(sizes, members, strict=True)]
+
+    def per_noise(a_: float) -> _Array:
+        return np.concatenate(
+            [np.full(s, m.accuracy(a_)) for s, m in zip(sizes, members, strict=True)]
+        )
+
+    by_fit = _fit_accuracy(weights, a, b, per_noise, alpha / 2)
+    by_fit += (2 * residual + 1e-15) * max_rows + 1e-12 * (np.abs(weights) @ np.abs(z) + 1)
+    own = per_noise(alpha / 2)
+    if mode == "wls":
+        values = fitted
+    else:
+        per_fit = [fitted[offsets[i] : offsets[i + 1]] for i in range(len(members))]
+        values = np.concatenate(_round(members, maps, per_fit, integer=mode == "integer"))
+    acc = np.nextafter(
+        np.minimum(by_fit + np.abs(values - fitted) * _MARGIN, own + np.abs(values - z) * _MARGIN),
+        np.inf,
     )
+
+    def split(x: _Array) -> list[_Array]:
+        return [x[offsets[i] : offsets[i + 1]] for i in range(len(members))]
+
+    return Fit(split(values), split(acc), split(fitted), total)
+
+
+def _fit_accuracy(
+    weights: _Array,
+    a: _Array,
+    b: _Array,
+    per_noise: Callable[[float], _Array],
+    alpha: float,
+) -> _Array:
+    """Each fitted value's ± at 1 − ``alpha`` from its weights (the smallest of the union, split
+    and tail bounds of the module docstring), before the fit's own rounding."""
+    total = len(weights)
+    union_acc = per_noise(alpha / total)
+    heads = {
+        (k, share): per_noise(alpha * share / k)
+        for k in range(1, min(_HEAD, total) + 1)
+        for share in _SHARES
+    }
     acc = np.empty(total)
     for j in range(total):
         w = np.abs(weights[j])
-        by_union = float(w @ union_acc)
-        by_tail = _tail(w, a, b, alpha)
-        slack = (2 * residual[j] + 1e-15) * max_rows + 1e-12 * (float(w @ np.abs(z)) + 1)
-        acc[j] = min(by_union, by_tail) * _MARGIN + slack
-    per_fit = [fitted[offsets[i] : offsets[i + 1]] for i in range(len(members))]
-    per_acc = [acc[offsets[i] : offsets[i + 1]] for i in range(len(members))]
-    if mode == "wls":
-        return Fit(per_fit, per_acc, per_fit, total)
-    rounded = _round(members, maps, per_fit, integer=mode == "integer")
-    widened = [
-        np.nextafter(pa + np.abs(r - f) * _MARGIN, np.inf)
-        for pa, r, f in zip(per_acc, rounded, per_fit, strict=True)
-    ]
-    return Fit(rounded, widened, per_fit, total)
+        best = min(float(w @ union_acc), _tail(w, a, b, alpha))
+        order = np.argsort(-w, kind="stable")
+        for (k, share), head_acc in heads.items():
+            head, rest = order[:k], w.copy()
+            rest[head] = 0.0
+            bound = float(w[head] @ head_acc[head]) + _tail(rest, a, b, alpha * (1 - share))
+            best = min(best, bound)
+        acc[j] = best * _MARGIN
+    return acc
 
 
 def _tail(w: _Array, a: _Array, b: _Array, alpha: float) -> float:
@@ -348,13 +399,21 @@ def member_of(
     delta = float(params.sensitivity)
     lam, grid = float(params.scale) * delta, float(params.grid) * delta
     values = np.array([r.value for r in result.rows], dtype=np.float64)
+    key = (mechanism.epsilon, mechanism.sensitivity, mechanism.lower, mechanism.upper)
     return Member(
         columns,
         values,
         2 * lam * lam + grid * grid / 12,
         noise_envelope(params),
-        mechanism.accuracy,
+        functools.partial(_accuracy, key),
     )
+
+
+@functools.lru_cache(maxsize=1024)
+def _accuracy(key: tuple[Any, Any, Any, Any], alpha: float) -> float:
+    """The ± of a mechanism with these public parameters at ``alpha`` (cached: a release asks
+    for a few α per count, and seeded tests release the same parameters many times)."""
+    return SnappingMechanism(*key).accuracy(alpha)
 
 
 def make_consistent(
@@ -375,7 +434,7 @@ def make_consistent(
             cols, mech = groupings[i], mechanisms[i]
             assert cols is not None and mech is not None
             members.append(member_of(cols, results[i], mech))
-        labels = ", ".join(results[i].label for i in family)
+        labels = "; ".join(results[i].label for i in family)
         f = fit(members, alpha, mode, max_rows, labels)
         how = {"wls": "", "nonnegative": ", then made non-negative top-down",
                "integer": ", then rounded to non-negative integers top-down"}[mode]  # fmt: skip

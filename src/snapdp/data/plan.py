@@ -39,6 +39,7 @@ import numpy as np
 
 from snapdp._validation import check_count, check_epsilon
 from snapdp.data._toml import KeyLocator, Path_, PlanFileError, describe_key, load_toml
+from snapdp.data.consistency import check_mode
 from snapdp.data.engines.base import Engine
 from snapdp.data.query import STATISTICS, Query
 from snapdp.data.results import QueryResult
@@ -444,10 +445,12 @@ class Plan:
     total_epsilon: Fraction | None = None
     base: Path | None = None
     path: Path | None = None
+    consistent: bool | str = False
     _locator: KeyLocator | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.queries = tuple(self.queries)
+        check_mode(self.consistent)  # docs/data.md, "Tables that add up"
         if not self.queries:
             raise ParameterError("a plan needs at least one query", parameter="query")
         if self.total_epsilon is not None:
@@ -547,14 +550,18 @@ class Plan:
         )
         queries = [pq.query for pq in self.queries]
         confidence = self.queries[0].confidence
-        table.validate(queries, preview.epsilons, confidence=confidence)  # before any ledger file
+        table.validate(  # before any ledger file
+            queries, preview.epsilons, confidence=confidence, consistent=self.consistent
+        )
         if isinstance(ledger, Ledger):
             table.ledger = ledger
         elif ledger is None:
             table.ledger = Ledger(None, given or default_total, dataset=table.dataset)
         else:
             table.ledger = _open_ledger(Path(str(ledger)), given, default_total, table.dataset)
-        results = table.release(queries, preview.epsilons, confidence=confidence)
+        results = table.release(
+            queries, preview.epsilons, confidence=confidence, consistent=self.consistent
+        )
         files: tuple[Path, ...] = ()
         if out_dir is not None:
             files = (
@@ -662,6 +669,7 @@ _DATA_KEYS: Mapping[str, tuple[str, ...]] = {
     "delimiter": (),
     "header": (),
     "dataset": ("name",),
+    "consistent": (),
 }
 _COLUMN_KEYS: Mapping[str, tuple[str, ...]] = {
     "type": (),
@@ -756,6 +764,11 @@ class _Loader:
             source = value
         else:
             raise self.error(("data",), "[data] needs a `source` (a path relative to the plan)")
+        consistent: bool | str = False
+        if "consistent" in data:
+            value, key = data["consistent"]
+            self.wrap(key, lambda: check_mode(value))
+            consistent = value
         plan: Plan = self.wrap(
             ("query",),
             lambda: Plan(
@@ -765,6 +778,7 @@ class _Loader:
                 total_epsilon=total,
                 base=self.path.parent,
                 path=self.path,
+                consistent=consistent,
                 _locator=self.locator,
             ),
         )

@@ -164,12 +164,16 @@ class PrivateTable:
         *,
         confidence: float = 0.95,
         split: Sequence[object] | None = None,
+        consistent: bool | str = False,
     ) -> None:
         """Raise the ParameterError :meth:`release` would raise for these arguments before it
-        checks the budget (the declaration, the queries, ε, the source's column names); reads
-        no values, spends nothing."""
+        checks the budget (the declaration, the queries, ε, the source's column names, the
+        consistent families); reads no values, spends nothing."""
+        mode = check_mode(consistent)
         compiled, _, _, _ = self._compile(queries, epsilon, confidence, split)
         self._check_columns(compiled)
+        if mode is not None:
+            consistency.check(_count_groupings(compiled), mode)
 
     # -- release -----------------------------------------------------------------------------
     def release(

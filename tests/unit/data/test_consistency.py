@@ -12,17 +12,22 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from scipy.stats import binom
 from tests.data_oracle import OracleEngine
 
+from snapdp.cli import main
 from snapdp.data import Column, PrivateTable, Query, Schema
 from snapdp.data.consistency import _largest_remainder, _simplex, check_mode
+from snapdp.data.plan import Plan
 from snapdp.errors import ParameterError
 
 G = Column("g", "integer", keys=(0, 1))
@@ -58,14 +63,19 @@ TABLES = {
 }
 
 
-@pytest.mark.parametrize("mode", ["wls", "integer"])
-@pytest.mark.parametrize("name", sorted(TABLES))
-@pytest.mark.parametrize("confidence", [0.5, 0.95])
+RELEASES = 120
+
+
+@pytest.mark.parametrize(
+    ("name", "mode", "confidence"),
+    [("spread", "wls", 0.5), ("empty cells", "wls", 0.5), ("empty cells", "integer", 0.5),
+     ("spread", "nonnegative", 0.9)],
+)  # fmt: skip
 def test_stated_accuracy_covers(name: str, mode: str, confidence: float) -> None:
     rows = _rows(TABLES[name])
     truth = _truth(rows)
     misses = trials = 0
-    for seed in range(150):
+    for seed in range(RELEASES):
         results = _release(rows, seed, mode, confidence=confidence)
         for r, exact in zip(results, truth, strict=True):
             for row, x in zip(r.rows, exact, strict=True):
@@ -73,7 +83,7 @@ def test_stated_accuracy_covers(name: str, mode: str, confidence: float) -> None
                 misses += abs(row.value - x) > row.accuracy
     # a miss has probability <= 1 − confidence for each value; misses of one release are
     # dependent, so the threshold counts releases: at most one binomial tail per value position
-    per_position = 150
+    per_position = RELEASES
     positions = trials // per_position
     limit = positions * binom.ppf(1 - 1e-6 / positions, per_position, 1 - confidence)
     assert misses <= limit
@@ -110,7 +120,7 @@ def test_fit_shrinks_the_error() -> None:
     rows = _rows(TABLES["spread"])
     truth = _truth(rows)
     err = {"fit": [0.0, 0.0, 0.0], "alone": [0.0, 0.0, 0.0]}
-    for seed in range(200):
+    for seed in range(120):
         fitted = _release(rows, seed, True)
         for k, (r, x) in enumerate(zip(fitted, truth, strict=True)):
             err["fit"][k] += sum((row.value - v) ** 2 for row, v in zip(r.rows, x, strict=True))
@@ -159,3 +169,63 @@ def test_rounding_helpers() -> None:
     r = _largest_remainder(np.array([1.5, 1.25, 2.25]), 5.0)
     assert r.tolist() == [2.0, 1.0, 2.0]
     assert _simplex(v, 0.0).tolist() == [0.0] * 4
+
+
+PLAN = """[data]
+source = "{source}"
+total_epsilon = 3
+consistent = {consistent}
+
+[columns]
+sex = {{ type = "integer", keys = [0, 1] }}
+educ = {{ type = "integer", keys = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16] }}
+
+[[query]]
+statistic = "count"
+epsilon = 1
+
+[[query]]
+statistic = "count"
+by = ["sex"]
+epsilon = 1
+
+[[query]]
+statistic = "count"
+by = ["sex", "educ"]
+epsilon = 1
+"""
+
+
+def _pums(tmp_path: Path) -> Path:
+    rows = _rows(TABLES["spread"])
+    path = tmp_path / "t.csv"
+    path.write_text("sex,educ\n" + "".join(f"{r['g']},{'xyz'.index(r['h']) + 1}\n" for r in rows))
+    return path
+
+
+def test_plan_key_consistent(tmp_path: Path) -> None:
+    source = _pums(tmp_path)
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(PLAN.format(source=source, consistent='"integer"'))
+    results = Plan.load(plan_file).run(rng=np.random.default_rng(2)).results
+    total, by_sex, cells = (np.array([r.value for r in q.rows]) for q in results)
+    assert total[0] == by_sex.sum() == cells.sum()
+    assert (by_sex == cells.reshape(2, 16).sum(axis=1)).all()
+    plan_file.write_text(PLAN.format(source=source, consistent='"yes"'))
+    with pytest.raises(ParameterError) as e:
+        Plan.load(plan_file)
+    assert "line 4, key `data.consistent`" in str(e.value)
+
+
+def test_cli_flag_consistent(tmp_path: Path) -> None:
+    source = _pums(tmp_path)
+    keys = ["--keys", "sex=0,1", "--keys", "educ=1,2,3"]
+    args = ["release", str(source), "--epsilon", "1", "--count", "--by", "sex,educ", *keys]
+    out = CliRunner().invoke(main, [*args, "--consistent", "--json"])
+    assert out.exit_code == 0, out.output
+    queries = json.loads(out.output)["results"]
+    assert [q["by"] for q in queries] == [[], ["sex"], ["sex", "educ"]]
+    assert all("independent_value" in q for q in queries)
+    assert math.isclose(sum(queries[1]["value"]), queries[0]["value"][0], rel_tol=1e-12)
+    bad = CliRunner().invoke(main, [*args[:4], "--sum", "sex:0:1", "--consistent", "integer"])
+    assert bad.exit_code != 0 and "--consistent" in bad.output and "--count" in bad.output
