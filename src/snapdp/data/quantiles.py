@@ -40,6 +40,7 @@ __all__ = [
     "MAX_LEAVES",
     "RankAccuracy",
     "TreeSpec",
+    "chernoff_cdf",
     "consistent_leaves",
     "leaf_edges",
     "level_calibrations",
@@ -49,6 +50,7 @@ __all__ = [
     "rank_accuracy",
     "tree_spec",
     "value_accuracy",
+    "value_interval",
 ]
 
 MAX_LEAVES = 4096
@@ -311,6 +313,35 @@ def quantiles_from_leaves(
     return tuple(out)
 
 
+def value_interval(
+    leaves: Sequence[float] | npt.NDArray[np.float64],
+    spec: TreeSpec,
+    probability: object,
+    cdf: float,
+) -> tuple[float, float]:
+    """Where the true p-quantile lies, read from the released leaves (post-processing).
+
+    With C̃ the released CDF at the leaf edges, Ñ = C̃(U) and c a bound on |C̃ − C| at every
+    edge at once (C the true CDF, counting rows below an edge; N = C(U)), every true p-quantile
+    q (a value with #{x < q} <= p·N <= #{x <= q}) of the clamped values lies in [e_lo, e_hi]:
+    e_lo the largest edge with C̃(e) < p·Ñ − (1 + p)·c (there C(e) < p·N, so q >= e), e_hi the
+    smallest edge with C̃(e) > p·Ñ + (1 + p)·c (there C(e) > p·N, so q <= e); L and U when there
+    is none. So it holds whenever the CDF bound c does.
+    """
+    arr = np.asarray(leaves, dtype=np.float64)
+    p = float(check_finite("probability", probability))
+    cum = np.concatenate(([0.0], np.cumsum(np.maximum(arr, 0.0))))
+    total = float(cum[-1])
+    # the doubles' rounding of the cumulative sums: far below this slack
+    slack = (1 + p) * cdf * (1 + 1e-9) + 1e-9 * (total + 1)
+    below = np.flatnonzero(cum < p * total - slack)
+    above = np.flatnonzero(cum > p * total + slack)
+    lo, width = float(spec.lower), float(spec.leaf_width)
+    e_lo = lo + int(below[-1]) * width if len(below) else lo
+    e_hi = lo + int(above[0]) * width if len(above) else float(spec.upper)
+    return max(e_lo, lo), min(e_hi, float(spec.upper))
+
+
 @dataclass(frozen=True)
 class RankAccuracy:
     """The accuracy of tree quantiles, stated before spending (see :func:`rank_accuracy`).
@@ -381,16 +412,18 @@ def rank_accuracy(
     assert worst is not None  # depth >= 1
     cdf = _round_up(spec.weight * node)
     if lower is None:  # node_bounds: the clamp never binds
-        cdf = min(cdf, _chernoff_cdf(spec, worst.scale, worst.grid, k, alpha, total_nodes))
+        cdf = min(cdf, chernoff_cdf(spec, worst.scale, worst.grid, k, alpha, total_nodes))
     return RankAccuracy(
         cdf, _round_up(2 * cdf), node, spec.weight, conf, all(c.certified for c in cals)
     )
 
 
-def _chernoff_cdf(
+def chernoff_cdf(
     spec: TreeSpec, scale: object, grid: object, k: int, alpha: float, total_nodes: int
 ) -> float:
-    """k·W·Λ/2 + s, s the Chernoff bound of :func:`rank_accuracy`, rounded up generously."""
+    """k·W·Λ/2 + s, s the Chernoff bound of :func:`rank_accuracy`, rounded up generously: the
+    CDF ± at every leaf edge at once when no node's output is clamped (``scale``: λ′, ``grid``:
+    Λ, the largest over the levels, in units of k rows)."""
     w1, s2, wmax = _weight_stats(spec.branching, spec.depth)
     lam = float(_exact.round_up(mpq(scale) * (1 + mpq(1, 1 << 50)), 53)) * k  # λ″·k, up
     rounding = w1 * float(mpq(grid)) * k / 2

@@ -70,8 +70,8 @@ __all__ = [
 
 _QUANTILE_NOTE = (
     "quantiles: each lies within one leaf of a value whose true rank is within the rank ± of "
-    "p·n; the ± in values assumes the rows spread at least as evenly as over [L, U] "
-    "(docs/data.md, 'Quantiles')"
+    "p·n; the ± in values covers every value whose released rank is within that rank ± of "
+    "p·ñ, read from the released tree (post-processing; docs/data.md, 'Quantiles')"
 )
 _VARIANCE_SPLIT = (Fraction(1000, 4146), Fraction(1414, 4146), Fraction(1732, 4146))
 
@@ -326,17 +326,12 @@ def _compile_quantiles(
     leaf = replace(col, lower=None, upper=None, keys=None, bins=tuple(edges))
     r = reach(schema, by_cells * tree.leaves)
     n = schema.max_rows
+    cells = [min(r.cells, by_cells * tree.nodes(lv)) for lv in range(1, tree.depth + 1)]
+    # Bounds the noise never reaches (each node gets ε/(depth·cells) or less noise at Δ = l1),
+    # so that the clamp never binds and the tail bound of the ± holds (docs/data.md, "Quantiles").
+    lo, hi = qmod.node_bounds(tree, epsilon / max(cells), r.l1, n)
     parts = tuple(
-        Part(
-            f"level{lv}",
-            f"level{lv}",
-            Fraction(1, tree.depth),
-            r.l1,
-            r.l1,
-            0,
-            n,
-            min(r.cells, by_cells * tree.nodes(lv)),
-        )
+        Part(f"level{lv}", f"level{lv}", Fraction(1, tree.depth), r.l1, r.l1, lo, hi, cells[lv - 1])
         for lv in range(1, tree.depth + 1)
     )
     return Compiled(query, epsilon, groupings, None, None, parts, r, schema, leaf, tree)
@@ -455,17 +450,23 @@ def _quantile_accuracy(
     alpha: float,
     notes: tuple[str, ...],
 ) -> AccuracyStatement:
-    """Rank ± = 2·W·(the largest node ± at α/T), T the nodes of one cell's tree (union bound);
-    in values, a planning figure: leaf width + rank·(U − L)/n for n evenly spread rows."""
+    """Rank ± = 2·c, c the CDF ± at every leaf edge at once: the smaller of W·(the largest node
+    ± at α/T), T the nodes of one cell's tree (union bound), and the tail bound over the tree's
+    noises (:func:`snapdp.data.quantiles.chernoff_cdf`); in values, before the release, a
+    planning figure: leaf width + rank·(U − L)/n for n evenly spread rows (the release states
+    the ± from the released tree, see :func:`_quantile_rows`)."""
     tree = compiled.tree
     nodes = sum(tree.nodes(lv) for lv in range(1, tree.depth + 1))
-    node = max(
-        SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper).accuracy(
-            alpha / nodes
-        )
-        for n in noises
-    )
+    mechs = [
+        SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper) for n in noises
+    ]
+    node = max(m.accuracy(alpha / nodes) for m in mechs)
     cdf = _up(tree.weight * node)
+    # the clamp never binds (node bounds): the tail bound over the tree's noises applies, with
+    # every level's noise scale and grid (in rows) taken at their largest
+    scale = max(m.parameters.scale * m.parameters.sensitivity for m in mechs)
+    grid = max(m.parameters.grid * m.parameters.sensitivity for m in mechs)
+    cdf = min(cdf, quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
     span = float(tree.upper - tree.lower)
     return AccuracyStatement(
         compiled.query,
@@ -637,12 +638,14 @@ def _quantile_rows(
     leaves = qmod.consistent_leaves(levels, tree)
     probs = compiled.query.quantiles
     values = qmod.quantiles_from_leaves(leaves, tree, probs)
-    total = float(np.sum(leaves))
-    acc = statement.at(total)
-    return [
-        ResultRow(keys, float(v), acc, p, statement.rank)
-        for p, v in zip(probs, values, strict=True)
-    ]
+    assert statement.rank is not None
+    cdf = statement.rank / 2  # the CDF ± at every edge at once (the rank ± is 2·cdf)
+    rows = []
+    for p, v in zip(probs, values, strict=True):
+        lo, hi = qmod.value_interval(leaves, tree, p, cdf)
+        acc = _up(max(v - lo, hi - v, 0.0))
+        rows.append(ResultRow(keys, float(v), acc, p, _up((1 + float(p)) * cdf), interval=(lo, hi)))
+    return rows
 
 
 def _cell_value(
