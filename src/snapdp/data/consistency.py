@@ -32,9 +32,9 @@ every table (so their minimum holds with 1 − α):
   rounding: (2·maxₖ|(W·A − A)ⱼₖ| + 1e-15)·N (N the declared row bound, Σₖ xₖ <= N) +
   1e-12·(Σᵢ|Wⱼᵢ|·|zᵢ| + 1).
 
-The clamp of each count at 0 biases the noise of small cells upwards (the envelope's one-sided
-form carries it); the fit bound is therefore conservative, and for the cells themselves the
-triangle bound is usually the smaller.
+    For a noise whose output is never clamped (a consistent release gives its counts bounds
+    the noise cannot reach, :func:`open_bound`), Y is symmetric and the term is the tighter
+    θ|w|a + ln(1 + κθ²c²/(1 − θ²c²)) (E cosh(uE) <= 1 + κu²/(1 − u²)).
 
 Options (``mode``): ``"wls"`` the fit alone; ``"nonnegative"`` and ``"integer"`` then go top-down
 along a chain of the family's groupings (coarsest first, ending at the finest): the coarsest
@@ -51,6 +51,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,7 @@ __all__ = [
     "families",
     "fit",
     "make_consistent",
+    "open_bound",
 ]
 
 MODES = ("wls", "nonnegative", "integer")
@@ -111,6 +113,7 @@ class Member:
     variance: float
     envelope: tuple[float, float]
     accuracy: Callable[[float], float]
+    unclamped: bool = False  # no output can reach the mechanism's bounds (see open_bound)
 
 
 @dataclass(frozen=True)
@@ -232,13 +235,14 @@ def fit(
     residual = np.abs(weights @ design - design).max(axis=1)
     a = np.concatenate([np.full(s, m.envelope[0]) for s, m in zip(sizes, members, strict=True)])
     b = np.concatenate([np.full(s, m.envelope[1]) for s, m in zip(sizes, members, strict=True)])
+    sym = np.concatenate([np.full(s, m.unclamped) for s, m in zip(sizes, members, strict=True)])
 
     def per_noise(a_: float) -> _Array:
         return np.concatenate(
             [np.full(s, m.accuracy(a_)) for s, m in zip(sizes, members, strict=True)]
         )
 
-    by_fit = _fit_accuracy(weights, a, b, per_noise, alpha / 2)
+    by_fit = _fit_accuracy(weights, a, b, sym, per_noise, alpha / 2)
     by_fit += (2 * residual + 1e-15) * max_rows + 1e-12 * (np.abs(weights) @ np.abs(z) + 1)
     own = per_noise(alpha / 2)
     if mode == "wls":
@@ -261,6 +265,7 @@ def _fit_accuracy(
     weights: _Array,
     a: _Array,
     b: _Array,
+    sym: npt.NDArray[np.bool_],
     per_noise: Callable[[float], _Array],
     alpha: float,
 ) -> _Array:
@@ -276,21 +281,22 @@ def _fit_accuracy(
     acc = np.empty(total)
     for j in range(total):
         w = np.abs(weights[j])
-        best = min(float(w @ union_acc), _tail(w, a, b, alpha))
+        best = min(float(w @ union_acc), _tail(w, a, b, sym, alpha))
         order = np.argsort(-w, kind="stable")
         for (k, share), head_acc in heads.items():
             head, rest = order[:k], w.copy()
             rest[head] = 0.0
-            bound = float(w[head] @ head_acc[head]) + _tail(rest, a, b, alpha * (1 - share))
+            bound = float(w[head] @ head_acc[head]) + _tail(rest, a, b, sym, alpha * (1 - share))
             best = min(best, bound)
         acc[j] = best * _MARGIN
     return acc
 
 
-def _tail(w: _Array, a: _Array, b: _Array, alpha: float) -> float:
-    """The Chernoff bound of the module docstring for Σ wᵢeᵢ (w >= 0 here: |weights|)."""
+def _tail(w: _Array, a: _Array, b: _Array, sym: npt.NDArray[np.bool_], alpha: float) -> float:
+    """The Chernoff bound of the module docstring for Σ wᵢeᵢ (w >= 0 here: |weights|); the
+    symmetric form for the noises whose outputs are never clamped (``sym``)."""
     keep = w > 0
-    w, a, b = w[keep], a[keep], b[keep]
+    w, a, b, sym = w[keep], a[keep], b[keep], sym[keep]
     lin = float(w @ a)
     c = w * b
     cmax = float(c.max()) if len(c) else 0.0
@@ -301,7 +307,9 @@ def _tail(w: _Array, a: _Array, b: _Array, alpha: float) -> float:
     def t_at(frac: _Array) -> _Array:
         theta = frac / cmax  # θ·cmax in (0, 1)
         tc = np.outer(theta, c)
-        s = np.log1p(_KAPPA * tc / (2 * (1 - tc))).sum(axis=1)
+        one_sided = _KAPPA * tc / (2 * (1 - tc))
+        symmetric = _KAPPA * tc * tc / (1 - tc * tc)
+        s = np.log1p(np.where(sym[None, :], symmetric, one_sided)).sum(axis=1)
         return np.asarray((log2a + s) / theta + lin, dtype=np.float64)
 
     coarse = 1 - np.geomspace(1e-6, 1 - 1e-6, 48)
@@ -391,21 +399,43 @@ def _largest_remainder(v: _Array, total: float) -> _Array:
 
 
 # -- results ----------------------------------------------------------------------------------
+def open_bound(per_cell: int | Fraction, cells: int, epsilon: Fraction, max_rows: int) -> int:
+    """B such that a count mechanism with bounds [−B, B] never clamps a true count in
+    [0, max_rows]: B = max_rows + ⌈1500·Δ·cells/ε⌉.
+
+    Each cell gets noise no larger than at ε/cells and Δ = ``per_cell`` (the L1 calibration is
+    only chosen when its noise is smaller), so λ′·Δ <= 2·Δ·cells/ε, Λ <= 2λ′, and one output's
+    noise reaches at most (λ′·1074·ln 2 + Λ)·Δ < 1494·Δ·cells/ε (U* >= 2**-1074). A consistent
+    release gives its counts these bounds: their noise is then symmetric, which the tail bound
+    uses, and a small cell is not biased upwards by the clamp at 0 (docs/data.md, "Tables that
+    add up"). :func:`member_of` checks the reach again from the mechanism's own parameters.
+    """
+    return max_rows + math.ceil(Fraction(1500) * Fraction(per_cell) * cells / epsilon)
+
+
 def member_of(
-    columns: tuple[Column, ...], result: QueryResult, mechanism: SnappingMechanism
+    columns: tuple[Column, ...],
+    result: QueryResult,
+    mechanism: SnappingMechanism,
+    max_rows: int = 0,
 ) -> Member:
-    """A count query's result as a family member (its noise from its mechanism's parameters)."""
+    """A count query's result as a family member (its noise from its mechanism's parameters;
+    ``unclamped`` when no output for a true count in [0, ``max_rows``] can reach the bounds)."""
     params = mechanism.parameters
     delta = float(params.sensitivity)
     lam, grid = float(params.scale) * delta, float(params.grid) * delta
     values = np.array([r.value for r in result.rows], dtype=np.float64)
     key = (mechanism.epsilon, mechanism.sensitivity, mechanism.lower, mechanism.upper)
+    a, b = noise_envelope(params)
+    reach = (b * 745 + a) * (1 + 1e-9)  # |ln U*| <= 1074·ln 2 < 745
+    unclamped = params.lower <= -reach and params.upper >= max_rows + reach
     return Member(
         columns,
         values,
         2 * lam * lam + grid * grid / 12,
-        noise_envelope(params),
+        (a, b),
         functools.partial(_accuracy, key),
+        bool(unclamped),
     )
 
 
@@ -433,7 +463,7 @@ def make_consistent(
         for i in family:
             cols, mech = groupings[i], mechanisms[i]
             assert cols is not None and mech is not None
-            members.append(member_of(cols, results[i], mech))
+            members.append(member_of(cols, results[i], mech, max_rows))
         labels = "; ".join(results[i].label for i in family)
         f = fit(members, alpha, mode, max_rows, labels)
         how = {"wls": "", "nonnegative": ", then made non-negative top-down",

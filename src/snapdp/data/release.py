@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -194,7 +195,8 @@ class PrivateTable:
         compiled, total, conf, alpha = self._compile(queries, epsilon, confidence, split)
         counts = _count_groupings(compiled) if mode is not None else []
         if mode is not None:
-            consistency.check(counts, mode)  # refuses mismatched cells before anything is spent
+            families = consistency.check(counts, mode)  # refuses before anything is spent
+            compiled = _open_counts(compiled, [i for f in families for i in f])
         noises = [calibrate(c) for c in compiled]
         self._check_columns(compiled)
         self.ledger.check(total)
@@ -333,6 +335,19 @@ class PrivateTable:
         for i in members:
             for n in noises[i]:
                 out[i][n.part.name] = noisy[f"{i}.{n.part.name}"]
+
+
+def _open_counts(compiled: list[Compiled], members: list[int]) -> list[Compiled]:
+    """The counts of consistent families with bounds their noise never reaches (symmetric noise,
+    no clamp at 0; :func:`snapdp.data.consistency.open_bound`)."""
+    out = list(compiled)
+    for i in members:
+        c = compiled[i]
+        (part,) = c.parts
+        cells = c.reach.cells if part.cells is None else part.cells
+        b = consistency.open_bound(part.per_cell, cells, c.epsilon * part.weight, c.schema.max_rows)
+        out[i] = replace(c, parts=(replace(part, lower=-b, upper=b),))
+    return out
 
 
 def _count_groupings(compiled: list[Compiled]) -> list[tuple[Column, ...] | None]:
