@@ -39,9 +39,7 @@ def main() -> None:
         np.array([sum(cells[(s, e)] for e in educs) for s in sexes], dtype=float),
         np.array([cells[(s, e)] for s in sexes for e in educs], dtype=float),
     ]
-    schema = Schema(
-        (Column("sex", "integer", keys=sexes), Column("educ", "integer", keys=educs))
-    )
+    schema = Schema((Column("sex", "integer", keys=sexes), Column("educ", "integer", keys=educs)))
     queries = [Query("count"), Query("count", by=("sex",)), Query("count", by=("sex", "educ"))]
     err = {m: [0.0] * 3 for m in MODES}
     acc = {m: [0.0] * 3 for m in MODES}
