@@ -12,7 +12,8 @@ so every margin equals the sum of its cells. Only released values enter (post-pr
 privacy cost). Each ŷⱼ − yⱼ = Σᵢ Wⱼᵢ·eᵢ is a known linear combination of the independent noises
 eᵢ. Its ± (at the release's confidence 1 − α, for each value on its own, like the ± of an
 independent count) is the smaller of two bounds, each holding with probability >= 1 − α/2 for
-every table (so their minimum holds with 1 − α):
+every table (so their minimum holds with 1 − α; a family of more than :data:`MAX_FIT_BOUND`
+released counts states the triangle bound alone, at α):
 
 * the triangle bound |v − zⱼ| + aⱼ(α/2), v the value stated, zⱼ the same count as released on
   its own and aⱼ(·) the ± of its noise (|v − zⱼ| is known after the release);
@@ -65,6 +66,7 @@ from snapdp.mechanism import SnappingMechanism
 
 __all__ = [
     "MAX_CELLS",
+    "MAX_FIT_BOUND",
     "MODES",
     "Fit",
     "Member",
@@ -79,6 +81,9 @@ __all__ = [
 MODES = ("wls", "nonnegative", "integer")
 #: The most finest cells one family may have (the fit is a dense solve over them).
 MAX_CELLS = 4096
+#: The most released counts a family may have for the fit bound to be computed (its cost grows
+#: as their square); larger families state the triangle bound alone, at the full α.
+MAX_FIT_BOUND = 512
 _KAPPA = 1 + 2.0**-52
 _MARGIN = 1 + 1e-9
 #: The split bound: the _HEAD largest weights by their noises' own ± (union bound at a share of
@@ -229,10 +234,8 @@ def fit(
     z = np.concatenate([m.values for m in members])
     prec = 1.0 / var
     normal = design.T @ (design * prec[:, None])
-    gain = np.linalg.pinv(normal, hermitian=True) @ (design.T * prec[None, :])  # n × total
-    weights = design @ gain  # total × total
-    fitted = design @ (gain @ z)
-    residual = np.abs(weights @ design - design).max(axis=1)
+    full = any(len(m.columns) == len(union) for m in members)  # the finest counts are released
+    fitted = design @ _solve(normal, design.T @ (prec * z), full)
     a = np.concatenate([np.full(s, m.envelope[0]) for s, m in zip(sizes, members, strict=True)])
     b = np.concatenate([np.full(s, m.envelope[1]) for s, m in zip(sizes, members, strict=True)])
     sym = np.concatenate([np.full(s, m.unclamped) for s, m in zip(sizes, members, strict=True)])
@@ -242,9 +245,16 @@ def fit(
             [np.full(s, m.accuracy(a_)) for s, m in zip(sizes, members, strict=True)]
         )
 
-    by_fit = _fit_accuracy(weights, a, b, sym, per_noise, alpha / 2)
-    by_fit += (2 * residual + 1e-15) * max_rows + 1e-12 * (np.abs(weights) @ np.abs(z) + 1)
-    own = per_noise(alpha / 2)
+    if total <= MAX_FIT_BOUND:
+        gain = _solve(normal, design.T * prec[None, :], full)  # n × total
+        weights = design @ gain  # total × total
+        residual = np.abs(weights @ design - design).max(axis=1)
+        by_fit = _fit_accuracy(weights, a, b, sym, per_noise, alpha / 2)
+        by_fit += (2 * residual + 1e-15) * max_rows + 1e-12 * (np.abs(weights) @ np.abs(z) + 1)
+        own = per_noise(alpha / 2)
+    else:  # the triangle bound alone, at α
+        by_fit = np.full(total, np.inf)
+        own = per_noise(alpha)
     if mode == "wls":
         values = fitted
     else:
@@ -259,6 +269,16 @@ def fit(
         return [x[offsets[i] : offsets[i + 1]] for i in range(len(members))]
 
     return Fit(split(values), split(acc), split(fitted), total)
+
+
+def _solve(normal: _Array, rhs: _Array, full: bool) -> _Array:
+    """(AᵀVA)⁺·rhs: by Cholesky when the family releases its finest cross-tabulation (then
+    AᵀVA >= min(1/variance)·I is well conditioned), else by the pseudo-inverse."""
+    if not full:
+        return np.asarray(np.linalg.pinv(normal, hermitian=True) @ rhs, dtype=np.float64)
+    factor = np.linalg.cholesky(normal)
+    y = np.linalg.solve(factor, rhs)
+    return np.asarray(np.linalg.solve(factor.T, y), dtype=np.float64)
 
 
 def _fit_accuracy(

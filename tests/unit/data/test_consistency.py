@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -229,3 +230,35 @@ def test_cli_flag_consistent(tmp_path: Path) -> None:
     assert math.isclose(sum(queries[1]["value"]), queries[0]["value"][0], rel_tol=1e-12)
     bad = CliRunner().invoke(main, [*args[:4], "--sum", "sex:0:1", "--consistent", "integer"])
     assert bad.exit_code != 0 and "--consistent" in bad.output and "--count" in bad.output
+
+
+def test_lattice_without_the_finest_count() -> None:
+    """The total, by g and by h (no g × h): a rank-deficient fit; every margin still adds up."""
+    rows = _rows(TABLES["spread"])
+    table = PrivateTable(
+        engine=OracleEngine(rows), schema=SCHEMA, total_epsilon=10, rng=np.random.default_rng(4)
+    )
+    queries = [Query("count"), Query("count", by=("g",)), Query("count", by=("h",))]
+    total, by_g, by_h = (
+        np.array([r.value for r in q.rows]) for q in table.release(queries, 1, consistent=True)
+    )
+    assert math.isclose(total[0], by_g.sum(), rel_tol=1e-12)
+    assert math.isclose(total[0], by_h.sum(), rel_tol=1e-12)
+
+
+def test_a_large_family_states_the_triangle_bound() -> None:
+    """Beyond MAX_FIT_BOUND released counts: ± = |v − z| + a(α), the count's own ± at α."""
+    big = Column("b", "integer", keys=tuple(range(300)))
+    schema = Schema((G, big), max_rows=10_000)
+    rows = [{"g": i % 2, "b": i % 300} for i in range(900)]
+    table = PrivateTable(
+        engine=OracleEngine(rows), schema=schema, total_epsilon=10, rng=np.random.default_rng(8)
+    )
+    queries = [Query("count", by=("g",)), Query("count", by=("g", "b"))]
+    by_g, cells = table.release(queries, 1, consistent=True)
+    assert math.isclose(sum(r.value for r in by_g.rows), sum(r.value for r in cells.rows))
+    own = table.accuracy([queries[1]], Fraction(1, 2))[0].accuracy
+    assert own is not None
+    for r in cells.rows:
+        assert r.independent is not None
+        assert r.accuracy == pytest.approx(own + abs(r.value - r.independent), rel=1e-6)
