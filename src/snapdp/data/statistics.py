@@ -155,6 +155,7 @@ class AccuracyStatement:
     notes: tuple[str, ...] = ()
     rank: float | None = None
     leaf_width: float | None = None
+    targets: tuple[float, ...] = ()  # quantiles: per probability, the bound the value ± uses
 
     @property
     def label(self) -> str:
@@ -467,6 +468,12 @@ def _quantile_accuracy(
     scale = max(m.parameters.scale * m.parameters.sensitivity for m in mechs)
     grid = max(m.parameters.grid * m.parameters.sensitivity for m in mechs)
     cdf = min(cdf, quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
+    # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF)
+    targets = []
+    for p in compiled.query.quantiles:
+        w1 = quantiles.target_weight_stats(tree.branching, tree.depth, float(p))[0]
+        tail = quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p))
+        targets.append(min(_up(w1 * node), tail, _up((1 + float(p)) * cdf)))
     span = float(tree.upper - tree.lower)
     return AccuracyStatement(
         compiled.query,
@@ -478,6 +485,7 @@ def _quantile_accuracy(
         (*notes, _QUANTILE_NOTE),
         rank=_up(2 * cdf),
         leaf_width=float(tree.leaf_width),
+        targets=tuple(targets),
     )
 
 
@@ -636,13 +644,14 @@ def _quantile_rows(
         width = tree.nodes(lv)
         levels.append(noisy[f"level{lv}"][i * width : (i + 1) * width])
     leaves = qmod.consistent_leaves(levels, tree)
+    ls_cdf = qmod.least_squares_cdf(levels, tree)  # the value ± is read from it (before isotonic)
     probs = compiled.query.quantiles
     values = qmod.quantiles_from_leaves(leaves, tree, probs)
     assert statement.rank is not None
     cdf = statement.rank / 2  # the CDF ± at every edge at once (the rank ± is 2·cdf)
     rows = []
-    for p, v in zip(probs, values, strict=True):
-        lo, hi = qmod.value_interval(leaves, tree, p, cdf)
+    for p, v, target in zip(probs, values, statement.targets, strict=True):
+        lo, hi = qmod.value_interval(ls_cdf, tree, p, target)
         acc = _up(max(v - lo, hi - v, 0.0))
         rows.append(ResultRow(keys, float(v), acc, p, _up((1 + float(p)) * cdf), interval=(lo, hi)))
     return rows

@@ -19,6 +19,7 @@ from scipy.stats import binom
 from tests.data_oracle import OracleEngine
 
 from snapdp.data import Column, PrivateTable, Query, Schema
+from snapdp.data import quantiles as qmod
 
 PROBS = (Fraction(1, 10), Fraction(1, 2), Fraction(9, 10))
 SCHEMA = Schema((Column("v", "integer", Fraction(0), Fraction(50)),), max_rows=100_000)
@@ -95,3 +96,30 @@ def test_value_accuracy_is_read_from_the_tree() -> None:
         q = Query("quantiles", "v", quantiles=(Fraction(1, 2),), resolution=Fraction(1))
         widths[name] = table.release([q], 1)[0].rows[0].accuracy
     assert widths["narrow"] < widths["wide"]
+
+
+@pytest.mark.parametrize(("b", "depth", "p"), [(3, 2, 0.3), (2, 3, 0.5), (4, 2, 0.9)])
+def test_target_weights_match_dense_least_squares(b: int, depth: int, p: float) -> None:
+    """W, S₂, w∞ of C̃(t) − p·Ñ and the least-squares CDF, against numpy's pseudo-inverse."""
+    spec = qmod.tree_spec(0, b**depth, 1, branching=b)
+    rows = []
+    for level in range(1, depth + 1):
+        size = b ** (depth - level)
+        for node in range(b**level):
+            row = np.zeros(b**depth)
+            row[node * size : (node + 1) * size] = 1
+            rows.append(row)
+    a = np.array(rows)
+    cum = np.tril(np.ones((b**depth + 1, b**depth)), -1)  # edge t sums the leaves before it
+    w = cum @ np.linalg.pinv(a)  # CDF weights on the nodes, edges 0..n
+    v = w - p * w[-1][None, :]
+    w1, s2, wmax = qmod.target_weight_stats(b, depth, p)
+    assert w1 == pytest.approx(np.abs(v).sum(axis=1).max(), rel=1e-6)
+    assert s2 == pytest.approx((v * v).sum(axis=1).max(), rel=1e-6)
+    assert wmax == pytest.approx(np.abs(v).max(), rel=1e-6)
+    noisy = np.random.default_rng(3).normal(5, 2, len(rows))
+    levels, start = [], 0
+    for level in range(1, depth + 1):
+        levels.append(noisy[start : start + b**level])
+        start += b**level
+    assert np.allclose(qmod.least_squares_cdf(levels, spec), w @ noisy)
