@@ -12,8 +12,10 @@ so every margin equals the sum of its cells. Only released values enter (post-pr
 privacy cost). Each ŷⱼ − yⱼ = Σᵢ Wⱼᵢ·eᵢ is a known linear combination of the independent noises
 eᵢ. Its ± (at the release's confidence 1 − α, for each value on its own, like the ± of an
 independent count) is the smaller of two bounds, each holding with probability >= 1 − α/2 for
-every table (so their minimum holds with 1 − α; a family of more than :data:`MAX_FIT_BOUND`
-released counts states the triangle bound alone, at α):
+every table (so their minimum holds with 1 − α); or, when the fit bound cannot be expected to
+win (it is not below the triangle bound with a shift of two standard deviations of ŷⱼ − zⱼ, a
+public figure) or the family has more than :data:`MAX_FIT_BOUND` released counts, the triangle
+bound alone at α:
 
 * the triangle bound |v − zⱼ| + aⱼ(α/2), v the value stated, zⱼ the same count as released on
   its own and aⱼ(·) the ± of its noise (|v − zⱼ| is known after the release);
@@ -245,23 +247,32 @@ def fit(
             [np.full(s, m.accuracy(a_)) for s, m in zip(sizes, members, strict=True)]
         )
 
+    own = per_noise(alpha)  # the triangle bound alone, at α
+    by_fit = np.full(total, np.inf)
+    own_half = own
     if total <= MAX_FIT_BOUND:
         gain = _solve(normal, design.T * prec[None, :], full)  # n × total
         weights = design @ gain  # total × total
         residual = np.abs(weights @ design - design).max(axis=1)
-        by_fit = _fit_accuracy(weights, a, b, sym, per_noise, alpha / 2)
-        by_fit += (2 * residual + 1e-15) * max_rows + 1e-12 * (np.abs(weights) @ np.abs(z) + 1)
-        own = per_noise(alpha / 2)
-    else:  # the triangle bound alone, at α
-        by_fit = np.full(total, np.inf)
-        own = per_noise(alpha)
+        fit_half = _fit_accuracy(weights, a, b, sym, per_noise, alpha / 2)
+        fit_half += (2 * residual + 1e-15) * max_rows + 1e-12 * (np.abs(weights) @ np.abs(z) + 1)
+        half = per_noise(alpha / 2)
+        # A public rule picks the statement per value: both bounds at α/2 when the fit bound may
+        # be the smaller (it is below the triangle bound with a typical shift, two standard
+        # deviations of ŷ − z), else the triangle bound alone at α.
+        shift_sd = np.sqrt(((weights - np.eye(total)) ** 2) @ var)
+        both = fit_half < half + 2 * shift_sd
+        by_fit = np.where(both, fit_half, np.inf)
+        own_half = np.where(both, half, own)
     if mode == "wls":
         values = fitted
     else:
         per_fit = [fitted[offsets[i] : offsets[i + 1]] for i in range(len(members))]
         values = np.concatenate(_round(members, maps, per_fit, integer=mode == "integer"))
     acc = np.nextafter(
-        np.minimum(by_fit + np.abs(values - fitted) * _MARGIN, own + np.abs(values - z) * _MARGIN),
+        np.minimum(
+            by_fit + np.abs(values - fitted) * _MARGIN, own_half + np.abs(values - z) * _MARGIN
+        ),
         np.inf,
     )
 
