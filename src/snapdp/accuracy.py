@@ -42,6 +42,7 @@ __all__ = [
     "accuracy_bound",
     "epsilon_for_accuracy",
     "failure_probability_bound",
+    "noise_envelope",
     "noise_tail_accuracy",
 ]
 
@@ -212,3 +213,19 @@ def _bits(x: float) -> int:
 
 def _from_bits(b: int) -> float:
     return float(struct.unpack("<d", struct.pack("<q", b))[0])
+
+
+def noise_envelope(params: SnappingParameters) -> tuple[float, float]:
+    """(a, b), rounded up: for every x in [lower, upper], the output's error e = output − x
+    satisfies −(a + b·S⁻·E) <= e <= a + b·S⁺·E, where S is a fair random sign independent of
+    E >= 0, S⁺ = max(S, 0), S⁻ = max(−S, 0) and P(E > s) <= e^(−s)·(1 + 2**-52).
+
+    In scaled units Y = S·λ′·LN(U*) with |Y| <= λ″·E, E = −ln U* (module doc); the rounding to
+    the grid moves x̃ + Y by at most Λ/2 and the final rounding by at most one ulp, so
+    a = Δ·Λ/2 + that rounding and b = Δ·λ″. Clamping to [lower, upper] only moves the output
+    towards x (x is inside), never past it: e keeps the sign bound above. For bounds on sums of
+    many independent outputs (docs/data.md, "Tables that add up").
+    """
+    a = params.grid / 2 * params.sensitivity + _output_rounding(params)
+    b = mpq(_tail_scale(params)) * params.sensitivity
+    return float(_exact.round_up(a, 53)), float(_exact.round_up(b, 53))

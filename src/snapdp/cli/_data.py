@@ -143,6 +143,7 @@ def run_table_release(
     memory_limit: str | None = None,
     glob: bool = False,
     where: str | None = None,
+    consistent: str | None = None,
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -171,6 +172,7 @@ def run_table_release(
         confidence=confidence,
         dataset=dataset,
         where=where,
+        consistent=consistent,
     )
     schema = workload.schema
     queries = [pq.query for pq in workload.queries]
@@ -188,14 +190,20 @@ def run_table_release(
         ledger=Ledger(None, eps),
         dataset=dataset,
     )
-    table.validate(queries, eps, confidence=confidence)  # before any ledger file is created
+    table.validate(  # before any ledger file is created
+        queries, eps, confidence=confidence, consistent=workload.declaration.consistent
+    )
     name = table.dataset
     book = Ledger(ledger, total if ledger is not None else (total or eps), dataset=name)
     table.ledger = book
     before = len(book.entries())
     try:
         results = _with_progress(
-            table.engine, lambda: table.release(queries, eps, confidence=confidence), as_json
+            table.engine,
+            lambda: table.release(
+                queries, eps, confidence=confidence, consistent=workload.declaration.consistent
+            ),
+            as_json,
         )
     except KeyboardInterrupt:
         if len(book.entries()) > before:  # the boundary then says the spend was committed

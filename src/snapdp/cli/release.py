@@ -101,6 +101,16 @@ from snapdp.mechanism import SnappingMechanism
     help="DuckDB's memory limit, e.g. 2GB; it spills to a temporary folder beyond it.",
 )
 @click.option("--glob", is_flag=True, help="Read DATA as a file pattern (default: a literal path).")
+@click.option(
+    "--consistent",
+    type=click.Choice(["wls", "nonnegative", "integer"]),
+    is_flag=False,
+    flag_value="wls",
+    default=None,
+    help="With --count: also release its margins along --by (the total, by the first column, "
+    "…) and fit them jointly so they add up (free post-processing); optionally rounded to "
+    "non-negative values or integers. See docs/data.md, 'Tables that add up'.",
+)
 @library_errors
 def release(
     data: str | None,
@@ -128,6 +138,7 @@ def release(
     engine: str,
     memory_limit: str | None,
     glob: bool,
+    consistent: str | None,
     **declaration: Any,
 ) -> None:
     """Release one value (--value) or statistics over DATA (a CSV or Parquet file).
@@ -202,6 +213,7 @@ def release(
         memory_limit=memory_limit,
         glob=glob,
         where=where,
+        consistent=consistent,
     )
 
 

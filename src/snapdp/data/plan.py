@@ -47,6 +47,7 @@ import numpy as np
 from snapdp._validation import check_count, check_epsilon
 from snapdp.data._located import Locator, Path_, PlanFileError, describe_key
 from snapdp.data._located import located as _located
+from snapdp.data.consistency import check_mode
 from snapdp.data.engines.base import Engine
 from snapdp.data.query import Query
 from snapdp.data.results import QueryResult
@@ -546,10 +547,12 @@ class Plan:
     total_epsilon: Fraction | None = None
     base: Path | None = None
     path: Path | None = None
+    consistent: bool | str = False
     _locator: Locator | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.queries = tuple(self.queries)
+        check_mode(self.consistent)  # docs/data.md, "Tables that add up"
         if not self.queries:
             raise ParameterError("a plan needs at least one query", parameter="query")
         if self.total_epsilon is not None:
@@ -694,7 +697,9 @@ class Plan:
         )
         queries = [pq.query for pq in self.queries]
         confidence = self.queries[0].confidence
-        table.validate(queries, preview.epsilons, confidence=confidence)  # before any ledger file
+        table.validate(  # before any ledger file
+            queries, preview.epsilons, confidence=confidence, consistent=self.consistent
+        )
         if isinstance(ledger, Ledger):
             table.ledger = ledger
         elif ledger is None:
@@ -703,7 +708,7 @@ class Plan:
             name = resolve_dataset(dataset, None, engine.describe(), ledger_file=True)
             table.ledger = _open_ledger(Path(str(ledger)), given, default_total, name)
             table.dataset = name
-        results, spent = release_plan(table, self.queries, preview, confidence)
+        results, spent = release_plan(table, self.queries, preview, confidence, self.consistent)
         files: tuple[Path, ...] = ()
         if out_dir is not None:
             files = (

@@ -40,15 +40,19 @@ __all__ = [
     "MAX_LEAVES",
     "RankAccuracy",
     "TreeSpec",
+    "chernoff_cdf",
     "consistent_leaves",
     "leaf_edges",
+    "least_squares_cdf",
     "level_calibrations",
     "level_counts",
     "node_bounds",
     "quantiles_from_leaves",
     "rank_accuracy",
+    "target_weight_stats",
     "tree_spec",
     "value_accuracy",
+    "value_interval",
 ]
 
 MAX_LEAVES = 4096
@@ -311,6 +315,35 @@ def quantiles_from_leaves(
     return tuple(out)
 
 
+def value_interval(
+    cdf: Sequence[float] | npt.NDArray[np.float64],
+    spec: TreeSpec,
+    probability: object,
+    rank: float,
+) -> tuple[float, float]:
+    """Where the true p-quantile lies, read from a released CDF (post-processing).
+
+    ``cdf``: C̃ at the leaf edges e₀..e_n, Ñ = C̃(e_n); ``rank``: a bound r on
+    |(C̃(e) − p·Ñ) − (C(e) − p·N)| at every edge at once (C the true CDF, counting the rows below
+    an edge; N = C(U)). Then every true p-quantile q of the clamped values (a value with
+    #{x < q} <= p·N <= #{x <= q}) lies in [e_lo, e_hi]: e_lo the largest edge with
+    C̃(e) − p·Ñ < −r (there C(e) < p·N, so q >= e), e_hi the smallest edge with C̃(e) − p·Ñ > r
+    (there C(e) > p·N, so q <= e); L and U when there is none. It holds whenever r does.
+    """
+    cum = np.asarray(cdf, dtype=np.float64)
+    p = float(check_finite("probability", probability))
+    total = float(cum[-1])
+    # the doubles' rounding of the CDF: far below this slack
+    slack = rank * (1 + 1e-9) + 1e-9 * (abs(total) + float(np.abs(cum).max()) + 1)
+    d = cum - p * total
+    below = np.flatnonzero(d < -slack)
+    above = np.flatnonzero(d > slack)
+    lo, width = float(spec.lower), float(spec.leaf_width)
+    e_lo = lo + int(below[-1]) * width if len(below) else lo
+    e_hi = lo + int(above[0]) * width if len(above) else float(spec.upper)
+    return max(e_lo, lo), min(e_hi, float(spec.upper))
+
+
 @dataclass(frozen=True)
 class RankAccuracy:
     """The accuracy of tree quantiles, stated before spending (see :func:`rank_accuracy`).
@@ -381,21 +414,36 @@ def rank_accuracy(
     assert worst is not None  # depth >= 1
     cdf = _round_up(spec.weight * node)
     if lower is None:  # node_bounds: the clamp never binds
-        cdf = min(cdf, _chernoff_cdf(spec, worst.scale, worst.grid, k, alpha, total_nodes))
+        cdf = min(cdf, chernoff_cdf(spec, worst.scale, worst.grid, k, alpha, total_nodes))
     return RankAccuracy(
         cdf, _round_up(2 * cdf), node, spec.weight, conf, all(c.certified for c in cals)
     )
 
 
-def _chernoff_cdf(
-    spec: TreeSpec, scale: object, grid: object, k: int, alpha: float, total_nodes: int
+def chernoff_cdf(
+    spec: TreeSpec,
+    scale: object,
+    grid: object,
+    k: int,
+    alpha: float,
+    total_nodes: int,
+    probability: float | None = None,
 ) -> float:
-    """k·W·Λ/2 + s, s the Chernoff bound of :func:`rank_accuracy`, rounded up generously."""
-    w1, s2, wmax = _weight_stats(spec.branching, spec.depth)
+    """k·W·Λ/2 + s, s the Chernoff bound of :func:`rank_accuracy`, rounded up generously: the
+    CDF ± at every leaf edge at once when no node's output is clamped (``scale``: λ′, ``grid``:
+    Λ, the largest over the levels, in units of k rows). With a ``probability`` p, the same
+    bound for C̃(t) − p·Ñ against C(t) − p·N at every edge t = 0..n at once, from the weights of
+    that combination (:func:`target_weight_stats`) on the least-squares CDF."""
+    if probability is None:
+        w1, s2, wmax = _weight_stats(spec.branching, spec.depth)
+        edges = spec.leaves
+    else:
+        w1, s2, wmax = target_weight_stats(spec.branching, spec.depth, float(probability))
+        edges = spec.leaves + 1
     lam = float(_exact.round_up(mpq(scale) * (1 + mpq(1, 1 << 50)), 53)) * k  # λ″·k, up
     rounding = w1 * float(mpq(grid)) * k / 2
     # ln of the allowed tail per edge and side, with the (1 + 2**-51)^T factor
-    log_target = math.log(alpha / (2 * spec.leaves)) - total_nodes * math.log1p(2.0**-51)
+    log_target = math.log(alpha / (2 * edges)) - total_nodes * math.log1p(2.0**-51)
 
     def exponent(s: float) -> float:
         # min over θ in (0, 1/(λ·w∞)) of −θs + θ²λ²S₂/(1 − θ²λ²w∞²): convex, ternary search
@@ -526,6 +574,52 @@ def _weight_stats(b: int, depth: int) -> tuple[float, float, float]:
         w1 = max(w1, float(abs_sum.max()))
         s2 = max(s2, float(sq_sum.max()))
     return w1 * _WEIGHT_INFLATION, s2 * _WEIGHT_INFLATION, wmax * _WEIGHT_INFLATION
+
+
+def _edge_weights(b: int, depth: int, ts: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+    """The weights of the least-squares CDF at edges ``ts`` on the released nodes (levels
+    1..depth in order), one row per edge."""
+    n = b**depth
+    q = (np.arange(n)[None, :] < ts[:, None]).astype(np.float64)
+    z = _apply_inverse(q, b, depth)
+    prefix = np.concatenate((np.zeros((len(ts), 1)), np.cumsum(z, axis=1)), axis=1)
+    return np.concatenate(
+        [
+            prefix[:, b ** (depth - lv) :: b ** (depth - lv)] - prefix[:, 0 : n : b ** (depth - lv)]
+            for lv in range(1, depth + 1)
+        ],
+        axis=1,
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def target_weight_stats(b: int, depth: int, p: float) -> tuple[float, float, float]:
+    """(W, S₂, w∞) of v_t = w_t − p·w_n over the edges t = 0..n (w_t the least-squares CDF's
+    weights at edge t, w_0 = 0): the error of C̃(t) − p·Ñ. For p = 1/2 and b = 10, depth 2,
+    W = 13.2 and S₂ = 4.5 against (1 + p)·21.8 and (1 + p)²·10.9 for the CDF bound."""
+    n = b**depth
+    total = _edge_weights(b, depth, np.array([n]))[0]
+    w1 = s2 = wmax = 0.0
+    chunk = max(1, min(n + 1, (1 << 22) // n))
+    for start in range(0, n + 1, chunk):
+        ts = np.arange(start, min(n + 1, start + chunk))
+        v = _edge_weights(b, depth, ts) - p * total[None, :]
+        w1 = max(w1, float(np.abs(v).sum(axis=1).max()))
+        s2 = max(s2, float((v * v).sum(axis=1).max()))
+        wmax = max(wmax, float(np.abs(v).max()))
+    return w1 * _WEIGHT_INFLATION, s2 * _WEIGHT_INFLATION, wmax * _WEIGHT_INFLATION
+
+
+def least_squares_cdf(
+    noisy_levels: Sequence[Sequence[float]], spec: TreeSpec
+) -> npt.NDArray[np.float64]:
+    """The least-squares CDF at the leaf edges 0..n (step 1 of :func:`consistent_leaves`, before
+    the isotonic step): C̃(e₀) = 0, C̃(eⱼ) = Σ_{i<j} zᵢ."""
+    b, depth, n = spec.branching, spec.depth, spec.leaves
+    aty = np.zeros(n)
+    for level, values in enumerate(noisy_levels, start=1):
+        aty += np.repeat(np.asarray(values, dtype=np.float64), b ** (depth - level))
+    return np.concatenate(([0.0], np.cumsum(_apply_inverse(aty, b, depth))))
 
 
 def _isotonic(y: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp._validation import check_epsilon
+from snapdp.data import consistency
+from snapdp.data.consistency import check_mode, make_consistent
 from snapdp.data.engines.base import AggregatePlan, Engine, ExecutorNoiseEngine, NoiseRequest
 from snapdp.data.ledger import Ledger, resolve_dataset
 from snapdp.data.query import Query
@@ -193,12 +196,16 @@ class PrivateTable:
         *,
         confidence: float = 0.95,
         split: Sequence[object] | None = None,
+        consistent: bool | str = False,
     ) -> None:
         """Raise the ParameterError :meth:`release` would raise for these arguments before it
-        checks the budget (the declaration, the queries, ε, the source's column names); reads
-        no values, spends nothing."""
+        checks the budget (the declaration, the queries, ε, the source's column names, the
+        consistent families); reads no values, spends nothing."""
+        mode = check_mode(consistent)
         compiled, _, _, _ = self._compile(queries, epsilon, confidence, split)
         self._check_columns(compiled)
+        if mode is not None:
+            consistency.check(_count_groupings(compiled), mode)
 
     # -- release -----------------------------------------------------------------------------
     def release(
@@ -208,11 +215,19 @@ class PrivateTable:
         *,
         confidence: float = 0.95,
         split: Sequence[object] | None = None,
+        consistent: bool | str = False,
     ) -> list[QueryResult]:
         """Release ``queries``. ``epsilon``: a total, split equally (or by ``split`` weights), or
         a list of exact per-query ε. Spends their sum on the ledger, in one entry, committed
-        before anything is returned; refuses, recording nothing, if the budget cannot pay."""
+        before anything is returned; refuses, recording nothing, if the budget cannot pay.
+        ``consistent``: True (or "nonnegative", "integer") fits nested counts jointly so that
+        margins add up (post-processing; docs/data.md, "Tables that add up")."""
+        mode = check_mode(consistent)
         compiled, total, conf, alpha = self._compile(queries, epsilon, confidence, split)
+        counts = _count_groupings(compiled) if mode is not None else []
+        if mode is not None:
+            families = consistency.check(counts, mode)  # refuses before anything is spent
+            compiled = _open_counts(compiled, [i for f in families for i in f])
         noises = [calibrate(c) for c in compiled]
         self._check_columns(compiled)
         self.ledger.check(total)
@@ -224,6 +239,13 @@ class PrivateTable:
             assemble(c, n, out, conf, alpha, m)
             for c, n, out, m in zip(compiled, noises, noisy, mechs, strict=True)
         ]
+        if mode is not None:
+            count_mechs = [
+                m[0] if g is not None else None for g, m in zip(counts, mechs, strict=True)
+            ]
+            results = make_consistent(
+                results, counts, count_mechs, alpha, mode, self.schema.max_rows
+            )
         delta = math.fsum(r.delta for r in results)
         ledger: Any = self.ledger  # its spend takes the exact ε (Fraction)
         ledger.spend(
@@ -359,6 +381,24 @@ def aggregate_plans(
         )
         out.append((plan, members, {v: j for j, v in enumerate(plan.values)}))
     return out
+
+
+def _open_counts(compiled: list[Compiled], members: list[int]) -> list[Compiled]:
+    """The counts of consistent families with bounds their noise never reaches (symmetric noise,
+    no clamp at 0; :func:`snapdp.data.consistency.open_bound`)."""
+    out = list(compiled)
+    for i in members:
+        c = compiled[i]
+        (part,) = c.parts
+        cells = c.reach.cells if part.cells is None else part.cells
+        b = consistency.open_bound(part.per_cell, cells, c.epsilon * part.weight, c.schema.max_rows)
+        out[i] = replace(c, parts=(replace(part, lower=-b, upper=b),))
+    return out
+
+
+def _count_groupings(compiled: list[Compiled]) -> list[tuple[Column, ...] | None]:
+    """Each query's grouping when it is a count (it can join a consistent family), else None."""
+    return [c.groupings if c.query.statistic == "count" else None for c in compiled]
 
 
 def split_epsilon(epsilon: object, n: int, split: Sequence[object] | None = None) -> list[Fraction]:

@@ -36,13 +36,18 @@ __all__ = [
 class ResultRow:
     """One released number: its cell's keys (typed, in ``QueryResult.key_columns`` order), the
     quantile probability for quantiles (else None), the value and its ± at the result's
-    confidence (in value units; ``rank_accuracy``: ± in ranks, for quantiles)."""
+    confidence (in value units; ``rank_accuracy``: ± in ranks, for quantiles). ``independent``:
+    for a count made consistent with others (docs/data.md, "Tables that add up"), its value as
+    released on its own, before the joint fit; else None. ``interval``: for a quantile, the
+    values the ± is read from (it covers them), from the released tree."""
 
     keys: tuple[Key | str, ...]
     value: float
     accuracy: float
     quantile: Fraction | None = None
     rank_accuracy: float | None = None
+    independent: float | None = None
+    interval: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,10 @@ class QueryResult:
         if any(r.quantile is not None for r in self.rows):
             out["quantile"] = [_json_value(r.quantile) for r in self.rows]
             out["rank_accuracy"] = [r.rank_accuracy for r in self.rows]
+        if any(r.interval is not None for r in self.rows):
+            out["interval"] = [None if r.interval is None else list(r.interval) for r in self.rows]
+        if any(r.independent is not None for r in self.rows):
+            out["independent_value"] = [r.independent for r in self.rows]
         out.update(
             epsilon=_fraction_text(self.epsilon),
             delta=self.delta,

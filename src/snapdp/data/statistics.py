@@ -71,8 +71,8 @@ __all__ = [
 
 _QUANTILE_NOTE = (
     "quantiles: each lies within one leaf of a value whose true rank is within the rank ± of "
-    "p·n; the ± in values assumes the rows spread at least as evenly as over [L, U] "
-    "(docs/data.md, 'Quantiles')"
+    "p·n; the ± in values covers every value whose released rank is within that rank ± of "
+    "p·ñ, read from the released tree (post-processing; docs/data.md, 'Quantiles')"
 )
 _VARIANCE_SPLIT = (Fraction(1000, 4146), Fraction(1414, 4146), Fraction(1732, 4146))
 
@@ -158,6 +158,7 @@ class AccuracyStatement:
     notes: tuple[str, ...] = ()
     rank: float | None = None
     leaf_width: float | None = None
+    targets: tuple[float, ...] = ()  # quantiles: per probability, the bound the value ± uses
 
     @property
     def label(self) -> str:
@@ -339,17 +340,12 @@ def _compile_quantiles(
     leaf = replace(col, lower=None, upper=None, keys=None, bins=tuple(edges))
     r = reach(schema, by_cells * tree.leaves)
     n = schema.max_rows
+    cells = [min(r.cells, by_cells * tree.nodes(lv)) for lv in range(1, tree.depth + 1)]
+    # Bounds the noise never reaches (each node gets ε/(depth·cells) or less noise at Δ = l1),
+    # so that the clamp never binds and the tail bound of the ± holds (docs/data.md, "Quantiles").
+    lo, hi = qmod.node_bounds(tree, epsilon / max(cells), r.l1, n)
     parts = tuple(
-        Part(
-            f"level{lv}",
-            f"level{lv}",
-            Fraction(1, tree.depth),
-            r.l1,
-            r.l1,
-            0,
-            n,
-            min(r.cells, by_cells * tree.nodes(lv)),
-        )
+        Part(f"level{lv}", f"level{lv}", Fraction(1, tree.depth), r.l1, r.l1, lo, hi, cells[lv - 1])
         for lv in range(1, tree.depth + 1)
     )
     return Compiled(query, epsilon, groupings, None, None, parts, r, schema, leaf, tree)
@@ -468,17 +464,29 @@ def _quantile_accuracy(
     alpha: float,
     notes: tuple[str, ...],
 ) -> AccuracyStatement:
-    """Rank ± = 2·W·(the largest node ± at α/T), T the nodes of one cell's tree (union bound);
-    in values, a planning figure: leaf width + rank·(U − L)/n for n evenly spread rows."""
+    """Rank ± = 2·c, c the CDF ± at every leaf edge at once: the smaller of W·(the largest node
+    ± at α/T), T the nodes of one cell's tree (union bound), and the tail bound over the tree's
+    noises (:func:`snapdp.data.quantiles.chernoff_cdf`); in values, before the release, a
+    planning figure: leaf width + rank·(U − L)/n for n evenly spread rows (the release states
+    the ± from the released tree, see :func:`_quantile_rows`)."""
     tree = compiled.tree
     nodes = sum(tree.nodes(lv) for lv in range(1, tree.depth + 1))
-    node = max(
-        SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper).accuracy(
-            alpha / nodes
-        )
-        for n in noises
-    )
+    mechs = [
+        SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper) for n in noises
+    ]
+    node = max(m.accuracy(alpha / nodes) for m in mechs)
     cdf = _up(tree.weight * node)
+    # the clamp never binds (node bounds): the tail bound over the tree's noises applies, with
+    # every level's noise scale and grid (in rows) taken at their largest
+    scale = max(m.parameters.scale * m.parameters.sensitivity for m in mechs)
+    grid = max(m.parameters.grid * m.parameters.sensitivity for m in mechs)
+    cdf = min(cdf, quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
+    # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF)
+    targets = []
+    for p in compiled.query.quantiles:
+        w1 = quantiles.target_weight_stats(tree.branching, tree.depth, float(p))[0]
+        tail = quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p))
+        targets.append(min(_up(w1 * node), tail, _up((1 + float(p)) * cdf)))
     span = float(tree.upper - tree.lower)
     return AccuracyStatement(
         compiled.query,
@@ -490,6 +498,7 @@ def _quantile_accuracy(
         (*notes, _QUANTILE_NOTE),
         rank=_up(2 * cdf),
         leaf_width=float(tree.leaf_width),
+        targets=tuple(targets),
     )
 
 
@@ -648,14 +657,17 @@ def _quantile_rows(
         width = tree.nodes(lv)
         levels.append(noisy[f"level{lv}"][i * width : (i + 1) * width])
     leaves = qmod.consistent_leaves(levels, tree)
+    ls_cdf = qmod.least_squares_cdf(levels, tree)  # the value ± is read from it (before isotonic)
     probs = compiled.query.quantiles
     values = qmod.quantiles_from_leaves(leaves, tree, probs)
-    total = float(np.sum(leaves))
-    acc = statement.at(total)
-    return [
-        ResultRow(keys, float(v), acc, p, statement.rank)
-        for p, v in zip(probs, values, strict=True)
-    ]
+    assert statement.rank is not None
+    cdf = statement.rank / 2  # the CDF ± at every edge at once (the rank ± is 2·cdf)
+    rows = []
+    for p, v, target in zip(probs, values, statement.targets, strict=True):
+        lo, hi = qmod.value_interval(ls_cdf, tree, p, target)
+        acc = _up(max(v - lo, hi - v, 0.0))
+        rows.append(ResultRow(keys, float(v), acc, p, _up((1 + float(p)) * cdf), interval=(lo, hi)))
+    return rows
 
 
 def _cell_value(

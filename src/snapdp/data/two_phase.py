@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from snapdp.data import statistics
+from snapdp.data import consistency, statistics
+from snapdp.data.consistency import check_mode, make_consistent
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import Schema
 from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
@@ -249,13 +250,16 @@ def release_plan(
     queries: Sequence[PlannedQuery],
     preview: PlanPreview,
     confidence: float,
+    consistent: bool | str = False,
 ) -> tuple[list[QueryResult], Fraction]:
     """Release a planned workload as ONE ledger entry: reserve the plan's cap, aggregate, draw
     phase 1 (the counts of two-phase queries), choose each two-phase query's ε₂ from the
     released counts, draw the rest, and return the unused part of the cap in the same entry.
     Returns (results in plan order, ε spent). A failure before any noise is drawn returns the
-    whole reservation; after, the cap stays spent (as it does if the process dies)."""
-    from snapdp.data.release import _hash_key
+    whole reservation; after, the cap stays spent (as it does if the process dies).
+    ``consistent``: nested counts are fitted jointly after release (docs/data.md, "Tables that
+    add up")."""
+    from snapdp.data.release import _count_groupings, _hash_key, _open_counts
 
     schema, rng = table.schema, table._rng
     conf, alpha = confidence, float(1 - Fraction(repr(confidence)))
@@ -264,6 +268,11 @@ def release_plan(
         statistics.compile_query(pq.query, schema, a.epsilon)
         for pq, a in zip(queries, allocations, strict=True)
     ]
+    mode = check_mode(consistent)
+    counts = _count_groupings(compiled) if mode is not None else []
+    if mode is not None:
+        families = consistency.check(counts, mode)  # refuses before anything is reserved
+        compiled = _open_counts(compiled, [i for f in families for i in f])
     eps1: dict[int, Fraction] = {}
     for i, a in enumerate(allocations):
         if a.two_phase is not None:
@@ -323,6 +332,11 @@ def release_plan(
             statistics.assemble(c, n, out, conf, alpha, m)
             for c, n, out, m in zip(compiled, noises, noisy, mechs, strict=True)
         ]
+        if mode is not None:
+            count_mechs = [
+                m[0] if g is not None else None for g, m in zip(counts, mechs, strict=True)
+            ]
+            results = make_consistent(results, counts, count_mechs, alpha, mode, schema.max_rows)
         results = [
             _with_target(r, pq, a.epsilon, noisy[i], schema)
             for i, (r, pq, a) in enumerate(zip(results, queries, allocations, strict=True))

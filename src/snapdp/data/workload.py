@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._validation import check_count, check_epsilon
+from snapdp.data.consistency import check_mode
 from snapdp.data.plan import DEFAULT_CONFIDENCE, Plan, PlannedQuery
 from snapdp.data.predicate import predicate_from_dict, predicate_to_dict
 from snapdp.data.query import Query
@@ -59,6 +60,7 @@ class Declaration:
     group_size: int | None = None
     dataset: str | None = None
     base: Path | None = None
+    consistent: bool | str = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.schema, Schema):
@@ -77,6 +79,7 @@ class Declaration:
         object.__setattr__(self, "confidence", float(c))
         if self.group_size is not None:
             check_count("group_size", self.group_size)
+        check_mode(self.consistent)
 
     @property
     def table(self) -> str | None:
@@ -179,7 +182,7 @@ class Workload:
         """The planner's view of this workload (:class:`~snapdp.data.plan.Plan`)."""
         d = self.declaration
         return Plan(d.schema, self.queries, source=d.source, total_epsilon=d.total_epsilon,
-                    base=d.base)  # fmt: skip
+                    base=d.base, consistent=d.consistent)  # fmt: skip
 
     @classmethod
     def from_plan(cls, plan: Plan, dataset: str | None = None) -> Workload:
@@ -195,6 +198,7 @@ class Workload:
             None if size == _PLANNER_GROUP_SIZE else size,
             dataset,
             plan.base,
+            plan.consistent,
         )
         return cls(declaration, tuple(plan.queries))
 
@@ -324,6 +328,10 @@ def schema_to_dict(schema: Schema) -> dict[str, Any]:
             "encoding": schema.csv.encoding,
             "delimiter": schema.csv.delimiter,
             "header": schema.csv.header,
+            "column_names": None
+            if schema.csv.column_names is None
+            else list(schema.csv.column_names),
+            "max_line_bytes": schema.csv.max_line_bytes,
         },
     }
 
@@ -336,7 +344,10 @@ def schema_from_dict(data: object) -> Schema:
     _known(d, keys, "schema")
     columns = _mapping(d.get("columns", {}), "columns")
     bounds = ContributionBounds(**{k: d[k] for k in keys[3:6] if d.get(k) is not None})
-    csv = CsvOptions(**dict(_mapping(d.get("csv", {}), "csv")))
+    csv_kw = dict(_mapping(d.get("csv", {}), "csv"))
+    if isinstance(csv_kw.get("column_names"), list):
+        csv_kw["column_names"] = tuple(csv_kw["column_names"])
+    csv = CsvOptions(**csv_kw)
     kw: dict[str, Any] = {k: d[k] for k in ("privacy_unit", "max_rows", "rows") if d.get(k)}
     if d.get("null_units") is not None:
         kw["null_units"] = d["null_units"]
@@ -359,13 +370,15 @@ def declaration_to_dict(d: Declaration) -> dict[str, Any]:
         "group_size": d.group_size,
         "dataset": d.dataset,
         "base": None if d.base is None else str(d.base),
+        "consistent": d.consistent,
     }
 
 
 def declaration_from_dict(data: object) -> Declaration:
     """The inverse of :func:`declaration_to_dict`."""
     d = _mapping(data, "declaration")
-    keys = ("schema", "source", "total_epsilon", "confidence", "group_size", "dataset", "base")
+    keys = ("schema", "source", "total_epsilon", "confidence", "group_size", "dataset", "base",
+            "consistent")  # fmt: skip
     _known(d, keys, "declaration")
     total = d.get("total_epsilon")
     confidence = d.get("confidence")
@@ -377,6 +390,7 @@ def declaration_from_dict(data: object) -> Declaration:
         d.get("group_size"),
         d.get("dataset"),
         None if d.get("base") is None else Path(d["base"]),
+        d.get("consistent", False),
     )
 
 

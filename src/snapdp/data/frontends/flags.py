@@ -50,6 +50,7 @@ def workload_from_flags(
     confidence: float = 0.95,
     dataset: str | None = None,
     where: str | None = None,
+    consistent: str | None = None,
 ) -> Workload:
     """The workload the flags state: ``declaration`` holds the declaration flags' values (the
     keyword arguments of :func:`schema_from_options`), the statistic flags their specs, ``by``
@@ -59,6 +60,10 @@ def workload_from_flags(
     value_specs = [*sums, *means, *variances, *stds, *(spec for spec, _ in quantile_specs)]
     schema = schema_from_options(**declaration, values=value_specs)
     queries = queries_from_flags(want_count, sums, means, variances, stds, mean_method, by)
+    if consistent is not None:  # the count's margins along --by join it (docs/data.md)
+        if not want_count:
+            raise ParameterError("`consistent` fits counts: add --count", parameter="consistent")
+        queries = [*(Query("count", by=tuple(by[:k])) for k in range(len(by))), *queries]
     queries += [
         Query("quantiles", _value_spec(spec)[0], tuple(by), quantiles=probs)
         for spec, probs in quantile_specs
@@ -68,7 +73,13 @@ def workload_from_flags(
             "name at least one statistic: --count, --sum, --mean, --var, --std or --quantiles",
             parameter="statistic",
         )
-    decl = Declaration(schema, source, confidence=confidence, dataset=dataset)
+    decl = Declaration(
+        schema,
+        source,
+        confidence=confidence,
+        dataset=dataset,
+        consistent=False if consistent is None else consistent,
+    )
     if where is not None:
         from snapdp.data.frontends.sql import parse_predicate
 

@@ -62,6 +62,7 @@ NAMES: Mapping[str, Name] = {
     "column_names": Name("--csv-columns", ("data", "column_names", ("csv_columns",))),
     "max_line_bytes": Name("--max-line-bytes", ("data", "max_line_bytes", ())),
     "dataset": Name("--dataset", ("data", "dataset", ("name",)), "FROM"),
+    "consistent": Name("--consistent", ("data", "consistent", ())),
     # [columns.NAME]
     "type": Name("--column", ("columns", "type", ())),
     "lower": Name(_VALUES, ("columns", "lower", ("min",)), "CLAMP"),

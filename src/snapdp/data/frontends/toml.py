@@ -22,6 +22,7 @@ from typing import Any
 
 from snapdp._validation import check_epsilon
 from snapdp.data._located import Path_, PlanFileError, located
+from snapdp.data.consistency import check_mode
 from snapdp.data.frontends._toml import KeyLocator, load_toml
 from snapdp.data.frontends.names import toml_keys
 from snapdp.data.plan import DEFAULT_CONFIDENCE, Plan, PlannedQuery
@@ -111,6 +112,7 @@ class _Loader:
             source = value
         else:
             raise self.error(("data",), "[data] needs a `source` (a path relative to the plan)")
+        consistent = self.consistent(data)
         plan: Plan = self.wrap(
             ("query",),
             lambda: Plan(
@@ -120,10 +122,20 @@ class _Loader:
                 total_epsilon=total,
                 base=self.path.parent,
                 path=self.path,
+                consistent=consistent,
                 _locator=self.locator,
             ),
         )
         return plan
+
+    def consistent(self, data: dict[str, tuple[Any, Path_]]) -> bool | str:
+        """``[data] consistent``: false, true or a mode (docs/data.md, "Tables that add up")."""
+        if "consistent" not in data:
+            return False
+        value, key = data["consistent"]
+        self.wrap(key, lambda: check_mode(value))
+        mode: bool | str = value
+        return mode
 
     def declaration(self) -> Declaration:
         for k in self.data:
@@ -150,6 +162,7 @@ class _Loader:
             if not isinstance(value, str) or not value:
                 raise self.error(key, "must be a path (a string)", "source")
             kw["source"] = value
+        kw["consistent"] = self.consistent(data)
         decl: Declaration = self.wrap(
             ("data",), lambda: Declaration(schema, base=self.path.parent, **kw)
         )
