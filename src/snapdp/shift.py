@@ -210,13 +210,14 @@ def _pairs(
     mech_sens: Fraction,
     shifts: Sequence[Fraction],
     delta_1: Fraction,
+    allow_exhaustive: bool = True,
 ) -> tuple[list[tuple[Fraction, Fraction]], bool]:
     """The (x, d) pairs to compare, and whether they are exhaustive over integer data."""
     floor_delta = delta_1.numerator // delta_1.denominator
     integral = _is_int(lo) and _is_int(hi)
     # every integer shift 1..⌊Δ₁⌋ is present (shifts are distinct, so a count suffices)
     all_int_shifts = all(_is_int(d) for d in shifts) and len(shifts) == max(shifts) == floor_delta
-    if integral and hi - lo <= EXHAUSTIVE_INPUTS and all_int_shifts:
+    if allow_exhaustive and integral and hi - lo <= EXHAUSTIVE_INPUTS and all_int_shifts:
         span = int(hi - lo)
         pairs = [(lo + x, d) for x in range(span + 1) for d in shifts if lo + x + d <= hi]
         return pairs, True
@@ -243,9 +244,12 @@ def _shift_certificate(
     mech_sens: Fraction,
     chosen: tuple[Fraction, ...] | None,
     mech_eps: Fraction | None = None,
+    allow_exhaustive: bool = True,
 ) -> ShiftCertificate:
     """The certificate of the §2 mechanism (``mech_eps`` or ``eps``, ``mech_sens``, lo, hi)
-    against the claim ε·d/Δ₁ (``eps``, ``delta_1``); see :func:`shift_certificate`."""
+    against the claim ε·d/Δ₁ (``eps``, ``delta_1``); see :func:`shift_certificate`.
+    ``allow_exhaustive=False`` checks the few positions of the non-exhaustive case even for
+    narrow integer bounds (its slack bound is then at least :data:`SLACK_BOUND`)."""
     shifts = chosen if chosen is not None else _default_shifts(delta_1)
     m_eps = eps if mech_eps is None else mech_eps
 
@@ -260,7 +264,7 @@ def _shift_certificate(
     except ValueError as exc:
         return fail(f"the mechanism refuses these parameters ({exc})")
     delta_cell = mpq(params.delta)
-    pairs, exhaustive = _pairs(params, lo, hi, mech_sens, shifts, delta_1)
+    pairs, exhaustive = _pairs(params, lo, hi, mech_sens, shifts, delta_1, allow_exhaustive)
     cache: dict[Fraction, ExactDistribution] = {}
 
     def dist(x: Fraction) -> ExactDistribution:

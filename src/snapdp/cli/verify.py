@@ -19,6 +19,8 @@ from snapdp.verify.laplace import textbook_leak
 _FIELDS = (
     ("epsilon", "ε requested"),
     ("sensitivity", "Δ"),
+    ("mechanism_epsilon", "ε_r (rescaled run)"),
+    ("mechanism_sensitivity", "Δ_r = r·Δ"),
     ("lower", "lower"),
     ("upper", "upper"),
     ("value", "x"),

@@ -104,7 +104,7 @@ def certify(point: GridPoint, progress: Callable[[int], None] | None = None) -> 
     neighbour = check_value("neighbour", point.neighbour)
     if not math.isinf(value) and not math.isinf(neighbour):
         gap = abs(_exact.exact_rational(value) - _exact.exact_rational(neighbour))
-        if gap > mechanism.parameters.sensitivity:
+        if gap > _exact.exact_rational(mechanism.sensitivity):
             raise ParameterError(
                 f"`neighbour` must be within `sensitivity` = {point.sensitivity!r} of `value` "
                 f"for the ε claim to apply, not |{value!r} − {neighbour!r}| = {float(gap)!r} "
