@@ -37,7 +37,7 @@ from fractions import Fraction
 from snapdp import _exact
 from snapdp._exact import mpq
 from snapdp.parameters import SnappingParameters, compute_parameters
-from snapdp.shift import SLACK_BOUND, _shift_certificate
+from snapdp.shift import SLACK_BOUND, ShiftCertificate, _shift_certificate
 
 __all__ = ["RATIO_STEPS", "Rescaling", "mechanism_parameters", "rescaling_for"]
 
@@ -60,6 +60,8 @@ class Rescaling:
         certified: ``applied`` rests on the exact per-shift certificate (False for a presumed
             rescaling, which only the planner's search over ε uses, and when not applied).
         note: why the rescaling is not applied (None when it is).
+        certificate: the per-shift certificate (claim ε − s at Δ, mechanism (ε_r, Δ_r)) when
+            applied and certified, else None.
     """
 
     epsilon: Fraction
@@ -71,6 +73,7 @@ class Rescaling:
     applied: bool
     certified: bool
     note: str | None
+    certificate: ShiftCertificate | None = None
 
 
 def rescaling_for(
@@ -182,5 +185,5 @@ def _rescaling(
         cert = _shift_certificate(eps_c, sens, lo, hi, sens_r, None, eps_r, False)
         if not cert.certified:
             return _not_applied(eps, sens, f"no per-shift certificate ({cert.note})")
-        return Rescaling(eps, sens, ratio, eps_r, sens_r, SLACK_BOUND, True, True, None)
+        return Rescaling(eps, sens, ratio, eps_r, sens_r, SLACK_BOUND, True, True, None, cert)
     return _not_applied(eps, sens, "the power-of-two grid is already within 1/16 of λ")

@@ -20,6 +20,7 @@ from fractions import Fraction
 
 from snapdp._validation import check_count, check_epsilon, check_finite, check_positive_finite
 from snapdp.errors import ParameterError
+from snapdp.rescaling import rescaling_for
 from snapdp.shift import (
     EXHAUSTIVE_INPUTS,
     SLACK_BOUND,
@@ -120,6 +121,18 @@ def presumed_l1(
     )
 
 
+def _cell_certificate(
+    eps: Fraction, delta_1: Fraction, lo: Fraction, hi: Fraction
+) -> ShiftCertificate:
+    """The certificate of the mechanism each cell gets: ``SnappingMechanism(eps, Δ₁, lo, hi)``,
+    which rescales (docs/mechanism.md, "No power-of-two penalty"). Rescaled, its certificate is
+    for the claim (eps − s)·d/Δ₁ + s' (s' <= s), which implies eps·d/Δ₁ + s'; else today's."""
+    resc = rescaling_for(eps, delta_1, lo, hi)
+    if resc.certificate is not None:
+        return resc.certificate
+    return _shift_certificate(eps, delta_1, lo, hi, delta_1, None)
+
+
 @functools.lru_cache(maxsize=256)
 def _calibrate_l1(
     eps: Fraction, delta_1: Fraction, lo: Fraction, hi: Fraction, m: int
@@ -134,7 +147,7 @@ def _calibrate_l1(
         eps_cal = eps - m * slack
         if eps_cal <= 0:
             return fallback(f"{prefix} (the slack m·s is not below ε){suffix}")
-        cert = _shift_certificate(eps_cal, delta_1, lo, hi, delta_1, None)
+        cert = _cell_certificate(eps_cal, delta_1, lo, hi)
         if not cert.certified:
             return fallback(f"{prefix} ({cert.note}){suffix}")
         if eps_cal + m * cert.slack_bound <= eps:

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.accuracy import accuracy_bound
 from snapdp.data import calibration, quantiles
 from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
@@ -55,6 +56,8 @@ from snapdp.data.schema import DEFAULT_MAX_ROWS, Column, Key, Schema, keys_produ
 from snapdp.data.sensitivity import FixedPoint, fits_int64, fixed_point
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
+from snapdp.parameters import SnappingParameters
+from snapdp.rescaling import mechanism_parameters
 
 __all__ = [
     "AccuracyStatement",
@@ -105,6 +108,15 @@ class Noise:
     cells: int
     calibrated: bool
     note: str | None = None
+    presumed: bool = False  # the planner's search: certificates presumed, never for a release
+
+    def parameters(self) -> SnappingParameters:
+        """The exact parameters the part's :class:`~snapdp.SnappingMechanism` runs with
+        (rescaled, docs/mechanism.md "No power-of-two penalty"); for its accuracy."""
+        return mechanism_parameters(
+            self.epsilon, self.sensitivity, self.part.lower, self.part.upper,
+            presume_certified=self.presumed,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -374,7 +386,8 @@ def calibrate(compiled: Compiled, *, presume_certified: bool = False) -> tuple[N
     (:func:`snapdp.data.calibration.presumed_l1`) — for the planner's search over ε only, never
     for a release.
     """
-    return tuple(_calibrate_part(compiled, p, presume_certified) for p in compiled.parts)
+    noises = (_calibrate_part(compiled, p, presume_certified) for p in compiled.parts)
+    return tuple(replace(n, presumed=presume_certified) for n in noises)
 
 
 def _calibrate_part(compiled: Compiled, part: Part, presume: bool = False) -> Noise:
@@ -459,12 +472,7 @@ def _quantile_accuracy(
     in values, a planning figure: leaf width + rank·(U − L)/n for n evenly spread rows."""
     tree = compiled.tree
     nodes = sum(tree.nodes(lv) for lv in range(1, tree.depth + 1))
-    node = max(
-        SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper).accuracy(
-            alpha / nodes
-        )
-        for n in noises
-    )
+    node = max(accuracy_bound(n.parameters(), alpha / nodes) for n in noises)
     cdf = _up(tree.weight * node)
     span = float(tree.upper - tree.lower)
     return AccuracyStatement(
@@ -482,12 +490,7 @@ def _quantile_accuracy(
 
 def _part_accuracies(compiled: Compiled, noises: Sequence[Noise], alpha: float) -> dict[str, float]:
     each = alpha / len(noises)
-    return {
-        n.part.name: SnappingMechanism(
-            n.epsilon, n.sensitivity, n.part.lower, n.part.upper
-        ).accuracy(each)
-        for n in noises
-    }
+    return {n.part.name: accuracy_bound(n.parameters(), each) for n in noises}
 
 
 def notes_for(compiled: Compiled, noises: Sequence[Noise]) -> tuple[str, ...]:
