@@ -119,11 +119,13 @@ def noise_tail_accuracy(params: SnappingParameters, alpha: object) -> float:
     return float(_exact.round_up(total + _output_rounding(params), 53))
 
 
-def accuracy_bound(params: SnappingParameters, alpha: object) -> float:
+def accuracy_bound(params: SnappingParameters, alpha: object, *, rounding: bool = True) -> float:
     """a(α): P(|output − x| > a) <= α for every x in [lower, upper], rounded up to a double.
 
     The smallest a (to within 2**-200 relative, found by bisection) whose worst-case tail bound
     is <= α, capped at upper − lower (the output and x both lie in the bounds).
+    ``rounding=False`` leaves out the final rounding of the output to a double (one ulp at wide
+    bounds): what narrower bounds could reach (snapdp.usefulness); not a bound on the output.
     """
     a_prob = check_probability("alpha", alpha)
     target = _exact.exact_rational(a_prob)
@@ -143,7 +145,9 @@ def accuracy_bound(params: SnappingParameters, alpha: object) -> float:
     jump = params.grid * (int((2 * lo) // params.grid) + 1) / 2
     if jump <= hi and mpq(_worst_case_tail(params, jump)) <= target:
         hi = jump
-    total = (params.grid / 2 + hi) * params.sensitivity + _output_rounding(params)
+    total = (params.grid / 2 + hi) * params.sensitivity
+    if rounding:
+        total += _output_rounding(params)
     width = params.upper - params.lower
     return float(_exact.round_up(min(total, width), 53))
 

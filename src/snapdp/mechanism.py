@@ -92,6 +92,12 @@ def _exact_objects(name: str, values: object) -> npt.NDArray[Any] | None:
     return out
 
 
+def _fraction(x: Number) -> Fraction:
+    """The exact value of a checked number as a Fraction of Python ints."""
+    q = _exact.exact_rational(x)
+    return Fraction(int(q.numerator), int(q.denominator))
+
+
 def _check_threads(threads: object) -> int:
     """``threads`` for release_many: None (all cores) or an int >= 1."""
     if threads is None:
@@ -152,8 +158,7 @@ class SnappingMechanism:
             compute_parameters(self.epsilon, self.sensitivity, self.lower, self.upper)
         except ValueError as exc:  # DESIGN §2 refuses (ε, Δ): say so, rescaled or not
             raise ParameterError(str(exc)) from None
-        exact = [Fraction(_exact.exact_rational(v)) for v in (self.sensitivity, self.lower,
-                                                             self.upper)]  # fmt: skip
+        exact = [_fraction(v) for v in (self.sensitivity, self.lower, self.upper)]
         if rescale:
             self.rescaling: Rescaling = rescaling_for(self.epsilon, *exact)
         else:

@@ -39,11 +39,17 @@ from snapdp._exact import mpq
 from snapdp.parameters import SnappingParameters, compute_parameters
 from snapdp.shift import SLACK_BOUND, ShiftCertificate, _shift_certificate
 
-__all__ = ["RATIO_STEPS", "Rescaling", "mechanism_parameters", "rescaling_for"]
+__all__ = ["DELTA_NEGLIGIBLE", "RATIO_STEPS", "Rescaling", "mechanism_parameters", "rescaling_for"]
 
 RATIO_STEPS = 16
 """r is a multiple of 1/16 (when Δ·r is a double): the grid is at most 1/16 wider than λ, and
 its outputs stay short binary fractions of Δ."""
+
+DELTA_NEGLIGIBLE = mpq(1, 1 << 100)
+"""The rescaling is not applied when it would raise the stated δ above max(today's δ, 2**-100).
+δ > 0 only when ε·(upper − lower)/Δ approaches 700 (the noise's deep tail, where U* is
+subnormal, reaches the bounds); the sensitivity r·Δ then costs δ. Below 2**-100 the difference is
+dwarfed by the vectorised path's own 2**-80 (docs/fast-path.md)."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +186,8 @@ def _rescaling(
             continue
         if params.lambda_exponent != level:
             continue  # λ′_r just above 2**L (the γ, η terms): the next m has room
+        if params.delta > max(today.delta, DELTA_NEGLIGIBLE):
+            return _not_applied(eps, sens, "rescaling would raise δ (ε·range/Δ near 700)")
         if presume:
             return Rescaling(eps, sens, ratio, eps_r, sens_r, SLACK_BOUND, True, False, None)
         cert = _shift_certificate(eps_c, sens, lo, hi, sens_r, None, eps_r, False)
