@@ -34,6 +34,7 @@ class GridPoint:
     value: float
     neighbour: float
     sensitivity: float = 1.0
+    rescale: bool = True  # the mechanism as it runs by default (docs/mechanism.md)
 
 
 def default_grid() -> Iterator[GridPoint]:
@@ -99,7 +100,9 @@ def format_small(x: mpq | mpfr) -> str:
 
 def certify(point: GridPoint, progress: Callable[[int], None] | None = None) -> Certificate:
     """Compute the certificate of one grid point."""
-    mechanism = SnappingMechanism(point.epsilon, point.sensitivity, point.lower, point.upper)
+    mechanism = SnappingMechanism(
+        point.epsilon, point.sensitivity, point.lower, point.upper, rescale=point.rescale
+    )
     value = check_value("value", point.value)
     neighbour = check_value("neighbour", point.neighbour)
     if not math.isinf(value) and not math.isinf(neighbour):
