@@ -36,6 +36,7 @@ from fractions import Fraction
 
 from snapdp import _exact
 from snapdp._exact import mpq
+from snapdp._validation import Number
 from snapdp.parameters import SnappingParameters, compute_parameters
 from snapdp.shift import SLACK_BOUND, ShiftCertificate, _shift_certificate
 
@@ -83,10 +84,10 @@ class Rescaling:
 
 
 def rescaling_for(
-    epsilon: Fraction | int,
-    sensitivity: Fraction | int,
-    lower: Fraction | int,
-    upper: Fraction | int,
+    epsilon: Number,
+    sensitivity: Number,
+    lower: Number,
+    upper: Number,
     *,
     presume_certified: bool = False,
 ) -> Rescaling:
@@ -95,17 +96,15 @@ def rescaling_for(
     ``presume_certified``: skip the exact certificate and assume it holds — for the planner's
     search over ε only (each step would otherwise run the verifier); a release never uses it.
     """
-    return _rescaling(
-        Fraction(epsilon), Fraction(sensitivity), Fraction(lower), Fraction(upper),
-        presume_certified,
-    )  # fmt: skip
+    eps, sens, lo, hi = (_exact_fraction(v) for v in (epsilon, sensitivity, lower, upper))
+    return _rescaling(eps, sens, lo, hi, presume_certified)
 
 
 def mechanism_parameters(
-    epsilon: Fraction | int,
-    sensitivity: Fraction | int,
-    lower: Fraction | int,
-    upper: Fraction | int,
+    epsilon: Number,
+    sensitivity: Number,
+    lower: Number,
+    upper: Number,
     *,
     rescale: bool = True,
     presume_certified: bool = False,
@@ -130,6 +129,12 @@ def mechanism_parameters(
 
 def _not_applied(eps: Fraction, sens: Fraction, note: str) -> Rescaling:
     return Rescaling(eps, sens, Fraction(1), eps, sens, Fraction(0), False, False, note)
+
+
+def _exact_fraction(x: Number) -> Fraction:
+    """A finite number (int, float, Fraction, mpq) exactly, as a Fraction of Python ints."""
+    q = _exact.exact_rational(x)
+    return Fraction(int(q.numerator), int(q.denominator))
 
 
 def _fraction(q: mpq) -> Fraction:

@@ -49,7 +49,8 @@ from snapdp.analysis.metrics import (
     mixture_metrics,
 )
 from snapdp.errors import ParameterError
-from snapdp.parameters import SnappingParameters, compute_parameters
+from snapdp.parameters import SnappingParameters
+from snapdp.rescaling import mechanism_parameters
 from snapdp.snapping import grid_index, noise, normalize
 
 __all__ = [
@@ -279,7 +280,7 @@ def utility_point(
     if not check_finite("lower", lower) < check_finite("upper", upper):
         raise ParameterError(f"`lower` must be < `upper`, not lower={lower!r}, upper={upper!r}")
     try:
-        params = compute_parameters(eps, sens, lower, upper)
+        params = mechanism_parameters(eps, sens, lower, upper)
     except ValueError as exc:
         raise ParameterError(str(exc)) from None
     x = _exact.exact_rational(check_value("value", value))

@@ -690,6 +690,10 @@ def _describe(noise: Noise, mech: SnappingMechanism, fp: FixedPoint | None) -> d
         "upper": str(noise.part.upper),
         "unit": _unit(noise.part, fp),
         "grid_spacing": mech.grid_spacing,
+        # the public rescaling (docs/mechanism.md, "No power-of-two penalty"): ratio 1 when off
+        "rescale_ratio": str(mech.rescaling.ratio),
+        "mechanism_epsilon": str(mech.rescaling.mechanism_epsilon),
+        "mechanism_sensitivity": str(mech.rescaling.mechanism_sensitivity),
         "precision": mech.precision,
         "delta": mech.privacy.delta,
         "cells_touched": noise.cells,
