@@ -40,11 +40,22 @@ from snapdp._validation import Number
 from snapdp.parameters import SnappingParameters, compute_parameters
 from snapdp.shift import SLACK_BOUND, ShiftCertificate, _shift_certificate
 
-__all__ = ["DELTA_NEGLIGIBLE", "RATIO_STEPS", "Rescaling", "mechanism_parameters", "rescaling_for"]
+__all__ = [
+    "DELTA_NEGLIGIBLE",
+    "MAX_PRECISION",
+    "RATIO_STEPS",
+    "Rescaling",
+    "mechanism_parameters",
+    "rescaling_for",
+]
 
 RATIO_STEPS = 16
 """r is a multiple of 1/16 (when Δ·r is a double): the grid is at most 1/16 wider than λ, and
 its outputs stay short binary fractions of Δ."""
+
+MAX_PRECISION = 192
+"""No rescaling when DESIGN's precision p exceeds this (B̃ above about 2**128): the certificate's
+exact distributions at thousands of bits would take minutes; such bounds are never needed."""
 
 DELTA_NEGLIGIBLE = mpq(1, 1 << 100)
 """The rescaling is not applied when it would raise the stated δ above max(today's δ, 2**-100).
@@ -176,6 +187,8 @@ def _rescaling(
         today = compute_parameters(eps, sens, lo, hi)
     except ValueError:
         return _not_applied(eps, sens, "the mechanism refuses these parameters")
+    if today.precision > MAX_PRECISION:
+        return _not_applied(eps, sens, "bounds too wide relative to Δ for a quick certificate")
     today_grid = _fraction(today.grid) * sens
     eps_c = eps - SLACK_BOUND
     if eps_c <= 0:
