@@ -59,7 +59,7 @@ def row(eps: float, lo: float, hi: float) -> dict[str, Any]:
         "snapping": {
             "a95": accuracy_bound(params, 0.05),
             "a99": accuracy_bound(params, 0.01),
-            "mae": utility_point(eps, 1, lo, hi, mid, offsets=8).snapping.mae,
+            "mae": utility_point(eps, 1, lo, hi, mid, offsets=8, rescale=True).snapping.mae,
         },
         "discrete_integer": {
             "a95": discrete_accuracy(dl_int, 0.05),

@@ -24,8 +24,7 @@ from snapdp import _exact
 from snapdp._exact import mpfr, mpq
 from snapdp._validation import Number, check_finite, check_positive_finite, check_probability
 from snapdp.errors import ParameterError
-from snapdp.parameters import SnappingParameters
-from snapdp.rescaling import mechanism_parameters
+from snapdp.parameters import SnappingParameters, compute_parameters
 
 __all__ = ["binding_probability_bound", "bounds_for_binding_probability"]
 
@@ -39,7 +38,7 @@ def _params(epsilon: Number, sensitivity: Number, lo: Number, hi: Number) -> Sna
             "bounds are needed"
         )
     try:
-        return mechanism_parameters(epsilon, sensitivity, lo, hi)
+        return compute_parameters(epsilon, sensitivity, lo, hi)
     except ValueError as exc:
         raise ParameterError(str(exc)) from None
 

@@ -308,7 +308,7 @@ def _value_numbers(
 ) -> dict[str, Any]:
     snap = error_metrics(dist)
     lap = laplace_metrics(eps, sens)
-    point = utility_point(eps, sens, lo, hi, x)
+    point = utility_point(eps, sens, lo, hi, x, rescale=True)
     return {
         "outputs": list(dist.outputs),
         "probabilities": [float(p) for p in dist.probabilities],
@@ -353,7 +353,9 @@ def _b_sweep(eps: float, sens: float, lo: float, hi: float, g: ReportGrid) -> di
             continue
         for t in g.positions:
             rows.append(
-                utility_point(eps, sens, a, b, a + t * (b - a), offsets=g.offsets).as_dict()
+                utility_point(
+                    eps, sens, a, b, a + t * (b - a), offsets=g.offsets, rescale=True
+                ).as_dict()
             )
     return {
         "epsilon": eps,
@@ -402,7 +404,7 @@ def _epsilon_sweep(eps: float, sens: float, lo: float, hi: float, g: ReportGrid)
             ("mid_grid", mid_grid, 1),
             ("spread", center, g.offsets),
         ):
-            row[name] = utility_point(e, sens, a, b, v, offsets=k).ratios
+            row[name] = utility_point(e, sens, a, b, v, offsets=k, rescale=True).ratios
         rows.append(row)
     return {"b_over_lambda": b_over_lambda, "offsets": g.offsets, "rows": rows}
 

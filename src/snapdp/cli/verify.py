@@ -71,8 +71,8 @@ _FIELDS = (
     "--rescale/--no-rescale",
     default=True,
     show_default=True,
-    help="Certify the mechanism as it runs (rescaled: no power-of-two penalty) or DESIGN's "
-    "mechanism on (ε, Δ) itself (docs/mechanism.md).",
+    help="Certify the mechanism as it runs (rescaled: no power-of-two penalty) or the "
+    "power-of-two grid on (ε, Δ) itself (docs/mechanism.md).",
 )
 @json_option
 @library_errors
