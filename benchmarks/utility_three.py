@@ -27,12 +27,14 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from snapdp._exact import mpq
 from snapdp.accuracy import accuracy_bound
 from snapdp.analysis.attacks import distinguisher_rates
 from snapdp.analysis.comparison import utility_point
 from snapdp.analysis.discrete_laplace import discrete_accuracy, discrete_laplace, discrete_metrics
 from snapdp.analysis.metrics import clamped_laplace_metrics
-from snapdp.parameters import compute_parameters
+from snapdp.mechanism import SnappingMechanism
+from snapdp.rescaling import mechanism_parameters
 from snapdp.usefulness import flags
 
 EPSILONS = (0.01, 0.1, 0.5, 0.75, 1.0, 1.01, 2.0, 4.0)
@@ -42,7 +44,7 @@ REAL_QUANTUM = 0.125  # Δ/8 with Δ = 1
 
 
 def row(eps: float, lo: float, hi: float) -> dict[str, Any]:
-    params = compute_parameters(eps, 1, lo, hi)
+    params = mechanism_parameters(eps, 1, lo, hi)  # as SnappingMechanism runs it (rescaled)
     mid = (lo + hi) / 2
     width = hi - lo
     lam = 1 / eps
@@ -53,11 +55,11 @@ def row(eps: float, lo: float, hi: float) -> dict[str, Any]:
         "epsilon": eps,
         "lower": lo,
         "upper": hi,
-        "grid": float(params.grid),
+        "grid": float(params.grid * params.sensitivity),  # in the data's units
         "snapping": {
             "a95": accuracy_bound(params, 0.05),
             "a99": accuracy_bound(params, 0.01),
-            "mae": utility_point(eps, 1, lo, hi, mid, offsets=8).snapping.mae,
+            "mae": utility_point(eps, 1, lo, hi, mid, offsets=8, rescale=True).snapping.mae,
         },
         "discrete_integer": {
             "a95": discrete_accuracy(dl_int, 0.05),
@@ -75,7 +77,7 @@ def row(eps: float, lo: float, hi: float) -> dict[str, Any]:
             "a99": min(lam * math.log(100), width),
             "mae": clamped_laplace_metrics(eps, 1, lo, hi, [mid]).mae,
         },
-        "flags": [f.code for f in flags(params)],
+        "flags": [f.code for f in flags(SnappingMechanism(eps, 1, lo, hi))],
     }
 
 
@@ -83,7 +85,10 @@ def attacks(samples: int) -> list[dict[str, Any]]:
     out = []
     for eps, lo, hi in ATTACK_SETTINGS:
         rates = distinguisher_rates(
-            compute_parameters(eps, 1, lo, hi), discrete_laplace(eps, 1, lo, hi), samples=samples
+            mechanism_parameters(eps, 1, lo, hi),
+            discrete_laplace(eps, 1, lo, hi),
+            samples=samples,
+            claim=(mpq(Fraction(eps)), mpq(1)),  # neighbours at Δ = 1, not the rescaled Δ_r
         )
         out.append(
             {"epsilon": eps, "lower": lo, "upper": hi, "rates": [r.as_dict() for r in rates]}

@@ -18,7 +18,8 @@ def exact_distribution(m: SnappingMechanism, value: float | Fraction) -> dict[ob
     grid = Fraction(m.Lambda)
     bound = Fraction(int(params.bound.numerator), int(params.bound.denominator))
     center = Fraction(int(params.center.numerator), int(params.center.denominator))
-    sens = Fraction(m.sensitivity)
+    # the sensitivity DESIGN's steps run with: Δ_r = r·Δ when rescaled (docs/mechanism.md)
+    sens = Fraction(int(params.sensitivity.numerator), int(params.sensitivity.denominator))
     if isinstance(value, float) and math.isinf(value):
         x = bound if value > 0 else -bound
     else:

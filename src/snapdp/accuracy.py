@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import struct
+from fractions import Fraction
 
 from gmpy2 import mpfr, mpq
 
@@ -36,7 +37,8 @@ from snapdp._validation import (
     check_real,
 )
 from snapdp.errors import ParameterError
-from snapdp.parameters import SnappingParameters, compute_parameters
+from snapdp.parameters import SnappingParameters
+from snapdp.rescaling import mechanism_parameters
 
 __all__ = [
     "accuracy_bound",
@@ -118,11 +120,13 @@ def noise_tail_accuracy(params: SnappingParameters, alpha: object) -> float:
     return float(_exact.round_up(total + _output_rounding(params), 53))
 
 
-def accuracy_bound(params: SnappingParameters, alpha: object) -> float:
+def accuracy_bound(params: SnappingParameters, alpha: object, *, rounding: bool = True) -> float:
     """a(α): P(|output − x| > a) <= α for every x in [lower, upper], rounded up to a double.
 
     The smallest a (to within 2**-200 relative, found by bisection) whose worst-case tail bound
     is <= α, capped at upper − lower (the output and x both lie in the bounds).
+    ``rounding=False`` leaves out the final rounding of the output to a double (one ulp at wide
+    bounds): what narrower bounds could reach (snapdp.usefulness); not a bound on the output.
     """
     a_prob = check_probability("alpha", alpha)
     target = _exact.exact_rational(a_prob)
@@ -142,7 +146,9 @@ def accuracy_bound(params: SnappingParameters, alpha: object) -> float:
     jump = params.grid * (int((2 * lo) // params.grid) + 1) / 2
     if jump <= hi and mpq(_worst_case_tail(params, jump)) <= target:
         hi = jump
-    total = (params.grid / 2 + hi) * params.sensitivity + _output_rounding(params)
+    total = (params.grid / 2 + hi) * params.sensitivity
+    if rounding:
+        total += _output_rounding(params)
     width = params.upper - params.lower
     return float(_exact.round_up(min(total, width), 53))
 
@@ -165,12 +171,22 @@ def failure_probability_bound(params: SnappingParameters, accuracy: object) -> f
 
 
 def epsilon_for_accuracy(
-    accuracy: Number, alpha: float, sensitivity: Number, lower: Number, upper: Number
+    accuracy: Number,
+    alpha: float,
+    sensitivity: Number,
+    lower: Number,
+    upper: Number,
+    *,
+    rescale: bool = True,
 ) -> float:
     """The smallest double ε whose snapping mechanism has ``accuracy(alpha) <= accuracy``.
 
-    Found by bisection over the bit patterns of doubles, assuming the accuracy decreases as ε
-    grows, and the answer is checked: the returned ε always meets the target. Raises
+    The mechanism is ``SnappingMechanism(ε, sensitivity, lower, upper, rescale=rescale)``.
+    Found by bisection over the bit patterns of doubles; the accuracy decreases as ε grows, up to
+    the rescaling's steps of 1/16 in the grid (docs/mechanism.md, "No power-of-two penalty"), so
+    with ``rescale`` the result is the ε at which the target is first met going down from a
+    large ε: one double less misses it. The answer is checked: the returned ε always meets the
+    target with the certified parameters (the search presumes the certificates). Raises
     ParameterError when every ε > 0 meets the target (accuracy >= upper − lower: the clamp alone
     guarantees it) or none does.
     """
@@ -187,8 +203,13 @@ def epsilon_for_accuracy(
             "output is clamped to [lower, upper]; no privacy budget is needed for this accuracy"
         )
 
-    def meets(eps: float) -> bool:
-        return accuracy_bound(compute_parameters(eps, sens, lo_b, hi_b), a_prob) <= target
+    exact = [Fraction(_exact.exact_rational(v)) for v in (sens, lo_b, hi_b)]
+
+    def meets(eps: float, presume: bool = True) -> bool:
+        params = mechanism_parameters(
+            Fraction(eps), *exact, rescale=rescale, presume_certified=presume
+        )
+        return accuracy_bound(params, a_prob) <= target
 
     lo_bits, hi_bits = _bits(2.0**-47), _bits(1.7e308)
     if not meets(_from_bits(hi_bits)):
@@ -198,13 +219,17 @@ def epsilon_for_accuracy(
         )
     if meets(_from_bits(lo_bits)):
         return _from_bits(lo_bits)
-    while hi_bits - lo_bits > 1:  # invariant: not meets(lo), meets(hi)
-        mid = (lo_bits + hi_bits) // 2
-        if meets(_from_bits(mid)):
-            hi_bits = mid
-        else:
-            lo_bits = mid
-    return _from_bits(hi_bits)
+    presume = True
+    while True:
+        while hi_bits - lo_bits > 1:  # invariant: not meets(lo), meets(hi)
+            mid = (lo_bits + hi_bits) // 2
+            if meets(_from_bits(mid), presume):
+                hi_bits = mid
+            else:
+                lo_bits = mid
+        if meets(_from_bits(hi_bits), False) or not presume:
+            return _from_bits(hi_bits)
+        presume, hi_bits = False, _bits(1.7e308)  # a certificate failed: search certified
 
 
 def _bits(x: float) -> int:

@@ -29,6 +29,7 @@ from snapdp.fast import FastPlan, default_threads, plan_for, release_chunks, rel
 from snapdp.guarantee import PrivacyGuarantee
 from snapdp.parameters import SnappingParameters, compute_parameters
 from snapdp.randomness import BitSource, bit_source_from, draw_uniform, is_private
+from snapdp.rescaling import Rescaling, rescaling_for
 from snapdp.snapping import normalize, snapped_output
 
 __all__ = ["LaplaceMechanism", "SnappingMechanism", "as_value_array"]
@@ -91,6 +92,12 @@ def _exact_objects(name: str, values: object) -> npt.NDArray[Any] | None:
     return out
 
 
+def _fraction(x: Number) -> Fraction:
+    """The exact value of a checked number as a Fraction of Python ints."""
+    q = _exact.exact_rational(x)
+    return Fraction(int(q.numerator), int(q.denominator))
+
+
 def _check_threads(threads: object) -> int:
     """``threads`` for release_many: None (all cores) or an int >= 1."""
     if threads is None:
@@ -114,8 +121,17 @@ class SnappingMechanism:
     directly (docs/mechanism.md, "Randomness"). A ``numpy.random.Generator`` makes releases
     reproducible — and **not private**: use it for tests and verification only.
 
-    Exact attributes are in ``parameters`` (:class:`~snapdp.parameters.SnappingParameters`); the
-    float attributes below are their roundings to the nearest double, for display.
+    ``rescale`` (default True): remove the power-of-two penalty of DESIGN §2's grid by running §2
+    with a public, certified rescaling (ε_r, Δ_r) = (r·(ε − 2**-49), r·Δ), r >= 1 a multiple of
+    1/16 (:mod:`snapdp.rescaling`, docs/mechanism.md, "No power-of-two penalty"): the grid is
+    then within 1/16 of λ = Δ/ε instead of up to 2λ, and the guarantee is unchanged (ε-DP, with
+    the stated δ, for |f(D) − f(D′)| <= Δ), certified by the exact verifier. ``rescaling``
+    reports r, Δ_r, ε_r and, when the rescaling was not applied, why. ``rescale=False`` gives
+    DESIGN §2 on (ε, Δ) itself, the mechanism of snapdp 0.x before this option.
+
+    Exact attributes are in ``parameters`` (:class:`~snapdp.parameters.SnappingParameters`, for
+    (ε_r, Δ_r) when rescaled); the float attributes below are their roundings to the nearest
+    double, for display.
     """
 
     def __init__(
@@ -126,7 +142,10 @@ class SnappingMechanism:
         upper: Number,
         *,
         rng: np.random.Generator | BitSource | None = None,
+        rescale: bool = True,
     ) -> None:
+        if not isinstance(rescale, bool):
+            raise ParameterError(f"`rescale` must be True or False, not {rescale!r}")
         self.epsilon: Fraction = check_epsilon("epsilon", epsilon)
         self.sensitivity = check_positive_finite("sensitivity", sensitivity)
         self.lower = check_finite("lower", lower)
@@ -136,11 +155,23 @@ class SnappingMechanism:
                 f"`lower` must be < `upper`, not lower={self.lower!r}, upper={self.upper!r}"
             )
         try:
-            self.parameters: SnappingParameters = compute_parameters(
-                self.epsilon, self.sensitivity, self.lower, self.upper
-            )
-        except ValueError as exc:
+            compute_parameters(self.epsilon, self.sensitivity, self.lower, self.upper)
+        except ValueError as exc:  # DESIGN §2 refuses (ε, Δ): say so, rescaled or not
             raise ParameterError(str(exc)) from None
+        exact = [_fraction(v) for v in (self.sensitivity, self.lower, self.upper)]
+        if rescale:
+            self.rescaling: Rescaling = rescaling_for(self.epsilon, *exact)
+        else:
+            self.rescaling = Rescaling(
+                self.epsilon, exact[0], Fraction(1), self.epsilon, exact[0], Fraction(0),
+                False, False, "rescale=False",
+            )  # fmt: skip
+        self.parameters: SnappingParameters = compute_parameters(
+            self.rescaling.mechanism_epsilon,
+            self.rescaling.mechanism_sensitivity,
+            self.lower,
+            self.upper,
+        )
         self._source: BitSource = bit_source_from(rng)
         self._private = is_private(self._source)
         self._plan: FastPlan | None = plan_for(self.parameters)
@@ -163,22 +194,28 @@ class SnappingMechanism:
 
     @property
     def scale(self) -> float:
-        """λ′ = 1/ε′ (rounded up at p bits), in sensitivity units, rounded to nearest double."""
+        """λ′ = 1/ε′ (rounded up at p bits), in units of the mechanism's sensitivity Δ_r (= Δ
+        when not rescaled), rounded to nearest double."""
         return float(self.parameters.scale)
 
     @property
     def Lambda(self) -> float:
-        """Λ, the smallest power of two >= λ′ (exact: a power of two), in sensitivity units."""
+        """Λ, the smallest power of two >= λ′ (exact: a power of two), in units of Δ_r."""
         return math.ldexp(1.0, self.parameters.lambda_exponent)
 
     @property
+    def mechanism_sensitivity(self) -> float:
+        """Δ_r = r·Δ, the sensitivity DESIGN §2 runs with (= Δ when not rescaled), rounded."""
+        return _exact.rational_to_float(self.parameters.sensitivity)
+
+    @property
     def bound(self) -> float:
-        """B̃ = (upper − lower)/(2·sensitivity), rounded to nearest (inf past the double range)."""
+        """B̃ = (upper − lower)/(2·Δ_r), rounded to nearest (inf past the double range)."""
         return _exact.rational_to_float(self.parameters.bound)
 
     @property
     def grid_spacing(self) -> float:
-        """Λ·Δ: the spacing of the output grid in the units of the data (rounded to nearest)."""
+        """Λ·Δ_r: the spacing of the output grid in the units of the data (rounded to nearest)."""
         return _exact.rational_to_float(self.parameters.grid * self.parameters.sensitivity)
 
     @property
@@ -266,6 +303,8 @@ class SnappingMechanism:
 
     def __repr__(self) -> str:
         rng = "" if self._private else ", rng=<seeded: NOT PRIVATE>"
+        if self.rescaling.note == "rescale=False":
+            rng += ", rescale=False"
         return (
             f"SnappingMechanism(epsilon={format_rational(self.epsilon)!r}, "
             f"sensitivity={self.sensitivity!r}, "

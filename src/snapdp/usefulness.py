@@ -12,15 +12,20 @@ Flags (:func:`flags`), each raised when its measure is **at or above** its thres
     :func:`snapdp.accuracy.accuracy_bound` (with probability >= 1 − α the release is within ±a(α)
     of the truth). The interval release ± a(α) is then at least as wide as the whole range
     [lower, upper]: the release says little that the bounds did not already say.
-``grid_dominates``
-    grid cost = a(α) / (λ·ln(1/α)) − 1 >= 0.25, where λ·ln(1/α) (λ = Δ/ε) is the ± of the ideal
-    continuous Laplace noise at the same ε, which the discrete Laplace mechanism approaches on a
-    fine quantum. Snapping's ± is its noise plus the rounding to the grid of width Λ·Δ (a power of
-    two times Δ, between λ and 2λ); when the bounds are wide enough that the clamp does not cut the
-    error, the grid makes the ± 25% or more wider than Laplace noise alone. This happens when
-    Λ·Δ is close to 2λ — ε at or just below a power of two over Δ, such as ε = 1 — and a slightly
-    larger ε halves the grid; and when the bounds are so wide that the spacing of doubles near
-    them (one ulp, by which the output is rounded) is a large part of the ±.
+``larger_epsilon_helps``
+    saving = 1 − a′(α)/a(α) >= 0.25, where a′ is the stated ± of the same mechanism at
+    ε·17/16 (1/16 more budget). A ± falls like 1/ε, so 1/16 more ε normally saves about 6%; a
+    saving of 25% or more means a step in the grid sits just above this ε (the power-of-two grid
+    of ``rescale=False``, or a mechanism whose rescaling could not be certified) and the message
+    names the ε that avoids it. With the default rescaling (docs/mechanism.md, "No power-of-two
+    penalty") the grid is within 1/16 of λ = Δ/ε and this flag is not raised.
+``narrower_bounds_help``
+    saving = 1 − a₀(α)/a(α) >= 0.25, where a₀ is the ± without the final rounding of the output
+    to a double: when the bounds are so wide that the spacing of doubles near them (one ulp) is a
+    large part of the ±, bounds nearer zero would remove that part. The message says how much.
+
+A change of confidence is not flagged: a lower confidence always gives a smaller ± (that is a
+trade-off the user chose, not a waste), and the ± at each confidence is shown where it is chosen.
 ``tail_delta``
     δ >= 1e-9, where δ is the mechanism's stated upper bound on the probability of outputs outside
     the ε argument (:attr:`snapdp.parameters.SnappingParameters.delta`, rounded up). It is tiny
@@ -28,14 +33,17 @@ Flags (:func:`flags`), each raised when its measure is **at or above** its thres
     the bound reaches 1 near ε/Δ = 707 (docs/utility.md) — the noise's deep tail, where U* is
     subnormal, then reaches the bounds.
 
-The thresholds are the module constants ``NOISE_THRESHOLD``, ``GRID_THRESHOLD`` and
+The thresholds are the module constants ``NOISE_THRESHOLD``, ``SAVING_THRESHOLD`` and
 ``DELTA_THRESHOLD``; each :class:`Flag` repeats its threshold and the measured value.
+(``grid_dominates``, raised until 0.x whenever the ± was 25% wider than Laplace noise alone, is
+gone: it fired on every ε = 1 release, where nothing the user could change helped much.)
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from typing import Any
 
 from snapdp import _exact
@@ -44,12 +52,14 @@ from snapdp._validation import Number, check_probability, check_real
 from snapdp.accuracy import accuracy_bound
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
-from snapdp.parameters import SnappingParameters
+from snapdp.parameters import SnappingParameters, compute_parameters
+from snapdp.rescaling import mechanism_parameters
 
 __all__ = [
     "DELTA_THRESHOLD",
-    "GRID_THRESHOLD",
+    "EPSILON_STEP",
     "NOISE_THRESHOLD",
+    "SAVING_THRESHOLD",
     "Flag",
     "Measures",
     "flags",
@@ -60,7 +70,8 @@ __all__ = [
 ]
 
 NOISE_THRESHOLD = 1.0  # 2·a(α)/(upper − lower)
-GRID_THRESHOLD = 0.25  # a(α)/(λ·ln(1/α)) − 1
+SAVING_THRESHOLD = 0.25  # 1 − (the ± after a change the user can make)/(the ±)
+EPSILON_STEP = Fraction(17, 16)  # the larger ε tried: 1/16 more budget
 DELTA_THRESHOLD = 1e-9  # δ
 
 
@@ -68,7 +79,8 @@ DELTA_THRESHOLD = 1e-9  # δ
 class Flag:
     """A warning about a release's usefulness.
 
-    ``code``: a stable identifier (``almost_pure_noise``, ``grid_dominates``, ``tail_delta``);
+    ``code``: a stable identifier (``almost_pure_noise``, ``larger_epsilon_helps``,
+    ``narrower_bounds_help``, ``tail_delta``);
     ``message``: one plain sentence; ``threshold``: the threshold of the measure; ``value``: the
     measure for these parameters (>= ``threshold``, since the flag is raised).
     """
@@ -89,8 +101,11 @@ class Measures:
 
     ``accuracy``: a(α); ``range``: upper − lower (rounded to nearest); ``noise_ratio``:
     2·a(α)/(upper − lower); ``grid``: the grid width Λ·Δ; ``laplace_accuracy``: λ·ln(1/α);
-    ``grid_cost``: a(α)/(λ·ln(1/α)) − 1; ``delta``: the stated δ bound, rounded up;
-    ``output_ulp``: the spacing of doubles at the larger bound (outputs are rounded to doubles).
+    ``grid_cost``: a(α)/(λ·ln(1/α)) − 1 (shown, no longer flagged); ``delta``: the stated δ
+    bound, rounded up; ``output_ulp``: the spacing of doubles at the larger bound (outputs are
+    rounded to doubles); ``larger_epsilon``: ε·17/16; ``larger_epsilon_accuracy``: the ± there;
+    ``epsilon_saving``: 1 − that/a(α); ``unrounded_accuracy``: the ± without the rounding of the
+    output to a double; ``bounds_saving``: 1 − that/a(α).
     """
 
     alpha: float
@@ -105,6 +120,11 @@ class Measures:
     grid_cost: float
     delta: float
     output_ulp: float
+    larger_epsilon: float = 0.0
+    larger_epsilon_accuracy: float = 0.0
+    epsilon_saving: float = 0.0
+    unrounded_accuracy: float = 0.0
+    bounds_saving: float = 0.0
 
 
 def _parameters(obj: object) -> SnappingParameters:
@@ -118,17 +138,29 @@ def _parameters(obj: object) -> SnappingParameters:
 
 
 def measures(mechanism_or_parameters: object, alpha: float = 0.05) -> Measures:
-    """The measures behind :func:`flags` for a mechanism (or its exact parameters)."""
+    """The measures behind :func:`flags` for a mechanism (or its exact parameters).
+
+    For a mechanism the larger ε is tried on the mechanism it would build (rescaled or not, as
+    it is); for bare parameters, on DESIGN's mechanism for (ε·17/16, Δ, bounds)."""
     params = _parameters(mechanism_or_parameters)
     a_prob = check_probability("alpha", alpha)
     acc = accuracy_bound(params, a_prob)
+    # the probe presumes the rescaling's certificate (cheap); only a saving that would be shown
+    # is recomputed with the certified parameters, so a message never rests on a presumption
+    larger, larger_params = _larger_epsilon(mechanism_or_parameters, params, presume=True)
+    larger_acc = accuracy_bound(larger_params, a_prob) if larger_params is not None else acc
+    if _saving(larger_acc, acc) >= SAVING_THRESHOLD:
+        larger, larger_params = _larger_epsilon(mechanism_or_parameters, params, presume=False)
+        larger_acc = accuracy_bound(larger_params, a_prob) if larger_params is not None else acc
+    unrounded = accuracy_bound(params, a_prob, rounding=False)
     width = params.upper - params.lower
-    lam = params.sensitivity / params.epsilon  # textbook Laplace scale λ = Δ/ε, exact
+    eps, sens = _claim(mechanism_or_parameters, params)
+    lam = sens / eps  # textbook Laplace scale λ = Δ/ε, exact
     acc_q = _exact.exact_rational(acc)
     log_term = -math.log(a_prob)
     return Measures(
         alpha=a_prob,
-        epsilon=_exact.rational_to_float(params.epsilon),
+        epsilon=_exact.rational_to_float(eps),
         lower=_exact.rational_to_float(params.lower),
         upper=_exact.rational_to_float(params.upper),
         accuracy=acc,
@@ -139,7 +171,49 @@ def measures(mechanism_or_parameters: object, alpha: float = 0.05) -> Measures:
         grid_cost=_exact.rational_to_float(acc_q / lam) / log_term - 1.0,
         delta=float(_exact.round_up(params.delta, 53)),
         output_ulp=math.ulp(_exact.rational_to_float(max(abs(params.lower), abs(params.upper)))),
+        larger_epsilon=float(larger),
+        larger_epsilon_accuracy=larger_acc,
+        epsilon_saving=_saving(larger_acc, acc),
+        unrounded_accuracy=unrounded,
+        bounds_saving=_saving(unrounded, acc),
     )
+
+
+def _claim(obj: object, params: SnappingParameters) -> tuple[mpq, mpq]:
+    """(ε, Δ) of the claim: a mechanism's requested ones (not its rescaled ε_r, Δ_r)."""
+    if isinstance(obj, SnappingMechanism):
+        resc = obj.rescaling
+        return mpq(resc.epsilon), mpq(resc.sensitivity)
+    return params.epsilon, params.sensitivity
+
+
+def _saving(better: float, acc: float) -> float:
+    """1 − better/acc, rounded down (a saving is never overstated); 0 when acc is 0 or inf."""
+    if not (math.isfinite(acc) and acc > 0):
+        return 0.0
+    saving = 1.0 - better / acc
+    return max(0.0, math.nextafter(saving, -math.inf))
+
+
+def _larger_epsilon(
+    obj: object, params: SnappingParameters, presume: bool
+) -> tuple[Fraction, SnappingParameters | None]:
+    """(ε·17/16, the parameters the same kind of mechanism has there; None if refused)."""
+    if isinstance(obj, SnappingMechanism):
+        eps = obj.epsilon * EPSILON_STEP
+        resc = obj.rescaling
+        try:
+            return eps, mechanism_parameters(
+                eps, resc.sensitivity, Fraction(params.lower), Fraction(params.upper),
+                rescale=resc.note != "rescale=False", presume_certified=presume,
+            )  # fmt: skip
+        except ValueError:
+            return eps, None
+    eps = Fraction(params.epsilon) * EPSILON_STEP
+    try:
+        return eps, compute_parameters(eps, params.sensitivity, params.lower, params.upper)
+    except ValueError:
+        return eps, None
 
 
 def flags_for(m: Measures) -> list[Flag]:
@@ -157,21 +231,28 @@ def flags_for(m: Measures) -> list[Flag]:
                 m.noise_ratio,
             )
         )
-    if m.grid_cost >= GRID_THRESHOLD:
-        why = f"the grid has width {_plain(m.grid)}"
-        if m.output_ulp > m.grid:
-            why += (
-                f" and, with bounds this wide, outputs are doubles spaced up to "
-                f"{m.output_ulp:.3g} apart"
-            )
+    if m.epsilon_saving >= SAVING_THRESHOLD:
         out.append(
             Flag(
-                "grid_dominates",
-                f"Rounding makes the ± {_wider(m.grid_cost)} Laplace noise alone would "
-                f"(±{_up(m.laplace_accuracy)}): {why}; a slightly larger ε or narrower bounds "
-                "would reduce it (see docs/utility.md).",
-                GRID_THRESHOLD,
-                m.grid_cost,
+                "larger_epsilon_helps",
+                f"ε = {_up(m.larger_epsilon, 4)} (1/16 more) would make the ± "
+                f"{math.floor(100 * m.epsilon_saving)}% smaller: ±{_up(m.larger_epsilon_accuracy)}"
+                f" instead of ±{_up(m.accuracy)}, because a step of the output grid (width "
+                f"{_plain(m.grid)}) lies just above this ε (see docs/utility.md).",
+                SAVING_THRESHOLD,
+                m.epsilon_saving,
+            )
+        )
+    if m.bounds_saving >= SAVING_THRESHOLD:
+        out.append(
+            Flag(
+                "narrower_bounds_help",
+                f"Narrower bounds would make the ± {math.floor(100 * m.bounds_saving)}% smaller"
+                f" (±{_up(m.unrounded_accuracy)} instead of ±{_up(m.accuracy)}): at bounds this "
+                f"wide, outputs are doubles spaced {m.output_ulp:.3g} apart (see "
+                "docs/utility.md).",
+                SAVING_THRESHOLD,
+                m.bounds_saving,
             )
         )
     if m.delta >= DELTA_THRESHOLD:
@@ -194,7 +275,8 @@ def flags(mechanism_or_parameters: object, alpha: float = 0.05) -> list[Flag]:
     ``mechanism_or_parameters``: a :class:`~snapdp.SnappingMechanism` or its
     :class:`~snapdp.parameters.SnappingParameters`; ``alpha``: the failure probability of the
     stated ± (default 0.05: the 95% accuracy). Returns the raised flags, in the order
-    almost_pure_noise, grid_dominates, tail_delta (empty when none is raised).
+    almost_pure_noise, larger_epsilon_helps, narrower_bounds_help, tail_delta (empty when none
+    is raised).
     """
     return flags_for(measures(mechanism_or_parameters, alpha))
 
@@ -241,12 +323,6 @@ def _up(x: float, digits: int = 3) -> str:
 
 def _pct(alpha: float) -> str:
     return f"{_up(100 * (1 - alpha), 4)}%"
-
-
-def _wider(cost: float) -> str:
-    if cost < 9:
-        return f"{math.floor(100 * cost)}% wider than"
-    return f"{cost + 1:.3g} times as wide as"
 
 
 def plain_summary(

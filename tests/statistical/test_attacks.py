@@ -108,15 +108,17 @@ def test_precision_attack_on_input_two_to_minus_sixty_textbook() -> None:
 INPUTS = (0.0, 1.0, 2.0**-60, 1 - 2.0**-53)
 
 
-def test_precision_features_of_snapping_are_functions_of_the_grid_index() -> None:
-    """Exact: same support for all four inputs; every output a multiple of Λ = 2; the trailing-bit
-    distribution identical to 1e-15 for inputs closer than 2**-52, and within e^ε otherwise."""
-    mech = SnappingMechanism(1.0, 1.0, -8.0, 8.0)
+@pytest.mark.parametrize("rescale", [False, True])
+def test_precision_features_of_snapping_are_functions_of_the_grid_index(rescale: bool) -> None:
+    """Exact: same support for all four inputs; every output a multiple of Λ = 2 (of 2**-4 when
+    rescaled: the grid is 17/16); the trailing-bit distribution identical to 1e-15 for inputs
+    closer than 2**-52, and within e^ε otherwise."""
+    mech = SnappingMechanism(1.0, 1.0, -8.0, 8.0, rescale=rescale)
     dists = {x: exact_distribution(mech, x) for x in INPUTS}
     supports = {dists[x].support() for x in INPUTS}
     assert len(supports) == 1
     outputs = np.array(list(dists[0.0].outputs.values()))
-    for j in range(-1, 61):
+    for j in range(-1 if not rescale else 4, 61):
         assert multiple_of_power_of_two(outputs, j).all()
     feature = {lab: int(trailing_zero_bits([o])[0]) for lab, o in dists[0.0].outputs.items()}
     feats = {x: exact_feature_distribution(dists[x], feature) for x in INPUTS}

@@ -22,7 +22,7 @@ N = 20_000
 
 def categorize(m: SnappingMechanism, outputs: np.ndarray) -> dict[object, int]:
     center = (Fraction(m.lower) + Fraction(m.upper)) / 2
-    step = Fraction(m.Lambda) * Fraction(m.sensitivity)
+    step = Fraction(m.Lambda) * Fraction(m.mechanism_sensitivity)  # Δ_r·Λ, exact doubles
     counts: dict[object, int] = {}
     for out, n in zip(*np.unique(outputs, return_counts=True), strict=True):
         if out == m.upper:

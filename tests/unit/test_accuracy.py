@@ -41,7 +41,7 @@ def worst_tail(m: SnappingMechanism, a: float) -> float:
 )
 def test_bound_holds_at_every_offset_and_is_tight(eps: float, sens: float, alpha: float) -> None:
     half_width = 40 * sens / eps  # clamps 40λ away: their mass is negligible at these α
-    m = SnappingMechanism(eps, sens, -half_width, half_width)
+    m = SnappingMechanism(eps, sens, -half_width, half_width, rescale=False)
     a = m.accuracy(alpha)
     assert worst_tail(m, a) <= alpha * (1 + 1e-9)
     # just below, some position exceeds α (up to the offsets' resolution): the bound is tight

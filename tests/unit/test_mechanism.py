@@ -51,7 +51,8 @@ def test_bad_parameters_are_named(args: tuple[object, ...], message: str) -> Non
 def test_decimal_epsilon_is_exact_and_other_decimals_are_refused() -> None:
     from decimal import Decimal
 
-    assert SnappingMechanism(Decimal("0.1"), 1, 0, 1).parameters.epsilon == Fraction(1, 10)
+    assert SnappingMechanism(Decimal("0.1"), 1, 0, 1).epsilon == Fraction(1, 10)
+    assert SnappingMechanism(Decimal("0.1"), 1, 0, 1).rescaling.epsilon == Fraction(1, 10)
     with pytest.raises(ParameterError, match="convert it explicitly"):
         SnappingMechanism(1, Decimal("0.1"), 0, 1)  # type: ignore[arg-type]
 
@@ -130,7 +131,9 @@ def test_same_seed_same_outputs_and_os_source_differs() -> None:
 def test_outputs_are_grid_points_or_bounds() -> None:
     lo, hi, sens = Fraction(-3), Fraction(11, 2), Fraction(3, 4)
     m = seeded(0.9, float(sens), float(lo), float(hi))
-    center, step = (lo + hi) / 2, Fraction(m.Lambda) * sens
+    center, step = (lo + hi) / 2, Fraction(m.Lambda) * Fraction(m.mechanism_sensitivity)
+    plain = SnappingMechanism(0.9, float(sens), float(lo), float(hi), rescale=False)
+    assert step == Fraction(m.grid_spacing) < Fraction(plain.grid_spacing)  # rescaled: finer
     for out in m.release_many(np.linspace(-5, 8, 400)):
         assert lo <= Fraction(out) <= hi
         if Fraction(out) in (lo, hi):
@@ -141,7 +144,7 @@ def test_outputs_are_grid_points_or_bounds() -> None:
 
 # -- accuracy ----------------------------------------------------------------------------------
 def test_accuracy_formula_and_round_trip() -> None:
-    m = SnappingMechanism(1.0, 1.0, 0.0, 100.0)
+    m = SnappingMechanism(1.0, 1.0, 0.0, 100.0, rescale=False)
     for alpha in (0.5, 0.1, 0.05, 0.01, 1e-6):
         a = m.accuracy(alpha)
         design = m.Lambda / 2 + m.scale * math.log(1 / alpha)  # DESIGN §4, never below ours
@@ -202,7 +205,7 @@ def test_epsilon_for_accuracy_errors() -> None:
 def test_str_states_guarantee_grid_and_accuracy() -> None:
     text = str(SnappingMechanism(1.0, 1.0, 0.0, 100.0))
     assert "(ε = 1, δ <= " in text
-    assert "Λ·Δ = 2" in text and "95% accuracy" in text
+    assert "Λ·Δ = 1.0625" in text and "95% accuracy" in text
 
 
 # -- the textbook baseline ---------------------------------------------------------------------
@@ -230,11 +233,11 @@ def test_laplace_bad_input() -> None:
 def test_epsilon_text_is_the_exact_decimal(eps: object) -> None:
     from decimal import Decimal
 
-    exact = SnappingMechanism(eps, 1, 0, 10).parameters
+    exact = SnappingMechanism(eps, 1, 0, 10, rescale=False).parameters
     assert exact.epsilon == Fraction(1, 10)
-    assert SnappingMechanism(Decimal("0.1"), 1, 0, 10).parameters == exact
+    assert SnappingMechanism(Decimal("0.1"), 1, 0, 10, rescale=False).parameters == exact
     # a float is its binary value, which is not 1/10, and gives a different ε′
-    as_float = SnappingMechanism(0.1, 1, 0, 10).parameters
+    as_float = SnappingMechanism(0.1, 1, 0, 10, rescale=False).parameters
     assert as_float.epsilon == Fraction(0.1) != exact.epsilon
     assert as_float.epsilon_prime != exact.epsilon_prime
     assert "(ε = 0.1, δ <= " in str(SnappingMechanism(eps, 1, 0, 10).privacy)

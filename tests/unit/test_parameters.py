@@ -53,7 +53,7 @@ CASES = [
 def test_parameters_match_exact_recomputation(
     eps: float, sens: float, lo: float, hi: float
 ) -> None:
-    m = SnappingMechanism(eps, sens, lo, hi)
+    m = SnappingMechanism(eps, sens, lo, hi, rescale=False)
     e, d, lq, hq = Fraction(eps), Fraction(sens), Fraction(lo), Fraction(hi)
     b_tilde = (hq - lq) / 2 / d
     p = max(118, 2 - ceil_log2(e), ceil_log2(max(b_tilde, Fraction(1))) + 64)
@@ -83,7 +83,7 @@ def test_parameters_match_exact_recomputation(
 
 def test_epsilon_one_gives_grid_two() -> None:
     """DESIGN §2.3: for ε = 1, λ′ is just above 1, so Λ = 2 (never the λ′ rounded down to 1)."""
-    m = SnappingMechanism(1.0, 1.0, -5.0, 5.0)
+    m = SnappingMechanism(1.0, 1.0, -5.0, 5.0, rescale=False)
     assert m.scale > 1.0 or Fraction(*m.parameters.scale.as_integer_ratio()) > 1
     assert m.Lambda == 2.0
 
@@ -91,41 +91,43 @@ def test_epsilon_one_gives_grid_two() -> None:
 @pytest.mark.parametrize("k", range(-10, 11))
 def test_power_of_two_reciprocals_step_up(k: int) -> None:
     """1/ε = 2**k exactly: λ′ > 2**k, so Λ = 2**(k+1): the jump at powers of two."""
-    m = SnappingMechanism(2.0**-k, 1.0, -1.0, 1.0)
+    m = SnappingMechanism(2.0**-k, 1.0, -1.0, 1.0, rescale=False)
     assert m.Lambda == 2.0 ** (k + 1)
 
 
 def test_grid_spacing_in_data_units() -> None:
-    m = SnappingMechanism(1.0, 3.0, 0.0, 100.0)
+    m = SnappingMechanism(1.0, 3.0, 0.0, 100.0, rescale=False)
     assert m.grid_spacing == 6.0
 
 
 def test_precision_grows_with_bound_and_small_epsilon() -> None:
-    assert SnappingMechanism(1.0, 1.0, -(2.0**100), 2.0**100).precision == 100 + 64
-    assert SnappingMechanism(1.0, 1.0, -1.0, 1.0).precision == 118
+    assert SnappingMechanism(1.0, 1.0, -(2.0**100), 2.0**100, rescale=False).precision == 100 + 64
+    assert SnappingMechanism(1.0, 1.0, -1.0, 1.0, rescale=False).precision == 118
 
 
 def test_epsilon_below_granularity_is_refused() -> None:
     with pytest.raises(ParameterError, match="too small"):
-        SnappingMechanism(2.0**-49, 1.0, 0.0, 1.0)
-    SnappingMechanism(2.0**-47, 1.0, 0.0, 1.0)  # above 2**-48 + 2η: accepted
+        SnappingMechanism(2.0**-49, 1.0, 0.0, 1.0, rescale=False)
+    SnappingMechanism(2.0**-47, 1.0, 0.0, 1.0, rescale=False)  # above 2**-48 + 2η: accepted
 
 
 def test_privacy_statement_is_pure_for_narrow_bounds_and_honest_for_wide() -> None:
-    narrow = SnappingMechanism(1.0, 1.0, -100.0, 100.0)
+    narrow = SnappingMechanism(1.0, 1.0, -100.0, 100.0, rescale=False)
     assert float(narrow.parameters.delta) == 0.0  # the outputs: pure ε
     assert 0 < narrow.privacy.delta <= 2.0**-80  # plus release_many's timing (docs/fast-path.md)
     assert "(ε = 1, δ <= " in str(narrow.privacy)
-    wide = SnappingMechanism(1.0, 1.0, -1e6, 1e6)
+    wide = SnappingMechanism(1.0, 1.0, -1e6, 1e6, rescale=False)
     assert 0 < float(wide.parameters.delta) < 1e-300
     assert 0 < wide.privacy.delta <= 2.0**-80
     assert "δ <=" in str(wide.privacy)
-    huge_eps = SnappingMechanism(2000.0, 1.0, -10.0, 10.0)  # supports of neighbours disjoint
+    huge_eps = SnappingMechanism(
+        2000.0, 1.0, -10.0, 10.0, rescale=False
+    )  # supports of neighbours disjoint
     assert huge_eps.privacy.delta == 1.0
 
 
 def test_seeded_mechanism_says_not_private() -> None:
-    m = SnappingMechanism(1.0, 1.0, 0.0, 1.0, rng=np.random.default_rng(0))
+    m = SnappingMechanism(1.0, 1.0, 0.0, 1.0, rng=np.random.default_rng(0), rescale=False)
     assert "NOT PRIVATE" in repr(m)
     assert "NOT PRIVATE" in str(m.privacy)
-    assert "NOT PRIVATE" not in repr(SnappingMechanism(1.0, 1.0, 0.0, 1.0))
+    assert "NOT PRIVATE" not in repr(SnappingMechanism(1.0, 1.0, 0.0, 1.0, rescale=False))

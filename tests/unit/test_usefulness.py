@@ -14,8 +14,8 @@ from snapdp.accuracy import accuracy_bound
 from snapdp.parameters import compute_parameters
 from snapdp.usefulness import (
     DELTA_THRESHOLD,
-    GRID_THRESHOLD,
     NOISE_THRESHOLD,
+    SAVING_THRESHOLD,
     Measures,
     flags,
     flags_for,
@@ -49,7 +49,8 @@ def _codes(m: Measures) -> list[str]:
     ("field", "threshold", "code"),
     [
         ("noise_ratio", NOISE_THRESHOLD, "almost_pure_noise"),
-        ("grid_cost", GRID_THRESHOLD, "grid_dominates"),
+        ("epsilon_saving", SAVING_THRESHOLD, "larger_epsilon_helps"),
+        ("bounds_saving", SAVING_THRESHOLD, "narrower_bounds_help"),
         ("delta", DELTA_THRESHOLD, "tail_delta"),
     ],
 )
@@ -64,31 +65,58 @@ def test_each_flag_is_raised_exactly_at_its_threshold(field, threshold, code):
 
 
 def test_measures_from_the_public_parameters():
-    mech = SnappingMechanism(1, 1, 0, 100)
+    plain = SnappingMechanism(1, 1, 0, 100, rescale=False)  # DESIGN's mechanism on (ε, Δ)
+    assert measures(plain) == measures(plain.parameters)
+    mech = SnappingMechanism(1, 1, 0, 100)  # rescaled: grid 17/16 instead of 2
     m = measures(mech)
-    assert m == measures(mech.parameters)
     a = accuracy_bound(mech.parameters, 0.05)
     assert m.accuracy == a
+    assert m.epsilon == 1.0  # the requested ε, not the rescaled run's ε_r
     assert m.noise_ratio == float(Fraction(2 * a) / 100)
-    assert m.grid == 2.0
+    assert m.grid == 1.0625 and measures(plain).grid == 2.0
     assert m.laplace_accuracy == math.log(20)
     assert m.grid_cost == pytest.approx(a / math.log(20) - 1, rel=1e-15)
+    assert m.grid_cost < 0.07 < 0.30 < measures(plain).grid_cost  # the penalty is gone
     assert m.delta == 0.0
+    larger = SnappingMechanism(Fraction(17, 16), 1, 0, 100)
+    assert m.larger_epsilon == 1.0625
+    assert m.larger_epsilon_accuracy == larger.accuracy(0.05)
+    assert m.epsilon_saving == pytest.approx(1 - larger.accuracy(0.05) / a, abs=1e-15)
+    assert 0 < m.epsilon_saving < SAVING_THRESHOLD  # 1/16 more ε saves only a few per cent
+    assert m.unrounded_accuracy == a and m.bounds_saving == 0.0  # grid points are doubles
 
 
 @pytest.mark.parametrize(
     ("epsilon", "lower", "upper", "codes"),
     [
-        (1, 0, 100, ["grid_dominates"]),  # Λ = 2λ: the ± is 30% wider than Laplace's
+        (1, 0, 100, []),  # rescaled: the ± is 6% wider than Laplace's (30% unrescaled)
         (1.001, 0, 100, []),  # Λ = λ′ rounded up to 1: 13% wider
         (0.001, 0, 100, ["almost_pure_noise"]),
         (1, 0, 1, ["almost_pure_noise"]),
         (700, 0, 100, ["tail_delta"]),
-        (1, 0, 1e300, ["grid_dominates"]),  # the doubles near 1e300 are 1.5e284 apart
+        (1, 0, 1e300, ["narrower_bounds_help"]),  # the doubles near 1e300 are 1.5e284 apart
     ],
 )
 def test_flags_on_real_parameters(epsilon, lower, upper, codes):
     assert [f.code for f in flags(SnappingMechanism(epsilon, 1, lower, upper))] == codes
+
+
+def test_no_warning_on_the_readme_settings_even_unrescaled():
+    """Issue 26: ε = 1 on [0, 100] warned on every statistic; nothing the user can change
+    (1/16 more ε, narrower bounds) shrinks its ± by 25%, rescaled or not."""
+    assert flags(SnappingMechanism(1, 1, 0, 100, rescale=False)) == []
+    assert flags(SnappingMechanism("0.5", 1, 0, 100)) == []
+
+
+def test_narrower_bounds_message_says_by_how_much():
+    mech = SnappingMechanism(1, 1, 0, 1e300)
+    m = measures(mech)
+    assert m.unrounded_accuracy == accuracy_bound(mech.parameters, 0.05, rounding=False) < 4
+    assert m.bounds_saving > 0.99
+    (flag,) = flags(mech)
+    # not rescaled (bounds beyond 2**128·Δ): the power-of-two grid, ±3.91 at these bounds
+    assert flag.message.startswith("Narrower bounds would make the ± 99% smaller (±3.91 instead")
+    assert "1.49e+284 apart" in flag.message
 
 
 def _bits(x: float) -> int:
@@ -138,11 +166,13 @@ def test_flags_reject_other_objects():
 
 def test_plain_summary_of_the_issue_example():
     mech = SnappingMechanism(1, 1, 0, 100)
-    text = plain_summary(1, 0, 100, mech.accuracy(0.05), 3.0, -100 * math.log(0.05) / 100, 2.0)
+    text = plain_summary(
+        1, 0, 100, mech.accuracy(0.05), 3.0, -100 * math.log(0.05) / 100, mech.grid_spacing
+    )
     assert text == (
-        "With ε = 1 and values in [0, 100], 95% of releases are within ±3.91 of the truth; "
+        "With ε = 1 and values in [0, 100], 95% of releases are within ±3.19 of the truth; "
         "discrete Laplace would be within ±3 and the textbook mechanism within ±3 but it leaks; "
-        "the difference is the cost of the grid of width 2."
+        "the difference is the cost of the grid of width 1.0625."
     )
 
 
@@ -180,9 +210,9 @@ def test_stated_numbers_are_rounded_up(x, text):
 
 def test_summary_from_a_mechanism():
     assert summary(SnappingMechanism(1, 1, 0, 100)) == (
-        "With ε = 1 and values in [0, 100], 95% of releases are within ±3.91 of the truth; "
+        "With ε = 1 and values in [0, 100], 95% of releases are within ±3.19 of the truth; "
         "the textbook mechanism would be within ±3 but it leaks; the difference is the cost of "
-        "the grid of width 2."
+        "the grid of width 1.0625."
     )
     assert summary(SnappingMechanism(0.1, 1, 0, 10).parameters).endswith(
         "the release is almost pure noise; a larger ε or narrower bounds would make it informative."

@@ -67,13 +67,13 @@ class AttackRates:
         return d
 
 
-def _inputs(params: SnappingParameters) -> tuple[float, float]:
+def _inputs(params: SnappingParameters, sens: mpq) -> tuple[float, float]:
     """x0: the value in [lower, upper] nearest 0 (doubles are finest there, so the textbook
     mechanism leaks most); x1 = x0 + Δ, or x0 − Δ if that leaves the bounds."""
     x0q = min(max(mpq(0), params.lower), params.upper)
-    x1q = x0q + params.sensitivity
+    x1q = x0q + sens
     if x1q > params.upper:
-        x1q = x0q - params.sensitivity
+        x1q = x0q - sens
     return _exact.rational_to_float(x0q), _exact.rational_to_float(x1q)
 
 
@@ -136,11 +136,19 @@ def distinguisher_rates(
     *,
     samples: int = ATTACK_SAMPLES,
     seed: int = ATTACK_SEED,
+    claim: tuple[mpq, mpq] | None = None,
 ) -> list[AttackRates]:
-    """Mironov's test on textbook Laplace, snapping and discrete Laplace (module docstring)."""
-    x0, x1 = _inputs(params)
-    eps = _exact.rational_to_float(params.epsilon)
-    sens = _exact.rational_to_float(params.sensitivity)
+    """Mironov's test on textbook Laplace, snapping and discrete Laplace (module docstring).
+
+    ``params``: the snapping mechanism's exact parameters (a rescaled run's (ε_r, Δ_r) included);
+    ``claim``: the requested (ε, Δ) when they differ — the neighbours' distance and the textbook
+    mechanism's parameters (default: the parameters' own)."""
+    claim_eps, claim_sens = (params.epsilon, params.sensitivity) if claim is None else claim
+    x0, x1 = _inputs(params, claim_sens)
+    eps = _exact.rational_to_float(claim_eps)
+    sens = _exact.rational_to_float(claim_sens)
+    m_eps = _exact.rational_to_float(params.epsilon)
+    m_sens = _exact.rational_to_float(params.sensitivity)
     lo, hi = _exact.rational_to_float(params.lower), _exact.rational_to_float(params.upper)
     rngs = [np.random.default_rng([seed, i]) for i in range(6)]
     rows = []
@@ -151,7 +159,8 @@ def distinguisher_rates(
         for m, x in zip(textbook, (x0, x1), strict=True)
     ]
     rows.append(AttackRates("textbook Laplace", x0, x1, rates[0], rates[1], samples, seed))
-    snap = [SnappingMechanism(eps, sens, lo, hi, rng=rngs[i]) for i in (2, 3)]
+    # the mechanism of `params` exactly (they may be a rescaled run: not rescaled again)
+    snap = [SnappingMechanism(m_eps, m_sens, lo, hi, rng=rngs[i], rescale=False) for i in (2, 3)]
     rates = [
         float(_on_snapping_grid(params, m.release_many(np.full(samples, x))).mean())
         for m, x in zip(snap, (x0, x1), strict=True)

@@ -49,7 +49,8 @@ from snapdp.analysis.metrics import (
     mixture_metrics,
 )
 from snapdp.errors import ParameterError
-from snapdp.parameters import SnappingParameters, compute_parameters
+from snapdp.parameters import SnappingParameters
+from snapdp.rescaling import mechanism_parameters
 from snapdp.snapping import grid_index, noise, normalize
 
 __all__ = [
@@ -264,8 +265,12 @@ def utility_point(
     *,
     offsets: int = 1,
     precision: int = DEFAULT_PRECISION,
+    rescale: bool = False,
 ) -> UtilityPoint:
     """Exact metrics of snapping and closed-form metrics of Laplace for one setting.
+
+    ``rescale``: analyse the mechanism as ``SnappingMechanism`` runs it by default (rescaled,
+    docs/mechanism.md "Departure 3"); the default False analyses DESIGN's mechanism on (ε, Δ).
 
     With ``offsets`` = K > 1 the snapping metrics are those of the equal mixture over the K true
     values value + ((j + ½)/K − ½)·Λ·Δ, j < K (clamped into [lower, upper]): a value known only to
@@ -279,7 +284,7 @@ def utility_point(
     if not check_finite("lower", lower) < check_finite("upper", upper):
         raise ParameterError(f"`lower` must be < `upper`, not lower={lower!r}, upper={upper!r}")
     try:
-        params = compute_parameters(eps, sens, lower, upper)
+        params = mechanism_parameters(eps, sens, lower, upper, rescale=rescale)
     except ValueError as exc:
         raise ParameterError(str(exc)) from None
     x = _exact.exact_rational(check_value("value", value))

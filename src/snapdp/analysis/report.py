@@ -51,7 +51,8 @@ from snapdp.analysis.metrics import (
 )
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
-from snapdp.parameters import SnappingParameters, compute_parameters
+from snapdp.parameters import SnappingParameters
+from snapdp.rescaling import mechanism_parameters
 
 __all__ = ["ALPHAS", "GAMMAS", "ReportGrid", "UtilityReport", "build_report"]
 
@@ -122,7 +123,7 @@ def _params(
     epsilon: Number, sensitivity: Number, lower: Number, upper: Number
 ) -> SnappingParameters:
     try:
-        return compute_parameters(epsilon, sensitivity, lower, upper)
+        return mechanism_parameters(epsilon, sensitivity, lower, upper)
     except ValueError as exc:
         raise ParameterError(str(exc)) from None
 
@@ -185,7 +186,8 @@ def build_report(
         mech["textbook_laplace"]["accuracy95"],
         data["parameters"]["grid_spacing"],
     )
-    data["attacks"] = [r.as_dict() for r in distinguisher_rates(params, dl)]
+    claim = (_exact.exact_rational(eps), _exact.exact_rational(sens))
+    data["attacks"] = [r.as_dict() for r in distinguisher_rates(params, dl, claim=claim)]
     data["value"] = _value_numbers(params, dist, eps, sens, lo, hi, x)
     data["distance_cases"] = _distance_numbers(params, x, lo, hi, lam)
     data["ratios_vs_b_over_lambda"] = _b_sweep(eps, sens, lo, hi, g)
@@ -306,7 +308,7 @@ def _value_numbers(
 ) -> dict[str, Any]:
     snap = error_metrics(dist)
     lap = laplace_metrics(eps, sens)
-    point = utility_point(eps, sens, lo, hi, x)
+    point = utility_point(eps, sens, lo, hi, x, rescale=True)
     return {
         "outputs": list(dist.outputs),
         "probabilities": [float(p) for p in dist.probabilities],
@@ -351,7 +353,9 @@ def _b_sweep(eps: float, sens: float, lo: float, hi: float, g: ReportGrid) -> di
             continue
         for t in g.positions:
             rows.append(
-                utility_point(eps, sens, a, b, a + t * (b - a), offsets=g.offsets).as_dict()
+                utility_point(
+                    eps, sens, a, b, a + t * (b - a), offsets=g.offsets, rescale=True
+                ).as_dict()
             )
     return {
         "epsilon": eps,
@@ -400,7 +404,7 @@ def _epsilon_sweep(eps: float, sens: float, lo: float, hi: float, g: ReportGrid)
             ("mid_grid", mid_grid, 1),
             ("spread", center, g.offsets),
         ):
-            row[name] = utility_point(e, sens, a, b, v, offsets=k).ratios
+            row[name] = utility_point(e, sens, a, b, v, offsets=k, rescale=True).ratios
         rows.append(row)
     return {"b_over_lambda": b_over_lambda, "offsets": g.offsets, "rows": rows}
 

@@ -264,6 +264,10 @@ def _single(
         "epsilon_exact": storage_text(epsilon),
         "delta": privacy.delta,
         "grid_spacing": mechanism.grid_spacing,
+        # the public rescaling that removes the power-of-two penalty (docs/mechanism.md)
+        "rescale_ratio": storage_text(mechanism.rescaling.ratio),
+        "mechanism_epsilon": storage_text(mechanism.rescaling.mechanism_epsilon),
+        "mechanism_sensitivity": storage_text(mechanism.rescaling.mechanism_sensitivity),
     }
     if dry_run:
         if book is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from fractions import Fraction
 
 import click
@@ -19,6 +20,8 @@ from snapdp.verify.laplace import textbook_leak
 _FIELDS = (
     ("epsilon", "ε requested"),
     ("sensitivity", "Δ"),
+    ("mechanism_epsilon", "ε_r (rescaled run)"),
+    ("mechanism_sensitivity", "Δ_r = r·Δ"),
     ("lower", "lower"),
     ("upper", "upper"),
     ("value", "x"),
@@ -64,6 +67,13 @@ _FIELDS = (
     show_default=True,
     help="With --textbook: outputs sampled per direction.",
 )
+@click.option(
+    "--rescale/--no-rescale",
+    default=True,
+    show_default=True,
+    help="Certify the mechanism as it runs (rescaled: no power-of-two penalty) or the "
+    "power-of-two grid on (ε, Δ) itself (docs/mechanism.md).",
+)
 @json_option
 @library_errors
 def verify(
@@ -76,6 +86,7 @@ def verify(
     default_grid: bool,
     textbook: bool,
     samples: int,
+    rescale: bool,
     as_json: bool,
 ) -> None:
     """Certify the exact privacy loss of the snapping mechanism between VALUE and NEIGHBOUR.
@@ -94,7 +105,7 @@ def verify(
         _textbook(epsilon, sensitivity, value, neighbour, samples, as_json)
         return
     if default_grid:
-        points = list(DEFAULT_GRID)
+        points = [replace(p, rescale=rescale) for p in DEFAULT_GRID]
     else:
         missing = [
             name
@@ -111,7 +122,7 @@ def verify(
             raise ParameterError(f"missing {', '.join(missing)} (or use --default-grid)")
         assert epsilon is not None and lower is not None and upper is not None
         assert value is not None and neighbour is not None
-        points = [GridPoint(epsilon, lower, upper, value, neighbour, sensitivity)]  # type: ignore[arg-type]
+        points = [GridPoint(epsilon, lower, upper, value, neighbour, sensitivity, rescale)]  # type: ignore[arg-type]
     certificates = _run(points, quiet=as_json)
     if as_json:
         docs = [{**c.as_dict(), "explanation": _delta_note(c)} for c in certificates]

@@ -33,7 +33,7 @@ from snapdp.accuracy import accuracy_bound
 from snapdp.data.calibration import Calibration, calibrate_l1
 from snapdp.data.schema import DEFAULT_MAX_ROWS
 from snapdp.errors import ParameterError
-from snapdp.parameters import compute_parameters
+from snapdp.rescaling import mechanism_parameters
 
 __all__ = [
     "BRANCHING_CANDIDATES",
@@ -407,14 +407,17 @@ def rank_accuracy(
     node = 0.0
     worst = None
     for cal in cals:
-        params = compute_parameters(cal.epsilon, k, lo, hi)
+        params = mechanism_parameters(cal.epsilon, k, lo, hi)  # as SnappingMechanism runs it
         node = max(node, accuracy_bound(params, alpha / total_nodes))
-        if worst is None or params.scale > worst.scale:
+        if worst is None or params.scale * params.sensitivity > worst.scale * worst.sensitivity:
             worst = params
     assert worst is not None  # depth >= 1
     cdf = _round_up(spec.weight * node)
     if lower is None:  # node_bounds: the clamp never binds
-        cdf = min(cdf, chernoff_cdf(spec, worst.scale, worst.grid, k, alpha, total_nodes))
+        # λ′ and Λ in units of k (the mechanism's own unit is Δ_r = r·k when rescaled)
+        unit = worst.sensitivity / k
+        scale_k, grid_k = mpq(worst.scale) * unit, worst.grid * unit
+        cdf = min(cdf, chernoff_cdf(spec, scale_k, grid_k, k, alpha, total_nodes))
     return RankAccuracy(
         cdf, _round_up(2 * cdf), node, spec.weight, conf, all(c.certified for c in cals)
     )

@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.accuracy import accuracy_bound
 from snapdp.data import calibration, quantiles
 from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
@@ -56,6 +57,8 @@ from snapdp.data.schema import DEFAULT_MAX_ROWS, Column, Key, Schema, keys_produ
 from snapdp.data.sensitivity import FixedPoint, fits_int64, fixed_point
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
+from snapdp.parameters import SnappingParameters
+from snapdp.rescaling import mechanism_parameters
 
 __all__ = [
     "AccuracyStatement",
@@ -106,6 +109,15 @@ class Noise:
     cells: int
     calibrated: bool
     note: str | None = None
+    presumed: bool = False  # the planner's search: certificates presumed, never for a release
+
+    def parameters(self) -> SnappingParameters:
+        """The exact parameters the part's :class:`~snapdp.SnappingMechanism` runs with
+        (rescaled, docs/mechanism.md "No power-of-two penalty"); for its accuracy."""
+        return mechanism_parameters(
+            self.epsilon, self.sensitivity, self.part.lower, self.part.upper,
+            presume_certified=self.presumed,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -383,7 +395,8 @@ def calibrate(compiled: Compiled, *, presume_certified: bool = False) -> tuple[N
     (:func:`snapdp.data.calibration.presumed_l1`) — for the planner's search over ε only, never
     for a release.
     """
-    return tuple(_calibrate_part(compiled, p, presume_certified) for p in compiled.parts)
+    noises = (_calibrate_part(compiled, p, presume_certified) for p in compiled.parts)
+    return tuple(replace(n, presumed=presume_certified) for n in noises)
 
 
 def _calibrate_part(compiled: Compiled, part: Part, presume: bool = False) -> Noise:
@@ -471,15 +484,13 @@ def _quantile_accuracy(
     the ± from the released tree, see :func:`_quantile_rows`)."""
     tree = compiled.tree
     nodes = sum(tree.nodes(lv) for lv in range(1, tree.depth + 1))
-    mechs = [
-        SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper) for n in noises
-    ]
-    node = max(m.accuracy(alpha / nodes) for m in mechs)
+    params = [n.parameters() for n in noises]
+    node = max(accuracy_bound(p, alpha / nodes) for p in params)
     cdf = _up(tree.weight * node)
     # the clamp never binds (node bounds): the tail bound over the tree's noises applies, with
     # every level's noise scale and grid (in rows) taken at their largest
-    scale = max(m.parameters.scale * m.parameters.sensitivity for m in mechs)
-    grid = max(m.parameters.grid * m.parameters.sensitivity for m in mechs)
+    scale = max(p.scale * p.sensitivity for p in params)
+    grid = max(p.grid * p.sensitivity for p in params)
     cdf = min(cdf, quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
     # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF)
     targets = []
@@ -504,12 +515,7 @@ def _quantile_accuracy(
 
 def _part_accuracies(compiled: Compiled, noises: Sequence[Noise], alpha: float) -> dict[str, float]:
     each = alpha / len(noises)
-    return {
-        n.part.name: SnappingMechanism(
-            n.epsilon, n.sensitivity, n.part.lower, n.part.upper
-        ).accuracy(each)
-        for n in noises
-    }
+    return {n.part.name: accuracy_bound(n.parameters(), each) for n in noises}
 
 
 def notes_for(compiled: Compiled, noises: Sequence[Noise]) -> tuple[str, ...]:
@@ -712,6 +718,10 @@ def _describe(noise: Noise, mech: SnappingMechanism, fp: FixedPoint | None) -> d
         "upper": str(noise.part.upper),
         "unit": _unit(noise.part, fp),
         "grid_spacing": mech.grid_spacing,
+        # the public rescaling (docs/mechanism.md, "No power-of-two penalty"): ratio 1 when off
+        "rescale_ratio": str(mech.rescaling.ratio),
+        "mechanism_epsilon": str(mech.rescaling.mechanism_epsilon),
+        "mechanism_sensitivity": str(mech.rescaling.mechanism_sensitivity),
         "precision": mech.precision,
         "delta": mech.privacy.delta,
         "cells_touched": noise.cells,

@@ -34,6 +34,7 @@ class GridPoint:
     value: float
     neighbour: float
     sensitivity: float = 1.0
+    rescale: bool = True  # the mechanism as it runs by default (docs/mechanism.md)
 
 
 def default_grid() -> Iterator[GridPoint]:
@@ -99,12 +100,14 @@ def format_small(x: mpq | mpfr) -> str:
 
 def certify(point: GridPoint, progress: Callable[[int], None] | None = None) -> Certificate:
     """Compute the certificate of one grid point."""
-    mechanism = SnappingMechanism(point.epsilon, point.sensitivity, point.lower, point.upper)
+    mechanism = SnappingMechanism(
+        point.epsilon, point.sensitivity, point.lower, point.upper, rescale=point.rescale
+    )
     value = check_value("value", point.value)
     neighbour = check_value("neighbour", point.neighbour)
     if not math.isinf(value) and not math.isinf(neighbour):
         gap = abs(_exact.exact_rational(value) - _exact.exact_rational(neighbour))
-        if gap > mechanism.parameters.sensitivity:
+        if gap > _exact.exact_rational(mechanism.sensitivity):
             raise ParameterError(
                 f"`neighbour` must be within `sensitivity` = {point.sensitivity!r} of `value` "
                 f"for the ε claim to apply, not |{value!r} − {neighbour!r}| = {float(gap)!r} "

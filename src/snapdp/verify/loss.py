@@ -48,11 +48,21 @@ class PrivacyLoss:
     seed004_bound: mpfr
     outputs: int
     evaluations: int
+    claim_epsilon: mpq | None = None
+    claim_sensitivity: mpq | None = None
 
     @property
     def epsilon(self) -> mpq:
-        """The requested ε, exactly."""
-        return self.parameters.epsilon
+        """The ε claimed, exactly: the mechanism's requested ε (for a rescaled mechanism the ε it
+        was asked for, not the ε_r it runs §2 with; docs/mechanism.md)."""
+        return self.parameters.epsilon if self.claim_epsilon is None else self.claim_epsilon
+
+    @property
+    def sensitivity(self) -> mpq:
+        """The Δ of the claim (the requested sensitivity; Δ_r = r·Δ is ``parameters``')."""
+        if self.claim_sensitivity is None:
+            return self.parameters.sensitivity
+        return self.claim_sensitivity
 
     @property
     def margin(self) -> mpfr:
@@ -64,8 +74,10 @@ class PrivacyLoss:
         """A JSON-ready summary (floats and strings)."""
         p = self.parameters
         return {
-            "epsilon": float(p.epsilon),
-            "sensitivity": float(p.sensitivity),
+            "epsilon": float(self.epsilon),
+            "sensitivity": float(self.sensitivity),
+            "mechanism_epsilon": float(p.epsilon),
+            "mechanism_sensitivity": float(p.sensitivity),
             "lower": float(p.lower),
             "upper": float(p.upper),
             "value": self.value,
@@ -106,11 +118,17 @@ def seed004_bound(params: SnappingParameters) -> mpfr:
 
 
 def compare_distributions(
-    first: ExactDistribution, second: ExactDistribution, value: float, neighbour: float
+    first: ExactDistribution,
+    second: ExactDistribution,
+    value: float,
+    neighbour: float,
+    claim: tuple[mpq, mpq] | None = None,
 ) -> PrivacyLoss:
-    """The privacy loss between two exact distributions of the same mechanism."""
+    """The privacy loss between two exact distributions of the same mechanism, certified
+    against ``claim`` = (ε, Δ) (default: the parameters' own)."""
     params = first.parameters
-    exp_lo, _ = _exp_bounds(params.epsilon)
+    claim_eps = params.epsilon if claim is None else claim[0]
+    exp_lo, _ = _exp_bounds(claim_eps)
     ctx = _exact.nearest_context(LOSS_PRECISION)
     labels = set(first.masses) | set(second.masses)
     worst: OutputLabel | None = None
@@ -162,6 +180,8 @@ def compare_distributions(
         seed004_bound=seed004_bound(params),
         outputs=len(labels),
         evaluations=first.evaluations + second.evaluations,
+        claim_epsilon=None if claim is None else claim[0],
+        claim_sensitivity=None if claim is None else claim[1],
     )
 
 
@@ -170,13 +190,14 @@ def privacy_loss_for(
     value: Number,
     neighbour: Number,
     progress: Callable[[int], None] | None = None,
+    claim: tuple[mpq, mpq] | None = None,
 ) -> PrivacyLoss:
     """:func:`privacy_loss` from parameters (e.g. an experiment's modified parameters)."""
     v = check_value("value", value)
     w = check_value("neighbour", neighbour)
     first = exact_distribution_for(params, normalize(params, v), progress)
     second = exact_distribution_for(params, normalize(params, w), progress)
-    return compare_distributions(first, second, float(v), float(w))
+    return compare_distributions(first, second, float(v), float(w), claim)
 
 
 def privacy_loss(
@@ -189,5 +210,8 @@ def privacy_loss(
 
     The pair need not be neighbours; for |value − neighbour| <= sensitivity the result is what
     the ε claim covers. See the module docstring for what each field means and how it is exact.
+    The loss is certified against the mechanism's requested ε (for a rescaled mechanism, not
+    the ε_r it runs DESIGN §2 with; docs/mechanism.md, "No power-of-two penalty").
     """
-    return privacy_loss_for(mechanism.parameters, value, neighbour, progress)
+    claim = (mpq(mechanism.epsilon), _exact.exact_rational(mechanism.sensitivity))
+    return privacy_loss_for(mechanism.parameters, value, neighbour, progress, claim)

@@ -24,7 +24,7 @@ def test_binding_probability_at_most_gamma_exactly(case):
     eps, sens, dlo, dhi, gamma = case
     lower, upper = bounds_for_binding_probability(eps, sens, dlo, dhi, gamma)
     assert lower <= dlo and upper >= dhi
-    params = SnappingMechanism(eps, sens, lower, upper).parameters
+    params = SnappingMechanism(eps, sens, lower, upper, rescale=False).parameters
     for t in (0.0, 0.3, 0.5, 1.0):
         v = dlo + t * (dhi - dlo)
         p = float(output_distribution(params, v).binding_probability)
@@ -38,7 +38,7 @@ def test_widening_is_the_formula_times_sensitivity(sens):
     """upper − data_upper = Δ·(Λ/2)·(1 + 2·ln(1/γ)) — the ×Δ the prototype forgot."""
     eps, gamma = 0.5, 0.01
     lower, upper = bounds_for_binding_probability(eps, sens, 0.0, 100.0, gamma)
-    cell = SnappingMechanism(eps, sens, lower, upper).Lambda
+    cell = SnappingMechanism(eps, sens, lower, upper, rescale=False).Lambda
     expected = sens * cell / 2 * (1 + 2 * math.log(1 / gamma))
     assert upper - 100.0 == pytest.approx(expected, rel=1e-12)
     assert 0.0 - lower == pytest.approx(expected, rel=1e-12)
@@ -56,7 +56,7 @@ def test_a_tight_gamma_is_nearly_reached_with_the_one_sided_formula():
     """The formula is not wildly conservative: at a data end the exact probability of binding is
     within two orders of magnitude of γ."""
     lower, upper = bounds_for_binding_probability(0.75, 1.0, 0.0, 10.0, 0.01)
-    params = SnappingMechanism(0.75, 1.0, lower, upper).parameters
+    params = SnappingMechanism(0.75, 1.0, lower, upper, rescale=False).parameters
     p = float(output_distribution(params, 10.0).binding_probability)
     assert 0.01 / 100 <= p <= 0.01
 

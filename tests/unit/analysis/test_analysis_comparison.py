@@ -16,7 +16,7 @@ from snapdp.analysis.comparison import distance_cases, utility_grid, utility_poi
     [((1.0, 1.0, 0.0, 20.0), 13.3), ((0.4, 2.0, -10.0, 10.0), 9.0), ((1.0, 1.0, 0.0, 20.0), 23.0)],
 )
 def test_case_probabilities_sum_to_one(setting, value):
-    params = SnappingMechanism(*setting).parameters
+    params = SnappingMechanism(*setting, rescale=False).parameters
     interior, clamped = distance_cases(params, value)
     assert interior.probability + clamped.probability == pytest.approx(1.0, abs=1e-14)
     inside = setting[2] <= value <= setting[3]
@@ -25,7 +25,7 @@ def test_case_probabilities_sum_to_one(setting, value):
 
 def test_clamped_case_expectation_and_tails_against_quadrature():
     """Case 3, upper clamp and lower clamp: E[|x + ρY ∓ B̃|; clamp] by numerical integration."""
-    mech = SnappingMechanism(0.8, 1.0, -6.0, 6.0)
+    mech = SnappingMechanism(0.8, 1.0, -6.0, 6.0, rescale=False)
     params = mech.parameters
     x = 4.3
     _, clamped = distance_cases(params, x, multiples=(1.0, 3.0))
@@ -57,9 +57,13 @@ def test_clamped_case_expectation_and_tails_against_quadrature():
 
 def test_seed_bound_fails_exactly_when_a_power_of_two_lies_in_lambda_lambda_prime():
     """Seed 000: dist₁ <= Λ/2 < λ. At ε = 1, λ = 1 but Λ = 2 (λ′ > 1), so Λ/2 = λ: not '<'."""
-    at_power = distance_cases(SnappingMechanism(1.0, 1.0, -50.0, 50.0).parameters, 0.3)[0]
+    at_power = distance_cases(
+        SnappingMechanism(1.0, 1.0, -50.0, 50.0, rescale=False).parameters, 0.3
+    )[0]
     assert at_power.seed_bound == at_power.seed_claim == 1.0
-    inside = distance_cases(SnappingMechanism(0.75, 1.0, -50.0, 50.0).parameters, 0.3)[0]
+    inside = distance_cases(
+        SnappingMechanism(0.75, 1.0, -50.0, 50.0, rescale=False).parameters, 0.3
+    )[0]
     assert inside.seed_bound < inside.seed_claim
     for c in (at_power, inside):
         # the exact supremum is Λ/2 plus the coupling term (1 − ρ)·|x − kΛ|, ~2**-48 relative
@@ -70,7 +74,7 @@ def test_utility_ratio_far_from_bounds_matches_the_rounding_model():
     """RMSE² = 2λ′² + Λ²/12 for a value spread over a cell: ratio √(1 + Λ²/(24λ²))·λ′/λ."""
     eps = 0.75
     point = utility_point(eps, 1.0, -100.0, 100.0, 0.0, offsets=64)
-    mech = SnappingMechanism(eps, 1.0, -100.0, 100.0)
+    mech = SnappingMechanism(eps, 1.0, -100.0, 100.0, rescale=False)
     lam = 1 / eps
     expected = math.sqrt((2 * mech.scale**2 + mech.Lambda**2 / 12) / (2 * lam**2))
     assert point.ratios["rmse"] == pytest.approx(expected, rel=1e-3)
@@ -87,7 +91,7 @@ def test_grid_order_and_the_power_of_two_jump():
 
 
 def test_bad_inputs():
-    params = SnappingMechanism(1.0, 1.0, 0.0, 1.0).parameters
+    params = SnappingMechanism(1.0, 1.0, 0.0, 1.0, rescale=False).parameters
     with pytest.raises(ParameterError, match="value"):
         distance_cases(params, math.inf)
     with pytest.raises(ParameterError, match="positions"):

@@ -25,7 +25,9 @@ SETTINGS = [
 
 
 def _dist(eps, sens, lo, hi, v, **kw):
-    return output_distribution(SnappingMechanism(eps, sens, lo, hi).parameters, v, **kw)
+    return output_distribution(
+        SnappingMechanism(eps, sens, lo, hi, rescale=False).parameters, v, **kw
+    )
 
 
 @pytest.mark.parametrize("setting", SETTINGS)
@@ -39,7 +41,7 @@ def test_sums_to_one_within_stated_error(setting):
 @pytest.mark.parametrize("setting", SETTINGS)
 def test_support_is_the_grid_and_the_bounds(setting):
     eps, sens, lo, hi, v = setting
-    mech = SnappingMechanism(eps, sens, lo, hi)
+    mech = SnappingMechanism(eps, sens, lo, hi, rescale=False)
     d = output_distribution(mech.parameters, v)
     assert list(d.outputs) == sorted(set(d.outputs))
     center = Fraction(lo) / 2 + Fraction(hi) / 2
@@ -54,7 +56,7 @@ def test_support_is_the_grid_and_the_bounds(setting):
 def test_probabilities_match_scipy_laplace(setting):
     """Independent oracle: each cell's mass from scipy's Laplace CDF in double precision."""
     eps, sens, lo, hi, v = setting
-    mech = SnappingMechanism(eps, sens, lo, hi)
+    mech = SnappingMechanism(eps, sens, lo, hi, rescale=False)
     d = output_distribution(mech.parameters, v)
     lam = float(mech.parameters.scale)
     xt = float(d.x_tilde)
@@ -73,7 +75,7 @@ def test_probabilities_match_scipy_laplace(setting):
 
 
 def test_higher_precision_agrees():
-    params = SnappingMechanism(0.7, 1, -5, 5).parameters
+    params = SnappingMechanism(0.7, 1, -5, 5, rescale=False).parameters
     a = output_distribution(params, 1.25, precision=160)
     b = output_distribution(params, 1.25, precision=400)
     assert a.outputs == b.outputs
@@ -82,7 +84,7 @@ def test_higher_precision_agrees():
 
 
 def test_small_tail_bits_truncate_and_account():
-    params = SnappingMechanism(1.0, 1, 0, 1e4).parameters
+    params = SnappingMechanism(1.0, 1, 0, 1e4, rescale=False).parameters
     d = output_distribution(params, 5000, tail_bits=8)
     assert 0 < float(d.truncated_mass) < 2.0**-8
     assert abs(float(d.total() + d.truncated_mass - 1)) <= float(d.rounding_error)
@@ -92,7 +94,7 @@ def test_small_tail_bits_truncate_and_account():
 
 def test_binding_mass_on_the_bound_closed_form():
     """x̃ = B̃ = k₊Λ: P(upper) = 1 − ½·exp(−Λ/(2λ′)); P(lower) = ½·exp(−(2B̃ − Λ/2)/λ′)."""
-    mech = SnappingMechanism(1.0, 1, -8, 8)
+    mech = SnappingMechanism(1.0, 1, -8, 8, rescale=False)
     params = mech.parameters
     d = output_distribution(params, 8)
     lam, cell = float(params.scale), mech.Lambda
@@ -103,6 +105,6 @@ def test_binding_mass_on_the_bound_closed_form():
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, "3", None])
 def test_bad_value(bad):
-    params = SnappingMechanism(1.0, 1, 0, 10).parameters
+    params = SnappingMechanism(1.0, 1, 0, 10, rescale=False).parameters
     with pytest.raises(ParameterError, match="value"):
         output_distribution(params, bad)

@@ -23,7 +23,7 @@ def _positions(lo: float, hi: float) -> list[float]:
 
 @pytest.mark.parametrize("setting", SETTINGS)
 def test_coverage_is_exact_at_most_alpha(setting):
-    params = SnappingMechanism(*setting).parameters
+    params = SnappingMechanism(*setting, rescale=False).parameters
     lo, hi = setting[2], setting[3]
     for v in _positions(lo, hi):
         d = output_distribution(params, v)
@@ -35,7 +35,7 @@ def test_coverage_is_exact_at_most_alpha(setting):
 
 @pytest.mark.parametrize("setting", SETTINGS)
 def test_never_worse_than_the_stated_bound_plus_clamping(setting):
-    params = SnappingMechanism(*setting).parameters
+    params = SnappingMechanism(*setting, rescale=False).parameters
     lo, hi = setting[2], setting[3]
     for v in _positions(lo, hi):
         bias = max(lo - v, v - hi, 0.0)
@@ -44,7 +44,7 @@ def test_never_worse_than_the_stated_bound_plus_clamping(setting):
 
 
 def test_equals_the_stated_bound_far_from_the_bounds_and_beats_it_near():
-    params = SnappingMechanism(1.0, 1.0, 0.0, 100.0).parameters
+    params = SnappingMechanism(1.0, 1.0, 0.0, 100.0, rescale=False).parameters
     assert data_dependent_accuracy(params, 50.0, 0.05) == accuracy_bound(params, 0.05)
     near = data_dependent_accuracy(params, 99.0, 0.05)
     assert near < accuracy_bound(params, 0.05)
@@ -77,7 +77,7 @@ def _seed_getaccuracy_as_written(params, value: float, alpha: float) -> float:
 def test_the_seed_as_written_breaks_its_promise_near_the_bound():
     """Seed 002's P_U⁻ is an upper bound on P_U, used as a lower one: near the bound its Case 4
     returns an accuracy exceeded far more often than α (DESIGN §3 lists only the sign typo)."""
-    params = SnappingMechanism(1.0, 1.0, -20.0, 20.0).parameters
+    params = SnappingMechanism(1.0, 1.0, -20.0, 20.0, rescale=False).parameters
     value, alpha = 19.5, 0.05
     seed_a = _seed_getaccuracy_as_written(params, value, alpha)
     d = output_distribution(params, value)
@@ -87,7 +87,7 @@ def test_the_seed_as_written_breaks_its_promise_near_the_bound():
 
 
 def test_bad_inputs():
-    params = SnappingMechanism(1.0, 1.0, 0.0, 1.0).parameters
+    params = SnappingMechanism(1.0, 1.0, 0.0, 1.0, rescale=False).parameters
     with pytest.raises(ParameterError, match="alpha"):
         data_dependent_accuracy(params, 0.5, 0.0)
     with pytest.raises(ParameterError, match="value"):

@@ -29,7 +29,7 @@ CASES = [
 
 
 def _dist(eps, sens, lo, hi, v):
-    return output_distribution(SnappingMechanism(eps, sens, lo, hi).parameters, v)
+    return output_distribution(SnappingMechanism(eps, sens, lo, hi, rescale=False).parameters, v)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -64,7 +64,7 @@ def test_rounding_noise_closed_form():
     """Far from the bounds, with the true value spread uniformly over a grid cell, the snapped
     error is Laplace(λ′) plus an independent uniform rounding error on [−Λ/2, Λ/2): its MSE is
     2λ′² + Λ²/12. With K equally spaced offsets the discrepancy is O(Λ²/K²)."""
-    mech = SnappingMechanism(0.75, 1.0, -200.0, 200.0)
+    mech = SnappingMechanism(0.75, 1.0, -200.0, 200.0, rescale=False)
     cell, lam = mech.Lambda, mech.scale
     k = 64
     dists = [output_distribution(mech.parameters, ((j + 0.5) / k - 0.5) * cell) for j in range(k)]

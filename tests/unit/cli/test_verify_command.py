@@ -18,7 +18,9 @@ def test_single_certificate_passes() -> None:
     result = CliRunner().invoke(main, [*ARGS, "--neighbour", "1"])
     assert result.exit_code == 0, result.output
     assert "PASS" in result.output and "1/1 certificates PASS" in result.output
-    assert "0.99999999999999652" in result.output  # the exact loss, to 30 digits
+    assert "0.99999999999999508" in result.output  # the exact loss, to 30 digits (rescaled)
+    plain = CliRunner().invoke(main, [*ARGS, "--neighbour", "1", "--no-rescale"])
+    assert "0.99999999999999652" in plain.output  # DESIGN's mechanism on (ε, Δ) itself
 
 
 def test_json_certificate() -> None:
@@ -40,7 +42,8 @@ def test_default_grid_passes() -> None:
 def test_fail_exits_with_status_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without γ (the experiment of docs/verification.md) the certificate fails."""
     monkeypatch.setattr(parameters_module, "UNIFORM_GRANULARITY", mpq(0))
-    result = CliRunner().invoke(main, [*ARGS, "--neighbour", "1"])
+    # DESIGN's mechanism on (ε, Δ) itself: the rescaled one keeps a further 2**-49 of margin
+    result = CliRunner().invoke(main, [*ARGS, "--neighbour", "1", "--no-rescale"])
     assert result.exit_code == 1
     assert "FAIL" in result.output
 

@@ -79,3 +79,27 @@ def test_substitute_mean_sensitivity_covers_dropped_nulls() -> None:
         contributions = [fill, *range(100, 111)]  # a null, or any value in [L, U]
         worst = max(abs(a - b) for a in contributions for b in contributions)
         assert Fraction(worst, 3) <= part.per_cell  # the stated Δ covers every substitution
+
+
+@pytest.mark.parametrize("eps", ["1", "0.5", "2"])
+def test_a_count_states_the_pm_of_the_rescaled_mechanism_it_draws_from(eps: str) -> None:
+    """Issue 26: the stated ± of a table release is that of the mechanism that draws the noise
+    (rescaled: within 1.17× of Laplace's at power-of-two ε, where it was 1.30×), and the
+    planner's presumed parameters equal the certified ones when the certificate holds."""
+    import math
+
+    from snapdp.accuracy import accuracy_bound
+    from snapdp.data.statistics import accuracy_of, calibrate, mechanisms
+
+    schema = Schema((Column("v", "integer", 0, 10),))
+    compiled = compile_query(Query("count"), schema, Fraction(eps))
+    (noise,) = calibrate(compiled)
+    (mech,) = mechanisms([noise], None)
+    assert mech.rescaling.applied and mech.rescaling.certified
+    assert mech.parameters == noise.parameters()
+    (presumed,) = calibrate(compiled, presume_certified=True)
+    assert presumed.presumed and presumed.parameters() == mech.parameters
+    statement = accuracy_of(compiled, [noise], 0.95, 0.05)
+    assert statement.accuracy == accuracy_bound(mech.parameters, 0.05) == mech.accuracy(0.05)
+    ideal = float(noise.sensitivity / Fraction(eps)) * math.log(20)
+    assert statement.accuracy <= 1.17 * ideal

@@ -31,7 +31,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_every_chunk_does_exactly_F_exact_evaluations(
     monkeypatch: pytest.MonkeyPatch, threads: int
 ) -> None:
-    mech = SnappingMechanism(1.0, 1, 0, 100, rng=np.random.default_rng(1))
+    mech = SnappingMechanism(1.0, 1, 0, 100, rng=np.random.default_rng(1), rescale=False)
     plan = mech._plan
     assert plan is not None and 1 <= plan.padded_evaluations < 10
     calls = _counting(monkeypatch)
@@ -46,7 +46,7 @@ def test_every_chunk_does_exactly_F_exact_evaluations(
 
 def test_padding_never_exceeds_the_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
     """F = CHUNK (parameters where every sample may fall back): a small array pads to its size."""
-    mech = SnappingMechanism(2.0**20, 1, 0, 4e6, rng=np.random.default_rng(4))
+    mech = SnappingMechanism(2.0**20, 1, 0, 4e6, rng=np.random.default_rng(4), rescale=False)
     assert mech._plan is not None and mech._plan.padded_evaluations == CHUNK
     calls = _counting(monkeypatch)
     values = np.full(40, 1e6)
@@ -58,7 +58,7 @@ def test_padding_never_exceeds_the_chunk(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_more_fallbacks_than_F_still_run_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     """x̃ on (k + 1/2)·Λ with U* = 1 − 2**-53: every sample is hard, all are computed exactly."""
-    mech = SnappingMechanism(1.0, 1, 0, 100)
+    mech = SnappingMechanism(1.0, 1, 0, 100, rescale=False)
     plan = mech._plan
     assert plan is not None
     n = 50
@@ -75,7 +75,7 @@ def test_more_fallbacks_than_F_still_run_exactly(monkeypatch: pytest.MonkeyPatch
 
 
 def test_fallback_probability_formula_and_timing_delta() -> None:
-    mech = SnappingMechanism(1.0, 1, 0, 100)  # B̃/Λ = 25
+    mech = SnappingMechanism(1.0, 1, 0, 100, rescale=False)  # B̃/Λ = 25
     p = fallback_probability(mech.parameters)
     assert p == pytest.approx(29 * 2.0**-43, rel=1e-12) and p >= 29 * 2.0**-43
     plan = mech._plan
@@ -87,13 +87,13 @@ def test_fallback_probability_formula_and_timing_delta() -> None:
     q_less = (CHUNK * p) ** f / math.factorial(f)
     assert (1 + math.e) * q_less > 2.0**-81  # F is the smallest that meets the target
     assert mech.privacy.delta >= plan.timing_delta
-    hard = SnappingMechanism(2.0**20, 1, 0, 4e6)  # B̃/Λ ≈ 2**40
+    hard = SnappingMechanism(2.0**20, 1, 0, 4e6, rescale=False)  # B̃/Λ ≈ 2**40
     assert hard._plan is not None and hard._plan.padded_evaluations == CHUNK
 
 
 @pytest.mark.parametrize(("eps", "x"), [(2.0**20, 1e6), (2.0**14, 1e6), (2.0**18, 3.7e6)])
 def test_measured_fallback_rate_is_below_the_bound(eps: float, x: float) -> None:
-    mech = SnappingMechanism(eps, 1, 0, 4e6)
+    mech = SnappingMechanism(eps, 1, 0, 4e6, rescale=False)
     plan = mech._plan
     assert plan is not None
     n = 100_000
@@ -123,12 +123,12 @@ def test_a_bad_log_falls_back_to_the_exact_path_bit_for_bit(
         real_log = math.log
         monkeypatch.setattr(math, "log", lambda u: real_log(u) * (1 + 2.0**-40))
     with pytest.warns(RuntimeWarning, match="exact path for every sample"):
-        mech = SnappingMechanism(1.0, 1, 0, 100, rng=np.random.default_rng(9))
+        mech = SnappingMechanism(1.0, 1, 0, 100, rng=np.random.default_rng(9), rescale=False)
     assert mech._plan is None
     values = np.random.default_rng(10).uniform(-5, 105, 3000)
     expected = exact_releases(mech.parameters, values, SeededSource(np.random.default_rng(9)))
     assert same_bits(mech.release_many(values), expected)
-    single = SnappingMechanism(1.0, 1, 0, 100, rng=np.random.default_rng(9))
+    single = SnappingMechanism(1.0, 1, 0, 100, rng=np.random.default_rng(9), rescale=False)
     assert same_bits(np.array([single.release(float(v)) for v in values]), expected)
 
 
@@ -152,7 +152,7 @@ def test_integers_beyond_2_53_inside_ordinary_bounds_never_fall_back(
     lower: float, upper: float, values: np.ndarray
 ) -> None:
     """With bounds within ±2**53, integers are clipped first: no data-dependent fallback."""
-    mech = SnappingMechanism(0.5, 3, lower, upper, rng=np.random.default_rng(3))
+    mech = SnappingMechanism(0.5, 3, lower, upper, rng=np.random.default_rng(3), rescale=False)
     plan = mech._plan
     assert plan is not None
     values = np.tile(values, 400)
