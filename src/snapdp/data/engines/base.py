@@ -42,9 +42,9 @@ follows the same steps, so that all of them return the same numbers for the same
    decimals (Parquet/Arrow DECIMAL) are kept for integer when integral and within int64, and for
    decimal as the nearest double; booleans are
    kept only for boolean; dates only for date; strings follow the text rules above; anything else
-   is null, except that text takes integers as their decimal digits. The privacy unit's text for
-   the ranks is the decimal digits of an integer unit, or the text of a text unit (a unit column
-   is declared integer or text; text by default).
+   is null, except that text takes integers as their decimal digits. A privacy unit column is
+   declared integer or text (text by default); its value enters the ranks of step 5 as two
+   32-bit lanes (:func:`unit_lanes`).
 3. **Cells.** A grouping column's null follows its null rule (drop the row, or impute a declared
    key); a value that is not a declared key, or lies outside every bin, drops the row. The cell
    index is the row-major index over the grouping columns.
@@ -55,10 +55,14 @@ follows the same steps, so that all of them return the same numbers for the same
    ``max_rows_per_group`` (L∞) lowest-ranked rows of each (unit, cell); then the
    ``max_groups_per_unit`` (L0) lowest-ranked cells of each unit; then the ``max_rows_per_unit``
    (k) lowest-ranked rows of each unit. A bound that is None is skipped. Each stage keeps exactly
-   its bound (or fewer, when a unit has fewer). Rows with equal rank text are identical for the
-   plan, so which of them is kept does not matter; different rows or cells whose 60-bit ranks
-   collide (probability about 2^-61 per pair) are ordered arbitrarily, so engines may then keep
-   different ones, each within the bound.
+   its bound (or fewer, when a unit has fewer). A rank is :func:`mix_rank` (64-bit integer
+   arithmetic, every product below 2^63) of the row's 32-bit lanes: the unit's two, the cell
+   index's, and per value column those of its digit (0 for a null quantum, q − L_q + 1
+   otherwise); how many lanes each takes follows from the plan (n_cells, U_q − L_q), never from
+   the data. Rows with equal lanes are identical for the plan, so which of them is kept does not
+   matter; different rows or cells whose 63-bit ranks collide (probability about 2^-62 per pair
+   for a random key) are ordered arbitrarily (Spark's L0 by (rank, cell)), so engines may then
+   keep different ones, each within the bound.
 6. **Values** (computed before step 5, whose row ranks use them). Each value column's cast
    value v (a double) becomes integer quanta
    q = clamp(round_half_even(clamp(v, L−1, U+1)·10^d), L_q, U_q) (the coarse clamp only keeps the
@@ -93,8 +97,12 @@ __all__ = [
     "NoiseRequest",
     "ValueColumn",
     "group_rank",
-    "rank_text",
+    "key_words",
+    "lane_count",
+    "mix_rank",
+    "row_lanes",
     "row_rank",
+    "unit_lanes",
 ]
 
 
@@ -130,8 +138,8 @@ class AggregatePlan:
 
     ``groupings``: columns with declared keys or bins (their cross product is the cell set).
     ``values``: value columns. ``unit``: the privacy-unit column (None: each row is a unit and no
-    bounding is done). ``hash_key``: 32 hex digits, fresh per release (from the release's random
-    source), keying the ranks of step 5.
+    bounding is done). ``hash_key``: 32 hex digits (four 32-bit key words, :func:`key_words`),
+    fresh per release (from the release's random source), keying the ranks of step 5.
     """
 
     groupings: tuple[Column, ...] = ()
@@ -223,22 +231,89 @@ class ExecutorNoiseEngine(Engine, Protocol):
 
 
 # -- keyed-hash ranks (step 5): the one definition every engine reproduces ---------------------
-def rank_text(hash_key: str, text: str) -> int:
-    """The rank of ``text`` under ``hash_key``: the first 15 hex digits (60 bits) of
-    MD5(hash_key "|" text) in UTF-8, as a non-negative integer. MD5 is used as a keyed mixing
-    function available in every SQL engine, not for collision resistance: ties only matter for
-    rows that are identical for the plan."""
-    digest = hashlib.md5((hash_key + "|" + text).encode("utf-8"), usedforsecurity=False)
-    return int(digest.hexdigest()[:15], 16)
+RANK_MASK = 0xFFFFFFFF
+#: odd multipliers below 2^31: a 32-bit lane times one stays below 2^63, so no engine's 64-bit
+#: arithmetic can overflow (Spark's ANSI mode and DuckDB both raise on overflow)
+RANK_MULTIPLIERS = (0x5BD1E995, 0x27D4EB2F)
+ROW_TAG, GROUP_TAG = 1, 2
 
 
-def row_rank(hash_key: str, unit: str, cell: int, quanta: Sequence[int | None]) -> int:
-    """The rank of a row: text "r|<unit>|<cell>|<q0>|<q1>…", the quanta after the null rule (one
-    left out is empty)."""
-    parts = ["r", unit, str(cell)] + ["" if q is None else str(q) for q in quanta]
-    return rank_text(hash_key, "|".join(parts))
+def key_words(hash_key: str) -> tuple[int, int, int, int]:
+    """The release key (32 hex digits) as four 32-bit words, most significant first."""
+    return tuple(int(hash_key[i : i + 8], 16) for i in range(0, 32, 8))  # type: ignore[return-value]
 
 
-def group_rank(hash_key: str, unit: str, cell: int) -> int:
-    """The rank of a (unit, cell) pair for the L0 bound: text "g|<unit>|<cell>"."""
-    return rank_text(hash_key, f"g|{unit}|{cell}")
+def lane_count(width: int) -> int:
+    """How many 32-bit lanes an integer in [0, ``width``) takes (at least one); from the plan."""
+    return max(1, -(-(width - 1).bit_length() // 32))
+
+
+def int_lanes(value: int, count: int) -> list[int]:
+    """The ``count`` 32-bit lanes of a non-negative ``value``, least significant first."""
+    return [(value >> (32 * i)) & RANK_MASK for i in range(count)]
+
+
+def unit_lanes(unit: int | str) -> list[int]:
+    """The two lanes of a privacy unit: an integer unit's 64-bit two's complement, a text unit's
+    first 8 MD5 bytes of its UTF-8 text (little-endian; unkeyed: the key enters in
+    :func:`mix_rank`)."""
+    if isinstance(unit, str):
+        digest = hashlib.md5(unit.encode("utf-8"), usedforsecurity=False).digest()
+        n = int.from_bytes(digest[:8], "little")
+    else:
+        n = unit & ((1 << 64) - 1)
+    return int_lanes(n, 2)
+
+
+def _fold(t: int) -> int:
+    return (t ^ (t >> 32)) & RANK_MASK
+
+
+def mix_rank(hash_key: str, tag: int, lanes: Sequence[int]) -> int:
+    """The keyed rank of a sequence of 32-bit lanes, in [0, 2^63).
+
+    Two 32-bit accumulators a = k0 ^ tag, b = k1 ^ tag (k0..k3: :func:`key_words`); each lane x
+    updates a ← fold((a ^ x)·m_a), b ← fold((b ^ x)·m_b) with fold(t) = (t ^ (t >> 32)) & M
+    (M = 2^32 − 1; m_a, m_b: :data:`RANK_MULTIPLIERS`; every product is below 2^63); then one
+    last lane, k2 ^ n for a and k3 ^ n for b (n: the number of lanes); the rank is a·2^31 +
+    (b >> 1). A keyed mixing function, not a cryptographic one (docs/data.md, "Contribution
+    bounding")."""
+    k0, k1, k2, k3 = key_words(hash_key)
+    ma, mb = RANK_MULTIPLIERS
+    a, b = k0 ^ tag, k1 ^ tag
+    for x in lanes:
+        a = _fold((a ^ x) * ma)
+        b = _fold((b ^ x) * mb)
+    n = len(lanes)
+    a = _fold((a ^ k2 ^ n) * ma)
+    b = _fold((b ^ k3 ^ n) * mb)
+    return (a << 31) + (b >> 1)
+
+
+def value_widths(plan: AggregatePlan) -> list[int]:
+    """Per value column, the width of its rank digit: U_q − L_q + 2 (digit 0 for a null quantum,
+    q − L_q + 1 otherwise)."""
+    return [vc.upper_q - vc.lower_q + 2 for vc in plan.values]
+
+
+def row_lanes(
+    plan: AggregatePlan, unit: int | str, cell: int, quanta: Sequence[int | None]
+) -> list[int]:
+    """A row's rank lanes: the unit's two, the cell index's (``lane_count(n_cells)``), then per
+    value column its digit's (``lane_count(U_q − L_q + 2)``), least significant lane first."""
+    out = unit_lanes(unit) + int_lanes(cell, lane_count(plan.n_cells))
+    for vc, width, q in zip(plan.values, value_widths(plan), quanta, strict=True):
+        digit = 0 if q is None else q - vc.lower_q + 1
+        out += int_lanes(digit, lane_count(width))
+    return out
+
+
+def row_rank(plan: AggregatePlan, unit: int | str, cell: int, quanta: Sequence[int | None]) -> int:
+    """The rank of a row (unit, cell, quanta after the null rule) under ``plan.hash_key``."""
+    return mix_rank(plan.hash_key, ROW_TAG, row_lanes(plan, unit, cell, quanta))
+
+
+def group_rank(plan: AggregatePlan, unit: int | str, cell: int) -> int:
+    """The rank of a (unit, cell) pair for the L0 bound."""
+    lanes = unit_lanes(unit) + int_lanes(cell, lane_count(plan.n_cells))
+    return mix_rank(plan.hash_key, GROUP_TAG, lanes)

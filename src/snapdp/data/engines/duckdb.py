@@ -57,7 +57,18 @@ from snapdp.data.engines._csvlines import (
     first_line,
     header_fields,
 )
-from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
+from snapdp.data.engines.base import (
+    GROUP_TAG,
+    RANK_MASK,
+    RANK_MULTIPLIERS,
+    ROW_TAG,
+    AggregatePlan,
+    Aggregates,
+    ValueColumn,
+    key_words,
+    lane_count,
+    value_widths,
+)
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
@@ -533,7 +544,6 @@ class DuckDBEngine:
         ``arg_min``/``min_by(…, n)``, the row packed into one integer when the declared domain
         allows (a fixed-size state: less memory, no sort), else a struct. The row rank is a
         function of the row (unit, cell, quanta), so each stage recomputes it."""
-        hk = plan.hash_key
         packer = _Packer(plan, qnames)
         b = plan.bounds
         ctes.append(f"{_P}b0 AS (SELECT * FROM {_P}s1 WHERE {_P}u IS NOT NULL)")
@@ -541,20 +551,20 @@ class DuckDBEngine:
         step = 1
         if b.max_rows_per_group is not None:
             current = _top_rows(
-                ctes, current, step, [f"{_P}u", f"{_P}cell"], b.max_rows_per_group, packer, hk
+                ctes, current, step, [f"{_P}u", f"{_P}cell"], b.max_rows_per_group, packer, plan
             )
             step += 1
         if b.max_groups_per_unit is not None:
-            grank = _rank_sql(hk, f"'g|', {_P}u, '|', {_P}cell")
             n = b.max_groups_per_unit
             pick = (
                 f"arg_min({_P}cell, {_P}gr) AS {_P}cell"
                 if n == 1
                 else f"unnest(min_by({_P}cell, {_P}gr, {n})) AS {_P}cell"
             )
+            cells = f"(SELECT DISTINCT {_P}u, {_P}cell FROM {current})"
             ctes.append(
-                f"{_P}g{step} AS (SELECT {_P}u, {_P}cell, {grank} AS {_P}gr FROM "
-                f"(SELECT DISTINCT {_P}u, {_P}cell FROM {current}))"
+                f"{_P}g{step} AS (SELECT * FROM "
+                f"{_ranked(cells, plan, GROUP_TAG, False, f'{_P}gr')})"
             )
             ctes.append(f"{_P}h{step} AS (SELECT {_P}u, {pick} FROM {_P}g{step} GROUP BY {_P}u)")
             ctes.append(
@@ -564,7 +574,7 @@ class DuckDBEngine:
             current = f"{_P}b{step}"
             step += 1
         if b.max_rows_per_unit is not None:
-            current = _top_rows(ctes, current, step, [f"{_P}u"], b.max_rows_per_unit, packer, hk)
+            current = _top_rows(ctes, current, step, [f"{_P}u"], b.max_rows_per_unit, packer, plan)
             step += 1
         out = ", ".join([f"{_P}cell", *qnames])
         if plan.null_units == "own":
@@ -843,9 +853,55 @@ def _needs_limbs(vc: ValueColumn) -> bool:
     return vc.squares and (vc.upper_q - vc.lower_q) >= 1 << 31
 
 
-def _rank_sql(hash_key: str, parts: str) -> str:
-    """SQL: rank_text(hash_key, concat(parts)): the first 15 hex digits of md5 as a BIGINT."""
-    return f"CAST('0x' || left(md5(concat({_lit(hash_key + '|')}, {parts})), 15) AS BIGINT)"
+def _fold_sql(t: str) -> str:
+    return f"(xor({t}, {t} >> 32) & {RANK_MASK})"
+
+
+def _lanes_sql(value: str, count: int) -> list[str]:
+    """SQL: the ``count`` 32-bit lanes of the non-negative integer ``value`` as BIGINTs."""
+    if count == 1:
+        return [f"CAST({value} AS BIGINT)"]
+    return [f"CAST((({value}) >> {32 * i}) & {RANK_MASK} AS BIGINT)" for i in range(count)]
+
+
+def _ranked(relation: str, plan: AggregatePlan, tag: int, values: bool, name: str) -> str:
+    """SQL: ``relation`` (columns unit, cell and, with ``values``, the quanta) with a column
+    ``name`` holding :func:`~snapdp.data.engines.base.mix_rank` of the row's lanes (tested
+    equal to ``row_rank``/``group_rank``). One projection per lane: each reads the previous
+    accumulators as columns, so the SQL grows linearly with the number of lanes."""
+    u = f"{_P}u"
+    if plan.unit is not None and plan.unit.type == "text":
+        relation = f"(SELECT *, md5_number({u}) AS {_P}um FROM {relation})"
+        lanes = _lanes_sql(f"{_P}um", 2)
+    else:
+        lanes = [f"({u} & {RANK_MASK})", f"(({u} >> 32) & {RANK_MASK})"]
+    lanes += _lanes_sql(f"{_P}cell", lane_count(plan.n_cells))
+    if values:
+        for j, (vc, width) in enumerate(zip(plan.values, value_widths(plan), strict=True)):
+            digit = f"COALESCE(CAST({_P}q{j} AS {_q_type(vc)}) - ({vc.lower_q - 1}), 0)"
+            lanes += _lanes_sql(digit, lane_count(width))
+    k0, k1, k2, k3 = key_words(plan.hash_key)
+    ma, mb = RANK_MULTIPLIERS
+    ta, tb = f"{_P}ta", f"{_P}tb"
+    n = len(lanes)
+    pairs = [(lane, lane) for lane in lanes] + [(str(k2 ^ n), str(k3 ^ n))]
+    xa, xb = pairs[0]
+    rel = (
+        f"(SELECT *, xor(CAST({k0 ^ tag} AS BIGINT), {xa}) * {ma} AS {ta}, "
+        f"xor(CAST({k1 ^ tag} AS BIGINT), {xb}) * {mb} AS {tb} FROM {relation})"
+    )
+    for xa, xb in pairs[1:]:
+        rel = (
+            f"(SELECT * REPLACE (xor({_fold_sql(ta)}, {xa}) * {ma} AS {ta}, "
+            f"xor({_fold_sql(tb)}, {xb}) * {mb} AS {tb}) FROM {rel})"
+        )
+    drop = f"{ta}, {tb}" + (
+        f", {_P}um" if plan.unit is not None and plan.unit.type == "text" else ""
+    )
+    return (
+        f"(SELECT * EXCLUDE ({drop}), {_fold_sql(ta)} * {1 << 31} + ({_fold_sql(tb)} >> 1) "
+        f"AS {name} FROM {rel})"
+    )
 
 
 class _Packer:
@@ -896,11 +952,11 @@ def _top_rows(
     by: list[str],
     n: int,
     packer: _Packer,
-    hash_key: str,
+    plan: AggregatePlan,
 ) -> str:
     """Append CTEs keeping the ``n`` lowest-ranked rows per ``by`` by one aggregate (no sort)."""
-    qtext = "".join(f", '|', COALESCE(CAST({q} AS VARCHAR), '')" for q in packer.qnames)
-    rank = _rank_sql(hash_key, f"'r|', {_P}u, '|', {_P}cell{qtext}")
+    rank = f"{_P}rr"
+    current = _ranked(current, plan, ROW_TAG, True, rank)
     keys = ", ".join(by)
     if n == 1:
         pick = f"arg_min({packer.pack()}, {rank}) AS {_P}t"
