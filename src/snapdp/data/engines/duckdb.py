@@ -19,8 +19,9 @@ Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through
 * **Cells.** Declared keys become a typed keys table (integers as BIGINT, decimals as the double
   nearest the key, text, booleans, dates) joined to the typed cell: no text matching. Bins compare
   the cell as a double with the double nearest each edge. The cell index is row-major.
-* **Bounding** by the keyed-hash ranks: ``md5(hash_key | text)``, the first 15 hex digits as a
-  BIGINT (:func:`~snapdp.data.engines.base.rank_text`, tested equal). No sort: L∞ keeps the lowest
+* **Bounding** by the keyed-hash ranks (:func:`~snapdp.data.engines.base.mix_rank` of the row's
+  32-bit lanes in BIGINT arithmetic, every product below 2^63; a text unit's lanes from
+  ``md5_number``; tested equal to ``row_rank``/``group_rank``). No sort: L∞ keeps the lowest
   ranks per (unit, cell) by ``arg_min``/``min_by(…, n)`` aggregates, L0 keeps per unit the cells of
   lowest group rank (an aggregate, then a semi-join), k keeps the lowest-ranked rows per unit by
   one aggregate over units. DuckDB's ``memory_limit`` and ``temp_directory`` let these spill.
