@@ -56,13 +56,14 @@ follows the same steps, so that all of them return the same numbers for the same
    ``max_groups_per_unit`` (L0) lowest-ranked cells of each unit; then the ``max_rows_per_unit``
    (k) lowest-ranked rows of each unit. A bound that is None is skipped. Each stage keeps exactly
    its bound (or fewer, when a unit has fewer). A rank is :func:`mix_rank` (64-bit integer
-   arithmetic, every product below 2^63) of the row's 32-bit lanes: the unit's two, the cell
-   index's, and per value column those of its digit (0 for a null quantum, q − L_q + 1
-   otherwise); how many lanes each takes follows from the plan (n_cells, U_q − L_q), never from
-   the data. Rows with equal lanes are identical for the plan, so which of them is kept does not
-   matter; different rows or cells whose 63-bit ranks collide (probability about 2^-62 per pair
-   for a random key) are ordered arbitrarily (Spark's L0 by (rank, cell)), so engines may then
-   keep different ones, each within the bound.
+   arithmetic, every product below 2^63) of the row's 32-bit lanes: those of the cell index and
+   the value digits (0 for a null quantum, q − L_q + 1 otherwise) packed in mixed radix, after
+   one lane for the unit (:func:`row_lanes`); how many
+   lanes each takes follows from the plan (n_cells, U_q − L_q), never from the data. Rows with
+   equal lanes are identical for the plan, so which of them is kept does not matter; different
+   rows or cells whose 63-bit ranks collide (probability about 2^-62 per pair for a random key)
+   are ordered arbitrarily (Spark's L0 by (rank, cell)), so engines may then keep different
+   ones, each within the bound.
 6. **Values** (computed before step 5, whose row ranks use them). Each value column's cast
    value v (a double) becomes integer quanta
    q = clamp(round_half_even(clamp(v, L−1, U+1)·10^d), L_q, U_q) (the coarse clamp only keeps the
@@ -79,6 +80,7 @@ Nothing here raises, warns or logs about what the data holds (DESIGN §8.1).
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -90,6 +92,7 @@ from snapdp.data.schema import Column, ContributionBounds
 from snapdp.errors import ParameterError
 
 __all__ = [
+    "UNIT_MULTIPLIER",
     "AggregatePlan",
     "Aggregates",
     "Engine",
@@ -100,9 +103,11 @@ __all__ = [
     "key_words",
     "lane_count",
     "mix_rank",
+    "row_chunks",
     "row_lanes",
     "row_rank",
     "unit_lanes",
+    "with_unit",
 ]
 
 
@@ -235,6 +240,7 @@ RANK_MASK = 0xFFFFFFFF
 #: odd multipliers below 2^31: a 32-bit lane times one stays below 2^63, so no engine's 64-bit
 #: arithmetic can overflow (Spark's ANSI mode and DuckDB both raise on overflow)
 RANK_MULTIPLIERS = (0x5BD1E995, 0x27D4EB2F)
+UNIT_MULTIPLIER = 0x165667B1  # odd, below 2^31: folds a unit's high lane into its low one
 ROW_TAG, GROUP_TAG = 1, 2
 
 
@@ -275,8 +281,8 @@ def mix_rank(hash_key: str, tag: int, lanes: Sequence[int]) -> int:
     Two 32-bit accumulators a = k0 ^ tag, b = k1 ^ tag (k0..k3: :func:`key_words`); each lane x
     updates a ← fold((a ^ x)·m_a), b ← fold((b ^ x)·m_b) with fold(t) = (t ^ (t >> 32)) & M
     (M = 2^32 − 1; m_a, m_b: :data:`RANK_MULTIPLIERS`; every product is below 2^63); then one
-    last lane, k2 ^ n for a and k3 ^ n for b (n: the number of lanes); the rank is a·2^31 +
-    (b >> 1). A keyed mixing function, not a cryptographic one (docs/data.md, "Contribution
+    last round with k2 ^ n for a and k3 ^ n for b (n: the number of lanes); the rank is a·2^31
+    + (b >> 1). A keyed mixing function, not a cryptographic one (docs/data.md, "Contribution
     bounding")."""
     k0, k1, k2, k3 = key_words(hash_key)
     ma, mb = RANK_MULTIPLIERS
@@ -290,22 +296,58 @@ def mix_rank(hash_key: str, tag: int, lanes: Sequence[int]) -> int:
     return (a << 31) + (b >> 1)
 
 
-def value_widths(plan: AggregatePlan) -> list[int]:
-    """Per value column, the width of its rank digit: U_q − L_q + 2 (digit 0 for a null quantum,
-    q − L_q + 1 otherwise)."""
-    return [vc.upper_q - vc.lower_q + 2 for vc in plan.values]
+def row_radices(plan: AggregatePlan) -> list[int]:
+    """The radices of a row's digits: n_cells for the cell index, then per value column
+    U_q − L_q + 2 (its digit: 0 for a null quantum, q − L_q + 1 otherwise)."""
+    return [plan.n_cells, *(vc.upper_q - vc.lower_q + 2 for vc in plan.values)]
+
+
+def row_chunks(plan: AggregatePlan) -> list[list[int]]:
+    """The row's digits (indices into :func:`row_radices`) in consecutive chunks, each as long as
+    the product of its radices stays below 2^63 (a digit whose radix alone reaches it is a chunk
+    of its own): each chunk is one integer that a 64-bit engine computes without overflow."""
+    chunks: list[list[int]] = []
+    product = 1 << 63
+    for i, radix in enumerate(row_radices(plan)):
+        if product * radix >= 1 << 63:
+            chunks.append([])
+            product = 1
+        chunks[-1].append(i)
+        product *= radix
+    return chunks
+
+
+def chunk_width(plan: AggregatePlan, chunk: Sequence[int]) -> int:
+    """The product of a chunk's radices (its value lies in [0, width))."""
+    radices = row_radices(plan)
+    return math.prod(radices[i] for i in chunk)
+
+
+def with_unit(unit: Sequence[int], lanes: Sequence[int]) -> list[int]:
+    """One lane for the unit, u_lo ^ ((u_hi·m_u) & M) (m_u: :data:`UNIT_MULTIPLIER`), then
+    ``lanes``: each unit enters the row lanes from its own pseudo-random state (two units share
+    it with probability about 2^-32, and then only order their rows alike), and every row lane
+    passes through two or more rounds of :func:`mix_rank`."""
+    return [unit[0] ^ ((unit[1] * UNIT_MULTIPLIER) & RANK_MASK), *lanes]
 
 
 def row_lanes(
     plan: AggregatePlan, unit: int | str, cell: int, quanta: Sequence[int | None]
 ) -> list[int]:
-    """A row's rank lanes: the unit's two, the cell index's (``lane_count(n_cells)``), then per
-    value column its digit's (``lane_count(U_q − L_q + 2)``), least significant lane first."""
-    out = unit_lanes(unit) + int_lanes(cell, lane_count(plan.n_cells))
-    for vc, width, q in zip(plan.values, value_widths(plan), quanta, strict=True):
-        digit = 0 if q is None else q - vc.lower_q + 1
-        out += int_lanes(digit, lane_count(width))
-    return out
+    """A row's rank lanes: per chunk (:func:`row_chunks`) the lanes (``lane_count(chunk_width)``)
+    of its digits in mixed radix, the first digit most significant (with one chunk: the row
+    packed as the engines pack it), then :func:`with_unit`."""
+    digits = [cell] + [
+        0 if q is None else q - vc.lower_q + 1 for vc, q in zip(plan.values, quanta, strict=True)
+    ]
+    radices = row_radices(plan)
+    out: list[int] = []
+    for chunk in row_chunks(plan):
+        value = 0
+        for i in chunk:
+            value = value * radices[i] + digits[i]
+        out += int_lanes(value, lane_count(chunk_width(plan, chunk)))
+    return with_unit(unit_lanes(unit), out)
 
 
 def row_rank(plan: AggregatePlan, unit: int | str, cell: int, quanta: Sequence[int | None]) -> int:
@@ -315,5 +357,5 @@ def row_rank(plan: AggregatePlan, unit: int | str, cell: int, quanta: Sequence[i
 
 def group_rank(plan: AggregatePlan, unit: int | str, cell: int) -> int:
     """The rank of a (unit, cell) pair for the L0 bound."""
-    lanes = unit_lanes(unit) + int_lanes(cell, lane_count(plan.n_cells))
+    lanes = with_unit(unit_lanes(unit), int_lanes(cell, lane_count(plan.n_cells)))
     return mix_rank(plan.hash_key, GROUP_TAG, lanes)

@@ -63,12 +63,15 @@ from snapdp.data.engines.base import (
     RANK_MASK,
     RANK_MULTIPLIERS,
     ROW_TAG,
+    UNIT_MULTIPLIER,
     AggregatePlan,
     Aggregates,
     ValueColumn,
+    chunk_width,
     key_words,
     lane_count,
-    value_widths,
+    row_chunks,
+    row_radices,
 )
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
@@ -873,19 +876,36 @@ def _ranked(relation: str, plan: AggregatePlan, tag: int, values: bool, name: st
     u = f"{_P}u"
     if plan.unit is not None and plan.unit.type == "text":
         relation = f"(SELECT *, md5_number({u}) AS {_P}um FROM {relation})"
-        lanes = _lanes_sql(f"{_P}um", 2)
+        units = _lanes_sql(f"{_P}um", 2)
     else:
-        lanes = [f"({u} & {RANK_MASK})", f"(({u} >> 32) & {RANK_MASK})"]
-    lanes += _lanes_sql(f"{_P}cell", lane_count(plan.n_cells))
-    if values:
-        for j, (vc, width) in enumerate(zip(plan.values, value_widths(plan), strict=True)):
-            digit = f"COALESCE(CAST({_P}q{j} AS {_q_type(vc)}) - ({vc.lower_q - 1}), 0)"
-            lanes += _lanes_sql(digit, lane_count(width))
+        units = [f"({u} & {RANK_MASK})", f"(({u} >> 32) & {RANK_MASK})"]
+    lanes: list[str] = []
+    if not values:
+        lanes += _lanes_sql(f"{_P}cell", lane_count(plan.n_cells))
+    else:
+        radices = row_radices(plan)
+        digits = [f"{_P}cell"]
+        for j, vc in enumerate(plan.values):
+            d = f"COALESCE(CAST({_P}q{j} AS {_q_type(vc)}) - ({vc.lower_q - 1}), 0)"
+            digits.append(d if radices[j + 1] >= 1 << 63 else f"CAST({d} AS BIGINT)")
+        for chunk in row_chunks(plan):
+            value = digits[chunk[0]]
+            for i in chunk[1:]:
+                value = f"({value} * {radices[i]} + {digits[i]})"
+            lanes += _lanes_sql(value, lane_count(chunk_width(plan, chunk)))
+    # with_unit: one lane for the unit first
+    lanes.insert(0, f"xor({units[0]}, ({units[1]} * {UNIT_MULTIPLIER}) & {RANK_MASK})")
+    # each lane computed once (both accumulators read it), as a column
+    xs = [f"{_P}x{i}" for i in range(len(lanes))]
+    relation = (
+        f"(SELECT *, {', '.join(f'{x} AS {c}' for x, c in zip(lanes, xs, strict=True))} "
+        f"FROM {relation})"
+    )
     k0, k1, k2, k3 = key_words(plan.hash_key)
     ma, mb = RANK_MULTIPLIERS
     ta, tb = f"{_P}ta", f"{_P}tb"
     n = len(lanes)
-    pairs = [(lane, lane) for lane in lanes] + [(str(k2 ^ n), str(k3 ^ n))]
+    pairs = [(x, x) for x in xs] + [(str(k2 ^ n), str(k3 ^ n))]
     xa, xb = pairs[0]
     rel = (
         f"(SELECT *, xor(CAST({k0 ^ tag} AS BIGINT), {xa}) * {ma} AS {ta}, "
@@ -896,9 +916,8 @@ def _ranked(relation: str, plan: AggregatePlan, tag: int, values: bool, name: st
             f"(SELECT * REPLACE (xor({_fold_sql(ta)}, {xa}) * {ma} AS {ta}, "
             f"xor({_fold_sql(tb)}, {xb}) * {mb} AS {tb}) FROM {rel})"
         )
-    drop = f"{ta}, {tb}" + (
-        f", {_P}um" if plan.unit is not None and plan.unit.type == "text" else ""
-    )
+    text_unit = plan.unit is not None and plan.unit.type == "text"
+    drop = ", ".join([ta, tb, *xs, *([f"{_P}um"] if text_unit else [])])
     return (
         f"(SELECT * EXCLUDE ({drop}), {_fold_sql(ta)} * {1 << 31} + ({_fold_sql(tb)} >> 1) "
         f"AS {name} FROM {rel})"

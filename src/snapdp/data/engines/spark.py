@@ -51,13 +51,16 @@ from snapdp.data.engines.base import (
     RANK_MASK,
     RANK_MULTIPLIERS,
     ROW_TAG,
+    UNIT_MULTIPLIER,
     AggregatePlan,
     Aggregates,
     NoiseRequest,
     ValueColumn,
+    chunk_width,
     key_words,
     lane_count,
-    value_widths,
+    row_chunks,
+    row_radices,
 )
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
@@ -751,7 +754,7 @@ def _with_rank(df: Any, plan: AggregatePlan, tag: int, values: bool, name: str) 
     text_unit = plan.unit is not None and plan.unit.type == "text"
     if text_unit:  # the first 8 digest bytes as two little-endian 32-bit words
         df = df.withColumn("_um", sf.md5(u))
-        lanes = [
+        units = [
             sf.conv(
                 sf.concat(*(sf.substring("_um", 8 * w + 2 * i + 1, 2) for i in (3, 2, 1, 0))),
                 16,
@@ -760,12 +763,24 @@ def _with_rank(df: Any, plan: AggregatePlan, tag: int, values: bool, name: str) 
             for w in (0, 1)
         ]
     else:
-        lanes = [u.bitwiseAND(mask), sf.shiftright(u, 32).bitwiseAND(mask)]
-    lanes += _lanes(sf.col("_cell"), lane_count(plan.n_cells))
-    if values:
-        for j, (vc, width) in enumerate(zip(plan.values, value_widths(plan), strict=True)):
-            digit = sf.coalesce(sf.col(f"_q{j}") - sf.lit(vc.lower_q - 1), sf.lit(0))
-            lanes += _lanes(digit, lane_count(width))
+        units = [u.bitwiseAND(mask), sf.shiftright(u, 32).bitwiseAND(mask)]
+    lanes: list[Any] = []
+    if not values:
+        lanes += _lanes(sf.col("_cell"), lane_count(plan.n_cells))
+    else:  # every radix is below 2^62 here (the quanta bounds are below 2^61)
+        radices = row_radices(plan)
+        digits = [sf.col("_cell").cast("bigint")] + [
+            sf.coalesce(sf.col(f"_q{j}") - sf.lit(vc.lower_q - 1), sf.lit(0)).cast("bigint")
+            for j, vc in enumerate(plan.values)
+        ]
+        for chunk in row_chunks(plan):
+            value = digits[chunk[0]]
+            for i in chunk[1:]:
+                value = value * sf.lit(radices[i]) + digits[i]
+            lanes += _lanes(value, lane_count(chunk_width(plan, chunk)))
+    # with_unit: one lane for the unit first
+    unit = units[0].bitwiseXOR((units[1] * sf.lit(UNIT_MULTIPLIER)).bitwiseAND(mask))
+    lanes.insert(0, unit)
     k0, k1, k2, k3 = key_words(plan.hash_key)
     ma, mb = (sf.lit(m) for m in RANK_MULTIPLIERS)
     n = len(lanes)
