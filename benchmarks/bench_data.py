@@ -22,7 +22,7 @@ Tasks:
   by g: the baseline of issue 25's goal.
 - ``cli-unit``: ``snapdp release`` through the CLI (in process, after a first run on 1,000 rows
   so that imports are excluded): count, sum and mean of x by 50 declared keys, privacy unit pid
-  (integer), k = 1, ``--memory-limit``.
+  (integer), k = 1, ``--memory-limit``; ``cli-unit-nolimit`` the same without it.
 - ``engine-unit``: DuckDBEngine with privacy unit pid, k = 1, ``memory_limit`` and a temporary
   directory (spilling allowed).
 - ``engine-unit-nolimit``: the same with DuckDB's default memory limit (80% of RAM).
@@ -224,6 +224,10 @@ TASKS: dict[str, tuple[str, str]] = {
         "**snapdp release (CLI): count, sum, mean by g, unit pid, k = 1, memory limit**",
         _CLI,
     ),
+    "cli-unit-nolimit": (
+        "snapdp release (CLI): the same, DuckDB's default memory limit",
+        _CLI,
+    ),
     "engine-unit-nolimit": (
         "snapdp DuckDBEngine, unit pid, k = 1, DuckDB's default memory limit",
         "UNIT = True" + _ENGINE,
@@ -317,7 +321,7 @@ def run_task(
         "seconds = time.perf_counter() - t", "seconds = time.perf_counter() - t; cpu = _cpu() - c"
     )
     code = _PRELUDE + header + _CPU + body + _EPILOGUE
-    limited = name.startswith(("engine", "cli")) and name != "engine-unit-nolimit"
+    limited = name.startswith(("engine", "cli")) and not name.endswith("nolimit")
     mem = memory_limit if limited else "-"
     if name == "engine":
         mem = "-"
