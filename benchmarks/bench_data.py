@@ -15,16 +15,22 @@ Tasks:
 - ``plain``: plain DuckDB, values clamped, count and sum by g.
 - ``engine``: snapdp's DuckDBEngine, count and sum of quanta by 50 declared keys, no unit.
 - ``plain-unit``: plain DuckDB doing the same bounding as the engine (k = 1: per pid the row of
-  lowest keyed-MD5 rank by ``arg_min``, then the group aggregate) - the physical floor of the job.
-- ``plain-unit-hash``: the same with DuckDB's own 64-bit ``hash()`` as the rank (cheaper than MD5,
-  not the contract's rank; for reference).
+  lowest contract rank - the keyed integer mix of docs/data.md, written out by hand as nested
+  projections - by ``arg_min``, then the group aggregate).
+- ``plain-unit-hash``: plain DuckDB choosing one row per pid by ``arg_min`` of its own native
+  64-bit ``hash()`` (not keyed by the release: not the contract's rank), then count, sum and mean
+  by g: the baseline of issue 25's goal.
+- ``cli-unit``: ``snapdp release`` through the CLI (in process, after a first run on 1,000 rows
+  so that imports are excluded): count, sum and mean of x by 50 declared keys, privacy unit pid
+  (integer), k = 1, ``--memory-limit``; ``cli-unit-nolimit`` the same without it.
 - ``engine-unit``: DuckDBEngine with privacy unit pid, k = 1, ``memory_limit`` and a temporary
   directory (spilling allowed).
 - ``engine-unit-nolimit``: the same with DuckDB's default memory limit (80% of RAM).
 - ``spark-plain``: plain Spark local[2], values clamped, count and sum by g.
 - ``spark-engine``: snapdp's SparkEngine, the same plan as ``engine``.
-- ``spark-plain-unit``: plain Spark doing the same bounding (per pid the row of lowest keyed-MD5
-  rank by ``min_by`` of the row packed into a long, then the group aggregate).
+- ``spark-plain-unit``: plain Spark doing the same bounding (per pid the row of lowest contract
+  rank, written out by hand, by ``min_by`` of the row packed into a long, then the group
+  aggregate).
 - ``spark-plain-unit-window``: plain Spark keeping one random row per pid by a ``row_number``
   window (the textbook way; not the contract's rank; for reference).
 - ``spark-engine-unit``: SparkEngine with privacy unit pid, k = 1.
@@ -83,10 +89,58 @@ seconds = time.perf_counter() - t
 assert len(agg.rows) == 50
 """
 
-_RANK = (
-    "CAST('0x' || left(md5(concat('{hk}|r|', pid, '|', g, '|', "
-    "CAST(round_even(least(greatest(x, 0), 1000) * 100, 0) AS BIGINT))), 15) AS BIGINT)"
-).replace("{hk}", HASH_KEY)
+_M = 0xFFFFFFFF
+_MA, _MB = 0x5BD1E995, 0x27D4EB2F  # the contract's multipliers (snapdp.data.engines.base)
+
+
+def _mix_layers(lanes: list[str]) -> tuple[list[tuple[str, str]], str]:
+    """The contract's rank (row tag 1) over ``lanes`` for HASH_KEY, by hand: per lane the pair of
+    accumulator updates, then the final expression over the accumulators ``ta``, ``tb``."""
+    k0, k1, k2, k3 = (int(HASH_KEY[i : i + 8], 16) for i in range(0, 32, 8))
+    fold = "(xor({t}, {t} >> 32) & 4294967295)"
+    n = len(lanes)
+    steps = [(f"xor(CAST({k0 ^ 1} AS BIGINT), {lanes[0]}) * {_MA}",
+              f"xor(CAST({k1 ^ 1} AS BIGINT), {lanes[0]}) * {_MB}")]  # fmt: skip
+    for xa, xb in [(x, x) for x in lanes[1:]] + [(str(k2 ^ n), str(k3 ^ n))]:
+        steps.append((f"xor({fold.format(t='ta')}, {xa}) * {_MA}",
+                      f"xor({fold.format(t='tb')}, {xb}) * {_MB}"))  # fmt: skip
+    final = f"{fold.format(t='ta')} * 2147483648 + ({fold.format(t='tb')} >> 1)"
+    return steps, final
+
+
+def _plain_rank_sql() -> str:
+    """Plain DuckDB SQL: pid, the packed row p = g·100001 + q and its contract rank r."""
+    q = "CAST(round_even(LEAST(GREATEST(x, 0), 1000) * 100, 0) AS BIGINT)"
+    steps, final = _mix_layers(["(pid & 4294967295)", "((pid >> 32) & 4294967295)", "g", "(q + 1)"])
+    rel = f"(SELECT pid, g, {q} AS q FROM read_parquet('{{path}}'))"
+    a, b = steps[0]
+    rel = f"(SELECT pid, g, q, {a} AS ta, {b} AS tb FROM {rel})"
+    for a, b in steps[1:]:
+        rel = f"(SELECT pid, g, q, {a} AS ta, {b} AS tb FROM {rel})"
+    return f"(SELECT pid, g * 100001 + q AS p, {final} AS r FROM {rel})"
+
+
+_CLI = """
+from snapdp.cli import main
+keys = ",".join(str(i) for i in range(50))
+args = [path, "--epsilon", "1", "--count", "--sum", "x:0:1000", "--mean", "x:0:1000", "--by", "g",
+        "--keys", f"g={keys}", "--column", "g:integer", "--column", "pid:integer",
+        "--privacy-unit", "pid", "--max-rows-per-unit", "1", "--json"]
+if mem != "-":
+    args += ["--memory-limit", mem]
+import contextlib, io, os
+warm = os.path.join(tmp, "warm.parquet")  # a first run on 1,000 rows: imports and caches
+duckdb.execute(
+    f"COPY (SELECT * FROM read_parquet('{path}') LIMIT 1000) TO '{warm}' (FORMAT parquet)"
+)
+with contextlib.redirect_stdout(io.StringIO()):
+    main(["release", warm, *args[1:]], standalone_mode=False)
+t = time.perf_counter()
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    main(["release", *args], standalone_mode=False)
+seconds = time.perf_counter() - t
+assert '"results"' in out.getvalue()
+"""
 
 _SPARK = """
 from pyspark.sql import SparkSession, Window
@@ -102,9 +156,19 @@ spark.sparkContext.setLogLevel("ERROR")
 df = spark.read.parquet(path)
 clamped = sf.least(sf.greatest(sf.col("x"), sf.lit(0.0)), sf.lit(1000.0))
 quanta = sf.rint(clamped * sf.lit(100.0)).cast("bigint")
-rank = sf.conv(sf.substring(sf.md5(sf.concat_ws("|", sf.lit(HASH_KEY), sf.lit("r"),
-    sf.col("pid").cast("string"), sf.col("g").cast("string"), quanta.cast("string"))), 1, 15),
-    16, 10).cast("bigint")
+def ranked(d):
+    # d (pid, g, q) with the contract's rank r, by hand (one projection per lane)
+    k = [int(HASH_KEY[i : i + 8], 16) for i in range(0, 32, 8)]
+    M, MA, MB = sf.lit(0xFFFFFFFF), sf.lit(0x5BD1E995), sf.lit(0x27D4EB2F)
+    fold = lambda t: sf.col(t).bitwiseXOR(sf.shiftright(t, 32)).bitwiseAND(M)
+    lanes = [sf.col("pid").bitwiseAND(M), sf.shiftright("pid", 32).bitwiseAND(M), sf.col("g"),
+             sf.col("q") + 1]
+    d = d.withColumns({"ta": sf.lit(k[0] ^ 1).cast("bigint").bitwiseXOR(lanes[0]) * MA,
+                       "tb": sf.lit(k[1] ^ 1).cast("bigint").bitwiseXOR(lanes[0]) * MB})
+    for xa, xb in [(x, x) for x in lanes[1:]] + [(sf.lit(k[2] ^ 4), sf.lit(k[3] ^ 4))]:
+        d = d.withColumns({"ta": fold("ta").bitwiseXOR(xa) * MA,
+                           "tb": fold("tb").bitwiseXOR(xb) * MB})
+    return d.withColumn("r", fold("ta") * sf.lit(1 << 31) + sf.shiftright(fold("tb"), 1))
 seconds = float("inf")
 for _ in range(SPARK_RUNS):
     t = time.perf_counter()
@@ -137,16 +201,17 @@ TASKS: dict[str, tuple[str, str]] = {
     ),
     "engine": ("**snapdp DuckDBEngine, no unit**", "UNIT = False" + _ENGINE),
     "plain-unit": (
-        "plain DuckDB, same bounding (k = 1, MD5 rank by arg_min), clamped",
-        'QUERY = "SELECT p // 100001, COUNT(*), SUM(p % 100001) FROM (SELECT pid, '
-        "arg_min(g * 100001 + CAST(round_even(LEAST(GREATEST(x, 0), 1000) * 100, 0) AS BIGINT), "
-        + _RANK
-        + ") AS p FROM read_parquet('{path}') GROUP BY pid) GROUP BY 1\""
+        "plain DuckDB, same bounding (k = 1, contract rank by arg_min), clamped",
+        "QUERY = "
+        + repr(
+            "SELECT p // 100001, COUNT(*), SUM(p % 100001) FROM (SELECT pid, arg_min(p, r) AS p "
+            f"FROM {_plain_rank_sql()} GROUP BY pid) GROUP BY 1"
+        )
         + _PLAIN,
     ),
     "plain-unit-hash": (
-        "plain DuckDB, k = 1 by arg_min of DuckDB's hash() (not the contract's rank)",
-        'QUERY = "SELECT p // 100001, COUNT(*), SUM(p % 100001) FROM (SELECT pid, '
+        "plain DuckDB, k = 1 by arg_min of DuckDB's hash(): count, sum, mean",
+        'QUERY = "SELECT p // 100001, COUNT(*), SUM(p % 100001), AVG(p % 100001) FROM (SELECT pid, '
         "arg_min(g * 100001 + CAST(round_even(LEAST(GREATEST(x, 0), 1000) * 100, 0) AS BIGINT), "
         "hash(pid, g, x, 12345)) AS p FROM read_parquet('{path}') GROUP BY pid) GROUP BY 1\""
         + _PLAIN,
@@ -154,6 +219,14 @@ TASKS: dict[str, tuple[str, str]] = {
     "engine-unit": (
         "**snapdp DuckDBEngine, unit pid, k = 1, memory limit**",
         "UNIT = True" + _ENGINE,
+    ),
+    "cli-unit": (
+        "**snapdp release (CLI): count, sum, mean by g, unit pid, k = 1, memory limit**",
+        _CLI,
+    ),
+    "cli-unit-nolimit": (
+        "snapdp release (CLI): the same, DuckDB's default memory limit",
+        _CLI,
     ),
     "engine-unit-nolimit": (
         "snapdp DuckDBEngine, unit pid, k = 1, DuckDB's default memory limit",
@@ -166,9 +239,9 @@ TASKS: dict[str, tuple[str, str]] = {
     ),
     "spark-engine": ("**snapdp SparkEngine, no unit**", "UNIT = False" + _SPARK_ENGINE + _SPARK),
     "spark-plain-unit": (
-        "plain Spark, same bounding (k = 1, MD5 rank by min_by), clamped",
+        "plain Spark, same bounding (k = 1, contract rank by min_by), clamped",
         "def job():\n"
-        "    d = df.withColumn('q', quanta).withColumn('r', rank)\n"
+        "    d = ranked(df.withColumn('q', quanta))\n"
         "    kept = d.groupBy('pid').agg(sf.min_by(sf.col('g') * 100001 + sf.col('q'), 'r')"
         ".alias('t'))\n"
         "    cell = sf.expr('t div 100001')\n"
@@ -190,8 +263,11 @@ TASKS: dict[str, tuple[str, str]] = {
 
 _EPILOGUE = """
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(json.dumps({"seconds": seconds, "rss_mib": rss}))
+print(json.dumps({"seconds": seconds, "rss_mib": rss, "cpu": cpu}))
 """
+# the CPU seconds of the task's own process over the timed query (all DuckDB threads; less
+# sensitive than wall time to other jobs on a shared machine; not measured for Spark's JVM)
+_CPU = "_cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])\ncpu = float('nan')\n"
 
 
 def generate(path: Path, rows: int, units: int) -> None:
@@ -240,8 +316,13 @@ def run_task(
     header = (
         f"HASH_KEY = {HASH_KEY!r}\nSPARK_MEMORY = {spark_memory!r}\nSPARK_RUNS = {spark_runs}\n"
     )
-    code = _PRELUDE + header + body + _EPILOGUE
-    mem = "-" if name == "engine-unit-nolimit" or not name.startswith("engine") else memory_limit
+    body = body.replace("t = time.perf_counter()", "t = time.perf_counter(); c = _cpu()")
+    body = body.replace(
+        "seconds = time.perf_counter() - t", "seconds = time.perf_counter() - t; cpu = _cpu() - c"
+    )
+    code = _PRELUDE + header + _CPU + body + _EPILOGUE
+    limited = name.startswith(("engine", "cli")) and not name.endswith("nolimit")
+    mem = memory_limit if limited else "-"
     if name == "engine":
         mem = "-"
     spark = name.startswith("spark")
@@ -284,7 +365,7 @@ def main() -> None:
         generate(path, args.rows, args.units)
         spill = Path(d) / "spill"
         spill.mkdir()
-        results: dict[str, tuple[float, float]] = {}
+        results: dict[str, tuple[float, float, float]] = {}
         for name in names:
             runs = [
                 run_task(name, path, args.memory_limit, spill, args.spark_memory, args.spark_runs)
@@ -293,23 +374,38 @@ def main() -> None:
             results[name] = (
                 statistics.median(r["seconds"] for r in runs),
                 max(r["rss_mib"] for r in runs),
+                statistics.median(r["cpu"] for r in runs),
             )
             print(
-                f"# {name}: {results[name][0]:.2f} s, {results[name][1]:.0f} MiB", file=sys.stderr
+                f"# {name}: {results[name][0]:.2f} s, {results[name][1]:.0f} MiB, "
+                f"CPU {results[name][2]:.2f} s",
+                file=sys.stderr,
             )
     print(
         f"{args.rows:,} rows, {args.units:,} units, DuckDB memory limit {args.memory_limit}, "
         f"spark.driver.memory {args.spark_memory}\n"
     )
-    print("| task | wall time | × its plain baseline | peak RSS |")
-    print("| --- | ---: | ---: | ---: |")
+    print(
+        "| task | wall time | × its plain baseline | × plain DuckDB hash() | CPU time "
+        "| CPU × hash() | peak RSS |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    hashed = results.get("plain-unit-hash")
     for name in names:
-        seconds, rss = results[name]
+        seconds, rss, cpu = results[name]
         base = "plain-unit" if "unit" in name else "plain"
         if name.startswith("spark"):
             base = "spark-" + base
         ratio = f"{seconds / results[base][0]:.2f}" if base in results else "-"
-        print(f"| {TASKS[name][0]} | {seconds:.2f} s | {ratio} | {rss:.0f} MiB |")
+        versus = cpu_versus = "-"
+        if "unit" in name and not name.startswith("spark") and hashed is not None:
+            versus = f"{seconds / hashed[0]:.2f}"
+            cpu_versus = f"{cpu / hashed[2]:.2f}"
+        cpu_text = "-" if cpu != cpu else f"{cpu:.2f} s"
+        print(
+            f"| {TASKS[name][0]} | {seconds:.2f} s | {ratio} | {versus} | {cpu_text} "
+            f"| {cpu_versus} | {rss:.0f} MiB |"
+        )
 
 
 if __name__ == "__main__":

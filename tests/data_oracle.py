@@ -241,10 +241,6 @@ def _as_double(x: Any) -> float:
         return math.inf if x > 0 else -math.inf
 
 
-def _unit_text(value: Any) -> str:
-    return str(value)
-
-
 class OracleEngine:
     """The reference :class:`~snapdp.data.engines.base.Engine` over a small table."""
 
@@ -286,7 +282,7 @@ class OracleEngine:
         for name in plan.used_columns():
             if name not in self._columns:
                 raise ParameterError(f"declared column {name!r} is not in the data")
-        kept: list[tuple[str | None, int, list[int | None]]] = []
+        kept: list[tuple[int | str | None, int, list[int | None]]] = []
         for row in self._rows:
             if plan.where is not None:
                 cast_row = {c.name: cast(c.type, row.get(c.name)) for c in plan.where_columns}
@@ -302,14 +298,11 @@ class OracleEngine:
                 cell = cell * g.n_cells + idx
             if dropped:
                 continue
-            unit: str | None = None
+            unit: int | str | None = None
             if plan.unit is not None:
-                u = cast(plan.unit.type, row.get(plan.unit.name))
-                if u is None:
-                    if plan.null_units != "own":
-                        continue
-                else:
-                    unit = _unit_text(u)
+                unit = cast(plan.unit.type, row.get(plan.unit.name))
+                if unit is None and plan.null_units != "own":
+                    continue
             qs = [quanta(vc, cast(vc.column.type, row.get(vc.column.name))) for vc in plan.values]
             kept.append((unit, cell, qs))
         if plan.unit is not None:
@@ -330,19 +323,19 @@ class OracleEngine:
 
 
 def _bound(
-    plan: AggregatePlan, rows: list[tuple[str | None, int, list[int | None]]]
-) -> list[tuple[str | None, int, list[int | None]]]:
+    plan: AggregatePlan, rows: list[tuple[int | str | None, int, list[int | None]]]
+) -> list[tuple[int | str | None, int, list[int | None]]]:
     """Step 5: L∞ per (unit, cell), then L0 per unit, then k per unit, by keyed-hash rank."""
-    key, b = plan.hash_key, plan.bounds
+    b = plan.bounds
     own = [r for r in rows if r[0] is None]
-    units: dict[str, list[tuple[str | None, int, list[int | None]]]] = defaultdict(list)
+    units: dict[int | str, list[tuple[int | str | None, int, list[int | None]]]] = defaultdict(list)
     for r in rows:
         if r[0] is not None:
             units[r[0]].append(r)
 
-    def rank(r: tuple[str | None, int, list[int | None]]) -> int:
+    def rank(r: tuple[int | str | None, int, list[int | None]]) -> int:
         assert r[0] is not None
-        return row_rank(key, r[0], r[1], r[2])
+        return row_rank(plan, r[0], r[1], r[2])
 
     out = list(own)
     for unit, urows in units.items():
@@ -356,7 +349,7 @@ def _bound(
                 for r in sorted(cell_rows, key=rank)[: b.max_rows_per_group]
             ]
         if b.max_groups_per_unit is not None:
-            cells = sorted({r[1] for r in urows}, key=lambda c: group_rank(key, unit, c))
+            cells = sorted({r[1] for r in urows}, key=lambda c: group_rank(plan, unit, c))
             keep = set(cells[: b.max_groups_per_unit])
             urows = [r for r in urows if r[1] in keep]
         if b.max_rows_per_unit is not None:

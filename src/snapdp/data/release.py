@@ -463,7 +463,9 @@ def _unit_column(schema: Schema) -> Column | None:
 
 def _hash_key(rng: np.random.Generator | None) -> str:
     """A fresh 128-bit key from the release's random source (the default CSPRNG, or the seeded
-    Generator the caller asked for), as 32 hex digits."""
+    Generator the caller asked for), as 32 hex digits: the four 32-bit key words of the
+    bounding rank (:func:`~snapdp.data.engines.base.key_words`; docs/data.md, "Contribution
+    bounding")."""
     source = bit_source_from(rng)
     hi, lo = (int(w) for w in source.words(2))
     return f"{hi:016x}{lo:016x}"

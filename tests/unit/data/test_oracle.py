@@ -48,7 +48,7 @@ def test_bounding_keeps_the_lowest_ranked_rows() -> None:
         bounds=ContributionBounds(max_rows_per_unit=2),
         hash_key=key,
     )
-    expect = sorted(range(5), key=lambda i: row_rank(key, "a", 0, [i]))[:2]
+    expect = sorted(range(5), key=lambda i: row_rank(plan, "a", 0, [i]))[:2]
     assert OracleEngine(rows).aggregate(plan).sums == [[sum(expect)]]
     own = AggregatePlan(
         values=(v,), unit=Column("u", "text"), null_units="own",

@@ -46,9 +46,9 @@ follows the same steps, so that all of them return the same numbers for the same
    decimals (Parquet/Arrow DECIMAL) are kept for integer when integral and within int64, and for
    decimal as the nearest double; booleans are
    kept only for boolean; dates only for date; strings follow the text rules above; anything else
-   is null, except that text takes integers as their decimal digits. The privacy unit's text for
-   the ranks is the decimal digits of an integer unit, or the text of a text unit (a unit column
-   is declared integer or text; text by default).
+   is null, except that text takes integers as their decimal digits. A privacy unit column is
+   declared integer or text (text by default); its value enters the ranks of step 5 as two
+   32-bit lanes (:func:`unit_lanes`).
 3. **Filter.** With a row filter (``where``, a :mod:`snapdp.data.predicate` over the cast
    values of ``where_columns``, before any null rule), a row for which it is not true is
    dropped (SQL's three-valued logic; :func:`snapdp.data.predicate.evaluate` is the definition).
@@ -66,10 +66,15 @@ follows the same steps, so that all of them return the same numbers for the same
    ``max_rows_per_group`` (L∞) lowest-ranked rows of each (unit, cell); then the
    ``max_groups_per_unit`` (L0) lowest-ranked cells of each unit; then the ``max_rows_per_unit``
    (k) lowest-ranked rows of each unit. A bound that is None is skipped. Each stage keeps exactly
-   its bound (or fewer, when a unit has fewer). Rows with equal rank text are identical for the
-   plan, so which of them is kept does not matter; different rows or cells whose 60-bit ranks
-   collide (probability about 2^-61 per pair) are ordered arbitrarily, so engines may then keep
-   different ones, each within the bound.
+   its bound (or fewer, when a unit has fewer). A rank is :func:`mix_rank` (64-bit integer
+   arithmetic, every product below 2^63) of the row's 32-bit lanes: those of the cell index and
+   the value digits (0 for a null quantum, q − L_q + 1 otherwise) packed in mixed radix, after
+   one lane for the unit (:func:`row_lanes`); how many
+   lanes each takes follows from the plan (n_cells, U_q − L_q), never from the data. Rows with
+   equal lanes are identical for the plan, so which of them is kept does not matter; different
+   rows or cells whose 63-bit ranks collide (probability about 2^-62 per pair for a random key)
+   are ordered arbitrarily (Spark's L0 by (rank, cell)), so engines may then keep different
+   ones, each within the bound.
 6. **Values** (computed before step 5, whose row ranks use them). Each value column's cast
    value v (a double) becomes integer quanta
    q = clamp(round_half_even(clamp(v, L−1, U+1)·10^d), L_q, U_q) (the coarse clamp only keeps the
@@ -99,6 +104,7 @@ from snapdp.data.schema import Column, ContributionBounds
 from snapdp.errors import ParameterError
 
 __all__ = [
+    "UNIT_MULTIPLIER",
     "AggregatePlan",
     "Aggregates",
     "Engine",
@@ -109,8 +115,14 @@ __all__ = [
     "group_rank",
     "int_at_least",
     "int_below",
-    "rank_text",
+    "key_words",
+    "lane_count",
+    "mix_rank",
+    "row_chunks",
+    "row_lanes",
     "row_rank",
+    "unit_lanes",
+    "with_unit",
 ]
 
 
@@ -146,9 +158,9 @@ class AggregatePlan:
 
     ``groupings``: columns with declared keys or bins (their cross product is the cell set).
     ``values``: value columns. ``unit``: the privacy-unit column (None: each row is a unit and no
-    bounding is done). ``hash_key``: 32 hex digits, fresh per release (from the release's random
-    source), keying the ranks of step 5. ``where``: the row filter of step 3 (None: every row),
-    over the declared ``where_columns``.
+    bounding is done). ``hash_key``: 32 hex digits (four 32-bit key words, :func:`key_words`),
+    fresh per release (from the release's random source), keying the ranks of step 5.
+    ``where``: the row filter of step 3 (None: every row), over the declared ``where_columns``.
     """
 
     groupings: tuple[Column, ...] = ()
@@ -286,22 +298,126 @@ def int_below(edge: int) -> bool | None:
 
 
 # -- keyed-hash ranks (step 5): the one definition every engine reproduces ---------------------
-def rank_text(hash_key: str, text: str) -> int:
-    """The rank of ``text`` under ``hash_key``: the first 15 hex digits (60 bits) of
-    MD5(hash_key "|" text) in UTF-8, as a non-negative integer. MD5 is used as a keyed mixing
-    function available in every SQL engine, not for collision resistance: ties only matter for
-    rows that are identical for the plan."""
-    digest = hashlib.md5((hash_key + "|" + text).encode("utf-8"), usedforsecurity=False)
-    return int(digest.hexdigest()[:15], 16)
+RANK_MASK = 0xFFFFFFFF
+#: odd multipliers below 2^31: a 32-bit lane times one stays below 2^63, so no engine's 64-bit
+#: arithmetic can overflow (Spark's ANSI mode and DuckDB both raise on overflow)
+RANK_MULTIPLIERS = (0x5BD1E995, 0x27D4EB2F)
+UNIT_MULTIPLIER = 0x165667B1  # odd, below 2^31: folds a unit's high lane into its low one
+ROW_TAG, GROUP_TAG = 1, 2
 
 
-def row_rank(hash_key: str, unit: str, cell: int, quanta: Sequence[int | None]) -> int:
-    """The rank of a row: text "r|<unit>|<cell>|<q0>|<q1>…", the quanta after the null rule (one
-    left out is empty)."""
-    parts = ["r", unit, str(cell)] + ["" if q is None else str(q) for q in quanta]
-    return rank_text(hash_key, "|".join(parts))
+def key_words(hash_key: str) -> tuple[int, int, int, int]:
+    """The release key (32 hex digits) as four 32-bit words, most significant first."""
+    return tuple(int(hash_key[i : i + 8], 16) for i in range(0, 32, 8))  # type: ignore[return-value]
 
 
-def group_rank(hash_key: str, unit: str, cell: int) -> int:
-    """The rank of a (unit, cell) pair for the L0 bound: text "g|<unit>|<cell>"."""
-    return rank_text(hash_key, f"g|{unit}|{cell}")
+def lane_count(width: int) -> int:
+    """How many 32-bit lanes an integer in [0, ``width``) takes (at least one); from the plan."""
+    return max(1, -(-(width - 1).bit_length() // 32))
+
+
+def int_lanes(value: int, count: int) -> list[int]:
+    """The ``count`` 32-bit lanes of a non-negative ``value``, least significant first."""
+    return [(value >> (32 * i)) & RANK_MASK for i in range(count)]
+
+
+def unit_lanes(unit: int | str) -> list[int]:
+    """The two lanes of a privacy unit: an integer unit's 64-bit two's complement, a text unit's
+    first 8 MD5 bytes of its UTF-8 text (little-endian; unkeyed: the key enters in
+    :func:`mix_rank`)."""
+    if isinstance(unit, str):
+        digest = hashlib.md5(unit.encode("utf-8"), usedforsecurity=False).digest()
+        n = int.from_bytes(digest[:8], "little")
+    else:
+        n = unit & ((1 << 64) - 1)
+    return int_lanes(n, 2)
+
+
+def _fold(t: int) -> int:
+    return (t ^ (t >> 32)) & RANK_MASK
+
+
+def mix_rank(hash_key: str, tag: int, lanes: Sequence[int]) -> int:
+    """The keyed rank of a sequence of 32-bit lanes, in [0, 2^63).
+
+    Two 32-bit accumulators a = k0 ^ tag, b = k1 ^ tag (k0..k3: :func:`key_words`); each lane x
+    updates a ← fold((a ^ x)·m_a), b ← fold((b ^ x)·m_b) with fold(t) = (t ^ (t >> 32)) & M
+    (M = 2^32 − 1; m_a, m_b: :data:`RANK_MULTIPLIERS`; every product is below 2^63); then one
+    last round with k2 ^ n for a and k3 ^ n for b (n: the number of lanes); the rank is a·2^31
+    + (b >> 1). A keyed mixing function, not a cryptographic one (docs/data.md, "Contribution
+    bounding")."""
+    k0, k1, k2, k3 = key_words(hash_key)
+    ma, mb = RANK_MULTIPLIERS
+    a, b = k0 ^ tag, k1 ^ tag
+    for x in lanes:
+        a = _fold((a ^ x) * ma)
+        b = _fold((b ^ x) * mb)
+    n = len(lanes)
+    a = _fold((a ^ k2 ^ n) * ma)
+    b = _fold((b ^ k3 ^ n) * mb)
+    return (a << 31) + (b >> 1)
+
+
+def row_radices(plan: AggregatePlan) -> list[int]:
+    """The radices of a row's digits: n_cells for the cell index, then per value column
+    U_q − L_q + 2 (its digit: 0 for a null quantum, q − L_q + 1 otherwise)."""
+    return [plan.n_cells, *(vc.upper_q - vc.lower_q + 2 for vc in plan.values)]
+
+
+def row_chunks(plan: AggregatePlan) -> list[list[int]]:
+    """The row's digits (indices into :func:`row_radices`) in consecutive chunks, each as long as
+    the product of its radices stays below 2^63 (a digit whose radix alone reaches it is a chunk
+    of its own): each chunk is one integer that a 64-bit engine computes without overflow."""
+    chunks: list[list[int]] = []
+    product = 1 << 63
+    for i, radix in enumerate(row_radices(plan)):
+        if product * radix >= 1 << 63:
+            chunks.append([])
+            product = 1
+        chunks[-1].append(i)
+        product *= radix
+    return chunks
+
+
+def chunk_width(plan: AggregatePlan, chunk: Sequence[int]) -> int:
+    """The product of a chunk's radices (its value lies in [0, width))."""
+    radices = row_radices(plan)
+    return math.prod(radices[i] for i in chunk)
+
+
+def with_unit(unit: Sequence[int], lanes: Sequence[int]) -> list[int]:
+    """One lane for the unit, u_lo ^ ((u_hi·m_u) & M) (m_u: :data:`UNIT_MULTIPLIER`), then
+    ``lanes``: each unit enters the row lanes from its own pseudo-random state (two units share
+    it with probability about 2^-32, and then only order their rows alike), and every row lane
+    passes through two or more rounds of :func:`mix_rank`."""
+    return [unit[0] ^ ((unit[1] * UNIT_MULTIPLIER) & RANK_MASK), *lanes]
+
+
+def row_lanes(
+    plan: AggregatePlan, unit: int | str, cell: int, quanta: Sequence[int | None]
+) -> list[int]:
+    """A row's rank lanes: per chunk (:func:`row_chunks`) the lanes (``lane_count(chunk_width)``)
+    of its digits in mixed radix, the first digit most significant (with one chunk: the row
+    packed as the engines pack it), then :func:`with_unit`."""
+    digits = [cell] + [
+        0 if q is None else q - vc.lower_q + 1 for vc, q in zip(plan.values, quanta, strict=True)
+    ]
+    radices = row_radices(plan)
+    out: list[int] = []
+    for chunk in row_chunks(plan):
+        value = 0
+        for i in chunk:
+            value = value * radices[i] + digits[i]
+        out += int_lanes(value, lane_count(chunk_width(plan, chunk)))
+    return with_unit(unit_lanes(unit), out)
+
+
+def row_rank(plan: AggregatePlan, unit: int | str, cell: int, quanta: Sequence[int | None]) -> int:
+    """The rank of a row (unit, cell, quanta after the null rule) under ``plan.hash_key``."""
+    return mix_rank(plan.hash_key, ROW_TAG, row_lanes(plan, unit, cell, quanta))
+
+
+def group_rank(plan: AggregatePlan, unit: int | str, cell: int) -> int:
+    """The rank of a (unit, cell) pair for the L0 bound."""
+    lanes = with_unit(unit_lanes(unit), int_lanes(cell, lane_count(plan.n_cells)))
+    return mix_rank(plan.hash_key, GROUP_TAG, lanes)

@@ -22,8 +22,9 @@ Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through
   nearest the key, text, booleans, dates) joined to the typed cell: no text matching. Bins compare
   an integer cell exactly with integer edges, a decimal cell as a double with the double nearest
   each edge (base step 3). The cell index is row-major.
-* **Bounding** by the keyed-hash ranks: ``md5(hash_key | text)``, the first 15 hex digits as a
-  BIGINT (:func:`~snapdp.data.engines.base.rank_text`, tested equal). No sort: L∞ keeps the lowest
+* **Bounding** by the keyed-hash ranks (:func:`~snapdp.data.engines.base.mix_rank` of the row's
+  32-bit lanes in BIGINT arithmetic, every product below 2^63; a text unit's lanes from
+  ``md5_number``; tested equal to ``row_rank``/``group_rank``). No sort: L∞ keeps the lowest
   ranks per (unit, cell) by ``arg_min``/``min_by(…, n)`` aggregates, L0 keeps per unit the cells of
   lowest group rank (an aggregate, then a semi-join), k keeps the lowest-ranked rows per unit by
   one aggregate over units. DuckDB's ``memory_limit`` and ``temp_directory`` let these spill.
@@ -64,12 +65,22 @@ from snapdp.data.engines._csvlines import (
     header_fields,
 )
 from snapdp.data.engines.base import (
+    GROUP_TAG,
+    RANK_MASK,
+    RANK_MULTIPLIERS,
+    ROW_TAG,
+    UNIT_MULTIPLIER,
     AggregatePlan,
     Aggregates,
     ValueColumn,
     bin_edges,
+    chunk_width,
     int_at_least,
     int_below,
+    key_words,
+    lane_count,
+    row_chunks,
+    row_radices,
 )
 from snapdp.data.predicate import render
 from snapdp.data.schema import Column, CsvOptions
@@ -602,7 +613,6 @@ class DuckDBEngine:
         ``arg_min``/``min_by(…, n)``, the row packed into one integer when the declared domain
         allows (a fixed-size state: less memory, no sort), else a struct. The row rank is a
         function of the row (unit, cell, quanta), so each stage recomputes it."""
-        hk = plan.hash_key
         packer = _Packer(plan, qnames)
         b = plan.bounds
         ctes.append(f"{_P}b0 AS (SELECT * FROM {_P}s1 WHERE {_P}u IS NOT NULL)")
@@ -610,20 +620,20 @@ class DuckDBEngine:
         step = 1
         if b.max_rows_per_group is not None:
             current = _top_rows(
-                ctes, current, step, [f"{_P}u", f"{_P}cell"], b.max_rows_per_group, packer, hk
+                ctes, current, step, [f"{_P}u", f"{_P}cell"], b.max_rows_per_group, packer, plan
             )
             step += 1
         if b.max_groups_per_unit is not None:
-            grank = _rank_sql(hk, f"'g|', {_P}u, '|', {_P}cell")
             n = b.max_groups_per_unit
             pick = (
                 f"arg_min({_P}cell, {_P}gr) AS {_P}cell"
                 if n == 1
                 else f"unnest(min_by({_P}cell, {_P}gr, {n})) AS {_P}cell"
             )
+            cells = f"(SELECT DISTINCT {_P}u, {_P}cell FROM {current})"
             ctes.append(
-                f"{_P}g{step} AS (SELECT {_P}u, {_P}cell, {grank} AS {_P}gr FROM "
-                f"(SELECT DISTINCT {_P}u, {_P}cell FROM {current}))"
+                f"{_P}g{step} AS (SELECT * FROM "
+                f"{_ranked(cells, plan, GROUP_TAG, False, f'{_P}gr')})"
             )
             ctes.append(f"{_P}h{step} AS (SELECT {_P}u, {pick} FROM {_P}g{step} GROUP BY {_P}u)")
             ctes.append(
@@ -633,7 +643,7 @@ class DuckDBEngine:
             current = f"{_P}b{step}"
             step += 1
         if b.max_rows_per_unit is not None:
-            current = _top_rows(ctes, current, step, [f"{_P}u"], b.max_rows_per_unit, packer, hk)
+            current = _top_rows(ctes, current, step, [f"{_P}u"], b.max_rows_per_unit, packer, plan)
             step += 1
         out = ", ".join([f"{_P}cell", *qnames])
         if plan.null_units == "own":
@@ -1032,9 +1042,71 @@ def _needs_limbs(vc: ValueColumn) -> bool:
     return vc.squares and (vc.upper_q - vc.lower_q) >= 1 << 31
 
 
-def _rank_sql(hash_key: str, parts: str) -> str:
-    """SQL: rank_text(hash_key, concat(parts)): the first 15 hex digits of md5 as a BIGINT."""
-    return f"CAST('0x' || left(md5(concat({_lit(hash_key + '|')}, {parts})), 15) AS BIGINT)"
+def _fold_sql(t: str) -> str:
+    return f"(xor({t}, {t} >> 32) & {RANK_MASK})"
+
+
+def _lanes_sql(value: str, count: int) -> list[str]:
+    """SQL: the ``count`` 32-bit lanes of the non-negative integer ``value`` as BIGINTs."""
+    if count == 1:
+        return [f"CAST({value} AS BIGINT)"]
+    return [f"CAST((({value}) >> {32 * i}) & {RANK_MASK} AS BIGINT)" for i in range(count)]
+
+
+def _ranked(relation: str, plan: AggregatePlan, tag: int, values: bool, name: str) -> str:
+    """SQL: ``relation`` (columns unit, cell and, with ``values``, the quanta) with a column
+    ``name`` holding :func:`~snapdp.data.engines.base.mix_rank` of the row's lanes (tested
+    equal to ``row_rank``/``group_rank``). One projection per lane: each reads the previous
+    accumulators as columns, so the SQL grows linearly with the number of lanes."""
+    u = f"{_P}u"
+    if plan.unit is not None and plan.unit.type == "text":
+        relation = f"(SELECT *, md5_number({u}) AS {_P}um FROM {relation})"
+        units = _lanes_sql(f"{_P}um", 2)
+    else:
+        units = [f"({u} & {RANK_MASK})", f"(({u} >> 32) & {RANK_MASK})"]
+    lanes: list[str] = []
+    if not values:
+        lanes += _lanes_sql(f"{_P}cell", lane_count(plan.n_cells))
+    else:
+        radices = row_radices(plan)
+        digits = [f"{_P}cell"]
+        for j, vc in enumerate(plan.values):
+            d = f"COALESCE(CAST({_P}q{j} AS {_q_type(vc)}) - ({vc.lower_q - 1}), 0)"
+            digits.append(d if radices[j + 1] >= 1 << 63 else f"CAST({d} AS BIGINT)")
+        for chunk in row_chunks(plan):
+            value = digits[chunk[0]]
+            for i in chunk[1:]:
+                value = f"({value} * {radices[i]} + {digits[i]})"
+            lanes += _lanes_sql(value, lane_count(chunk_width(plan, chunk)))
+    # with_unit: one lane for the unit first
+    lanes.insert(0, f"xor({units[0]}, ({units[1]} * {UNIT_MULTIPLIER}) & {RANK_MASK})")
+    # each lane computed once (both accumulators read it), as a column
+    xs = [f"{_P}x{i}" for i in range(len(lanes))]
+    relation = (
+        f"(SELECT *, {', '.join(f'{x} AS {c}' for x, c in zip(lanes, xs, strict=True))} "
+        f"FROM {relation})"
+    )
+    k0, k1, k2, k3 = key_words(plan.hash_key)
+    ma, mb = RANK_MULTIPLIERS
+    ta, tb = f"{_P}ta", f"{_P}tb"
+    n = len(lanes)
+    pairs = [(x, x) for x in xs] + [(str(k2 ^ n), str(k3 ^ n))]
+    xa, xb = pairs[0]
+    rel = (
+        f"(SELECT *, xor(CAST({k0 ^ tag} AS BIGINT), {xa}) * {ma} AS {ta}, "
+        f"xor(CAST({k1 ^ tag} AS BIGINT), {xb}) * {mb} AS {tb} FROM {relation})"
+    )
+    for xa, xb in pairs[1:]:
+        rel = (
+            f"(SELECT * REPLACE (xor({_fold_sql(ta)}, {xa}) * {ma} AS {ta}, "
+            f"xor({_fold_sql(tb)}, {xb}) * {mb} AS {tb}) FROM {rel})"
+        )
+    text_unit = plan.unit is not None and plan.unit.type == "text"
+    drop = ", ".join([ta, tb, *xs, *([f"{_P}um"] if text_unit else [])])
+    return (
+        f"(SELECT * EXCLUDE ({drop}), {_fold_sql(ta)} * {1 << 31} + ({_fold_sql(tb)} >> 1) "
+        f"AS {name} FROM {rel})"
+    )
 
 
 class _Packer:
@@ -1085,11 +1157,11 @@ def _top_rows(
     by: list[str],
     n: int,
     packer: _Packer,
-    hash_key: str,
+    plan: AggregatePlan,
 ) -> str:
     """Append CTEs keeping the ``n`` lowest-ranked rows per ``by`` by one aggregate (no sort)."""
-    qtext = "".join(f", '|', COALESCE(CAST({q} AS VARCHAR), '')" for q in packer.qnames)
-    rank = _rank_sql(hash_key, f"'r|', {_P}u, '|', {_P}cell{qtext}")
+    rank = f"{_P}rr"
+    current = _ranked(current, plan, ROW_TAG, True, rank)
     keys = ", ".join(by)
     if n == 1:
         pick = f"arg_min({packer.pack()}, {rank}) AS {_P}t"

@@ -17,8 +17,9 @@ and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluste
 * Keys are matched as typed values (a broadcast join on a typed key table), bins by double
   comparisons, nulls by each column's rule; ``least``/``greatest`` (which skip NULLs) are only
   applied to non-null values.
-* Ranks are ``md5(hash_key "|" text)`` → 15 hex digits → ``conv(…, 16, 10)`` as a long, the same
-  number as :func:`~snapdp.data.engines.base.rank_text`.
+* Ranks are :func:`~snapdp.data.engines.base.mix_rank` in long arithmetic (every product below
+  2^63, so ANSI mode never raises), one projection per lane; a text unit's lanes come from the
+  hex digits of its ``md5``. Tested equal to ``row_rank`` and ``group_rank``.
 * Row bounds of 1 (k, L∞) are ``min_by`` aggregates over the row packed into a long (no sort of
   each unit's rows); larger row bounds and L0 use ``row_number``/``dense_rank`` windows.
 * Sums are exact: longs for quanta below 2^19 in magnitude (for cells of fewer than 2^44
@@ -50,13 +51,23 @@ import numpy.typing as npt
 from snapdp.data.engines._cells import declared_columns, frame_to_arrow
 from snapdp.data.engines._csvlines import check_delimiter, column_names, csv_encoding, unquote
 from snapdp.data.engines.base import (
+    GROUP_TAG,
+    RANK_MASK,
+    RANK_MULTIPLIERS,
+    ROW_TAG,
+    UNIT_MULTIPLIER,
     AggregatePlan,
     Aggregates,
     NoiseRequest,
     ValueColumn,
     bin_edges,
+    chunk_width,
     int_at_least,
     int_below,
+    key_words,
+    lane_count,
+    row_chunks,
+    row_radices,
 )
 from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Predicate
 from snapdp.data.schema import Column, CsvOptions
@@ -300,22 +311,11 @@ class SparkEngine:
             df = df.where(sf.col("_u").isNotNull())
             b = plan.bounds
             if b.is_bounded:
-                quanta = [
-                    sf.coalesce(sf.col(f"_q{j}").cast("string"), sf.lit(""))
-                    for j in range(len(plan.values))
-                ]
-                text = sf.concat_ws(
-                    "|",
-                    sf.lit("r"),
-                    sf.col("_u").cast("string"),
-                    sf.col("_cell").cast("string"),
-                    *quanta,
-                )
-                df = df.withColumn("_rr", _rank(plan.hash_key, text))
+                df = _with_rank(df, plan, ROW_TAG, True, "_rr")
                 if b.max_rows_per_group is not None:
                     df = _top_rows(df, plan, ["_u", "_cell"], b.max_rows_per_group)
                 if b.max_groups_per_unit is not None:
-                    df = _top_cells(df, plan.hash_key, b.max_groups_per_unit)
+                    df = _top_cells(df, plan, b.max_groups_per_unit)
                 if b.max_rows_per_unit is not None:
                     df = _top_rows(df, plan, ["_u"], b.max_rows_per_unit)
                 df = df.drop("_rr")
@@ -401,19 +401,16 @@ def _radices(plan: AggregatePlan) -> list[int] | None:
     return radices if math.prod(radices) < 1 << 63 else None
 
 
-def _top_cells(df: Any, hash_key: str, n: int) -> Any:
-    """The rows of each unit's ``n`` lowest-ranked cells (L0; rank text "g|<unit>|<cell>").
+def _top_cells(df: Any, plan: AggregatePlan, n: int) -> Any:
+    """The rows of each unit's ``n`` lowest-ranked cells (L0; :func:`group_rank`).
 
     A window over each unit's rows, ordered by (rank, cell): rows of one cell share a dense rank
     and two cells never do, even if their ranks collide, so exactly ``n`` cells are kept."""
     from pyspark.sql import Window
     from pyspark.sql import functions as sf
 
-    gtext = sf.concat_ws(
-        "|", sf.lit("g"), sf.col("_u").cast("string"), sf.col("_cell").cast("string")
-    )
     w = Window.partitionBy("_u").orderBy("_gr", "_cell")
-    df = df.withColumn("_gr", _rank(hash_key, gtext))
+    df = _with_rank(df, plan, GROUP_TAG, False, "_gr")
     df = df.withColumn("_n", sf.dense_rank().over(w))
     return df.where(sf.col("_n") <= n).drop("_n", "_gr")
 
@@ -917,12 +914,74 @@ def _quanta(vc: ValueColumn, value: Any) -> Any:
     return sf.when(v.isNull(), impute).otherwise(q)
 
 
-def _rank(hash_key: str, text: Any) -> Any:
-    """:func:`~snapdp.data.engines.base.rank_text` as a Spark expression."""
+def _lanes(value: Any, count: int) -> list[Any]:
+    """The ``count`` 32-bit lanes of a non-negative long, least significant first."""
     from pyspark.sql import functions as sf
 
-    digest = sf.md5(sf.concat(sf.lit(hash_key + "|"), text))
-    return sf.conv(sf.substring(digest, 1, 15), 16, 10).cast("bigint")
+    if count == 1:
+        return [value.cast("bigint")]
+    return [sf.shiftright(value, 32 * i).bitwiseAND(sf.lit(RANK_MASK)) for i in range(count)]
+
+
+def _with_rank(df: Any, plan: AggregatePlan, tag: int, values: bool, name: str) -> Any:
+    """``df`` (columns ``_u``, ``_cell`` and, with ``values``, ``_q<j>``) with a long column
+    ``name`` = :func:`~snapdp.data.engines.base.mix_rank` of the row's lanes. One projection per
+    lane (the accumulators are read as columns, so the plan grows linearly)."""
+    from pyspark.sql import functions as sf
+
+    mask = sf.lit(RANK_MASK)
+    u = sf.col("_u")
+    text_unit = plan.unit is not None and plan.unit.type == "text"
+    if text_unit:  # the first 8 digest bytes as two little-endian 32-bit words
+        df = df.withColumn("_um", sf.md5(u))
+        units = [
+            sf.conv(
+                sf.concat(*(sf.substring("_um", 8 * w + 2 * i + 1, 2) for i in (3, 2, 1, 0))),
+                16,
+                10,
+            ).cast("bigint")
+            for w in (0, 1)
+        ]
+    else:
+        units = [u.bitwiseAND(mask), sf.shiftright(u, 32).bitwiseAND(mask)]
+    lanes: list[Any] = []
+    if not values:
+        lanes += _lanes(sf.col("_cell"), lane_count(plan.n_cells))
+    else:  # every radix is below 2^62 here (the quanta bounds are below 2^61)
+        radices = row_radices(plan)
+        digits = [sf.col("_cell").cast("bigint")] + [
+            sf.coalesce(sf.col(f"_q{j}") - sf.lit(vc.lower_q - 1), sf.lit(0)).cast("bigint")
+            for j, vc in enumerate(plan.values)
+        ]
+        for chunk in row_chunks(plan):
+            value = digits[chunk[0]]
+            for i in chunk[1:]:
+                value = value * sf.lit(radices[i]) + digits[i]
+            lanes += _lanes(value, lane_count(chunk_width(plan, chunk)))
+    # with_unit: one lane for the unit first
+    unit = units[0].bitwiseXOR((units[1] * sf.lit(UNIT_MULTIPLIER)).bitwiseAND(mask))
+    lanes.insert(0, unit)
+    k0, k1, k2, k3 = key_words(plan.hash_key)
+    ma, mb = (sf.lit(m) for m in RANK_MULTIPLIERS)
+    n = len(lanes)
+    pairs = [(x, x) for x in lanes] + [(sf.lit(k2 ^ n), sf.lit(k3 ^ n))]
+
+    def fold(t: str) -> Any:
+        return sf.col(t).bitwiseXOR(sf.shiftright(t, 32)).bitwiseAND(mask)
+
+    xa, xb = pairs[0]
+    df = df.withColumns(
+        {
+            "_ta": sf.lit(k0 ^ tag).cast("bigint").bitwiseXOR(xa) * ma,
+            "_tb": sf.lit(k1 ^ tag).cast("bigint").bitwiseXOR(xb) * mb,
+        }
+    )
+    for xa, xb in pairs[1:]:
+        df = df.withColumns(
+            {"_ta": fold("_ta").bitwiseXOR(xa) * ma, "_tb": fold("_tb").bitwiseXOR(xb) * mb}
+        )
+    rank = fold("_ta") * sf.lit(1 << 31) + sf.shiftright(fold("_tb"), 1)
+    return df.withColumn(name, rank).drop("_ta", "_tb", *(["_um"] if text_unit else []))
 
 
 def _squares_from_limbs(hh: int, hl: int, ll: int) -> int:

@@ -1,8 +1,9 @@
 """The DuckDB engine against the pure-Python oracle (tests/data_oracle.py), bit for bit.
 
 Awkward cells of every kind (types, keys, nulls, bins, units, k/L0/L∞), from a CSV file, pandas
-(object and typed columns), Arrow and Parquet; the keyed-hash rank computed in SQL equals
-:func:`rank_text`; the casts equal the oracle's on awkward strings and on random decimal text.
+(object and typed columns), Arrow and Parquet; the keyed-hash ranks computed in SQL equal
+:func:`row_rank` and :func:`group_rank`; the casts equal the oracle's on awkward strings and on
+random decimal text.
 """
 
 from __future__ import annotations
@@ -22,12 +23,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.data_oracle import OracleEngine, cast
+from tests.unit.data.engines import _rank_cases as rank_cases
 
-from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn, rank_text
-from snapdp.data.engines.duckdb import DuckDBEngine, _cast_text, _rank_sql
+from snapdp.data.engines.base import (
+    GROUP_TAG,
+    ROW_TAG,
+    AggregatePlan,
+    Aggregates,
+    ValueColumn,
+    group_rank,
+    row_rank,
+)
+from snapdp.data.engines.duckdb import DuckDBEngine, _cast_text, _q_type, _ranked
 from snapdp.data.schema import Column, ContributionBounds, NullRule
 
 KEY = "5f0e1d2c3b4a69788796a5b4c3d2e1f0"
+DUCKDB_EXTREME = (1 << 64) - 100  # quanta bounds reach 2^64: HUGEINT quanta, three-lane digits
 
 POOLS: dict[str, list[str]] = {
     "g": ["0", "1", "2", "2.5", "1e0", "3.0", "+1", " 1 ", "", "unknown", "1.0E0", "-0",
@@ -197,17 +208,33 @@ def test_partitioned_parquet_folder(tmp_path: Path) -> None:
     assert engine.aggregate(plan) == OracleEngine(rows).aggregate(plan)
 
 
-def test_rank_in_sql_equals_rank_text() -> None:
+@pytest.mark.parametrize("index", range(len(rank_cases.plans(DUCKDB_EXTREME))))
+def test_rank_in_sql_equals_row_rank_and_group_rank(index: int) -> None:
+    """The ranks computed in SQL equal the contract's ``row_rank`` and ``group_rank`` bit for bit,
+    on random rows with integer units at the ends of int64, awkward text units, null quanta,
+    value digits of one, two and three lanes and 2^34 cells."""
+    plan = rank_cases.plans(DUCKDB_EXTREME)[index]
+    rows = rank_cases.rows(plan, 400, index)
+    assert plan.unit is not None
+    u_type = "BIGINT" if plan.unit.type == "integer" else "VARCHAR"
+    q_types = [_q_type(vc) for vc in plan.values]
     con = duckdb.connect()
-    rng = random.Random(1)
-    alphabet = "ab|0é€😀 '\""
-    texts = ["", "|", "r|u1|0|", "g|7|3"] + [
-        "".join(rng.choice(alphabet) for _ in range(rng.randrange(30))) for _ in range(300)
-    ]
-    for hk in (KEY, "0" * 32, "F" * 32):
-        con.execute("CREATE OR REPLACE TABLE t AS SELECT unnest(?) AS s", [texts])
-        got = con.execute(f"SELECT s, {_rank_sql(hk, 's')} FROM t").fetchall()
-        assert {s: r for s, r in got} == {s: rank_text(hk, s) for s in texts}
+    columns = [f"_snapdp_u {u_type}", "_snapdp_i BIGINT", "_snapdp_cell BIGINT"]
+    columns += [f"_snapdp_q{j} {t}" for j, t in enumerate(q_types)]
+    con.execute(f"CREATE TABLE t ({', '.join(columns)})")
+    con.executemany(
+        f"INSERT INTO t VALUES ({', '.join('?' * len(columns))})",
+        [[unit, i, cell, *qs] for i, (unit, cell, qs) in enumerate(rows)],
+    )
+    got = con.execute(
+        f"SELECT _snapdp_i, r FROM {_ranked('t', plan, ROW_TAG, True, 'r')} ORDER BY 1"
+    ).fetchall()
+    assert [r for _, r in got] == [row_rank(plan, u, c, qs) for u, c, qs in rows]
+    got = con.execute(
+        f"SELECT _snapdp_i, r FROM {_ranked('t', plan, GROUP_TAG, False, 'r')} ORDER BY 1"
+    ).fetchall()
+    assert [r for _, r in got] == [group_rank(plan, u, c) for u, c, _ in rows]
+    assert all(0 <= r < 1 << 63 for _, r in got)
 
 
 AWKWARD_TEXT = [

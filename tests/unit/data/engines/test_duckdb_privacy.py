@@ -339,3 +339,38 @@ def test_one_line_with_another_line_ending_changes_one_row_at_most(
     b = DuckDBEngine(plus).aggregate(PLANS["rows"]).rows
     assert a == [10, 10, 10]
     assert sum(abs(x - y) for x, y in zip(a, b, strict=True)) <= 1
+
+
+def _plus(a: Aggregates, b: Aggregates) -> Aggregates:
+    def add(x: list[int] | None, y: list[int] | None) -> list[int] | None:
+        return None if x is None or y is None else [p + q for p, q in zip(x, y, strict=True)]
+
+    return Aggregates(
+        [p + q for p, q in zip(a.rows, b.rows, strict=True)],
+        [add(x, y) or [] for x, y in zip(a.sums, b.sums, strict=True)],
+        [add(x, y) or [] for x, y in zip(a.counts, b.counts, strict=True)],
+        [add(x, y) for x, y in zip(a.squares, b.squares, strict=True)],
+    )
+
+
+@pytest.mark.parametrize("unit_type", ["text", "integer"])
+@pytest.mark.parametrize(
+    "bounds", [ContributionBounds(1), ContributionBounds(2, 1, 1), ContributionBounds(K, L0, LINF)]
+)
+def test_each_unit_keeps_rows_chosen_from_its_own_rows_only(
+    unit_type: str, bounds: ContributionBounds
+) -> None:
+    """Issue 25: the bounded aggregates of D are those of D without unit w plus those of w's rows
+    alone, for every unit w: which rows a unit keeps depends on its own rows and the key only,
+    never on the other units (the premise of the sensitivity bound; docs/data.md)."""
+    rng = random.Random(25)
+    rows = [[str(rng.randrange(3)), f"{rng.uniform(-3, 6):.1f}", str(rng.randrange(7))]
+            for _ in range(90)]  # fmt: skip
+    unit = Column("u", unit_type)
+    plan = AggregatePlan((G,), (V,), unit, bounds=bounds, hash_key=KEY)
+    whole, _ = _run(_frame(rows), plan)
+    assert whole == OracleEngine(_frame(rows)).aggregate(plan)
+    for w in sorted({r[2] for r in rows}):
+        mine, _ = _run(_frame([r for r in rows if r[2] == w]), plan)
+        others, _ = _run(_frame([r for r in rows if r[2] != w]), plan)
+        assert _plus(mine, others) == whole, w

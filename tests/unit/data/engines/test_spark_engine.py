@@ -14,16 +14,20 @@ import numpy as np
 import pandas as pd
 import pytest
 from tests.data_oracle import OracleEngine
+from tests.unit.data.engines import _rank_cases as rank_cases
 from tests.unit.data.engines._csv_cases import AWKWARD as AWKWARD_LINES
 from tests.unit.data.engines._csv_cases import FILES, random_lines, records, write
 
 from snapdp.data.engines.base import (
+    GROUP_TAG,
+    ROW_TAG,
     AggregatePlan,
     Aggregates,
     ExecutorNoiseEngine,
     NoiseRequest,
     ValueColumn,
-    rank_text,
+    group_rank,
+    row_rank,
 )
 from snapdp.data.schema import Column, ContributionBounds, NullRule
 from snapdp.errors import ParameterError
@@ -32,6 +36,7 @@ from snapdp.mechanism import SnappingMechanism
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 KEY = "0123456789abcdef0123456789abcdef"
+SPARK_EXTREME = (1 << 61) - 1  # the Spark engine's quanta bound: two-lane digits
 
 # Awkward cells on purpose: spaces, exponents, Infinity, 1.0E10, "00", empty cells, quoted text,
 # a short (malformed) line, units that are null, integers as "3.0", a date that does not exist.
@@ -133,16 +138,28 @@ def test_pandas_native_types_equal_the_oracle(spark_session: Any) -> None:
         assert _spark(frame, spark_session).aggregate(plan) == expected
 
 
-def test_spark_rank_equals_rank_text(spark_session: Any) -> None:
-    from pyspark.sql import functions as sf
+@pytest.mark.parametrize("index", range(len(rank_cases.plans(SPARK_EXTREME))))
+def test_spark_ranks_equal_row_rank_and_group_rank(spark_session: Any, index: int) -> None:
+    """The ranks computed by Spark (ANSI mode: an overflow would raise) equal the contract's
+    ``row_rank`` and ``group_rank`` bit for bit, on random rows with integer units at the ends of
+    int64, awkward text units, null quanta, one- and two-lane value digits and 2^34 cells."""
+    from snapdp.data.engines.spark import _with_rank
 
-    from snapdp.data.engines.spark import _rank
-
-    texts = ["r|p|0|10", "g|ünïcode ✓|3", "", "r|12345678901234567890|7||-5"]
-    df = spark_session.createDataFrame([(t,) for t in texts], "t string")
-    got = [r[0] for r in df.select(_rank(KEY, sf.col("t"))).collect()]
-    assert got == [rank_text(KEY, t) for t in texts]
-    assert max(got) < 1 << 60
+    plan = rank_cases.plans(SPARK_EXTREME)[index]
+    rows = rank_cases.rows(plan, 300, index)
+    assert plan.unit is not None
+    u_type = "bigint" if plan.unit.type == "integer" else "string"
+    schema = ", ".join(
+        [f"_u {u_type}", "_i bigint", "_cell bigint"]
+        + [f"_q{j} bigint" for j in range(len(plan.values))]
+    )
+    df = spark_session.createDataFrame(
+        [(u, i, c, *qs) for i, (u, c, qs) in enumerate(rows)], schema
+    )
+    got = _with_rank(_with_rank(df, plan, ROW_TAG, True, "_rr"), plan, GROUP_TAG, False, "_gr")
+    out = sorted(tuple(r) for r in got.select("_i", "_rr", "_gr").collect())
+    assert [r[1] for r in out] == [row_rank(plan, u, c, qs) for u, c, qs in rows]
+    assert [r[2] for r in out] == [group_rank(plan, u, c) for u, c, _ in rows]
 
 
 def test_an_all_null_group_sums_to_zero(spark_session: Any) -> None:
@@ -367,17 +384,18 @@ def test_a_packed_row_at_the_edge_of_a_long_unpacks_exactly(
 def test_colliding_cell_ranks_still_keep_exactly_l0_cells(
     spark_session: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With ranks cut to one hex digit (16 values) most cells of a unit collide: L0 = 3 must still
+    """With ranks cut to 16 values (the rank mod 16) most cells of a unit collide: L0 = 3 must still
     keep exactly 3 cells per unit (5 units, 10 cells of one row each: 15 rows in all)."""
     from pyspark.sql import functions as sf
 
     import snapdp.data.engines.spark as spark_engine
 
-    def coarse(hash_key: str, text: Any) -> Any:
-        digest = sf.md5(sf.concat(sf.lit(hash_key + "|"), text))
-        return sf.conv(sf.substring(digest, 1, 1), 16, 10).cast("bigint")
+    exact = spark_engine._with_rank
 
-    monkeypatch.setattr(spark_engine, "_rank", coarse)
+    def coarse(df: Any, plan: AggregatePlan, tag: int, values: bool, name: str) -> Any:
+        return exact(df, plan, tag, values, name).withColumn(name, sf.col(name) % 16)
+
+    monkeypatch.setattr(spark_engine, "_with_rank", coarse)
     frame = pd.DataFrame(
         [(k, 1.0, f"u{u}") for u in range(5) for k in range(10)], columns=["k", "v", "u"]
     )
