@@ -170,7 +170,9 @@ def test_the_command_line_without_a_header(tmp_path: Path) -> None:
              "--no-header", "--csv-columns", "a,b,c"],
         )  # fmt: skip
         assert result.exit_code == 0, result.output
-        outputs.append(re.sub(r"[-+]?\d[\d,]*(\.\d+)?", "N", result.output))
+        masked = re.sub(r"[-+]?\d[\d,]*(\.\d+)?", "N", result.output)
+        # column widths follow the noisy numbers' widths: runs of padding and rules count once
+        outputs.append(re.sub(r"([ ━─])\1+", r"\1", masked))
     assert len(set(outputs)) == 1
 
 
