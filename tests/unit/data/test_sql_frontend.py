@@ -172,6 +172,8 @@ def test_bigquery_prefix_and_bounds() -> None:
 REFUSALS = [
     ("SELECT COUNT(*) FROM people JOIN u ON people.a = u.a", 1, 29, "JOIN", "^^^^"),
     ("SELECT COUNT(*) FROM people, other", 1, 28, "JOIN", "^"),
+    ("SELECT sex, COUNT(*) FROM people JOIN u ON people.a = u.a", 1, 34, "JOIN", "^^^^"),
+    ("SELECT sex, COUNT(*) FROM people, other GROUP BY sex", 1, 33, "JOIN", "^"),
     ("SELECT COUNT(*) FROM (SELECT * FROM people)", 1, 23, "subqueries", "^^^^^^"),
     ("SELECT COUNT(*) FROM people WHERE age IN (SELECT 1)", 1, 43, "subqueries", "^^^^^^"),
     (

@@ -194,8 +194,11 @@ class _Parser(SqlText):
     def _refuse_structure(self, tree: Any) -> None:
         from sqlglot import exp
 
-        if tree.args.get("joins"):
-            raise self.refuse_keyword("join", "JOIN is refused: a query reads one declared table")
+        if tree.args.get("joins"):  # JOIN, or a comma after FROM: search from FROM on
+            after = self.keyword(("FROM",))[1]
+            raise self.refuse_keyword(
+                "join", "JOIN is refused: a query reads one declared table", after
+            )
         if tree.args.get("distinct") is not None or tree.find(exp.Distinct) is not None:
             raise self.refuse_keyword("distinct", "DISTINCT is refused")
         for key in ("limit", "offset", "fetch"):
