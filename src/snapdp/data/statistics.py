@@ -113,11 +113,18 @@ class Noise:
 
     def parameters(self) -> SnappingParameters:
         """The exact parameters the part's :class:`~snapdp.SnappingMechanism` runs with
-        (rescaled, docs/mechanism.md "No power-of-two penalty"); for its accuracy."""
-        return mechanism_parameters(
-            self.epsilon, self.sensitivity, self.part.lower, self.part.upper,
-            presume_certified=self.presumed,
-        )  # fmt: skip
+        (rescaled, docs/mechanism.md "No power-of-two penalty"); for its accuracy. A ε that the
+        mechanism refuses (too small) is a ParameterError naming ``epsilon``, as the mechanism's
+        own constructor says it."""
+        try:
+            return mechanism_parameters(
+                self.epsilon, self.sensitivity, self.part.lower, self.part.upper,
+                presume_certified=self.presumed,
+            )  # fmt: skip
+        except ParameterError:
+            raise
+        except ValueError as exc:
+            raise ParameterError(str(exc), parameter="epsilon") from None
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,13 @@ def test_independent_values_are_kept_and_noted() -> None:
     fitted = _release(rows, 5, True)
     alone = _release(rows, 5, False)
     for f, a in zip(fitted, alone, strict=True):
-        assert [r.independent for r in f.rows] == [r.value for r in a.rows]
+        # the same noise draws, snapped to grids of one spacing centred on each release's own
+        # bounds (open bounds when fitted; a rescaled grid is not a power of two, so the two
+        # lattices need not coincide): every independent value lies within one grid step
+        step = a.as_dict()["mechanisms"]["count"]["grid_spacing"]
+        assert f.as_dict()["mechanisms"]["count"]["grid_spacing"] == step
+        gaps = [abs(r.independent - s.value) for r, s in zip(f.rows, a.rows, strict=True)]
+        assert all(g < step for g in gaps), (gaps, step)
         assert "no privacy cost" in f.notes[-1] and "Tables that add up" in f.notes[-1]
         assert "independent_value" in f.as_dict()
         assert all(r.independent is None for r in a.rows)
