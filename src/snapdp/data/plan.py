@@ -644,12 +644,7 @@ class Plan:
 
     def source_path(self) -> object:
         """The source, with a relative path resolved against the plan file's folder."""
-        if isinstance(self.source, (str, Path)):
-            p = Path(self.source)
-            if not p.is_absolute() and self.base is not None:
-                p = self.base / p
-            return str(p)
-        return self.source
+        return resolved_source(self.source, self.base)
 
     def run(
         self,
@@ -757,6 +752,17 @@ def _calibrated(compiled: Any) -> Any:
     from snapdp.data import statistics
 
     return statistics.calibrate(compiled, presume_certified=True)
+
+
+def resolved_source(source: object, base: Path | None) -> object:
+    """``source`` with a relative path resolved against ``base`` (a plan file's folder); any
+    other source as it is."""
+    if isinstance(source, (str, Path)):
+        p = Path(source)
+        if not p.is_absolute() and base is not None:
+            p = base / p
+        return str(p)
+    return source
 
 
 def _open_ledger(path: Path, given: Fraction | None, default: Fraction, dataset: str) -> Any:

@@ -27,7 +27,7 @@ from typing import Any
 
 from snapdp._validation import check_count, check_epsilon
 from snapdp.data.consistency import check_mode
-from snapdp.data.plan import DEFAULT_CONFIDENCE, Plan, PlannedQuery
+from snapdp.data.plan import DEFAULT_CONFIDENCE, Plan, PlannedQuery, resolved_source
 from snapdp.data.predicate import predicate_from_dict, predicate_to_dict
 from snapdp.data.query import Query
 from snapdp.data.results import _fraction_text
@@ -88,12 +88,7 @@ class Declaration:
 
     def source_path(self) -> object:
         """The source, a relative path resolved against ``base``."""
-        if isinstance(self.source, (str, Path)):
-            p = Path(self.source)
-            if not p.is_absolute() and self.base is not None:
-                p = self.base / p
-            return str(p)
-        return self.source
+        return resolved_source(self.source, self.base)
 
     def planned(
         self,
