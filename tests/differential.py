@@ -310,14 +310,20 @@ class Outcome:
     files: dict[str, object] = field(default_factory=dict)  # file name → masked summary
 
 
-_NOISY = frozenset({"value", "accuracy", "rank_accuracy", "remaining", "spent"})
+_NOISY = frozenset(
+    {"value", "accuracy", "rank_accuracy", "remaining", "spent", "independent_value"}
+)
+
+#: Text whose numbers come from released values (a two-phase target's note: the ± stated and the
+#: rows of the smallest released count); its words must not differ.
+_FROM_NOISE = frozenset({"target"})
 
 
 def mask_text(text: str, *paths: str) -> str:
     """Text with the data's paths, every number and table rules masked, spaces collapsed."""
     for p in sorted(paths, key=len, reverse=True):
         text = text.replace(p, "DATA")
-    text = re.sub(r"[-−]?[0-9][0-9,.]*(e[-+]?[0-9]+)?", "#", text)
+    text = re.sub(r"[-−]?[0-9](?:[0-9.]|,(?=[0-9]))*(?:[eE][-+]?[0-9]+)?", "#", text)
     text = re.sub("[\u2500-\u257f]+", " ", text)
     return re.sub(r"\s+", " ", text).strip()
 
@@ -329,6 +335,8 @@ def mask_doc(doc: object, *paths: str) -> object:
         for k, v in doc.items():
             if k in _NOISY:
                 out[k] = ["#"] * len(v) if isinstance(v, list) else "#"
+            elif k in _FROM_NOISE and isinstance(v, str):
+                out[k] = mask_text(v, *paths)  # its words kept, its numbers from released values
             else:
                 out[k] = mask_doc(v, *paths)
         return out

@@ -321,12 +321,20 @@ def _column_names(path: Path, delimiter: str, encoding: str) -> list[str]:
     try:
         codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
         with path.open(encoding=codec, newline="") as f:
-            header = next(csv.reader(f, delimiter=delimiter), [])
+            reader = csv.reader(f, delimiter=delimiter)
+            header = next(reader, [])
+            lines = reader.line_num
     except (OSError, UnicodeError, LookupError, csv.Error) as exc:
         raise ParameterError(
             f"the header of {path.name!r} cannot be read ({type(exc).__name__})",
             parameter="source",
         ) from None
+    if lines > 1:  # an open quote ran on into the data lines: send none of them
+        raise ParameterError(
+            f"the header of {path.name!r} is not one line (an unclosed quote?); declare the "
+            "columns instead (docs/ui.md)",
+            parameter="source",
+        )
     return [h.strip() for h in header if h.strip()]
 
 

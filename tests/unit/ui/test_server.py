@@ -502,3 +502,14 @@ def test_a_plan_with_a_row_filter_is_refused_not_dropped(client: Any) -> None:
     r = client.api("load", {"toml": text})
     assert r.status == 422, r.body
     assert "where" in r.json()["error"]["message"]
+
+
+def test_header_with_an_open_quote_sends_no_data_rows(start_server: Any, tmp_path: Path) -> None:
+    """A header line with an unclosed quote makes a CSV reader run on into the data lines: the
+    header call must not send them to the page (one located refusal, naming no content)."""
+    broken = tmp_path / "broken.csv"
+    broken.write_text(f'a,"b,c\n1,{SENTINEL_TEXT},3\n4,5,6\n')
+    c = start_server(source=str(broken), output=tmp_path)
+    r = c.api("header", {"document": document()})
+    assert SENTINEL_TEXT.encode() not in r.body
+    assert r.status == 422 and r.json()["error"]["parameter"] == "source"
