@@ -224,10 +224,7 @@ class PrivateTable:
         margins add up (post-processing; docs/data.md, "Tables that add up")."""
         mode = check_mode(consistent)
         compiled, total, conf, alpha = self._compile(queries, epsilon, confidence, split)
-        counts = _count_groupings(compiled) if mode is not None else []
-        if mode is not None:
-            families = consistency.check(counts, mode)  # refuses before anything is spent
-            compiled = _open_counts(compiled, [i for f in families for i in f])
+        compiled, counts = consistent_counts(compiled, mode)  # refuses before anything is spent
         noises = [calibrate(c) for c in compiled]
         self._check_columns(compiled)
         self.ledger.check(total)
@@ -239,13 +236,7 @@ class PrivateTable:
             assemble(c, n, out, conf, alpha, m)
             for c, n, out, m in zip(compiled, noises, noisy, mechs, strict=True)
         ]
-        if mode is not None:
-            count_mechs = [
-                m[0] if g is not None else None for g, m in zip(counts, mechs, strict=True)
-            ]
-            results = make_consistent(
-                results, counts, count_mechs, alpha, mode, self.schema.max_rows
-            )
+        results = fit_counts(results, counts, mechs, alpha, mode, self.schema.max_rows)
         delta = math.fsum(r.delta for r in results)
         ledger: Any = self.ledger  # its spend takes the exact ε (Fraction)
         ledger.spend(
@@ -381,6 +372,34 @@ def aggregate_plans(
         )
         out.append((plan, members, {v: j for j, v in enumerate(plan.values)}))
     return out
+
+
+def consistent_counts(
+    compiled: list[Compiled], mode: str | None
+) -> tuple[list[Compiled], list[tuple[Column, ...] | None]]:
+    """With a ``consistent`` mode: (``compiled`` with its families' counts given open bounds, each
+    query's count grouping or None); refuses an invalid family. Without: (``compiled``, [])."""
+    if mode is None:
+        return compiled, []
+    counts = _count_groupings(compiled)
+    families = consistency.check(counts, mode)
+    return _open_counts(compiled, [i for f in families for i in f]), counts
+
+
+def fit_counts(
+    results: list[QueryResult],
+    counts: list[tuple[Column, ...] | None],
+    mechs: Sequence[Sequence[Any]],
+    alpha: float,
+    mode: str | None,
+    max_rows: int,
+) -> list[QueryResult]:
+    """The released results with their consistent families fitted (post-processing; docs/data.md,
+    "Tables that add up"); as they are without a mode."""
+    if mode is None:
+        return results
+    count_mechs = [m[0] if g is not None else None for g, m in zip(counts, mechs, strict=True)]
+    return make_consistent(results, counts, count_mechs, alpha, mode, max_rows)
 
 
 def _open_counts(compiled: list[Compiled], members: list[int]) -> list[Compiled]:

@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from snapdp.data import consistency, statistics
-from snapdp.data.consistency import check_mode, make_consistent
+from snapdp.data import statistics
+from snapdp.data.consistency import check_mode
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import Schema
 from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
@@ -259,7 +259,7 @@ def release_plan(
     whole reservation; after, the cap stays spent (as it does if the process dies).
     ``consistent``: nested counts are fitted jointly after release (docs/data.md, "Tables that
     add up")."""
-    from snapdp.data.release import _count_groupings, _hash_key, _open_counts
+    from snapdp.data.release import _hash_key, consistent_counts, fit_counts
 
     schema, rng = table.schema, table._rng
     conf, alpha = confidence, float(1 - Fraction(repr(confidence)))
@@ -269,10 +269,7 @@ def release_plan(
         for pq, a in zip(queries, allocations, strict=True)
     ]
     mode = check_mode(consistent)
-    counts = _count_groupings(compiled) if mode is not None else []
-    if mode is not None:
-        families = consistency.check(counts, mode)  # refuses before anything is reserved
-        compiled = _open_counts(compiled, [i for f in families for i in f])
+    compiled, counts = consistent_counts(compiled, mode)  # refuses before anything is reserved
     eps1: dict[int, Fraction] = {}
     for i, a in enumerate(allocations):
         if a.two_phase is not None:
@@ -332,11 +329,7 @@ def release_plan(
             statistics.assemble(c, n, out, conf, alpha, m)
             for c, n, out, m in zip(compiled, noises, noisy, mechs, strict=True)
         ]
-        if mode is not None:
-            count_mechs = [
-                m[0] if g is not None else None for g, m in zip(counts, mechs, strict=True)
-            ]
-            results = make_consistent(results, counts, count_mechs, alpha, mode, schema.max_rows)
+        results = fit_counts(results, counts, mechs, alpha, mode, schema.max_rows)
         results = [
             _with_target(r, pq, a.epsilon, noisy[i], schema)
             for i, (r, pq, a) in enumerate(zip(results, queries, allocations, strict=True))
