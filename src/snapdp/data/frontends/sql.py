@@ -460,6 +460,8 @@ class _Parser(SqlText):
         name = self.column_name(column)
         try:
             return check_predicate(build(name), self.schema)
+        except SqlError:  # a literal of the predicate, already located in the text
+            raise
         except ParameterError as exc:
             raise self.at(column, str(exc), "where") from None
 
