@@ -6,6 +6,12 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests run the same examples on every run (a fixed seed derived from each test), so a CI
+# failure is reproducible and no run is flaky; a loaded machine gets no per-example deadline.
+settings.register_profile("snapdp", derandomize=True, deadline=None, print_blob=True)
+settings.load_profile("snapdp")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # SNAPDP_SHARED_DATA points a git worktree (whose parent has no shared/) at the PUMS folder.
