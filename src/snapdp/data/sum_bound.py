@@ -67,6 +67,7 @@ _V_POINTS = 4096  # points of the tabulated Q
 _HEAD_SPAN = 40  # grid values of the head on each side of 0
 _HEADS = 3  # the largest weights treated exactly (the first two-sided, the others one-sided)
 _PEEL_SHARE = 0.15  # a weight below this share of the largest goes to the Chernoff rest
+_MANY_ROWS = 48  # families with more values treat only the largest weight exactly
 _Array = npt.NDArray[np.float64]
 # points u = θ·L₊ in [0, 1) where B is tabulated (dense near 1, where B grows like 1/(1 − u²))
 _U = np.concatenate([np.linspace(0.0, 0.9, 181), 1 - 0.1 * np.geomspace(1, 1e-5, 81)[1:]])
@@ -213,21 +214,23 @@ def _peel(delta: float, q: _Array, w: float, kind: NoiseKind) -> _Array:
 
 
 def sum_accuracy(
-    weights: _Array, kinds: Sequence[NoiseKind], alphas: Sequence[float]
+    weights: _Array, kinds: Sequence[NoiseKind], alphas: Sequence[float], heads: int = _HEADS
 ) -> list[float]:
     """For each α of ``alphas``, T with P(|Σ wᵢeᵢ| > T) <= α for every set of true counts
-    (module docstring); inf when none is found below the search's cap."""
+    (module docstring); inf when none is found below the search's cap. ``heads``: how many of
+    the largest weights are treated exactly (any number gives a valid bound; more is tighter
+    and slower)."""
     w = np.abs(np.asarray(weights, dtype=np.float64))
     if not w.any():
         return [0.0 for _ in alphas]
     order = np.argsort(-w * np.array([k.scale_hi for k in kinds]), kind="stable")
-    heads = [int(i) for i in order[:_HEADS] if w[i] >= _PEEL_SHARE * w[order[0]]]
-    first, inner = heads[0], heads[1:][::-1]  # peeled smallest first, the largest last
-    rest_idx = [i for i in range(len(w)) if i not in heads]
+    chosen = [int(i) for i in order[:heads] if w[i] >= _PEEL_SHARE * w[order[0]]]
+    first, inner = chosen[0], chosen[1:][::-1]  # peeled smallest first, the largest last
+    rest_idx = [i for i in range(len(w)) if i not in chosen]
     rest, rest_kinds = w[rest_idx], [kinds[i] for i in rest_idx]
     deterministic = float(w @ np.array([k.rounding for k in kinds]))
     # the grid of the tail functions: up to a threshold far beyond any α the search accepts
-    size = sum(w[i] * (kinds[i].scale_hi + kinds[i].grid) for i in heads)
+    size = sum(w[i] * (kinds[i].scale_hi + kinds[i].grid) for i in chosen)
     spread = [(wi * (k.scale_hi + k.grid)) ** 2 for wi, k in zip(rest, rest_kinds, strict=True)]
     size += 3 * math.sqrt(sum(spread))
     top = 16 * size + kinds[first].grid
@@ -277,4 +280,5 @@ def _cached(
     raw: bytes, shape: tuple[int, ...], kinds: tuple[NoiseKind, ...], alphas: tuple[float, ...]
 ) -> _Array:
     w = np.frombuffer(raw, dtype=np.float64).reshape(shape)
-    return np.array([sum_accuracy(row, kinds, alphas) for row in w], dtype=np.float64)
+    heads = _HEADS if len(w) <= _MANY_ROWS else 1  # bound the cost of large families
+    return np.array([sum_accuracy(row, kinds, alphas, heads) for row in w], dtype=np.float64)
