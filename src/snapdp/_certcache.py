@@ -42,7 +42,10 @@ from snapdp._exact import mpq
 from snapdp.parameters import compute_parameters
 from snapdp.shift import SLACK_BOUND, ShiftCertificate, ShiftLoss, _shift_certificate
 
-__all__ = ["CODE_VERSION", "cache_dir", "certificate"]
+__all__ = ["CODE_VERSION", "SHIPPED", "cache_dir", "certificate", "entry"]
+
+SHIPPED = "certificates.json"
+"""Package data: certificates for common parameters, made by ``tools/make_certificates.py``."""
 
 _MODULES = ("_exact", "distribution", "ieee", "parameters", "shift", "snapping", "_certcache")
 
@@ -81,8 +84,13 @@ def certificate(
     eps: Fraction, sens: Fraction, lo: Fraction, hi: Fraction, sens_r: Fraction, eps_r: Fraction
 ) -> ShiftCertificate:
     """The rescaling's certificate (``_shift_certificate(eps, sens, lo, hi, sens_r, None, eps_r,
-    False)``), from the disk cache when a checked entry exists, else computed and stored."""
+    False)``): from the certificates shipped with the package (:data:`SHIPPED`, made by
+    ``tools/make_certificates.py``) or the disk cache when a checked entry exists, else computed
+    and stored."""
     args = [str(x) for x in (eps, sens, lo, hi, sens_r, eps_r)]
+    shipped = _shipped().get(tuple(args))
+    if shipped is not None:
+        return shipped
     folder = cache_dir()
     name = hashlib.sha256(json.dumps([CODE_VERSION, *args]).encode()).hexdigest() + ".json"
     if folder is not None:
@@ -93,6 +101,33 @@ def certificate(
     if folder is not None:
         _write(folder, name, args, cert)
     return cert
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped() -> dict[tuple[str, ...], ShiftCertificate]:
+    """The shipped certificates of this code version, each checked like a disk entry (a
+    certificate made by other code, or inconsistent, is left out)."""
+    try:
+        data = json.loads((Path(__file__).parent / SHIPPED).read_text(encoding="utf-8"))
+        entries = list(data["entries"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    out: dict[tuple[str, ...], ShiftCertificate] = {}
+    for entry in entries:
+        try:
+            if entry["version"] != CODE_VERSION:
+                continue
+            cert = _from_json(entry["certificate"])
+            if _matches(cert, entry["args"]):
+                out[tuple(entry["args"])] = cert
+        except (ValueError, KeyError, TypeError, ZeroDivisionError):
+            continue
+    return out
+
+
+def entry(args: list[str], cert: ShiftCertificate) -> dict[str, Any]:
+    """One shipped entry (``tools/make_certificates.py``)."""
+    return {"version": CODE_VERSION, "args": args, "certificate": _to_json(cert)}
 
 
 @functools.lru_cache(maxsize=256)
@@ -173,11 +208,15 @@ def _read(path: Path, args: list[str]) -> ShiftCertificate | None:
         cert = _from_json(body["certificate"])
     except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
         return None
-    # the certificate must be the one asked for (its own fields repeat the parameters), and
-    # what can be recomputed cheaply must agree: δ, and how slack, bound and verdict relate
+    return cert if _matches(cert, args) else None
+
+
+def _matches(cert: ShiftCertificate, args: list[str]) -> bool:
+    """The certificate is the one asked for (its own fields repeat the parameters), and what can
+    be recomputed cheaply agrees: δ, and how slack, bound and verdict relate."""
     expect = [str(x) for x in (cert.epsilon, cert.sensitivity, cert.lower, cert.upper)]
     expect += [str(cert.mechanism_sensitivity), str(cert.mechanism_epsilon)]
-    return cert if expect == args and _consistent(cert) else None
+    return expect == args and _consistent(cert)
 
 
 def _consistent(cert: ShiftCertificate) -> bool:

@@ -17,6 +17,7 @@ import pytest
 
 from snapdp import _certcache
 from snapdp.rescaling import rescaling_for
+from snapdp.shift import _shift_certificate
 
 ARGS: tuple[Fraction, ...] | None = None
 
@@ -134,3 +135,37 @@ def test_an_entry_that_contradicts_itself_is_recomputed(counted: list[int], tmp_
         forge(**fields)
         assert _certcache.certificate(*_args()) == first
     assert len(counted) == 4
+
+
+def test_shipped_certificates_equal_recomputed_ones(counted: list[int]) -> None:
+    """The package's certificates (tools/make_certificates.py) are used without computing, and
+    are what the verifier computes. Skipped, with the reason, when the certifying code changed
+    since they were made (they are then ignored at run time: regenerate them)."""
+    shipped = _certcache._shipped()
+    if not shipped:
+        pytest.skip("src/snapdp/certificates.json is stale: run tools/make_certificates.py")
+    args = (Fraction(1) - Fraction(1, 1 << 49), Fraction(1), Fraction(0), Fraction(1 << 40))
+    r = rescaling_for(Fraction(1), 1, 0, 1 << 40)
+    key = [str(x) for x in (*args, r.mechanism_sensitivity, r.mechanism_epsilon)]
+    assert tuple(key) in shipped
+    got = _certcache.certificate(*(Fraction(k) for k in key))
+    assert len(counted) == 0  # shipped: nothing computed
+    eps, sens, lo, hi, sens_r, eps_r = (Fraction(k) for k in key)
+    assert got == _shift_certificate(eps, sens, lo, hi, sens_r, None, eps_r, False)
+
+
+def test_shipped_entries_of_other_code_or_inconsistent_are_ignored(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cert = _certcache._compute(*_args())
+    good = _certcache.entry([str(a) for a in _args()], cert)
+    stale = {**good, "version": "other code"}
+    forged = json.loads(json.dumps(good))
+    forged["certificate"]["delta"] = "1/1000"
+    for entries, expect in (([good], 1), ([stale], 0), ([forged], 0), (["junk"], 0)):
+        path = tmp_path / "shipped.json"
+        path.write_text(json.dumps({"entries": entries}))
+        monkeypatch.setattr(_certcache, "SHIPPED", str(path))
+        _certcache._shipped.cache_clear()
+        assert len(_certcache._shipped()) == expect
+    _certcache._shipped.cache_clear()
