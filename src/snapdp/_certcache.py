@@ -3,7 +3,9 @@ on disk").
 
 A certificate is a pure function of public parameters (ε, Δ, bounds and the rescaled (ε_r, Δ_r))
 and of the code that computes it, and takes 0.05–4 s; this keeps each one in a small JSON file so
-that the next process reuses it. Nothing here depends on data.
+that the next process reuses it; the common ones also ship with the package (:data:`SHIPPED`,
+made by ``tools/make_certificates.py``, checked the same way but for the ownership test, and used
+only by the code version that made them). Nothing here depends on data.
 
 * Where: ``$SNAPDP_CACHE_DIR`` if set (``off`` disables the cache), else the platform's user
   cache folder (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS,
@@ -50,12 +52,18 @@ SHIPPED = "certificates.json"
 _MODULES = ("_exact", "distribution", "ieee", "parameters", "shift", "snapping", "_certcache")
 
 
-def _code_version() -> str:
+def _code_version() -> str | None:
+    """The SHA-256 of the certifying modules' source and of gmpy2/MPFR's versions; None when a
+    source file cannot be read (then nothing is cached or shipped: every certificate is
+    computed)."""
     digest = hashlib.sha256()
     here = Path(__file__).parent
-    for name in _MODULES:
-        digest.update(name.encode())
-        digest.update((here / f"{name}.py").read_bytes())
+    try:
+        for name in _MODULES:
+            digest.update(name.encode())
+            digest.update((here / f"{name}.py").read_bytes())
+    except OSError:
+        return None
     digest.update(str(gmpy2.version()).encode())
     digest.update(str(gmpy2.mpfr_version()).encode())
     return digest.hexdigest()
@@ -65,7 +73,10 @@ CODE_VERSION = _code_version()
 
 
 def cache_dir() -> Path | None:
-    """The certificates' folder, or None when the cache is off (``SNAPDP_CACHE_DIR=off``)."""
+    """The certificates' folder, or None when the cache is off (``SNAPDP_CACHE_DIR=off``, or
+    the code version is unknown)."""
+    if CODE_VERSION is None:
+        return None
     env = os.environ.get("SNAPDP_CACHE_DIR")
     if env is not None:
         if env.strip().lower() in ("", "off", "0", "none"):
@@ -107,6 +118,8 @@ def certificate(
 def _shipped() -> dict[tuple[str, ...], ShiftCertificate]:
     """The shipped certificates of this code version, each checked like a disk entry (a
     certificate made by other code, or inconsistent, is left out)."""
+    if CODE_VERSION is None:
+        return {}
     try:
         data = json.loads((Path(__file__).parent / SHIPPED).read_text(encoding="utf-8"))
         entries = list(data["entries"])
