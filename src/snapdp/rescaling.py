@@ -24,7 +24,8 @@ certificate can be had, or the rescaling would not shrink the grid, the mechanis
 as before: never an uncertified claim.
 
 Everything here is a function of the public (ε, Δ, lower, upper), exact, deterministic and
-cached.
+cached: per process, and the certificates also on disk (:mod:`snapdp._certcache`;
+docs/mechanism.md, "Certificates on disk").
 """
 
 from __future__ import annotations
@@ -34,11 +35,11 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from snapdp import _exact
+from snapdp import _certcache, _exact
 from snapdp._exact import mpq
 from snapdp._validation import Number
 from snapdp.parameters import SnappingParameters, compute_parameters
-from snapdp.shift import SLACK_BOUND, ShiftCertificate, _shift_certificate
+from snapdp.shift import SLACK_BOUND, ShiftCertificate
 
 __all__ = [
     "DELTA_NEGLIGIBLE",
@@ -208,7 +209,7 @@ def _rescaling(
             return _not_applied(eps, sens, "rescaling would raise δ (ε·range/Δ near 700)")
         if presume:
             return Rescaling(eps, sens, ratio, eps_r, sens_r, SLACK_BOUND, True, False, None)
-        cert = _shift_certificate(eps_c, sens, lo, hi, sens_r, None, eps_r, False)
+        cert = _certcache.certificate(eps_c, sens, lo, hi, sens_r, eps_r)  # disk-cached
         if not cert.certified:
             return _not_applied(eps, sens, f"no per-shift certificate ({cert.note})")
         return Rescaling(eps, sens, ratio, eps_r, sens_r, SLACK_BOUND, True, True, None, cert)

@@ -90,14 +90,14 @@ def test_fallbacks_never_claim_without_a_certificate(monkeypatch: pytest.MonkeyP
         1, 1, 0, 100
     )
 
-    real = rescaling_module._shift_certificate
+    real = rescaling_module._certcache.certificate
 
     def failing(*args: object) -> object:
         cert = real(*args)  # type: ignore[arg-type]
         return type(cert)(**{**cert.__dict__, "certified": False, "note": "made to fail"})
 
     rescaling_module._rescaling.cache_clear()
-    monkeypatch.setattr(rescaling_module, "_shift_certificate", failing)
+    monkeypatch.setattr(rescaling_module._certcache, "certificate", failing)
     try:
         resc = rescaling_for(Fraction(1), 1, 0, 100)
         assert not resc.applied and not resc.certified and "made to fail" in (resc.note or "")

@@ -11,16 +11,18 @@ diagonal of 1/variance of each released count's noise,
 so every margin equals the sum of its cells. Only released values enter (post-processing: no
 privacy cost). Each ŷⱼ − yⱼ = Σᵢ Wⱼᵢ·eᵢ is a known linear combination of the independent noises
 eᵢ. Its ± (at the release's confidence 1 − α, for each value on its own, like the ± of an
-independent count) is the smaller of two bounds, each holding with probability >= 1 − α/2 for
-every table (so their minimum holds with 1 − α); or, when the fit bound cannot be expected to
-win (it is not below the triangle bound with a shift of two standard deviations of ŷⱼ − zⱼ, a
-public figure) or the family has more than :data:`MAX_FIT_BOUND` released counts, the triangle
-bound alone at α:
+independent count) is chosen per value by a public rule (the statement typically smallest, with
+|v − zⱼ| counted as 0.8 standard deviations of ŷⱼ − zⱼ): the fit bound alone at α, the triangle
+bound alone at α, or the smaller of both at α/2 each (each holding with probability >= 1 − α/2
+for every table, so their minimum holds with 1 − α). A family of more than
+:data:`MAX_FIT_BOUND` released counts states the triangle bound alone at α.
 
-* the triangle bound |v − zⱼ| + aⱼ(α/2), v the value stated, zⱼ the same count as released on
+* the triangle bound |v − zⱼ| + aⱼ(·), v the value stated, zⱼ the same count as released on
   its own and aⱼ(·) the ± of its noise (|v − zⱼ| is known after the release);
-* the fit bound (the smallest of these, chosen from the public weights only, at α′ = α/2) plus
-  |v − ŷⱼ| when v is rounded:
+* the fit bound plus |v − ŷⱼ| when v is rounded: when every noise of the family is never
+  clamped and the family has at most :data:`snapdp.data.sum_bound.MAX_NOISES` counts,
+  :func:`snapdp.data.sum_bound.sum_accuracy` (exact heads, rounding averaged out; docs/data.md,
+  "The fit bound"); else the smallest of these, from the public weights only, at α′:
 
   - union: Σᵢ |Wⱼᵢ|·aᵢ(α′/m), m the noises of the family;
   - split: the k <= 3 largest |Wⱼᵢ| by Σ |Wⱼᵢ|·aᵢ(s·α′/k) (union bound), the rest by the tail
@@ -63,6 +65,7 @@ import numpy.typing as npt
 from snapdp.accuracy import noise_envelope
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import Column
+from snapdp.data.sum_bound import MAX_NOISES, NoiseKind, noise_kind, sum_accuracies
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
@@ -121,6 +124,7 @@ class Member:
     envelope: tuple[float, float]
     accuracy: Callable[[float], float]
     unclamped: bool = False  # no output can reach the mechanism's bounds (see open_bound)
+    kind: NoiseKind | None = None  # the never-clamped error's description (sum_bound)
 
 
 @dataclass(frozen=True)
@@ -254,16 +258,25 @@ def fit(
         gain = _solve(normal, design.T * prec[None, :], full)  # n × total
         weights = design @ gain  # total × total
         residual = np.abs(weights @ design - design).max(axis=1)
-        fit_half = _fit_accuracy(weights, a, b, sym, per_noise, alpha / 2)
-        fit_half += (2 * residual + 1e-15) * max_rows + 1e-12 * (np.abs(weights) @ np.abs(z) + 1)
+        rounding = (2 * residual + 1e-15) * max_rows + 1e-12 * (np.abs(weights) @ np.abs(z) + 1)
+        kinds = [m.kind for m, s in zip(members, sizes, strict=True) for _ in range(s)]
+        if total <= MAX_NOISES and all(k is not None for k in kinds):
+            sure = [k for k in kinds if k is not None]
+            pairs = sum_accuracies(weights, sure, (alpha, alpha / 2))
+            fit_full, fit_half = pairs[:, 0], pairs[:, 1]
+        else:
+            fit_full = _fit_accuracy(weights, a, b, sym, per_noise, alpha)
+            fit_half = _fit_accuracy(weights, a, b, sym, per_noise, alpha / 2)
+        fit_full, fit_half = fit_full + rounding, fit_half + rounding
         half = per_noise(alpha / 2)
-        # A public rule picks the statement per value: both bounds at α/2 when the fit bound may
-        # be the smaller (it is below the triangle bound with a typical shift, two standard
-        # deviations of ŷ − z), else the triangle bound alone at α.
-        shift_sd = np.sqrt(((weights - np.eye(total)) ** 2) @ var)
-        both = fit_half < half + 2 * shift_sd
-        by_fit = np.where(both, fit_half, np.inf)
-        own_half = np.where(both, half, own)
+        # A public rule picks the statement per value, by its typical size (|v − z| taken as
+        # 0.8 standard deviations of ŷ − z, a public figure): the fit bound alone at α, the
+        # triangle bound alone at α, or the smaller of both at α/2.
+        shift = 0.8 * np.sqrt(((weights - np.eye(total)) ** 2) @ var)
+        typical = np.stack([fit_full, own + shift, np.minimum(fit_half, half + shift)])
+        pick = np.argmin(typical, axis=0)
+        by_fit = np.select([pick == 0, pick == 2], [fit_full, fit_half], np.inf)
+        own_half = np.select([pick == 1, pick == 2], [own, half], np.inf)
     if mode == "wls":
         values = fitted
     else:
@@ -467,6 +480,7 @@ def member_of(
         (a, b),
         functools.partial(_accuracy, key),
         bool(unclamped),
+        noise_kind(params) if unclamped else None,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 from scipy import integrate, stats
@@ -98,3 +99,54 @@ def test_bad_inputs():
         utility_grid([1.0], [2.0], [1.5])
     with pytest.raises(ParameterError, match="offsets"):
         utility_point(1.0, 1.0, 0.0, 1.0, 0.5, offsets=0)
+
+
+@pytest.mark.parametrize("rescale", [False, True])
+@pytest.mark.parametrize("value", [3.0, 50.53125, 97.0, 100.5, 103.0])
+def test_distance_cases_at_a_sensitivity_of_17_16_against_quadrature(rescale, value):
+    """The previous session saw a disagreement with a simulation at Δ = 17/16 (the rescaled
+    sensitivity of ε = 1, Δ = 1). Independent oracle: numerical integration of |x + ρY − out|
+    over Y's Laplace(λ′) density, cell by cell, in scaled units (x = (v − c)/Δ); no bug found."""
+    if rescale:
+        params = SnappingMechanism(1, 1, 0, 100).parameters
+        assert params.sensitivity == Fraction(17, 16)
+    else:
+        params = SnappingMechanism(1, Fraction(17, 16), 0, 100, rescale=False).parameters
+    interior, clamped = distance_cases(params, value, multiples=(0.5, 2.0))
+    sens, lam_p, cell = float(params.sensitivity), float(params.scale), float(params.grid)
+    bound, centre = float(params.bound), float(params.center)
+    rho = (1 / float(params.epsilon)) / lam_p
+    x = (value - centre) / sens
+    xt = min(max(x, -bound), bound)
+    dens = stats.laplace(scale=lam_p).pdf
+    k_plus, k_minus = math.ceil(bound / cell), -math.ceil(bound / cell)
+    pieces = [
+        (k * cell - cell / 2 - xt, k * cell + cell / 2 - xt, k * cell)
+        for k in range(k_minus + 1, k_plus)
+    ]
+    clamp_pieces = [
+        (k_plus * cell - cell / 2 - xt, 400.0, bound),
+        (-400.0, k_minus * cell + cell / 2 - xt, -bound),
+    ]
+
+    def moments(parts, t):
+        mass = dist = tail = 0.0
+        for lo, hi, out in parts:
+            if hi <= -60 * lam_p or lo >= 60 * lam_p:
+                continue
+            f = lambda y, out=out: abs(x - out + rho * y)  # noqa: E731
+            jumps = [q for q in ((out - x + s * t) / rho for s in (1, -1)) if lo < q < hi]
+            mass += integrate.quad(dens, lo, hi, limit=200)[0]
+            dist += integrate.quad(lambda y, f=f: f(y) * dens(y), lo, hi, limit=200)[0]
+            tail += integrate.quad(
+                lambda y, f=f: float(f(y) > t) * dens(y), lo, hi, points=jumps or None, limit=200
+            )[0]
+        return mass, dist, tail
+
+    lam = 1 / float(params.epsilon)
+    for case, parts in ((interior, pieces), (clamped, clamp_pieces)):
+        mass, dist, tail = moments(parts, 2.0 * lam)
+        assert case.probability == pytest.approx(mass, rel=1e-8, abs=1e-13)
+        if mass > 1e-9:
+            assert case.expected_distance == pytest.approx(dist / mass * sens, rel=1e-7)
+            assert case.tail[2.0] == pytest.approx(tail / mass, rel=1e-6, abs=1e-10)
