@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ from hypothesis import settings
 # failure is reproducible and no run is flaky; a loaded machine gets no per-example deadline.
 settings.register_profile("snapdp", derandomize=True, deadline=None, print_blob=True)
 settings.load_profile("snapdp")
+
+# Certificates cached on disk go to a fresh folder per test process, not the user's cache.
+os.environ.setdefault("SNAPDP_CACHE_DIR", tempfile.mkdtemp(prefix="snapdp-cache-"))
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # SNAPDP_SHARED_DATA points a git worktree (whose parent has no shared/) at the PUMS folder.
