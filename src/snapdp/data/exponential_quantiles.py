@@ -103,7 +103,7 @@ def quantile_grid(
         edges = (*tuple(Fraction(lo + j * w) for j in range(m)), Fraction(hi + 1))
     else:
         res = (upper - lower) / 1024 if resolution is None else Fraction(resolution)
-        m = max(1, math.ceil((upper - lower) / res))
+        m = max(2, math.ceil((upper - lower) / res))
         step = (upper - lower) / m
         edges = (*tuple(lower + j * step for j in range(m)), upper)
     if m > MAX_CANDIDATES:

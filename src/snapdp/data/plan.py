@@ -188,6 +188,8 @@ def usefulness_flags(schema: Schema, allocation: Allocation) -> list[str]:
     alpha = float(1 - Fraction(repr(pq.confidence)))
     out: list[str] = []
     for noise in statistics.calibrate(compiled):
+        if noise.part.source == "exponential":  # no snapping: its flags do not apply
+            continue
         mech = SnappingMechanism(
             noise.epsilon, noise.sensitivity, noise.part.lower, noise.part.upper
         )
