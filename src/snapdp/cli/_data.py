@@ -385,6 +385,8 @@ def usefulness(result: QueryResult, schema: Schema) -> tuple[list[dict[str, Any]
     alpha = float(1 - Fraction(repr(result.confidence)))
     found: dict[str, dict[str, Any]] = {}
     for part in result.mechanisms.values():
+        if "lower" not in part:  # the exact exponential mechanism (quantiles): no snapping grid
+            continue
         mech = SnappingMechanism(
             Fraction(part["epsilon"]),
             Fraction(part["sensitivity"]),
