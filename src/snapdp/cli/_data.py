@@ -144,6 +144,7 @@ def run_table_release(
     glob: bool = False,
     where: str | None = None,
     consistent: str | None = None,
+    quantile_method: str = "tree",
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -168,6 +169,7 @@ def run_table_release(
         stds=stds,
         quantiles=quantiles,
         mean_method=mean_method,
+        quantile_method=quantile_method,
         by=by_columns,
         confidence=confidence,
         dataset=dataset,

@@ -98,6 +98,8 @@ class Query:
                     f"`method` of quantiles must be 'tree' or 'exponential', not {self.method!r}",
                     parameter="method",
                 )
+            if self.method == "tree":  # the default, written one way (equal queries compare equal)
+                object.__setattr__(self, "method", "ratio")
         elif self.method not in ("ratio", "substitute"):
             raise ParameterError(
                 f"`method` must be 'ratio' or 'substitute', not {self.method!r}", parameter="method"
