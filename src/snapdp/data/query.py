@@ -123,6 +123,6 @@ class Query:
         if self.name:
             return self.name
         core = self.statistic if self.column is None else f"{self.statistic}({self.column})"
-        core += " by the exponential mechanism" if self.method == "exponential" else ""
         core += f" by {', '.join(self.by)}" if self.by else ""
-        return core + (f" where {to_sql(self.where)}" if self.where is not None else "")
+        core += f" where {to_sql(self.where)}" if self.where is not None else ""
+        return core + (" (exponential mechanism)" if self.method == "exponential" else "")
