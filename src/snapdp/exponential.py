@@ -80,15 +80,16 @@ class ExponentialParameters:
     @property
     def log_base(self) -> float:
         """ln r, rounded down (for accuracy statements: a smaller ln r states a wider ±)."""
-        return math.nextafter(math.log(self.numerator) - self.shift * math.log(2), 0.0) * (
-            1 - 2**-50
-        )
+        with gmpy2.context(precision=128, round=gmpy2.RoundDown):
+            lr = gmpy2.log(gmpy2.mpq(self.numerator, 1 << self.shift))
+            return float(gmpy2.mpfr(lr, 53))
 
     @property
     def epsilon_used(self) -> float:
         """2Δ·ln r, the ε the mechanism actually spends, rounded up (always <= ``epsilon``)."""
-        lr = gmpy2.log(gmpy2.mpq(self.numerator, 1 << self.shift))
-        return math.nextafter(float(2 * self.sensitivity * lr), math.inf)
+        with gmpy2.context(precision=128, round=gmpy2.RoundUp):
+            lr = 2 * self.sensitivity * gmpy2.log(gmpy2.mpq(self.numerator, 1 << self.shift))
+            return float(gmpy2.mpfr(lr, 53))
 
     @property
     def draw_words(self) -> int:
@@ -101,8 +102,9 @@ class ExponentialParameters:
         r**−t each). Valid while t <= C, which holds for every α >= 2**−64."""
         if not 0 < alpha < 1:
             raise ParameterError(f"`alpha` must lie in (0, 1), not {alpha!r}", parameter="alpha")
+        # ln((m − 1)/α) in doubles is within a few ulps; 2**-40 covers it and the division
         t = max(math.log(max(self.candidates - 1, 1) / alpha), 0.0) / self.log_base
-        return math.nextafter(t * (1 + 2**-40), math.inf)
+        return math.nextafter(t * (1 + 2**-40) + 2**-40, math.inf)
 
 
 def exponential_parameters(
