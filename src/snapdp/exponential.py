@@ -14,9 +14,10 @@ sampler draws exactly from it:
   chosen from public parameters so that candidates at loss >= C carry a negligible share
   (m·r**−C <= 2**−64 of the best candidate's weight), which only the accuracy bound needs.
 * **Exact weights.** Multiplying every weight by P**C gives integers Wⱼ = T[min(dⱼ, C)] with
-  T[v] = P**(C−v)·2**(s·v). The table T is computed in full from public parameters; a candidate's
-  weight is a table look-up, so the arithmetic done does not depend on the losses (only the
-  sizes of the integers added do).
+  T[v] = P**(C−v)·2**(s·v). When the whole table T[0..C] fits in 16 MiB it is computed from
+  public parameters and a weight is a look-up; otherwise each weight is computed by a ladder of
+  exactly bitlen(C) squarings and bitlen(C) multiplications (by P or by 1). Either way the
+  number of operations does not depend on the losses (only the sizes of the integers do).
 * **One uniform integer.** Z = ΣWⱼ <= m·T[0] =: Z_max (public). The sampler reads K/64 words,
   K = bitlen(Z_max) + 128 fixed by public parameters, as X uniform on [0, 2**K). If
   X < ⌊2**K/Z⌋·Z it returns the j with cumₓ(j−1) <= X mod Z < cum(j) (a scan over all m
@@ -51,7 +52,9 @@ __all__ = [
 ]
 
 MAX_TABLE_BITS = 1 << 30
-"""The largest weight table (in bits, 128 MiB) :func:`exponential_parameters` accepts."""
+"""The most bits (128 MiB) the candidates' weights may take together; larger is refused."""
+
+_TABLE_BITS = 1 << 27  # a table of every weight T[0..C] is built when it fits in 16 MiB
 
 _TAIL_BITS = 64  # the cap C leaves at most m·2**-64 of the best weight beyond it
 _RETRY_BITS = 128  # slack bits of the uniform draw: a retry has probability <= 2**-128
@@ -113,8 +116,8 @@ def exponential_parameters(
     """The parameters for loss sensitivity Δ = ``sensitivity`` over ``candidates`` candidates.
 
     The shift s = 16 + bitlen(⌈1/x⌉) (x = ε/(2Δ)) keeps ln r within 2**−16·x of x, so
-    ε_used >= ε·(1 − 2**−16). A ParameterError when the weight table would pass
-    :data:`MAX_TABLE_BITS` (ε too small for the number of candidates).
+    ε_used >= ε·(1 − 2**−16). A ParameterError when the m weights would pass
+    :data:`MAX_TABLE_BITS` bits (ε too small for the number of candidates).
     """
     eps = check_epsilon("epsilon", epsilon)
     if not isinstance(sensitivity, int) or isinstance(sensitivity, bool) or sensitivity < 1:
@@ -135,11 +138,11 @@ def exponential_parameters(
     log_r = math.log(numerator) - shift * math.log(2)
     cap = math.ceil((math.log(candidates) + _TAIL_BITS * math.log(2)) / log_r * (1 + 2**-30)) + 1
     params = ExponentialParameters(eps, sensitivity, candidates, numerator, shift, cap)
-    bits = (cap + 1) * cap * max(numerator.bit_length(), shift)  # C + 1 entries of ~C·s bits
+    bits = candidates * cap * max(numerator.bit_length(), shift)  # m weights of ~C·s bits
     if bits > MAX_TABLE_BITS:
         raise ParameterError(
             f"`epsilon` {eps} is too small for the exact exponential mechanism over "
-            f"{candidates} candidates at sensitivity {sensitivity} (its weight table would need "
+            f"{candidates} candidates at sensitivity {sensitivity} (its weights would need "
             f"{bits // 8 // 2**20} MiB); use a larger ε or the tree (docs/exponential.md)",
             parameter="epsilon",
         )
@@ -194,13 +197,33 @@ def _weights(params: ExponentialParameters, losses: Sequence[int]) -> list[gmpy2
             f"`losses` must have {params.candidates} entries, not {len(losses)}",
             parameter="losses",
         )
-    table = _table(params.numerator, params.shift, params.cap)
-    out = []
     for d in losses:
         if not isinstance(d, int) or d < 0:
             raise ParameterError("every loss must be an integer >= 0", parameter="losses")
-        out.append(table[min(d, params.cap)])
-    return out
+    cap, shift = params.cap, params.shift
+    if _uses_table(params):
+        table = _table(params.numerator, shift, cap)
+        return [table[min(d, cap)] for d in losses]
+    # no table: each weight by a ladder of bitlen(C) squarings and multiplications
+    p, steps = gmpy2.mpz(params.numerator), cap.bit_length()
+    return [_ladder(p, cap - min(d, cap), steps) << (shift * min(d, cap)) for d in losses]
+
+
+def _uses_table(params: ExponentialParameters) -> bool:
+    """Whether the weights come from a table (a choice made from public parameters only)."""
+    size = (params.cap + 1) * params.cap * max(params.numerator.bit_length(), params.shift)
+    return size <= _TABLE_BITS
+
+
+def _ladder(base: gmpy2.mpz, exponent: int, steps: int) -> gmpy2.mpz:
+    """base**exponent (0 <= exponent < 2**steps) with exactly ``steps`` squarings and
+    ``steps`` multiplications (by base or by 1), whatever the exponent."""
+    one = gmpy2.mpz(1)
+    acc = gmpy2.mpz(1)
+    for i in range(steps - 1, -1, -1):
+        acc = acc * acc
+        acc = acc * (base if (exponent >> i) & 1 else one)
+    return acc
 
 
 @functools.lru_cache(maxsize=2)
@@ -215,5 +238,7 @@ def _table(numerator: int, shift: int, cap: int) -> tuple[gmpy2.mpz, ...]:
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=16)
 def _total_bound(params: ExponentialParameters) -> int:
-    return params.candidates * int(_table(params.numerator, params.shift, params.cap)[0])
+    """m·P**C, at least the total weight (every weight is at most T[0] = P**C)."""
+    return int(params.candidates * params.numerator**params.cap)

@@ -252,3 +252,23 @@ def test_grid_integer_and_decimal() -> None:
         eq.quantile_grid(Fraction(0), Fraction(10**6), True, None)
     assert info.value.parameter == "resolution"
     assert math.isclose(float(d.width), 1 / 1024)
+
+
+def test_the_ladder_path_equals_the_table_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a table (large parameters), each weight comes from a fixed-length ladder: the
+    same exact distribution, the same words per draw."""
+    import snapdp.exponential as mod
+
+    losses = [3, 0, 1, 10**6, 2, 7]
+    p = exponential_parameters(Fraction(1, 3), 2, len(losses))
+    table = probabilities(p, losses)
+    words = []
+    for bits in (mod._TABLE_BITS, 0):
+        monkeypatch.setattr(mod, "_TABLE_BITS", bits)
+        assert mod._uses_table(p) == (bits > 0)
+        assert probabilities(p, losses) == table == _oracle(p, losses)
+        src = _Counting(3)
+        draws = [sample(p, losses, src) for _ in range(50)]  # type: ignore[arg-type]
+        words.append((src.read, draws))
+    assert words[0] == words[1]  # same source, same draws, same words read
+    assert mod._ladder(gmpy2.mpz(3), 0, 4) == 1 and mod._ladder(gmpy2.mpz(3), 13, 4) == 3**13
