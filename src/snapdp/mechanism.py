@@ -176,6 +176,12 @@ class SnappingMechanism:
         self._private = is_private(self._source)
         self._plan: FastPlan | None = plan_for(self.parameters)
 
+    @property
+    def bit_source(self) -> BitSource:
+        """The source this mechanism draws from (shared by a query's other mechanisms, such as
+        the exact exponential mechanism of quantiles, docs/exponential.md)."""
+        return self._source
+
     # -- parameters, as doubles -------------------------------------------------------------
     @property
     def precision(self) -> int:

@@ -144,6 +144,7 @@ def run_table_release(
     glob: bool = False,
     where: str | None = None,
     consistent: str | None = None,
+    quantile_method: str = "tree",
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -168,6 +169,7 @@ def run_table_release(
         stds=stds,
         quantiles=quantiles,
         mean_method=mean_method,
+        quantile_method=quantile_method,
         by=by_columns,
         confidence=confidence,
         dataset=dataset,
@@ -385,6 +387,8 @@ def usefulness(result: QueryResult, schema: Schema) -> tuple[list[dict[str, Any]
     alpha = float(1 - Fraction(repr(result.confidence)))
     found: dict[str, dict[str, Any]] = {}
     for part in result.mechanisms.values():
+        if "lower" not in part:  # the exact exponential mechanism (quantiles): no snapping grid
+            continue
         mech = SnappingMechanism(
             Fraction(part["epsilon"]),
             Fraction(part["sensitivity"]),

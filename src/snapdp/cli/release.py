@@ -54,6 +54,13 @@ from snapdp.mechanism import SnappingMechanism
     show_default=True,
     help="Means: noisy sum / noisy count, or sum/n with n declared public (--rows).",
 )
+@click.option(
+    "--quantile-method",
+    type=click.Choice(["tree", "exponential"]),
+    default="tree",
+    show_default=True,
+    help="Quantiles: a tree histogram, or the exact exponential mechanism (better for 1-3).",
+)
 @click.option("--by", multiple=True, metavar="COL[,COL…]", help="Group by these columns.")
 @click.option(
     "--where",
@@ -126,6 +133,7 @@ def release(
     stds: tuple[str, ...],
     quantiles: tuple[str, ...],
     mean_method: str,
+    quantile_method: str,
     by: tuple[str, ...],
     where: str | None,
     ledger: str | None,
@@ -201,6 +209,7 @@ def release(
         stds=stds,
         quantiles=quantiles,
         mean_method=mean_method,
+        quantile_method=quantile_method,
         by=by,
         declaration=declaration,
         ledger=ledger,

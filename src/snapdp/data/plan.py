@@ -103,6 +103,14 @@ class PlannedQuery:
             object.__setattr__(self, "epsilon", check_epsilon("epsilon", self.epsilon))
         if self.accuracy is not None:
             object.__setattr__(self, "accuracy", _positive("accuracy", self.accuracy))
+            if self.query.method == "exponential":  # nothing released could confirm a value ±
+                raise ParameterError(
+                    f"query {self.query.label!r}: the exponential method states its ± in ranks "
+                    "and releases no count, so a target ± in values cannot be promised; give it a "
+                    "fixed epsilon or a weight (docs/data.md, 'Quantiles by the exponential "
+                    "mechanism')",
+                    parameter="accuracy",
+                )
         if self.weight is not None:
             object.__setattr__(self, "weight", _positive("weight", self.weight))
         c = self.confidence
@@ -188,6 +196,8 @@ def usefulness_flags(schema: Schema, allocation: Allocation) -> list[str]:
     alpha = float(1 - Fraction(repr(pq.confidence)))
     out: list[str] = []
     for noise in statistics.calibrate(compiled):
+        if noise.part.source == "exponential":  # no snapping: its flags do not apply
+            continue
         mech = SnappingMechanism(
             noise.epsilon, noise.sensitivity, noise.part.lower, noise.part.upper
         )

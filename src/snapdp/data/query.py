@@ -29,7 +29,10 @@ class Query:
     ``bins``: (column, edges) pairs overriding a grouping column's domain with numeric bins for
     this query. ``quantiles``: probabilities in (0, 1) for ``statistic="quantiles"``.
     ``method``: for a mean, "ratio" (noisy sum / noisy count, default) or "substitute" (needs the
-    declared public row count). ``name``: a label for results (default: derived).
+    declared public row count); for quantiles, "tree" (a tree histogram, the default; "ratio",
+    the field's default, means it too) or "exponential" (the exact exponential mechanism, one
+    per probability; docs/data.md, "Quantiles by the exponential mechanism"). ``name``: a label
+    for results (default: derived).
     ``resolution``: for quantiles, the widest leaf of the tree histogram (default: the declared
     range / 1024, and at least 1 for an integer column). ``where``: keep only the rows this
     predicate holds for (SQL's WHERE; checked against the declaration when compiled).
@@ -40,7 +43,7 @@ class Query:
     by: tuple[str, ...] = ()
     bins: tuple[tuple[str, tuple[Fraction, ...]], ...] = ()
     quantiles: tuple[Fraction, ...] = ()
-    method: Literal["ratio", "substitute"] = "ratio"
+    method: Literal["ratio", "substitute", "tree", "exponential"] = "ratio"
     name: str | None = None
     resolution: Fraction | None = None
     where: Predicate | None = None
@@ -89,7 +92,15 @@ class Query:
             if not res > 0:
                 raise ParameterError("`resolution` must be > 0", parameter="resolution")
             object.__setattr__(self, "resolution", res)
-        if self.method not in ("ratio", "substitute"):
+        if self.statistic == "quantiles":
+            if self.method not in ("ratio", "tree", "exponential"):
+                raise ParameterError(
+                    f"`method` of quantiles must be 'tree' or 'exponential', not {self.method!r}",
+                    parameter="method",
+                )
+            if self.method == "tree":  # the default, written one way (equal queries compare equal)
+                object.__setattr__(self, "method", "ratio")
+        elif self.method not in ("ratio", "substitute"):
             raise ParameterError(
                 f"`method` must be 'ratio' or 'substitute', not {self.method!r}", parameter="method"
             )
@@ -113,4 +124,5 @@ class Query:
             return self.name
         core = self.statistic if self.column is None else f"{self.statistic}({self.column})"
         core += f" by {', '.join(self.by)}" if self.by else ""
-        return core + (f" where {to_sql(self.where)}" if self.where is not None else "")
+        core += f" where {to_sql(self.where)}" if self.where is not None else ""
+        return core + (" (exponential mechanism)" if self.method == "exponential" else "")

@@ -55,6 +55,8 @@ def check_release(
             )
     delta = 0.0
     for n in noises:
+        if n.part.source == "exponential":  # exact, pure ε: no δ (docs/exponential.md)
+            continue
         mech = SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper)
         delta += n.cells * mech.privacy.delta
     if delta > DELTA_LIMIT:

@@ -48,6 +48,7 @@ import numpy.typing as npt
 
 from snapdp.accuracy import accuracy_bound
 from snapdp.data import calibration, quantiles
+from snapdp.data import exponential_quantiles as expq
 from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
 from snapdp.data.predicate import Predicate, check_predicate, columns_of
@@ -56,6 +57,8 @@ from snapdp.data.results import QueryResult, ResultRow
 from snapdp.data.schema import DEFAULT_MAX_ROWS, Column, Key, Schema, keys_product
 from snapdp.data.sensitivity import FixedPoint, fits_int64, fixed_point
 from snapdp.errors import ParameterError
+from snapdp.exponential import exponential_parameters
+from snapdp.exponential import sample as exponential_sample
 from snapdp.mechanism import SnappingMechanism
 from snapdp.parameters import SnappingParameters
 from snapdp.rescaling import mechanism_parameters
@@ -97,6 +100,7 @@ class Part:
     lower: int
     upper: int
     cells: int | None = None  # cells one unit touches, when not the query's (tree levels)
+    probability: Fraction | None = None  # source "exponential": the quantile's p
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,7 @@ class Compiled:
     tree: Any = None  # quantiles: the tree (snapdp.data.quantiles.TreeSpec)
     where: Predicate | None = None  # the row filter, literals typed by the declaration
     where_columns: tuple[Column, ...] = ()  # the declared columns it reads
+    grid: Any = None  # exponential quantiles: the candidates (exponential_quantiles.QuantileGrid)
 
     @property
     def engine_groupings(self) -> tuple[Column, ...]:
@@ -203,6 +208,11 @@ class AccuracyStatement:
         """The accuracy in words."""
         if self.accuracy is not None:
             return f"±{_num(self.accuracy)}"
+        if self.rank is not None and self.query.method == "exponential":
+            return (
+                f"rank ±{_num(self.rank)} (for every n); in values ±({_num(self.leaf_width or 0.0)}"
+                f" + {_num(self.per_count or 0.0)}/n) if n rows are evenly spread"
+            )
         if self.rank is not None:
             return (
                 f"rank ±{_num(self.rank)}; in values ±({_num(self.leaf_width or 0.0)} + "
@@ -343,6 +353,8 @@ def _compile_quantiles(
         raise ParameterError(
             f"column {col.name!r} needs declared bounds for quantiles", parameter="lower"
         )
+    if query.method == "exponential":
+        return _compile_exponential(query, schema, epsilon, groupings, col, by_cells)
     qmod = quantiles
     span = col.upper - col.lower
     resolution = query.resolution
@@ -368,6 +380,35 @@ def _compile_quantiles(
         for lv in range(1, tree.depth + 1)
     )
     return Compiled(query, epsilon, groupings, None, None, parts, r, schema, leaf, tree)
+
+
+def _compile_exponential(
+    query: Query,
+    schema: Schema,
+    epsilon: Fraction,
+    groupings: tuple[Column, ...],
+    col: Column,
+    by_cells: int,
+) -> Compiled:
+    """Quantiles by the exact exponential mechanism (docs/data.md, "Quantiles by the exponential
+    mechanism"): the engine counts rows per (cell, grid cell), the outer edges pushed out as for
+    the tree (the clamp); one part per probability with ε/#probabilities, loss sensitivity
+    max(a, b − a)·l1 for p = a/b, every group at that ε (a unit's rows over the groups add up
+    to at most l1, and each group's privacy loss grows with its own share)."""
+    assert col.lower is not None and col.upper is not None
+    grid = expq.quantile_grid(col.lower, col.upper, col.type == "integer", query.resolution)
+    edges = list(grid.edges)
+    big = Fraction(1 << 63) if col.type == "integer" else Fraction(1 << 1024)
+    edges[0], edges[-1] = -big, big
+    leaf = replace(col, lower=None, upper=None, keys=None, bins=tuple(edges))
+    r = reach(schema, by_cells * grid.cells)
+    share = Fraction(1, len(query.quantiles))
+    parts = []
+    for i, p in enumerate(query.quantiles):
+        sens = expq.sensitivity(p, r.l1)
+        expq.parameters(epsilon * share, p, r.l1, grid.cells)  # refuses a too small ε, by name
+        parts.append(Part(f"q{i + 1}", "exponential", share, sens, sens, 0, grid.cells - 1, 1, p))
+    return Compiled(query, epsilon, groupings, None, None, tuple(parts), r, schema, leaf, grid=grid)
 
 
 def _substitute_part(query: Query, schema: Schema, fp: FixedPoint, r: Reach, cells: int) -> Part:
@@ -449,6 +490,8 @@ def accuracy_of(
     notes = notes_for(compiled, noises)
     if compiled.tree is not None:
         return _quantile_accuracy(compiled, noises, confidence, alpha, notes)
+    if compiled.grid is not None:
+        return _exponential_accuracy(compiled, noises, confidence, alpha, notes)
     a = _part_accuracies(compiled, noises, alpha)
     fp, stat = compiled.fixed, compiled.query.statistic
     if fp is None:
@@ -520,6 +563,45 @@ def _quantile_accuracy(
     )
 
 
+def _exponential_accuracy(
+    compiled: Compiled,
+    noises: Sequence[Noise],
+    confidence: float,
+    alpha: float,
+    notes: tuple[str, ...],
+) -> AccuracyStatement:
+    """Rank ± (every probability at once: each at α/#probabilities): the released value is the
+    middle of a grid cell whose true rank interval lies within it of p·n, for every n
+    (:func:`snapdp.data.exponential_quantiles.rank_bound`). In values: a planning figure, half
+    a cell + rank·(U − L)/n for n evenly spread rows; the release can state no more."""
+    grid = compiled.grid
+    each = alpha / len(noises)
+    targets = []
+    for n, p in zip(noises, compiled.query.quantiles, strict=True):
+        params = expq.parameters(n.epsilon, p, compiled.reach.l1, grid.cells)
+        targets.append(_up(expq.rank_bound(params, p, each)))
+    rank = max(targets)
+    span = float(grid.upper - grid.lower)
+    note = (
+        "quantiles (exponential mechanism, exact, pure ε): each released value is the middle of a "
+        f"cell of {_frac(grid.width)} whose true rank is within the rank ± of p·n, whatever n; "
+        "the ± in values is the range (no count is released; docs/data.md, 'Quantiles by the "
+        "exponential mechanism')"
+    )
+    return AccuracyStatement(
+        compiled.query,
+        compiled.epsilon,
+        confidence,
+        None,
+        _up(rank * span),
+        span,
+        (*notes, note),
+        rank=rank,
+        leaf_width=float(grid.half_width),
+        targets=tuple(targets),
+    )
+
+
 def _part_accuracies(compiled: Compiled, noises: Sequence[Noise], alpha: float) -> dict[str, float]:
     each = alpha / len(noises)
     return {n.part.name: accuracy_bound(n.parameters(), each) for n in noises}
@@ -568,6 +650,8 @@ def exact_inputs(
     """Each part's exact aggregate per cell (engine output, or derived from it exactly)."""
     out: dict[str, list[int | Fraction]] = {}
     j = value_index
+    if compiled.grid is not None:  # exponential quantiles: every part reads the cell counts
+        return {part.name: list(aggregates.rows) for part in compiled.parts}
     if compiled.tree is not None:
         tree = compiled.tree
         qmod = quantiles
@@ -614,12 +698,30 @@ def noisy_values(
     this changes nothing); int64 arrays take the vectorised path when the bounds fit, else each
     value takes the exact path.
     """
+    if part.source == "exponential":
+        return _exponential_values(mechanism, part, exact)
     clamped = [min(max(x, part.lower), part.upper) for x in exact]
     # The path is chosen from the part (its bounds and the type of its exact values: ints for
     # sums and counts, Fractions for a substitute mean), never from the clamped values.
     if fits_int64(part.lower, part.upper) and all(isinstance(x, int) for x in exact):
         return mechanism.release_many(np.array(clamped, dtype=np.int64))
     return np.array([mechanism.release(x) for x in clamped], dtype=np.float64)
+
+
+def _exponential_values(
+    mechanism: SnappingMechanism, part: Part, exact: Sequence[int | Fraction]
+) -> npt.NDArray[np.float64]:
+    """One exponential-mechanism draw per cell of the grouping: the index of the released grid
+    cell (``exact``: the rows per grid cell, cell after cell; the mechanism's bit source)."""
+    m, p = part.upper + 1, part.probability  # the grid's cells; the quantile
+    assert p is not None
+    # the part's calibrated ε is the mechanism's (Noise.epsilon, see mechanisms())
+    params = exponential_parameters(mechanism.epsilon, int(part.l1), m)
+    out = []
+    for start in range(0, len(exact), m):  # the same work for every cell
+        losses = expq.losses([int(c) for c in exact[start : start + m]], p)
+        out.append(float(exponential_sample(params, losses, mechanism.bit_source)))
+    return np.array(out, dtype=np.float64)
 
 
 # -- results ----------------------------------------------------------------------------------
@@ -640,9 +742,16 @@ def assemble(
         if compiled.tree is not None:
             rows += _quantile_rows(compiled, statement, noisy, i, tuple(keys))
             continue
+        if compiled.grid is not None:
+            rows += _exponential_rows(compiled, statement, noisy, i, tuple(keys))
+            continue
         value, acc = _cell_value(compiled, statement, noisy, i, fp, stat)
         rows.append(ResultRow(tuple(keys), value, acc))
-    delta = math.fsum(n.cells * m.privacy.delta for n, m in zip(noises, mechs, strict=True))
+    delta = math.fsum(
+        n.cells * m.privacy.delta
+        for n, m in zip(noises, mechs, strict=True)
+        if n.part.source != "exponential"  # exact: pure ε
+    )
     described = {n.part.name: _describe(n, m, fp) for n, m in zip(noises, mechs, strict=True)}
     return QueryResult(
         compiled.query,
@@ -654,6 +763,25 @@ def assemble(
         statement.notes,
         described,
     )
+
+
+def _exponential_rows(
+    compiled: Compiled,
+    statement: AccuracyStatement,
+    noisy: dict[str, npt.NDArray[np.float64]],
+    i: int,
+    keys: tuple[Key | str, ...],
+) -> list[ResultRow]:
+    """The released grid cells' values; ± in values: the range (nothing else is released); the
+    rank ± per probability."""
+    grid = compiled.grid
+    assert statement.cap is not None
+    rows = []
+    for part, p, rank in zip(compiled.parts, compiled.query.quantiles, statement.targets,
+                             strict=True):  # fmt: skip
+        j = int(noisy[part.name][i])
+        rows.append(ResultRow(keys, float(grid.value(j)), statement.cap, p, rank))
+    return rows
 
 
 def _quantile_rows(
@@ -718,6 +846,20 @@ def _cell_value(
 
 
 def _describe(noise: Noise, mech: SnappingMechanism, fp: FixedPoint | None) -> dict[str, Any]:
+    if noise.part.source == "exponential":
+        params = exponential_parameters(noise.epsilon, int(noise.sensitivity), noise.part.upper + 1)
+        return {
+            "mechanism": "exponential (exact; docs/exponential.md)",
+            "epsilon": str(noise.epsilon),
+            "epsilon_used": params.epsilon_used,
+            "probability": str(noise.part.probability),
+            "sensitivity": str(noise.sensitivity),
+            "base": f"{params.numerator}/2^{params.shift}",
+            "candidates": params.candidates,
+            "loss_cap": params.cap,
+            "words_per_draw": params.draw_words,
+            "delta": 0.0,
+        }
     return {
         "epsilon": str(noise.epsilon),
         "sensitivity": str(noise.sensitivity),

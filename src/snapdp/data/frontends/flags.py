@@ -51,6 +51,7 @@ def workload_from_flags(
     dataset: str | None = None,
     where: str | None = None,
     consistent: str | None = None,
+    quantile_method: str = "tree",
 ) -> Workload:
     """The workload the flags state: ``declaration`` holds the declaration flags' values (the
     keyword arguments of :func:`schema_from_options`), the statistic flags their specs, ``by``
@@ -65,7 +66,7 @@ def workload_from_flags(
             raise ParameterError("`consistent` fits counts: add --count", parameter="consistent")
         queries = [*(Query("count", by=tuple(by[:k])) for k in range(len(by))), *queries]
     queries += [
-        Query("quantiles", _value_spec(spec)[0], tuple(by), quantiles=probs)
+        Query("quantiles", _value_spec(spec)[0], tuple(by), quantiles=probs, method=quantile_method)  # type: ignore[arg-type]
         for spec, probs in quantile_specs
     ]
     if not queries:

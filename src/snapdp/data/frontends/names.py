@@ -80,7 +80,7 @@ NAMES: Mapping[str, Name] = {
     "query_bins": Name("--bins", ("query", "bins", ("edges",))),
     "quantiles": Name("--quantiles", ("query", "quantiles", ("probabilities",)), "PERCENTILE_CONT"),
     "resolution": Name(None, ("query", "resolution", ())),
-    "method": Name("--mean-method", ("query", "method", ())),
+    "method": Name("--mean-method/--quantile-method", ("query", "method", ())),
     "name": Name(None, ("query", "name", ("label",)), "AS"),
     "where": Name(None, ("query", "where", ()), "WHERE"),
     "sql": Name(None, ("query", "sql", ())),

@@ -1,0 +1,151 @@
+"""Quantiles by the exact exponential mechanism: the grid, the loss and the accuracy (no engine,
+no I/O). See docs/data.md, "Quantiles by the exponential mechanism", and docs/exponential.md.
+
+**The grid.** A bounded numeric column [L, U] is cut into m cells: for an integer column, runs of
+w consecutive integers (w = 1 by default: one cell per integer, so the released value is an
+integer of the column); for a decimal column, m equal cells of width no more than the
+resolution. The engine counts the rows per cell (values clamped to [L, U]). Each cell is one
+candidate; the released value is the cell's middle (the integer itself when w = 1).
+
+**The loss.** For p = a/b in lowest terms, n rows and Cⱼ the rows below cell j,
+dⱼ = max(b·Cⱼ − a·n, a·n − b·Cⱼ₊₁, 0) = b·(the distance from p·n to [Cⱼ, Cⱼ₊₁]). It is 0 exactly
+on the cells that hold a true p-quantile, and a row added below cell j moves it by at most b − a,
+one in or above it by at most a: Δ = max(a, b − a) per row, times the rows one unit can add.
+
+**Privacy.** Each probability's candidate is drawn by :func:`snapdp.exponential.sample` with ε
+split equally over the probabilities (sequential composition): pure ε-DP (ε_used = 2Δ·ln r <= ε
+per probability). In a grouped query every group gets the full ε of its probability: a unit
+adding dᵍ rows to group g moves that group's losses by at most dᵍ·max(a, b − a), and the
+exponential mechanism's loss grows with the change (2·ln r per unit of loss), so the groups'
+losses add up to at most ε when Σdᵍ is at most the unit's row bound.
+
+**Accuracy.** With probability >= 1 − α the released cell's rank interval [Cⱼ, Cⱼ₊₁] lies
+within ± t/b of p·n, t = ln((m − 1)/α)/ln r (:meth:`ExponentialParameters.loss_bound`): one cell
+has loss 0, so any cell at loss >= t has probability at most r**−t. The bound holds for every
+n: it is stated before anything is spent and depends on public parameters only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from snapdp.errors import ParameterError
+from snapdp.exponential import ExponentialParameters, exponential_parameters
+
+__all__ = [
+    "MAX_CANDIDATES",
+    "QuantileGrid",
+    "losses",
+    "parameters",
+    "quantile_grid",
+    "rank_bound",
+    "sensitivity",
+]
+
+MAX_CANDIDATES = 4096
+"""The most cells (candidates) a grid may have (the declared resolution must allow it)."""
+
+
+@dataclass(frozen=True)
+class QuantileGrid:
+    """m cells over [lower, upper]: cell j is [edges[j], edges[j+1]); ``integer``: the cells hold
+    runs of ``width`` integers (edges are integers, the last one upper + 1)."""
+
+    lower: Fraction
+    upper: Fraction
+    edges: tuple[Fraction, ...]
+    integer: bool
+
+    @property
+    def cells(self) -> int:
+        """m, the number of candidates."""
+        return len(self.edges) - 1
+
+    @property
+    def width(self) -> Fraction:
+        """The width of a cell in values (a run of w integers has width w − 1 between its ends)."""
+        return self.edges[1] - self.edges[0]
+
+    def value(self, j: int) -> Fraction:
+        """The released value of cell j: its middle (for integers, the middle of its integers,
+        clamped to the last integer <= upper)."""
+        lo, hi = self.edges[j], self.edges[j + 1]
+        if self.integer:
+            last = min(hi - 1, self.upper)
+            return (lo + last) / 2
+        return (lo + hi) / 2
+
+    @property
+    def half_width(self) -> Fraction:
+        """The most a value of a cell lies from the cell's released value."""
+        return max(self.value(j) - self.edges[j] for j in range(min(self.cells, 2)))
+
+
+def quantile_grid(
+    lower: Fraction, upper: Fraction, integer: bool, resolution: Fraction | None
+) -> QuantileGrid:
+    """The grid for a column's declared bounds. ``resolution``: the widest cell (default: one
+    integer per cell for integer columns, (U − L)/1024 otherwise). A ParameterError naming
+    ``resolution`` past :data:`MAX_CANDIDATES` cells."""
+    if not lower < upper:
+        raise ParameterError("`lower` must be < `upper`", parameter="lower")
+    if integer:
+        lo, hi = math.ceil(lower), math.floor(upper)
+        if lo > hi:
+            raise ParameterError(
+                f"no integer lies in [{lower}, {upper}]: widen the bounds", parameter="lower"
+            )
+        w = 1 if resolution is None else max(1, math.floor(resolution))
+        m = -(-(hi - lo + 1) // w)
+        edges = (*tuple(Fraction(lo + j * w) for j in range(m)), Fraction(hi + 1))
+    else:
+        res = (upper - lower) / 1024 if resolution is None else Fraction(resolution)
+        m = max(2, math.ceil((upper - lower) / res))
+        step = (upper - lower) / m
+        edges = (*tuple(lower + j * step for j in range(m)), upper)
+    if m > MAX_CANDIDATES:
+        raise ParameterError(
+            f"the exponential method allows at most {MAX_CANDIDATES} cells; a resolution of "
+            f"{resolution} gives {m}: choose a coarser `resolution`",
+            parameter="resolution",
+        )
+    return QuantileGrid(Fraction(lower), Fraction(upper), edges, integer)
+
+
+def sensitivity(probability: Fraction, row_bound: int) -> int:
+    """Δ of the loss of :func:`losses`: max(a, b − a)·k for p = a/b, k rows per unit."""
+    p = Fraction(probability)
+    a, b = p.numerator, p.denominator
+    return max(a, b - a) * row_bound
+
+
+def parameters(
+    epsilon: Fraction, probability: Fraction, row_bound: int, cells: int
+) -> ExponentialParameters:
+    """The exact mechanism for one probability at ``epsilon``."""
+    return exponential_parameters(epsilon, sensitivity(probability, row_bound), cells)
+
+
+def losses(counts: Sequence[int], probability: Fraction) -> list[int]:
+    """dⱼ = max(b·Cⱼ − a·n, a·n − b·Cⱼ₊₁, 0) for each cell j (see the module docstring)."""
+    p = Fraction(probability)
+    a, b = p.numerator, p.denominator
+    n = 0
+    for c in counts:
+        n += int(c)
+    an = a * n
+    out = []
+    below = 0
+    for c in counts:
+        upto = below + int(c)
+        out.append(max(b * below - an, an - b * upto, 0))
+        below = upto
+    return out
+
+
+def rank_bound(params: ExponentialParameters, probability: Fraction, alpha: float) -> float:
+    """± in ranks at confidence 1 − α: t/b, t = :meth:`ExponentialParameters.loss_bound`."""
+    return params.loss_bound(alpha) / Fraction(probability).denominator

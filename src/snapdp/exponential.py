@@ -1,0 +1,244 @@
+"""An exact exponential mechanism over a finite candidate set (docs/exponential.md).
+
+The mechanism picks candidate j with probability proportional to r**(−min(dⱼ, C)), where dⱼ >= 0
+is an integer *loss* (a utility turned around), Δ the most one neighbour can change any dⱼ, r a
+rational base and C a public cap on the loss. Every probability is an exact rational, and the
+sampler draws exactly from it:
+
+* **The base.** r = P/2**s, the largest such rational with r <= exp(ε/(2Δ)): P is the floor of
+  2**s·exp(ε/(2Δ)) computed by MPFR rounded toward zero, so r never exceeds the ideal base. The
+  mechanism is then pure ε_used-DP with ε_used = 2Δ·ln r <= ε (the usual argument: a neighbour
+  moves each weight by a factor at most r**Δ and the total by at most r**Δ). Any ε charged for it
+  must be at least ε_used; the callers charge ε.
+* **The cap.** min(·, C) is 1-Lipschitz, so capping keeps Δ: privacy does not depend on C. C is
+  chosen from public parameters so that candidates at loss >= C carry a negligible share
+  (m·r**−C <= 2**−64 of the best candidate's weight), which only the accuracy bound needs.
+* **Exact weights.** Multiplying every weight by P**C gives integers Wⱼ = T[min(dⱼ, C)] with
+  T[v] = P**(C−v)·2**(s·v). When the whole table T[0..C] fits in 16 MiB it is computed from
+  public parameters and a weight is a look-up; otherwise each weight is computed by a ladder of
+  exactly bitlen(C) squarings and bitlen(C) multiplications (by P or by 1). Either way the
+  number of operations does not depend on the losses (only the sizes of the integers do).
+* **One uniform integer.** Z = ΣWⱼ <= m·T[0] =: Z_max (public). The sampler reads K/64 words,
+  K = bitlen(Z_max) + 128 fixed by public parameters, as X uniform on [0, 2**K). If
+  X < ⌊2**K/Z⌋·Z it returns the j with cumₓ(j−1) <= X mod Z < cum(j) (a scan over all m
+  candidates); else it draws again. The retry has probability < Z/2**K <= 2**−128: the number of
+  words read, and the work, are fixed except on that event, and the output's distribution is
+  exactly Wⱼ/Z whether or not it happens.
+
+Nothing here is floating point: the weights, the total and the draw are integers.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import gmpy2
+
+from snapdp._validation import check_epsilon
+from snapdp.errors import ParameterError
+from snapdp.randomness import BitSource
+
+__all__ = [
+    "MAX_TABLE_BITS",
+    "ExponentialParameters",
+    "exponential_parameters",
+    "probabilities",
+    "sample",
+    "uniform_below",
+]
+
+MAX_TABLE_BITS = 1 << 30
+"""The most bits (128 MiB) the candidates' weights may take together; larger is refused."""
+
+_TABLE_BITS = 1 << 27  # a table of every weight T[0..C] is built when it fits in 16 MiB
+
+_TAIL_BITS = 64  # the cap C leaves at most m·2**-64 of the best weight beyond it
+_RETRY_BITS = 128  # slack bits of the uniform draw: a retry has probability <= 2**-128
+
+
+@dataclass(frozen=True)
+class ExponentialParameters:
+    """The public parameters of one exact exponential mechanism.
+
+    ``epsilon``: the ε asked for; ``sensitivity``: Δ (an integer, of the loss); ``candidates``:
+    m; base r = ``numerator``/2**``shift``; ``cap``: C. ``epsilon_used`` = 2Δ·ln r <= ε.
+    """
+
+    epsilon: Fraction
+    sensitivity: int
+    candidates: int
+    numerator: int
+    shift: int
+    cap: int
+
+    @property
+    def base(self) -> Fraction:
+        """r = P/2**s exactly."""
+        return Fraction(self.numerator, 1 << self.shift)
+
+    @property
+    def log_base(self) -> float:
+        """ln r, rounded down (for accuracy statements: a smaller ln r states a wider ±)."""
+        with gmpy2.context(precision=128, round=gmpy2.RoundDown):
+            lr = gmpy2.log(gmpy2.mpq(self.numerator, 1 << self.shift))
+            return float(gmpy2.mpfr(lr, 53))
+
+    @property
+    def epsilon_used(self) -> float:
+        """2Δ·ln r, the ε the mechanism actually spends, rounded up (always <= ``epsilon``)."""
+        with gmpy2.context(precision=128, round=gmpy2.RoundUp):
+            lr = 2 * self.sensitivity * gmpy2.log(gmpy2.mpq(self.numerator, 1 << self.shift))
+            return float(gmpy2.mpfr(lr, 53))
+
+    @property
+    def draw_words(self) -> int:
+        """The 64-bit words one draw reads (fixed by the public parameters)."""
+        return -(-(_total_bound(self).bit_length() + _RETRY_BITS) // 64)
+
+    def loss_bound(self, alpha: float) -> float:
+        """t such that P(the output's loss >= t) <= ``alpha`` when some candidate has loss 0:
+        ln((m − 1)/α)/ln r (at least one candidate carries weight r**0 = 1, the others at most
+        r**−t each). Valid while t <= C, which holds for every α >= 2**−64."""
+        if not 0 < alpha < 1:
+            raise ParameterError(f"`alpha` must lie in (0, 1), not {alpha!r}", parameter="alpha")
+        # ln((m − 1)/α) in doubles is within a few ulps; 2**-40 covers it and the division
+        t = max(math.log(max(self.candidates - 1, 1) / alpha), 0.0) / self.log_base
+        return math.nextafter(t * (1 + 2**-40) + 2**-40, math.inf)
+
+
+def exponential_parameters(
+    epsilon: object, sensitivity: int, candidates: int
+) -> ExponentialParameters:
+    """The parameters for loss sensitivity Δ = ``sensitivity`` over ``candidates`` candidates.
+
+    The shift s = 16 + bitlen(⌈1/x⌉) (x = ε/(2Δ)) keeps ln r within 2**−16·x of x, so
+    ε_used >= ε·(1 − 2**−16). A ParameterError when the m weights would pass
+    :data:`MAX_TABLE_BITS` bits (ε too small for the number of candidates).
+    """
+    eps = check_epsilon("epsilon", epsilon)
+    if not isinstance(sensitivity, int) or isinstance(sensitivity, bool) or sensitivity < 1:
+        raise ParameterError(
+            f"`sensitivity` must be an integer >= 1, not {sensitivity!r}", parameter="sensitivity"
+        )
+    if not isinstance(candidates, int) or isinstance(candidates, bool) or candidates < 1:
+        raise ParameterError(
+            f"`candidates` must be an integer >= 1, not {candidates!r}", parameter="candidates"
+        )
+    x = eps / (2 * sensitivity)
+    shift = 16 + math.ceil(1 / x).bit_length()
+    with gmpy2.context(precision=shift + 64, round=gmpy2.RoundToZero):
+        e = gmpy2.exp(gmpy2.mpq(x.numerator, x.denominator))
+        numerator = int(gmpy2.floor(e * (1 << shift)))
+    if numerator <= 1 << shift:  # cannot happen (x >= 2**-(shift-16)); kept as a guard
+        raise ParameterError(f"`epsilon` {eps} is too small", parameter="epsilon")
+    log_r = math.log(numerator) - shift * math.log(2)
+    cap = math.ceil((math.log(candidates) + _TAIL_BITS * math.log(2)) / log_r * (1 + 2**-30)) + 1
+    params = ExponentialParameters(eps, sensitivity, candidates, numerator, shift, cap)
+    bits = candidates * cap * max(numerator.bit_length(), shift)  # m weights of ~C·s bits
+    if bits > MAX_TABLE_BITS:
+        raise ParameterError(
+            f"`epsilon` {eps} is too small for the exact exponential mechanism over "
+            f"{candidates} candidates at sensitivity {sensitivity} (its weights would need "
+            f"{bits // 8 // 2**20} MiB); use a larger ε or the tree (docs/exponential.md)",
+            parameter="epsilon",
+        )
+    return params
+
+
+def probabilities(params: ExponentialParameters, losses: Sequence[int]) -> list[Fraction]:
+    """The exact output distribution: Wⱼ/ΣW for the losses (for tests and analysis)."""
+    weights = _weights(params, losses)
+    total = sum(weights)
+    return [Fraction(int(w), int(total)) for w in weights]
+
+
+def sample(params: ExponentialParameters, losses: Sequence[int], source: BitSource) -> int:
+    """One draw: the index j with probability exactly r**−min(dⱼ, C) / Σ r**−min(dᵢ, C).
+
+    Reads :attr:`ExponentialParameters.draw_words` words from ``source`` (again only on the
+    event of probability <= 2**−128 described in the module docstring).
+    """
+    weights = _weights(params, losses)
+    total = gmpy2.mpz(0)
+    for w in weights:  # a fixed number of additions
+        total += w
+    words = params.draw_words
+    u = uniform_below(int(total), words, source)
+    index, acc = 0, 0
+    for w in weights:  # scan every candidate: the work does not depend on where u falls
+        acc += w
+        index += int(acc <= u)
+    return index
+
+
+def uniform_below(total: int, words: int, source: BitSource) -> int:
+    """A uniform integer on [0, ``total``) from ``words`` 64-bit words per attempt, exactly
+    (rejection of the top 2**K mod total values, K = 64·words; total < 2**K required)."""
+    k = 64 * words
+    if not 0 < total < 1 << k:
+        raise ParameterError("`total` must lie in (0, 2**(64·words))", parameter="total")
+    limit = ((1 << k) // total) * total
+    while True:
+        raw = source.words(words)
+        x = 0
+        for w in raw:
+            x = (x << 64) | int(w)
+        if x < limit:
+            return x % total
+
+
+def _weights(params: ExponentialParameters, losses: Sequence[int]) -> list[gmpy2.mpz]:
+    if len(losses) != params.candidates:
+        raise ParameterError(
+            f"`losses` must have {params.candidates} entries, not {len(losses)}",
+            parameter="losses",
+        )
+    for d in losses:
+        if not isinstance(d, int) or d < 0:
+            raise ParameterError("every loss must be an integer >= 0", parameter="losses")
+    cap, shift = params.cap, params.shift
+    if _uses_table(params):
+        table = _table(params.numerator, shift, cap)
+        return [table[min(d, cap)] for d in losses]
+    # no table: each weight by a ladder of bitlen(C) squarings and multiplications
+    p, steps = gmpy2.mpz(params.numerator), cap.bit_length()
+    return [_ladder(p, cap - min(d, cap), steps) << (shift * min(d, cap)) for d in losses]
+
+
+def _uses_table(params: ExponentialParameters) -> bool:
+    """Whether the weights come from a table (a choice made from public parameters only)."""
+    size = (params.cap + 1) * params.cap * max(params.numerator.bit_length(), params.shift)
+    return size <= _TABLE_BITS
+
+
+def _ladder(base: gmpy2.mpz, exponent: int, steps: int) -> gmpy2.mpz:
+    """base**exponent (0 <= exponent < 2**steps) with exactly ``steps`` squarings and
+    ``steps`` multiplications (by base or by 1), whatever the exponent."""
+    one = gmpy2.mpz(1)
+    acc = gmpy2.mpz(1)
+    for i in range(steps - 1, -1, -1):
+        acc = acc * acc
+        acc = acc * (base if (exponent >> i) & 1 else one)
+    return acc
+
+
+@functools.lru_cache(maxsize=2)
+def _table(numerator: int, shift: int, cap: int) -> tuple[gmpy2.mpz, ...]:
+    """T[v] = P**(C−v)·2**(s·v) for v = 0..C, from public parameters only."""
+    p = gmpy2.mpz(numerator)
+    out = [gmpy2.mpz(1)] * (cap + 1)
+    acc = gmpy2.mpz(1)
+    for v in range(cap, -1, -1):  # T[C] = 2**(s·C), T[v] = P·T[v+1] / 2**s
+        out[v] = acc << (shift * v)
+        acc *= p
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=16)
+def _total_bound(params: ExponentialParameters) -> int:
+    """m·P**C, at least the total weight (every weight is at most T[0] = P**C)."""
+    return int(params.candidates * params.numerator**params.cap)

@@ -1,0 +1,195 @@
+"""Quantiles by the exact exponential mechanism through the release path (docs/data.md,
+"Quantiles by the exponential mechanism"): neighbours by brute force on the losses, an awkward
+row changes nothing but the released values, the rank ± holds in seeded releases, and the
+declaration routes (API, TOML) choose it."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tests.unit.data._engines import oracle_engine
+from tests.unit.data.test_release_neighbours import AWKWARD, _Recorder, _schema, _table
+
+from snapdp.data import Column, ContributionBounds, Ledger, PrivateTable, Query, Schema
+from snapdp.data import exponential_quantiles as expq
+from snapdp.data.engines.base import AggregatePlan
+from snapdp.data.plan import Plan
+from snapdp.data.statistics import compile_query, exact_inputs
+from snapdp.errors import ParameterError
+
+QUERY = Query(
+    "quantiles",
+    "v",
+    by=("h",),
+    quantiles=(Fraction(1, 4), Fraction(1, 2)),
+    resolution=Fraction(1, 2),
+    method="exponential",
+)
+
+
+def _losses(schema: Schema, rows: list[dict[str, Any]], key: str) -> dict[str, list[list[int]]]:
+    """Per part, per group: the losses the mechanism draws from."""
+    c = compile_query(QUERY, schema, Fraction(1))
+    plan = AggregatePlan(c.engine_groupings, (), Column("pid", "text"), "drop", schema.bounds, key)
+    exact = exact_inputs(c, oracle_engine(rows).aggregate(plan), None)
+    m = c.grid.cells
+    out = {}
+    for part in c.parts:
+        counts = [int(x) for x in exact[part.name]]
+        assert part.probability is not None
+        out[part.name] = [
+            expq.losses(counts[i : i + m], part.probability) for i in range(0, len(counts), m)
+        ]
+    return out
+
+
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        ContributionBounds(max_rows_per_unit=3),
+        ContributionBounds(max_groups_per_unit=2, max_rows_per_group=1),
+        ContributionBounds(max_rows_per_unit=4, max_groups_per_unit=2, max_rows_per_group=2),
+    ],
+    ids=str,
+)
+def test_brute_force_loss_sensitivity_over_groups(bounds: ContributionBounds) -> None:
+    """Removing any unit moves each group's losses by at most d_g (its largest change), with
+    Σ_g d_g <= the part's sensitivity: what the per-group full-ε claim needs."""
+    rng = np.random.default_rng(12)
+    schema = _schema(bounds)
+    c = compile_query(QUERY, schema, Fraction(1))
+    sens = {p.name: p.l1 for p in c.parts}
+    worst = 0
+    for trial in range(3):
+        rows = _table(rng, 12)
+        key = f"{trial:032x}"
+        full = _losses(schema, rows, key)
+        for unit in {r["pid"] for r in rows}:
+            without = _losses(schema, [r for r in rows if r["pid"] != unit], key)
+            for name, groups in full.items():
+                moved = sum(
+                    max(abs(x - y) for x, y in zip(a, b, strict=True))
+                    for a, b in zip(groups, without[name], strict=True)
+                )
+                assert moved <= sens[name], (name, unit)
+                worst = max(worst, moved)
+    assert worst > 0
+
+
+def _release(rows: list[dict[str, Any]], schema: Schema) -> tuple[Any, ...]:
+    engine = _Recorder(rows)
+    book = Ledger(None, 10)
+    table = PrivateTable(schema=schema, engine=engine, ledger=book, rng=np.random.default_rng(5))
+    results = table.release([QUERY, Query("count")], 2)
+    return results, book.entries()
+
+
+@pytest.mark.parametrize("name", ["null key", "text in a numeric column", "huge value", "-inf"])
+def test_an_awkward_row_changes_nothing_but_the_values(name: str) -> None:
+    schema = _schema(ContributionBounds(max_rows_per_unit=1))
+    rows = _table(np.random.default_rng(3), 20)
+    r1, led1 = _release(rows, schema)
+    r2, led2 = _release([*rows, AWKWARD[name]], schema)
+    for a, b in zip(r1, r2, strict=True):
+        assert (a.key_columns, a.epsilon, a.delta, a.notes, a.mechanisms) == (
+            b.key_columns,
+            b.epsilon,
+            b.delta,
+            b.notes,
+            b.mechanisms,
+        )
+        assert [(x.keys, x.accuracy, x.quantile, x.rank_accuracy) for x in a.rows] == [
+            (x.keys, x.accuracy, x.quantile, x.rank_accuracy) for x in b.rows
+        ]
+    assert r1[0].delta == 0.0  # exact: pure ε
+    assert [(e.what, e.query, e.epsilon) for e in led1] == [
+        (e.what, e.query, e.epsilon) for e in led2
+    ]
+
+
+def test_seeded_releases_hold_the_rank_bound() -> None:
+    """200 seeded releases of a median and a 0.9-quantile of 400 skewed integers: the released
+    value's true rank distance exceeds the stated rank ± at most as often as the binomial
+    threshold at 10^-6 allows for α = 0.05 (19+ misses of 200 has probability < 10^-6 ... the
+    bound is conservative, so in practice none)."""
+    rng = np.random.default_rng(8)
+    values = np.minimum(rng.exponential(12, size=400).astype(int), 60)
+    rows = [{"x": str(v)} for v in values]
+    schema = Schema((Column("x", "integer", Fraction(0), Fraction(60)),))
+    query = Query(
+        "quantiles", "x", quantiles=(Fraction(1, 2), Fraction(9, 10)), method="exponential"
+    )
+    table = PrivateTable(
+        schema=schema,
+        engine=oracle_engine(rows),
+        ledger=Ledger(None, 10**6),
+        rng=np.random.default_rng(9),
+    )
+    misses, total, exact_hits = 0, 0, 0
+    for _ in range(200):
+        result = table.release([query], Fraction(1, 2))[0]
+        for row in result.rows:
+            assert row.rank_accuracy is not None and row.quantile is not None
+            v, target = row.value, float(row.quantile) * len(values)
+            below, upto = int(np.sum(values < v)), int(np.sum(values <= v))
+            dist = max(below - target, target - upto, 0.0)
+            misses += dist > row.rank_accuracy
+            exact_hits += dist == 0
+            total += 1
+    assert misses <= 2  # P(Binomial(400, 0.05) <= 2) < 1e-6: the test could fail
+    assert misses == 0 or misses <= 0.05 * total
+    assert exact_hits > total // 4  # and it is accurate: the true quantile often exactly
+
+
+def test_the_accuracy_is_stated_before_spending_and_names_the_method() -> None:
+    schema = Schema((Column("x", "integer", Fraction(0), Fraction(100)),))
+    table = PrivateTable(schema=schema, engine=oracle_engine([{"x": "1"}]), ledger=Ledger(None, 10))
+    exp = Query("quantiles", "x", quantiles=(Fraction(1, 2),), method="exponential")
+    tree = Query("quantiles", "x", quantiles=(Fraction(1, 2),))
+    a_exp, a_tree = table.accuracy([exp, tree], 1)
+    assert a_exp.rank is not None and a_tree.rank is not None
+    assert a_exp.rank < a_tree.rank / 5  # the point of the method, for one quantile
+    assert "exponential" in a_exp.describe() or "for every n" in a_exp.describe()
+    assert any("exponential mechanism" in n for n in a_exp.notes)
+    assert table.ledger.entries() == []
+
+
+def test_method_is_checked_by_name() -> None:
+    with pytest.raises(ParameterError) as info:
+        Query("quantiles", "x", quantiles=(Fraction(1, 2),), method="substitute")
+    assert info.value.parameter == "method"
+    with pytest.raises(ParameterError) as info:
+        Query("mean", "x", method="exponential")
+    assert info.value.parameter == "method"
+
+
+_PLAN = """
+[data]
+source = "x.csv"
+total_epsilon = 5
+
+[columns]
+age = { type = "integer", lower = 0, upper = 100 }
+
+[[query]]
+statistic = "quantiles"
+column = "age"
+quantiles = [0.5]
+method = "exponential"
+"""
+
+
+def test_a_plan_chooses_the_method_and_refuses_a_value_target(tmp_path: Path) -> None:
+    path = tmp_path / "plan.toml"
+    path.write_text(_PLAN + "epsilon = 0.5\n", encoding="utf-8")
+    plan = Plan.load(path)
+    assert plan.queries[0].query.method == "exponential"
+    assert "exponential" in plan.queries[0].query.label
+    path.write_text(_PLAN + "accuracy = 3\ngroup_size = 1000\n", encoding="utf-8")
+    with pytest.raises(ParameterError) as info:
+        Plan.load(path)
+    assert info.value.parameter == "accuracy"
