@@ -169,11 +169,13 @@ def ranked(d):
         d = d.withColumns({"ta": fold("ta").bitwiseXOR(xa) * MA,
                            "tb": fold("tb").bitwiseXOR(xb) * MB})
     return d.withColumn("r", fold("ta") * sf.lit(1 << 31) + sf.shiftright(fold("tb"), 1))
-seconds = float("inf")
-for _ in range(SPARK_RUNS):
-    t = time.perf_counter()
+seconds, cpu = float("inf"), float("nan")
+for _ in range(SPARK_RUNS):  # the fastest run and its CPU seconds (the first warms the JVM)
+    c0, t0 = _cpu(), time.perf_counter()
     rows = job()
-    seconds = min(seconds, time.perf_counter() - t)
+    s0, c0 = time.perf_counter() - t0, _cpu() - c0
+    if s0 < seconds:
+        seconds, cpu = s0, c0
     assert len(rows) == 50, len(rows)
 spark.stop()
 """
@@ -265,9 +267,34 @@ _EPILOGUE = """
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"seconds": seconds, "rss_mib": rss, "cpu": cpu}))
 """
-# the CPU seconds of the task's own process over the timed query (all DuckDB threads; less
-# sensitive than wall time to other jobs on a shared machine; not measured for Spark's JVM)
-_CPU = "_cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])\ncpu = float('nan')\n"
+# the CPU seconds (user + system) over the timed query of the task's whole process tree, read
+# from /proc: the process itself (all DuckDB threads), its live descendants (Spark's JVM and
+# Python workers) and the children it has reaped. Less sensitive than wall time to other jobs
+# on a shared machine.
+_CPU = """
+import os
+def _cpu():
+    kids, ticks = {}, 0
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            try:
+                with open(f"/proc/{e}/stat") as fh:
+                    f = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            kids.setdefault(int(f[1]), []).append((int(e), f))
+    me = os.getpid()
+    with open(f"/proc/{me}/stat") as fh:
+        f = fh.read().rsplit(")", 1)[1].split()
+    ticks = sum(int(v) for v in f[11:15])  # utime, stime, cutime, cstime
+    todo = [me]
+    while todo:
+        for pid, f in kids.get(todo.pop(), []):
+            ticks += int(f[11]) + int(f[12])
+            todo.append(pid)
+    return ticks / os.sysconf("SC_CLK_TCK")
+cpu = float('nan')
+"""
 
 
 def generate(path: Path, rows: int, units: int) -> None:
@@ -349,6 +376,62 @@ def run_task(
     return result
 
 
+def _load() -> str:
+    """The 1-, 5- and 15-minute load averages (as ``uptime`` shows them)."""
+    with open("/proc/loadavg") as fh:
+        return " ".join(fh.read().split()[:3])
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b > 0 and a == a and b == b else "-"
+
+
+def _baselines(name: str, present: dict[str, object]) -> tuple[str | None, str | None]:
+    """The task's plain baseline and, for DuckDB tasks with a unit, plain DuckDB's hash()."""
+    base = "plain-unit" if "unit" in name else "plain"
+    if name.startswith("spark"):
+        base = "spark-" + base
+    hashed = "plain-unit-hash" if "unit" in name and not name.startswith("spark") else None
+    return (base if base in present and base != name else None), (
+        hashed if hashed in present and hashed != name else None
+    )
+
+
+def report(names: list[str], runs: dict[str, list[dict[str, float]]]) -> None:
+    """Per task: the median and min of wall and CPU seconds over its runs, the ratio of medians
+    to its plain baseline and (DuckDB with a unit) to plain DuckDB's hash(), the peak RSS."""
+    med: dict[str, tuple[float, float]] = {}
+    for name in names:
+        rs = runs[name]
+        med[name] = (
+            statistics.median(r["seconds"] for r in rs),
+            statistics.median(r["cpu"] for r in rs),
+        )
+    print(
+        "| task | runs | wall median | wall min | × plain (wall) | × hash() (wall) "
+        "| CPU median | CPU min | × plain (CPU) | × hash() (CPU) | peak RSS |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name in names:
+        rs = runs[name]
+        wall, cpu = med[name]
+        base, hashed = _baselines(name, med)
+        cells = [
+            TASKS[name][0],
+            str(len(rs)),
+            f"{wall:.2f} s",
+            f"{min(r['seconds'] for r in rs):.2f} s",
+            _ratio(wall, med[base][0]) if base else "-",
+            _ratio(wall, med[hashed][0]) if hashed else "-",
+            f"{cpu:.2f} s",
+            f"{min(r['cpu'] for r in rs):.2f} s",
+            _ratio(cpu, med[base][1]) if base else "-",
+            _ratio(cpu, med[hashed][1]) if hashed else "-",
+            f"{max(r['rss_mib'] for r in rs):,.0f} MiB",
+        ]
+        print("| " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=20_000_000)
@@ -358,54 +441,41 @@ def main() -> None:
     parser.add_argument("--spark-memory", default="4g")
     parser.add_argument("--spark-runs", type=int, default=2)
     parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--json", type=Path, help="also write every run's numbers to this file")
     args = parser.parse_args()
     names = [t for t in args.tasks.split(",") if t]
+    for name in names:
+        if name not in TASKS:
+            raise SystemExit(f"--tasks: unknown task {name!r} (known: {', '.join(TASKS)})")
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    started, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), _load()
     with tempfile.TemporaryDirectory(prefix="snapdp-bench-") as d:
         path = Path(d) / "data.parquet"
         generate(path, args.rows, args.units)
         spill = Path(d) / "spill"
         spill.mkdir()
-        results: dict[str, tuple[float, float, float]] = {}
-        for name in names:
-            runs = [
-                run_task(name, path, args.memory_limit, spill, args.spark_memory, args.spark_runs)
-                for _ in range(args.repeats)
-            ]
-            results[name] = (
-                statistics.median(r["seconds"] for r in runs),
-                max(r["rss_mib"] for r in runs),
-                statistics.median(r["cpu"] for r in runs),
-            )
-            print(
-                f"# {name}: {results[name][0]:.2f} s, {results[name][1]:.0f} MiB, "
-                f"CPU {results[name][2]:.2f} s",
-                file=sys.stderr,
-            )
+        for round_ in range(args.repeats):  # interleaved: A B A B ..., so load hits all alike
+            for name in names:
+                before = _load()
+                r = run_task(name, path, args.memory_limit, spill, args.spark_memory,
+                             args.spark_runs)  # fmt: skip
+                r.update(round=round_ + 1, load_before=before, load_after=_load())  # type: ignore[arg-type]
+                runs[name].append(r)
+                print(
+                    f"# round {round_ + 1} {name}: {r['seconds']:.2f} s, CPU {r['cpu']:.2f} s, "
+                    f"{r['rss_mib']:.0f} MiB, load {before} -> {r['load_after']}",
+                    file=sys.stderr,
+                )
+    finished, load_after = time.strftime("%H:%M UTC", time.gmtime()), _load()
     print(
         f"{args.rows:,} rows, {args.units:,} units, DuckDB memory limit {args.memory_limit}, "
-        f"spark.driver.memory {args.spark_memory}\n"
+        f"spark.driver.memory {args.spark_memory}; {args.repeats} interleaved round(s), "
+        f"{started}–{finished}; load average (1, 5, 15 min) {load_before} before, "
+        f"{load_after} after\n"
     )
-    print(
-        "| task | wall time | × its plain baseline | × plain DuckDB hash() | CPU time "
-        "| CPU × hash() | peak RSS |"
-    )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    hashed = results.get("plain-unit-hash")
-    for name in names:
-        seconds, rss, cpu = results[name]
-        base = "plain-unit" if "unit" in name else "plain"
-        if name.startswith("spark"):
-            base = "spark-" + base
-        ratio = f"{seconds / results[base][0]:.2f}" if base in results else "-"
-        versus = cpu_versus = "-"
-        if "unit" in name and not name.startswith("spark") and hashed is not None:
-            versus = f"{seconds / hashed[0]:.2f}"
-            cpu_versus = f"{cpu / hashed[2]:.2f}"
-        cpu_text = "-" if cpu != cpu else f"{cpu:.2f} s"
-        print(
-            f"| {TASKS[name][0]} | {seconds:.2f} s | {ratio} | {versus} | {cpu_text} "
-            f"| {cpu_versus} | {rss:.0f} MiB |"
-        )
+    report(names, runs)
+    if args.json is not None:
+        args.json.write_text(json.dumps(runs, indent=1) + "\n")
 
 
 if __name__ == "__main__":
