@@ -1,15 +1,25 @@
 """Benchmark: snapdp's DuckDB and Spark engines vs the plain engines, with and without a unit.
 
 Usage: PYTHONPATH=src python benchmarks/bench_data.py [--rows N] [--units U] [--repeats R]
-       [--memory-limit 700MB] [--spark-memory 4g] [--tasks a,b,...]
+       [--memory-limit 700MB] [--spark-memory 4g] [--spark-runs S] [--tasks a,b,...]
+       [--json FILE]
 
 Writes a synthetic Parquet table (N rows; g: 50 groups; x: values in [0, 1000) with 2 decimals;
-pid: U units, rows spread evenly) to a temporary directory (deleted afterwards), then runs each
-task in a fresh subprocess, which reports its own wall time (the query only: imports, the
-connection and the Spark session's start excluded). Peak RSS: for DuckDB tasks the process's
+pid: U units, rows spread evenly) to a temporary directory (deleted afterwards), then runs the
+tasks in R interleaved rounds (round 1: a, b, ...; round 2: a, b, ...), so that a change in the
+load of a shared machine falls on every task alike. Each run is a fresh subprocess, which reports
+its own wall time and CPU seconds over the query only (imports, the connection and the Spark
+session's start excluded). CPU seconds are user + system time of the run's whole process tree,
+read from /proc: the process (all DuckDB threads), its descendants (Spark's JVM and Python
+workers) and its reaped children. Peak RSS: for DuckDB tasks the process's
 ``getrusage(RUSAGE_SELF).ru_maxrss``; for Spark tasks the largest sum of the resident sets of the
-whole process tree (Python driver, JVM, Python workers), sampled every 50 ms by this script.
-Prints a Markdown table (docs/performance.md, "Data releases").
+whole process tree, sampled every 50 ms by this script. Every run is printed to stderr with the
+load average before and after it; stdout gets one Markdown table (docs/performance.md, "Data
+releases"): per task the median and the min of wall and CPU seconds over its runs, the ratios of
+medians to its plain baseline (``plain-unit`` for DuckDB tasks with a unit, ``spark-plain-unit``
+for Spark ones, ``plain`` / ``spark-plain`` without) and, for DuckDB tasks with a unit, to
+``plain-unit-hash``; the header line gives the load average before and after the whole run.
+``--json`` also writes every run's numbers.
 
 Tasks:
 - ``plain``: plain DuckDB, values clamped, count and sum by g.
@@ -36,9 +46,10 @@ Tasks:
 - ``spark-engine-unit``: SparkEngine with privacy unit pid, k = 1.
 Spark tasks run in one local[2] session per task with ``spark.driver.memory`` = --spark-memory
 (Spark's other settings at their defaults: 200 shuffle partitions, adaptive execution); each query
-is run --spark-runs times in that session and the fastest is reported (the first run warms the
-JVM). Their peak RSS includes the JVM's heap, which grows towards ``spark.driver.memory`` as the
-collector sees fit: it is what the job was given, not what it needed.
+is run --spark-runs times in that session and the fastest run (with its CPU seconds) is reported
+(the first run warms the JVM). Their peak RSS includes the JVM's heap, which grows towards
+``spark.driver.memory`` as the collector sees fit: it is what the job was given, not what it
+needed.
 """
 
 from __future__ import annotations
