@@ -315,6 +315,7 @@ def generate(path: Path, rows: int, units: int) -> None:
         "import duckdb, sys\n"
         "con = duckdb.connect()\n"
         'con.execute("SET preserve_insertion_order = false")\n'
+        'con.execute("SET enable_progress_bar = false")\n'
         'con.execute(f"COPY (SELECT (i % 50)::BIGINT AS g, (hash(i) % 100000)::DOUBLE / 100 AS x, '
         "((i * 7919) % {sys.argv[3]})::BIGINT AS pid FROM range({sys.argv[2]}) t(i)) "
         "TO '{sys.argv[1]}' (FORMAT parquet)\")\n"
