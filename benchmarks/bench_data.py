@@ -1,15 +1,25 @@
 """Benchmark: snapdp's DuckDB and Spark engines vs the plain engines, with and without a unit.
 
 Usage: PYTHONPATH=src python benchmarks/bench_data.py [--rows N] [--units U] [--repeats R]
-       [--memory-limit 700MB] [--spark-memory 4g] [--tasks a,b,...]
+       [--memory-limit 700MB] [--spark-memory 4g] [--spark-runs S] [--tasks a,b,...]
+       [--json FILE]
 
 Writes a synthetic Parquet table (N rows; g: 50 groups; x: values in [0, 1000) with 2 decimals;
-pid: U units, rows spread evenly) to a temporary directory (deleted afterwards), then runs each
-task in a fresh subprocess, which reports its own wall time (the query only: imports, the
-connection and the Spark session's start excluded). Peak RSS: for DuckDB tasks the process's
+pid: U units, rows spread evenly) to a temporary directory (deleted afterwards), then runs the
+tasks in R interleaved rounds (round 1: a, b, ...; round 2: a, b, ...), so that a change in the
+load of a shared machine falls on every task alike. Each run is a fresh subprocess, which reports
+its own wall time and CPU seconds over the query only (imports, the connection and the Spark
+session's start excluded). CPU seconds are user + system time of the run's whole process tree,
+read from /proc: the process (all DuckDB threads), its descendants (Spark's JVM and Python
+workers) and its reaped children. Peak RSS: for DuckDB tasks the process's
 ``getrusage(RUSAGE_SELF).ru_maxrss``; for Spark tasks the largest sum of the resident sets of the
-whole process tree (Python driver, JVM, Python workers), sampled every 50 ms by this script.
-Prints a Markdown table (docs/performance.md, "Data releases").
+whole process tree, sampled every 50 ms by this script. Every run is printed to stderr with the
+load average before and after it; stdout gets one Markdown table (docs/performance.md, "Data
+releases"): per task the median and the min of wall and CPU seconds over its runs, the ratios of
+medians to its plain baseline (``plain-unit`` for DuckDB tasks with a unit, ``spark-plain-unit``
+for Spark ones, ``plain`` / ``spark-plain`` without) and, for DuckDB tasks with a unit, to
+``plain-unit-hash``; the header line gives the load average before and after the whole run.
+``--json`` also writes every run's numbers.
 
 Tasks:
 - ``plain``: plain DuckDB, values clamped, count and sum by g.
@@ -36,9 +46,10 @@ Tasks:
 - ``spark-engine-unit``: SparkEngine with privacy unit pid, k = 1.
 Spark tasks run in one local[2] session per task with ``spark.driver.memory`` = --spark-memory
 (Spark's other settings at their defaults: 200 shuffle partitions, adaptive execution); each query
-is run --spark-runs times in that session and the fastest is reported (the first run warms the
-JVM). Their peak RSS includes the JVM's heap, which grows towards ``spark.driver.memory`` as the
-collector sees fit: it is what the job was given, not what it needed.
+is run --spark-runs times in that session and the fastest run (with its CPU seconds) is reported
+(the first run warms the JVM). Their peak RSS includes the JVM's heap, which grows towards
+``spark.driver.memory`` as the collector sees fit: it is what the job was given, not what it
+needed.
 """
 
 from __future__ import annotations
@@ -169,11 +180,13 @@ def ranked(d):
         d = d.withColumns({"ta": fold("ta").bitwiseXOR(xa) * MA,
                            "tb": fold("tb").bitwiseXOR(xb) * MB})
     return d.withColumn("r", fold("ta") * sf.lit(1 << 31) + sf.shiftright(fold("tb"), 1))
-seconds = float("inf")
-for _ in range(SPARK_RUNS):
-    t = time.perf_counter()
+seconds, cpu = float("inf"), float("nan")
+for _ in range(SPARK_RUNS):  # the fastest run and its CPU seconds (the first warms the JVM)
+    c0, t0 = _cpu(), time.perf_counter()
     rows = job()
-    seconds = min(seconds, time.perf_counter() - t)
+    s0, c0 = time.perf_counter() - t0, _cpu() - c0
+    if s0 < seconds:
+        seconds, cpu = s0, c0
     assert len(rows) == 50, len(rows)
 spark.stop()
 """
@@ -265,9 +278,34 @@ _EPILOGUE = """
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"seconds": seconds, "rss_mib": rss, "cpu": cpu}))
 """
-# the CPU seconds of the task's own process over the timed query (all DuckDB threads; less
-# sensitive than wall time to other jobs on a shared machine; not measured for Spark's JVM)
-_CPU = "_cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])\ncpu = float('nan')\n"
+# the CPU seconds (user + system) over the timed query of the task's whole process tree, read
+# from /proc: the process itself (all DuckDB threads), its live descendants (Spark's JVM and
+# Python workers) and the children it has reaped. Less sensitive than wall time to other jobs
+# on a shared machine.
+_CPU = """
+import os
+def _cpu():
+    kids, ticks = {}, 0
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            try:
+                with open(f"/proc/{e}/stat") as fh:
+                    f = fh.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            kids.setdefault(int(f[1]), []).append((int(e), f))
+    me = os.getpid()
+    with open(f"/proc/{me}/stat") as fh:
+        f = fh.read().rsplit(")", 1)[1].split()
+    ticks = sum(int(v) for v in f[11:15])  # utime, stime, cutime, cstime
+    todo = [me]
+    while todo:
+        for pid, f in kids.get(todo.pop(), []):
+            ticks += int(f[11]) + int(f[12])
+            todo.append(pid)
+    return ticks / os.sysconf("SC_CLK_TCK")
+cpu = float('nan')
+"""
 
 
 def generate(path: Path, rows: int, units: int) -> None:
@@ -277,6 +315,7 @@ def generate(path: Path, rows: int, units: int) -> None:
         "import duckdb, sys\n"
         "con = duckdb.connect()\n"
         'con.execute("SET preserve_insertion_order = false")\n'
+        'con.execute("SET enable_progress_bar = false")\n'
         'con.execute(f"COPY (SELECT (i % 50)::BIGINT AS g, (hash(i) % 100000)::DOUBLE / 100 AS x, '
         "((i * 7919) % {sys.argv[3]})::BIGINT AS pid FROM range({sys.argv[2]}) t(i)) "
         "TO '{sys.argv[1]}' (FORMAT parquet)\")\n"
@@ -349,6 +388,62 @@ def run_task(
     return result
 
 
+def _load() -> str:
+    """The 1-, 5- and 15-minute load averages (as ``uptime`` shows them)."""
+    with open("/proc/loadavg") as fh:
+        return " ".join(fh.read().split()[:3])
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b > 0 and a == a and b == b else "-"
+
+
+def _baselines(name: str, present: dict[str, object]) -> tuple[str | None, str | None]:
+    """The task's plain baseline and, for DuckDB tasks with a unit, plain DuckDB's hash()."""
+    base = "plain-unit" if "unit" in name else "plain"
+    if name.startswith("spark"):
+        base = "spark-" + base
+    hashed = "plain-unit-hash" if "unit" in name and not name.startswith("spark") else None
+    return (base if base in present and base != name else None), (
+        hashed if hashed in present and hashed != name else None
+    )
+
+
+def report(names: list[str], runs: dict[str, list[dict[str, float]]]) -> None:
+    """Per task: the median and min of wall and CPU seconds over its runs, the ratio of medians
+    to its plain baseline and (DuckDB with a unit) to plain DuckDB's hash(), the peak RSS."""
+    med: dict[str, tuple[float, float]] = {}
+    for name in names:
+        rs = runs[name]
+        med[name] = (
+            statistics.median(r["seconds"] for r in rs),
+            statistics.median(r["cpu"] for r in rs),
+        )
+    print(
+        "| task | runs | wall median | wall min | × plain (wall) | × hash() (wall) "
+        "| CPU median | CPU min | × plain (CPU) | × hash() (CPU) | peak RSS |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name in names:
+        rs = runs[name]
+        wall, cpu = med[name]
+        base, hashed = _baselines(name, med)
+        cells = [
+            TASKS[name][0],
+            str(len(rs)),
+            f"{wall:.2f} s",
+            f"{min(r['seconds'] for r in rs):.2f} s",
+            _ratio(wall, med[base][0]) if base else "-",
+            _ratio(wall, med[hashed][0]) if hashed else "-",
+            f"{cpu:.2f} s",
+            f"{min(r['cpu'] for r in rs):.2f} s",
+            _ratio(cpu, med[base][1]) if base else "-",
+            _ratio(cpu, med[hashed][1]) if hashed else "-",
+            f"{max(r['rss_mib'] for r in rs):,.0f} MiB",
+        ]
+        print("| " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=20_000_000)
@@ -358,54 +453,41 @@ def main() -> None:
     parser.add_argument("--spark-memory", default="4g")
     parser.add_argument("--spark-runs", type=int, default=2)
     parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--json", type=Path, help="also write every run's numbers to this file")
     args = parser.parse_args()
     names = [t for t in args.tasks.split(",") if t]
+    for name in names:
+        if name not in TASKS:
+            raise SystemExit(f"--tasks: unknown task {name!r} (known: {', '.join(TASKS)})")
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    started, load_before = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), _load()
     with tempfile.TemporaryDirectory(prefix="snapdp-bench-") as d:
         path = Path(d) / "data.parquet"
         generate(path, args.rows, args.units)
         spill = Path(d) / "spill"
         spill.mkdir()
-        results: dict[str, tuple[float, float, float]] = {}
-        for name in names:
-            runs = [
-                run_task(name, path, args.memory_limit, spill, args.spark_memory, args.spark_runs)
-                for _ in range(args.repeats)
-            ]
-            results[name] = (
-                statistics.median(r["seconds"] for r in runs),
-                max(r["rss_mib"] for r in runs),
-                statistics.median(r["cpu"] for r in runs),
-            )
-            print(
-                f"# {name}: {results[name][0]:.2f} s, {results[name][1]:.0f} MiB, "
-                f"CPU {results[name][2]:.2f} s",
-                file=sys.stderr,
-            )
+        for round_ in range(args.repeats):  # interleaved: A B A B ..., so load hits all alike
+            for name in names:
+                before = _load()
+                r = run_task(name, path, args.memory_limit, spill, args.spark_memory,
+                             args.spark_runs)  # fmt: skip
+                r.update(round=round_ + 1, load_before=before, load_after=_load())  # type: ignore[arg-type]
+                runs[name].append(r)
+                print(
+                    f"# round {round_ + 1} {name}: {r['seconds']:.2f} s, CPU {r['cpu']:.2f} s, "
+                    f"{r['rss_mib']:.0f} MiB, load {before} -> {r['load_after']}",
+                    file=sys.stderr,
+                )
+    finished, load_after = time.strftime("%H:%M UTC", time.gmtime()), _load()
     print(
         f"{args.rows:,} rows, {args.units:,} units, DuckDB memory limit {args.memory_limit}, "
-        f"spark.driver.memory {args.spark_memory}\n"
+        f"spark.driver.memory {args.spark_memory}; {args.repeats} interleaved round(s), "
+        f"{started}–{finished}; load average (1, 5, 15 min) {load_before} before, "
+        f"{load_after} after\n"
     )
-    print(
-        "| task | wall time | × its plain baseline | × plain DuckDB hash() | CPU time "
-        "| CPU × hash() | peak RSS |"
-    )
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    hashed = results.get("plain-unit-hash")
-    for name in names:
-        seconds, rss, cpu = results[name]
-        base = "plain-unit" if "unit" in name else "plain"
-        if name.startswith("spark"):
-            base = "spark-" + base
-        ratio = f"{seconds / results[base][0]:.2f}" if base in results else "-"
-        versus = cpu_versus = "-"
-        if "unit" in name and not name.startswith("spark") and hashed is not None:
-            versus = f"{seconds / hashed[0]:.2f}"
-            cpu_versus = f"{cpu / hashed[2]:.2f}"
-        cpu_text = "-" if cpu != cpu else f"{cpu:.2f} s"
-        print(
-            f"| {TASKS[name][0]} | {seconds:.2f} s | {ratio} | {versus} | {cpu_text} "
-            f"| {cpu_versus} | {rss:.0f} MiB |"
-        )
+    report(names, runs)
+    if args.json is not None:
+        args.json.write_text(json.dumps(runs, indent=1) + "\n")
 
 
 if __name__ == "__main__":
