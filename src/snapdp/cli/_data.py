@@ -144,6 +144,8 @@ def run_table_release(
     glob: bool = False,
     where: str | None = None,
     consistent: str | None = None,
+    var_samps: Sequence[str] = (),
+    std_samps: Sequence[str] = (),
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -166,6 +168,8 @@ def run_table_release(
         means=means,
         variances=variances,
         stds=stds,
+        var_samps=var_samps,
+        std_samps=std_samps,
         quantiles=quantiles,
         mean_method=mean_method,
         by=by_columns,

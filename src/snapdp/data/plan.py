@@ -129,7 +129,7 @@ class PlannedQuery:
     def depends_on_group_size(self) -> bool:
         """Whether its ± is stated for a reference group size (ratio statistics, quantiles)."""
         q = self.query
-        return q.statistic in ("variance", "std", "quantiles") or (
+        return q.statistic in ("variance", "std", "var_samp", "std_samp", "quantiles") or (
             q.statistic == "mean" and q.method == "ratio"
         )
 

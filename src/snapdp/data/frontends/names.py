@@ -27,7 +27,8 @@ class Name:
     sql: str | None = None
 
 
-_VALUES = "--column/--sum/--mean/--var/--std/--quantiles"
+_STATS = "--sum/--mean/--var/--std/--var-samp/--std-samp"
+_VALUES = f"--column/{_STATS}/--quantiles"
 
 #: Library parameter → its names. The order of each TOML table is the order of its keys.
 NAMES: Mapping[str, Name] = {
@@ -72,10 +73,8 @@ NAMES: Mapping[str, Name] = {
     "nulls": Name("--nulls", ("columns", "nulls", ("null", "on_null"))),
     "columns": Name("--column"),
     # [[query]]
-    "statistic": Name(
-        "--count/--sum/--mean/--var/--std", ("query", "statistic", ("stat",)), "SELECT"
-    ),
-    "column": Name("--sum/--mean/--var/--std", ("query", "column", ()), "SELECT"),
+    "statistic": Name(f"--count/{_STATS}", ("query", "statistic", ("stat",)), "SELECT"),
+    "column": Name(_STATS, ("query", "column", ()), "SELECT"),
     "by": Name("--by", ("query", "by", ("group_by",)), "GROUP BY"),
     "query_bins": Name("--bins", ("query", "bins", ("edges",))),
     "quantiles": Name("--quantiles", ("query", "quantiles", ("probabilities",)), "PERCENTILE_CONT"),
