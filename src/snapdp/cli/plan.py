@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 from snapdp.cli._common import json_option, library_errors
-from snapdp.data.plan import Plan, usefulness_flags
+from snapdp.data import Plan
+from snapdp.data.plan import usefulness_flags
 
 __all__ = ["plan", "run"]
 
