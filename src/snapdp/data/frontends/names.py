@@ -1,7 +1,8 @@
 """The user-facing names of every workload parameter: one table (docs/sql.md, "One workload").
 
 Each library parameter (the name a :class:`~snapdp.errors.ParameterError` carries) has the flag
-that sets it on ``snapdp release`` / ``snapdp check``, its TOML key (in which plan-file table,
+that sets it on ``snapdp release`` / ``snapdp check`` (and, through the CLI's error boundary,
+on every other command), its TOML key (in which plan-file table,
 with the aliases a plan file may use) and its SQL word. Every front end's error messages name a
 parameter through this table, so a user reads the name they wrote.
 """
@@ -88,6 +89,16 @@ NAMES: Mapping[str, Name] = {
     "query_confidence": Name("--confidence", ("query", "confidence", ())),
     "weight": Name(None, ("query", "weight", ())),
     "query_group_size": Name(None, ("query", "group_size", ("reference_group_size",))),
+    # the single-value release and the other commands: flags only (a command's own option of
+    # the same name wins, e.g. ``snapdp release --value``'s --lower/--upper)
+    "sensitivity": Name("--sensitivity"),
+    "value": Name("--value"),
+    "values": Name("--value"),
+    "alpha": Name("--alpha"),
+    "ledger": Name("--ledger"),
+    "timeout": Name("--lock-timeout"),
+    "neighbour": Name("--neighbour"),
+    "memory_limit": Name("--memory-limit"),
 }
 
 
