@@ -24,6 +24,7 @@ import click
 
 from snapdp._validation import check_epsilon
 from snapdp.cli._common import mark_spent
+from snapdp.data.consistent_accuracy import consistent_statements
 from snapdp.data.frontends.flags import default_by, workload_from_flags
 from snapdp.data.frontends.flags import schema_from_options as _schema_from_options
 from snapdp.data.frontends.names import flags
@@ -184,6 +185,11 @@ def run_table_release(
     # (the same refusals as --dry-run and `snapdp plan`; docs/plans.md).
     blind = PrivateTable(schema=schema, engine=_NoEngine(label), ledger=Ledger(None, eps))
     statements = blind.accuracy(queries, eps, confidence=confidence)
+    if workload.declaration.consistent:  # the ± a consistent release states (docs/data.md)
+        statements = consistent_statements(
+            schema, queries, [pq.epsilon or Fraction(0) for pq in workload.queries],
+            confidence, workload.declaration.consistent,
+        )  # fmt: skip
     if dry_run:
         _print_accuracy(statements, as_json)
         return
