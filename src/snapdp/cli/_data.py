@@ -24,6 +24,7 @@ import click
 
 from snapdp._validation import check_epsilon
 from snapdp.cli._common import mark_spent
+from snapdp.data.consistent_accuracy import NOTE as CONSISTENT_NOTE
 from snapdp.data.consistent_accuracy import consistent_statements
 from snapdp.data.frontends.flags import default_by, workload_from_flags
 from snapdp.data.frontends.flags import schema_from_options as _schema_from_options
@@ -453,6 +454,9 @@ def _print_accuracy(statements: list[AccuracyStatement], as_json: bool) -> None:
             f"{s.label:<28} ε = {_exact_text(s.epsilon):<10} {s.describe()} "
             f"(confidence {s.confidence:g})"
         )
+    consistent = {n for s in statements for n in s.notes if n == CONSISTENT_NOTE}
+    for note in consistent:
+        click.echo(f"assumes: {note}")
 
 
 def _print_results(
