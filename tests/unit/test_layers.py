@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "snapdp.data.calibration", "snapdp.data.consistency", "snapdp.data.postprocess",
         "snapdp.data.refusals", "snapdp.data.bounding", "snapdp.data.sensitivity",
         "snapdp.data.ledger", "snapdp.data.results", "snapdp.data.query",
+        "snapdp.data.sum_bound", "snapdp.data.exponential_quantiles",
     )),
     ("engines", ("snapdp.data.engines", "snapdp.data.engines.*")),
     ("declaration", ("snapdp.data.schema", "snapdp.data.predicate", "snapdp.data._located")),
@@ -46,7 +47,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("mechanism", (
         "snapdp", "snapdp.mechanism", "snapdp.accuracy", "snapdp.rescaling", "snapdp.shift",
         "snapdp.fast", "snapdp.snapping", "snapdp.distribution", "snapdp.parameters",
-        "snapdp.guarantee",
+        "snapdp.guarantee", "snapdp.exponential", "snapdp._certcache",
     )),
     ("randomness", ("snapdp.randomness",)),
     ("ieee", ("snapdp.ieee", "snapdp.errors", "snapdp._validation", "snapdp._rational",
