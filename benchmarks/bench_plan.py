@@ -12,7 +12,7 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-from snapdp.data.plan import Plan
+from snapdp.data import Plan
 
 
 def _timed(label: str, plan: Plan, draft: bool = False) -> None:

@@ -5,8 +5,9 @@ traceback — in one place, in the manner of sqlite-utils:
 
 * library errors (:class:`~snapdp.errors.ParameterError`, ``PrivacyBudgetError``,
   ``LedgerError``) carry ``parameter``; their message names the command's flag instead of the
-  Python name (``max_rows`` → ``--max-rows``), through :data:`FLAGS` (commands may extend it) or
-  the invoked command's own option of that name;
+  Python name (``max_rows`` → ``--max-rows``), through the invoked command's own option of that
+  name or else :data:`FLAGS`, the one table of user-facing names
+  (:mod:`snapdp.data.frontends.names`, docs/sql.md "One workload");
 * with ``--json`` every error, click's own included, is ``{"error": "..."}`` on stdout;
 * Ctrl-C prints "interrupted, nothing spent" and exits 130 — or, when the command has called
   :func:`mark_spent` (its spend is committed), says so and where to look;
@@ -30,6 +31,7 @@ from typing import Any, ParamSpec, TypeVar
 import click
 
 from snapdp._validation import check_epsilon
+from snapdp.data.frontends.names import flags
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 
 __all__ = [
@@ -47,28 +49,9 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 
-#: Library parameter name → command-line flag, for messages. Commands may add their own entries.
-FLAGS: dict[str, str] = {
-    "epsilon": "--epsilon",
-    "total_epsilon": "--total-epsilon",
-    "sensitivity": "--sensitivity",
-    "lower": "--lower",
-    "upper": "--upper",
-    "value": "--value",
-    "values": "--value",
-    "alpha": "--alpha",
-    "max_rows": "--max-rows",
-    "max_rows_per_unit": "--max-rows-per-unit",
-    "privacy_unit": "--privacy-unit",
-    "nulls": "--nulls",
-    "ledger": "--ledger",
-    "dataset": "--dataset",
-    "timeout": "--lock-timeout",
-    "neighbour": "--neighbour",
-    "max_groups_per_unit": "--max-groups-per-unit",
-    "max_rows_per_group": "--max-rows-per-group",
-    "memory_limit": "--memory-limit",
-}
+#: Library parameter name → command-line flag, for messages: the one table of user-facing names
+#: (:mod:`snapdp.data.frontends.names`); the invoked command's own option of a name wins.
+FLAGS: dict[str, str] = flags()
 
 _SPENT_KEY = "snapdp.spent"
 _INTERRUPTED = 130
@@ -160,11 +143,21 @@ def _flags_in(message: str, extra: dict[str, str]) -> str:
 
 def _command_flags(group: click.Group, ctx: click.Context) -> dict[str, str]:
     """The invoked subcommand's options by parameter name (``max_rows`` → ``--max-rows``)."""
-    args = _arguments(ctx)
-    command = group.get_command(ctx, args[0]) if args else None
+    name = ctx.invoked_subcommand  # set once the group has chosen it (its arguments are gone)
+    if name is None:
+        args = _arguments(ctx)
+        name = args[0] if args else None
+    command = group.get_command(ctx, name) if name else None
     if command is None:
         return {}
     return {p.name: p.opts[0] for p in command.params if p.name and p.opts}
+
+
+def _own_flags(ctx: click.Context | None) -> dict[str, str]:
+    """The running command's options by parameter name."""
+    if ctx is None:
+        return {}
+    return {p.name: p.opts[0] for p in ctx.command.params if p.name and p.opts}
 
 
 def _arguments(ctx: click.Context) -> list[str]:
@@ -252,11 +245,11 @@ def library_errors(func: Callable[P, R]) -> Callable[P, R]:
             ctx = click.get_current_context(silent=True)
             if ctx is not None and isinstance(ctx.find_root().command, BoundaryGroup):
                 raise
-            raise click.UsageError(_flags_in(_one_line(exc), {})) from None
+            raise click.UsageError(_flags_in(_one_line(exc), _own_flags(ctx))) from None
         except (PrivacyBudgetError, LedgerError) as exc:
             ctx = click.get_current_context(silent=True)
             if ctx is not None and isinstance(ctx.find_root().command, BoundaryGroup):
                 raise
-            raise click.ClickException(_flags_in(_one_line(exc), {})) from None
+            raise click.ClickException(_flags_in(_one_line(exc), _own_flags(ctx))) from None
 
     return wrapper

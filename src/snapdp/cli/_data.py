@@ -24,6 +24,8 @@ import click
 
 from snapdp._validation import check_epsilon
 from snapdp.cli._common import mark_spent
+from snapdp.data.consistent_accuracy import NOTE as CONSISTENT_NOTE
+from snapdp.data.consistent_accuracy import consistent_statements
 from snapdp.data.frontends.flags import default_by, workload_from_flags
 from snapdp.data.frontends.flags import schema_from_options as _schema_from_options
 from snapdp.data.frontends.names import flags
@@ -145,6 +147,8 @@ def run_table_release(
     where: str | None = None,
     consistent: str | None = None,
     quantile_method: str = "tree",
+    var_samps: Sequence[str] = (),
+    std_samps: Sequence[str] = (),
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -167,6 +171,8 @@ def run_table_release(
         means=means,
         variances=variances,
         stds=stds,
+        var_samps=var_samps,
+        std_samps=std_samps,
         quantiles=quantiles,
         mean_method=mean_method,
         quantile_method=quantile_method,
@@ -182,6 +188,11 @@ def run_table_release(
     # (the same refusals as --dry-run and `snapdp plan`; docs/plans.md).
     blind = PrivateTable(schema=schema, engine=_NoEngine(label), ledger=Ledger(None, eps))
     statements = blind.accuracy(queries, eps, confidence=confidence)
+    if workload.declaration.consistent:  # the ± a consistent release states (docs/data.md)
+        statements = consistent_statements(
+            schema, queries, [pq.epsilon or Fraction(0) for pq in workload.queries],
+            confidence, workload.declaration.consistent,
+        )  # fmt: skip
     if dry_run:
         _print_accuracy(statements, as_json)
         return
@@ -447,6 +458,9 @@ def _print_accuracy(statements: list[AccuracyStatement], as_json: bool) -> None:
             f"{s.label:<28} ε = {_exact_text(s.epsilon):<10} {s.describe()} "
             f"(confidence {s.confidence:g})"
         )
+    consistent = {n for s in statements for n in s.notes if n == CONSISTENT_NOTE}
+    for note in consistent:
+        click.echo(f"assumes: {note}")
 
 
 def _print_results(

@@ -41,6 +41,14 @@ from snapdp.mechanism import SnappingMechanism
 @click.option("--var", "variances", multiple=True, metavar="COL[:LO:HI]", help="A variance.")
 @click.option("--std", "stds", multiple=True, metavar="COL[:LO:HI]", help="A standard deviation.")
 @click.option(
+    "--var-samp", "var_samps", multiple=True, metavar="COL[:LO:HI]",
+    help="A sample variance (divided by n − 1; SQL's VAR_SAMP).",
+)  # fmt: skip
+@click.option(
+    "--std-samp", "std_samps", multiple=True, metavar="COL[:LO:HI]",
+    help="A sample standard deviation (SQL's STDDEV_SAMP).",
+)  # fmt: skip
+@click.option(
     "--quantiles",
     "quantiles",
     multiple=True,
@@ -131,6 +139,8 @@ def release(
     means: tuple[str, ...],
     variances: tuple[str, ...],
     stds: tuple[str, ...],
+    var_samps: tuple[str, ...],
+    std_samps: tuple[str, ...],
     quantiles: tuple[str, ...],
     mean_method: str,
     quantile_method: str,
@@ -174,6 +184,7 @@ def release(
     if alpha is None:
         alpha = 0.05 if confidence is None else float(1 - Fraction(repr(float(confidence))))
     table_flags = want_count or sums or means or variances or stds or quantiles or by or where
+    table_flags = table_flags or var_samps or std_samps
     if value is not None:
         if data is not None or table_flags:
             raise ParameterError(
@@ -207,6 +218,8 @@ def release(
         means=means,
         variances=variances,
         stds=stds,
+        var_samps=var_samps,
+        std_samps=std_samps,
         quantiles=quantiles,
         mean_method=mean_method,
         quantile_method=quantile_method,

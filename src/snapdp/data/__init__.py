@@ -1,11 +1,16 @@
 """Differentially private releases over declared tables: the declaration, queries, statistics,
-engines, the budget ledger (DESIGN §8). See ``docs/data.md``."""
+engines, the budget ledger (DESIGN §8). See ``docs/data.md``.
+
+This package's namespace is the API layer above the front ends (docs/architecture.md, "Layers"):
+``Plan`` (with ``Plan.load``) and ``PrivateTable`` (with ``PrivateTable.sql``) come from
+:mod:`snapdp.data.api`."""
 
 from __future__ import annotations
 
+from snapdp.data.api import Plan, PrivateTable, load_plan
 from snapdp.data.ledger import DatasetBudget, Ledger, LedgerEntry, LedgerReport, read_ledger
+from snapdp.data.plan import PlannedQuery
 from snapdp.data.query import Query
-from snapdp.data.release import PrivateTable
 from snapdp.data.results import QueryResult, ResultRow
 from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.statistics import AccuracyStatement
@@ -22,11 +27,14 @@ __all__ = [
     "LedgerEntry",
     "LedgerReport",
     "NullRule",
+    "Plan",
+    "PlannedQuery",
     "PrivateTable",
     "Query",
     "QueryResult",
     "ResultRow",
     "Schema",
     "Workload",
+    "load_plan",
     "read_ledger",
 ]

@@ -137,7 +137,7 @@ class PlannedQuery:
     def depends_on_group_size(self) -> bool:
         """Whether its ± is stated for a reference group size (ratio statistics, quantiles)."""
         q = self.query
-        return q.statistic in ("variance", "std", "quantiles") or (
+        return q.statistic in ("variance", "std", "var_samp", "std_samp", "quantiles") or (
             q.statistic == "mean" and q.method == "ratio"
         )
 
@@ -547,7 +547,8 @@ class Plan:
     """A release plan: the declaration, the source, the queries and the budget.
 
     Build it in code (``Plan(schema, queries, source="data.csv", total_epsilon=2)``) or load it
-    from a TOML file (:meth:`load`, docs/plans.md). ``source``: a path (relative paths resolve
+    from a TOML file with :meth:`snapdp.data.Plan.load` (the same class, one layer up, where the
+    TOML front end is in reach; docs/plans.md). ``source``: a path (relative paths resolve
     against ``base``, the plan file's folder) or any data :class:`PrivateTable` accepts.
     """
 
@@ -582,16 +583,6 @@ class Plan:
                 f"`confidence` once in [data], not {sorted(confidences)}",
                 "confidence",
             )
-
-    # -- loading -----------------------------------------------------------------------------
-    @classmethod
-    def load(cls, path: str | Path) -> Plan:
-        """A plan from a TOML file; errors name the file, the line and the key. The TOML front
-        end reads it (:func:`snapdp.data.frontends.toml.load_plan`); kept here for existing
-        callers."""
-        from snapdp.data.frontends.toml import load_plan
-
-        return load_plan(path)
 
     # -- planning and running ----------------------------------------------------------------
     def preview(

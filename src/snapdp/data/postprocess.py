@@ -24,10 +24,6 @@ NOTE = (
     "{clause} was applied to the released values, not the true ones (post-processing: no extra "
     "privacy cost; docs/sql.md, 'HAVING and ORDER BY')"
 )
-SAMPLE_NOTE = (
-    "VAR_SAMP/STDDEV_SAMP: released as the population form (divided by n, not n - 1); for a "
-    "group of n rows the two differ by the factor n/(n - 1) (docs/sql.md, 'Aggregates')"
-)
 
 
 @dataclass(frozen=True)
@@ -45,13 +41,11 @@ class PostProcessing:
     """What to do with the released values of one query's results.
 
     ``having``: keep the cells for which it is true (over output names; ``#i`` names the i-th
-    aggregate); ``order``: (output name, descending) keys, the first the most significant;
-    ``sample``: indices of aggregates written in their sample form (a note is added)."""
+    aggregate); ``order``: (output name, descending) keys, the first the most significant."""
 
     outputs: tuple[Output, ...] = ()
     having: Predicate | None = None
     order: tuple[tuple[str, bool], ...] = ()
-    sample: tuple[int, ...] = ()
 
 
 def apply_post_processing(
@@ -59,10 +53,7 @@ def apply_post_processing(
 ) -> list[QueryResult]:
     """The results with HAVING and ORDER BY applied to the released values, each said in the
     notes (all results of one query share their cells)."""
-    out = [
-        replace(r, notes=(*r.notes, SAMPLE_NOTE)) if i in post.sample else r
-        for i, r in enumerate(results)
-    ]
+    out = list(results)
     if (post.having is None and not post.order) or not out:
         return out
     keys = out[0].key_columns

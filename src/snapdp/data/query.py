@@ -16,10 +16,19 @@ from typing import Literal, TypeAlias
 from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Or, Predicate, to_sql
 from snapdp.errors import ParameterError
 
-__all__ = ["STATISTICS", "Query", "StatisticName"]
+__all__ = ["ROOT_STATISTICS", "SPREAD_STATISTICS", "STATISTICS", "Query", "StatisticName"]
 
-StatisticName: TypeAlias = Literal["count", "sum", "mean", "variance", "std", "quantiles"]
-STATISTICS: tuple[str, ...] = ("count", "sum", "mean", "variance", "std", "quantiles")
+StatisticName: TypeAlias = Literal[
+    "count", "sum", "mean", "variance", "std", "var_samp", "std_samp", "quantiles"
+]
+STATISTICS: tuple[str, ...] = (
+    "count", "sum", "mean", "variance", "std", "var_samp", "std_samp", "quantiles"
+)  # fmt: skip
+#: The statistics released from Σw², Σw and the count (docs/data.md, "Statistics"): the
+#: population forms and the sample forms (divided by n − 1, docs/sql.md, "Sample variance").
+SPREAD_STATISTICS: tuple[str, ...] = ("variance", "std", "var_samp", "std_samp")
+#: The statistics whose released value is a square root (their ± is the root of a variance's).
+ROOT_STATISTICS: tuple[str, ...] = ("std", "std_samp")
 
 
 @dataclass(frozen=True)

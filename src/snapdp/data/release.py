@@ -97,7 +97,7 @@ class PrivateTable:
         self.schema = schema
         self.engine: Engine = engine if engine is not None else default_engine(data, schema)
         if schema.privacy_unit is not None:
-            _check_unit(schema)
+            check_unit(schema)
         name = resolve_dataset(
             dataset,
             data,
@@ -151,30 +151,6 @@ class PrivateTable:
     ) -> QueryResult:
         """A private standard deviation of a declared, bounded column."""
         return self.release([Query("std", column, tuple(by))], epsilon, **kw)[0]
-
-    def sql(
-        self, query: str, epsilon: object = None, *, confidence: float = 0.95
-    ) -> list[QueryResult]:
-        """Release the aggregates of the SELECT ``query`` (docs/sql.md): one result per aggregate,
-        in SELECT order, with HAVING and ORDER BY applied to the released values. ``epsilon``:
-        the query's total, split equally between its aggregates (or BigQuery's
-        ``OPTIONS(epsilon = …)``). A query outside the grammar raises a
-        :class:`~snapdp.data.frontends.sql.SqlError` (line, column, caret) before anything is
-        read or spent. FROM may name any table: this one is the only one."""
-        from snapdp.data.frontends.sql import apply_post_processing, parse_sql
-        from snapdp.data.workload import Declaration
-
-        declaration = Declaration(self.schema, confidence=confidence)
-        parsed = parse_sql(query, declaration, epsilon=epsilon)
-        if parsed.workload.schema.privacy_unit is not None:
-            _check_unit(parsed.workload.schema)
-        schema = self.schema
-        self.schema = parsed.workload.schema  # OPTIONS / CLAMP may refine the declaration
-        try:
-            results = self.release(parsed.queries, parsed.epsilons, confidence=confidence)
-        finally:
-            self.schema = schema
-        return apply_post_processing(parsed, results)
 
     # -- accuracy before spending ------------------------------------------------------------
     def accuracy(
@@ -461,7 +437,8 @@ def default_engine(data: object, schema: Schema) -> Engine:
     return engine
 
 
-def _check_unit(schema: Schema) -> None:
+def check_unit(schema: Schema) -> None:
+    """Refuse a privacy-unit column declared other than integer or text."""
     assert schema.privacy_unit is not None
     col = next((c for c in schema.columns if c.name == schema.privacy_unit), None)
     if col is not None and col.type not in ("integer", "text"):

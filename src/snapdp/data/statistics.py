@@ -11,7 +11,8 @@ released by one snapping mechanism per cell, with a share of the query's ε:
   bounds [L_q, U_q].
 * variance, std: Σw² (ε·0.24), Σw (ε·0.34) and the number of values (ε·0.42), with
   w = 2q − L_q − U_q and W = U_q − L_q; moves by r·W², r·W, r; bounds [0, N·W²], [−N·W, N·W],
-  [0, N].
+  [0, N]. The sample forms (var_samp, std_samp) release the same parts and divide by ñ − 1
+  (post-processing, :mod:`snapdp.data.sample_variance`).
 
 (q: a value in quanta, see :mod:`snapdp.data.sensitivity`; N: the public row bound; r: the rows
 one unit can add to a cell, see :mod:`snapdp.data.bounding`.) The variance split is the one that
@@ -47,12 +48,12 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp.accuracy import accuracy_bound
-from snapdp.data import calibration, quantiles
+from snapdp.data import calibration, quantiles, sample_variance
 from snapdp.data import exponential_quantiles as expq
 from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
 from snapdp.data.predicate import Predicate, check_predicate, columns_of
-from snapdp.data.query import Query
+from snapdp.data.query import ROOT_STATISTICS, SPREAD_STATISTICS, Query
 from snapdp.data.results import QueryResult, ResultRow
 from snapdp.data.schema import DEFAULT_MAX_ROWS, Column, Key, Schema, keys_product
 from snapdp.data.sensitivity import FixedPoint, fits_int64, fixed_point
@@ -183,6 +184,8 @@ class AccuracyStatement:
     rank: float | None = None
     leaf_width: float | None = None
     targets: tuple[float, ...] = ()  # quantiles: per probability, the bound the value ± uses
+    count_accuracy: float | None = None  # sample forms: the count's ± (docs/sql.md)
+    largest: float | None = None  # sample forms: V, the largest population variance
 
     @property
     def label(self) -> str:
@@ -199,6 +202,11 @@ class AccuracyStatement:
             return self.cap
         if self.leaf_width is not None:
             return min(self.cap, _up(self.leaf_width + self.per_count / n))
+        if self.count_accuracy is not None and self.largest is not None:
+            root = self.query.statistic in ROOT_STATISTICS
+            return sample_variance.sample_accuracy(
+                self.per_count, self.count_accuracy, self.largest, float(n), root=root
+            )
         a = _up(self.per_count / n)
         if self.query.statistic == "std":
             a = _up(math.sqrt(a))
@@ -218,6 +226,13 @@ class AccuracyStatement:
                 f"rank ±{_num(self.rank)}; in values ±({_num(self.leaf_width or 0.0)} + "
                 f"{_num(self.per_count or 0.0)}/ñ) if evenly spread, ñ the noisy count of the cell"
             )
+        if self.count_accuracy is not None:
+            c, a = _num(self.per_count or 0.0), _num(self.count_accuracy)
+            v = _num(self.largest or 0.0)
+            core = f"{c}/(ñ − 1) + {v}·{a}/((ñ − 1)·max(1, ñ − 1 − {a}))"
+            if self.query.statistic in ROOT_STATISTICS:
+                return f"±√({core}), ñ the noisy count of the cell"
+            return f"±{core}, ñ the noisy count of the cell"
         if self.query.statistic == "std":
             return f"±√({_num(self.per_count or 0.0)}/ñ), ñ the noisy count of the cell"
         return f"±{_num(self.per_count or 0.0)}/ñ, ñ the noisy count of the cell"
@@ -276,7 +291,7 @@ def _compile_parts(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
         )
     if stat == "quantiles":
         return _compile_quantiles(query, schema, epsilon, tuple(groupings), col, n_cells)
-    squares = stat in ("variance", "std")
+    squares = stat in SPREAD_STATISTICS
     fp = fixed_point(col, n, squares=squares)
     impute = None
     if col.nulls.action == "impute":
@@ -298,7 +313,7 @@ def _compile_parts(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
             Part("sum", "sum", half, r.per_cell * fp.magnitude, r.l1 * fp.magnitude, lo, hi),
             Part("count", "count", half, r.per_cell, r.l1, 0, n),
         )
-    else:  # variance, std
+    else:  # variance, std and their sample forms
         w = fp.width
         sq, cs, ct = _VARIANCE_SPLIT
         parts = (
@@ -514,9 +529,17 @@ def accuracy_of(
         )
     w = fp.width
     num = _up((a["squares"] + 2 * w * a["csum"] + 3 * w * w * a["count"]) / 4 * q * q)
-    cap = float(Fraction(w * w, 4) * fp.quantum**2)
+    largest = Fraction(w * w, 4) * fp.quantum**2  # V: the largest population variance
+    cap = float(largest)
     if stat == "std":
         cap = float(Fraction(w, 2) * fp.quantum)
+    if stat in ("var_samp", "std_samp"):  # docs/sql.md, "Sample variance"
+        cap = float(2 * largest) if stat == "var_samp" else _up(math.sqrt(float(2 * largest)))
+        notes = (*notes, sample_variance.FALLBACK_NOTE)
+        return AccuracyStatement(
+            compiled.query, compiled.epsilon, confidence, None, num, cap, notes,
+            count_accuracy=a["count"], largest=_up(float(largest)),
+        )  # fmt: skip
     return AccuracyStatement(compiled.query, compiled.epsilon, confidence, None, num, cap, notes)
 
 
@@ -841,6 +864,10 @@ def _cell_value(
         m2 = min(max(float(noisy["squares"][i]) / n, 0.0), w * w)
         var_q = min(max(m2 - m1 * m1, 0.0), w * w) / 4
     var = var_q / (scale * scale)
+    if statement.largest is not None:  # a sample form (docs/sql.md, "Sample variance")
+        root = stat in ROOT_STATISTICS
+        value = sample_variance.sample_value(var, n, w * w / 4 / (scale * scale), root=root)
+        return value, statement.at(n)
     acc = statement.at(n) if n > 0 else statement.cap
     return (math.sqrt(var) if stat == "std" else var), acc
 

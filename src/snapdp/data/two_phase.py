@@ -202,7 +202,7 @@ def _floor(statement: AccuracyStatement, target: Fraction) -> int | None:
     room = float(target) - width
     if not room > 0:
         return None
-    if statement.query.statistic == "std":
+    if statement.query.statistic in ("std", "std_samp"):
         room = room * room
     n = max(1, math.ceil(per / room))
     while Fraction(statement.at(n)) > target:

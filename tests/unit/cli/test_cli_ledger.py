@@ -19,6 +19,7 @@ from click.testing import CliRunner, Result
 from snapdp.cli import main
 from snapdp.cli._common import FLAGS, _flags_in, plain_number
 from snapdp.data import Ledger
+from snapdp.data.frontends.names import flag_for
 from snapdp.data.ledger import read_ledger
 from snapdp.mechanism import SnappingMechanism
 
@@ -285,9 +286,12 @@ def test_an_unexpected_error_is_one_line(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_parameter_names_become_flags() -> None:
-    assert _flags_in("`max_rows` must be > 0 and `lower` < `upper`", {}) == (
+    own = {"lower": "--lower", "upper": "--upper"}  # the command's own options win
+    assert _flags_in("`max_rows` must be > 0 and `lower` < `upper`", own) == (
         "`--max-rows` must be > 0 and `--lower` < `--upper`"
     )
+    # else the one table of names (docs/sql.md, "One workload"): a value column's flags
+    assert _flags_in("`lower`", {}) == f"`{flag_for('lower')}`"
     assert _flags_in("`timeout` and `unknown_name`", {}) == "`--lock-timeout` and `unknown_name`"
     assert _flags_in("`bins`", {"bins": "--bins"}) == "`--bins`"
     assert FLAGS["max_rows_per_unit"] == "--max-rows-per-unit"

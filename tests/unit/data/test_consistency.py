@@ -26,9 +26,8 @@ from scipy.stats import binom
 from tests.data_oracle import OracleEngine
 
 from snapdp.cli import main
-from snapdp.data import Column, PrivateTable, Query, Schema
+from snapdp.data import Column, Plan, PrivateTable, Query, Schema
 from snapdp.data.consistency import _largest_remainder, _simplex, check_mode
-from snapdp.data.plan import Plan
 from snapdp.errors import ParameterError
 
 G = Column("g", "integer", keys=(0, 1))

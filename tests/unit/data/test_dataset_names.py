@@ -18,8 +18,7 @@ from click.testing import CliRunner
 from tests.data_oracle import OracleEngine
 
 from snapdp.cli import main
-from snapdp.data import Column, Ledger, PrivateTable, Query, Schema, read_ledger
-from snapdp.data.plan import Plan
+from snapdp.data import Column, Ledger, Plan, PrivateTable, Query, Schema, read_ledger
 from snapdp.errors import ParameterError
 
 SCHEMA = Schema((Column("g", "integer", keys=(0, 1)),))

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from snapdp.data.plan import Plan, PlannedQuery
+from snapdp.data import Plan, PlannedQuery
 from snapdp.data.plan_toml import dumps, plan_to_toml
 from snapdp.data.query import Query
 from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from tests.unit.ui._helpers import SENTINEL_NUMBER, SENTINEL_TEXT, document, query, write_people
 
+from snapdp.data import Plan
 from snapdp.data.ledger import Ledger
-from snapdp.data.plan import Plan
 from snapdp.ui.server import MAX_BODY, TOKEN_HEADER
 
 

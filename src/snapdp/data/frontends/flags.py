@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from snapdp.data.frontends.names import flag_for
 from snapdp.data.query import Query
 from snapdp.data.schema import (
     COLUMN_TYPES,
@@ -46,6 +47,8 @@ def workload_from_flags(
     stds: Sequence[str] = (),
     quantiles: Sequence[str] = (),
     mean_method: str = "ratio",
+    var_samps: Sequence[str] = (),
+    std_samps: Sequence[str] = (),
     by: Sequence[str] = (),
     confidence: float = 0.95,
     dataset: str | None = None,
@@ -58,9 +61,12 @@ def workload_from_flags(
     the grouping columns; ``where`` a SQL condition every statistic filters its rows by;
     ``epsilon`` is the total, split equally between the statistics."""
     quantile_specs = [_quantiles_spec(q) for q in quantiles]
-    value_specs = [*sums, *means, *variances, *stds, *(spec for spec, _ in quantile_specs)]
+    value_specs = [*sums, *means, *variances, *stds, *var_samps, *std_samps]
+    value_specs += [spec for spec, _ in quantile_specs]
     schema = schema_from_options(**declaration, values=value_specs)
-    queries = queries_from_flags(want_count, sums, means, variances, stds, mean_method, by)
+    queries = queries_from_flags(
+        want_count, sums, means, variances, stds, mean_method, by, var_samps, std_samps
+    )
     if consistent is not None:  # the count's margins along --by join it (docs/data.md)
         if not want_count:
             raise ParameterError("`consistent` fits counts: add --count", parameter="consistent")
@@ -71,7 +77,7 @@ def workload_from_flags(
     ]
     if not queries:
         raise ParameterError(
-            "name at least one statistic: --count, --sum, --mean, --var, --std or --quantiles",
+            f"name at least one statistic: {flag_for('statistic')} or --quantiles",
             parameter="statistic",
         )
     decl = Declaration(
@@ -88,6 +94,11 @@ def workload_from_flags(
         queries = [replace(q, where=predicate) for q in queries]
     share = Fraction(epsilon) / len(queries)
     return Workload(decl, tuple(decl.planned(q, epsilon=share) for q in queries))
+
+
+def _value_flags() -> str:
+    """The statistic flags that name a value column (from the one names table)."""
+    return flag_for("column") or "--sum"
 
 
 def default_by(declaration: Mapping[str, Any]) -> list[str]:
@@ -107,6 +118,8 @@ def queries_from_flags(
     stds: Sequence[str],
     mean_method: str,
     by: Sequence[str],
+    var_samps: Sequence[str] = (),
+    std_samps: Sequence[str] = (),
 ) -> list[Query]:
     """The queries of the statistic flags (quantiles apart), each grouped by ``by``."""
     b = tuple(by)
@@ -115,6 +128,8 @@ def queries_from_flags(
     queries += [Query("mean", _value_spec(s)[0], b, method=mean_method) for s in means]  # type: ignore[arg-type]
     queries += [Query("variance", _value_spec(s)[0], b) for s in variances]
     queries += [Query("std", _value_spec(s)[0], b) for s in stds]
+    queries += [Query("var_samp", _value_spec(s)[0], b) for s in var_samps]
+    queries += [Query("std_samp", _value_spec(s)[0], b) for s in std_samps]
     return queries
 
 
@@ -196,7 +211,7 @@ def schema_from_options(
     for spec in values:
         name, lo, hi = _value_spec(spec)
         if lo is not None:
-            update(name, "--sum/--mean/--var/--std", lower=lo, upper=hi)
+            update(name, _value_flags(), lower=lo, upper=hi)
         else:
             draft(name)
     for spec in keys:
@@ -294,7 +309,7 @@ def _column_spec(spec: str) -> tuple[str, str, Fraction | None, Fraction | None]
 
 def _value_spec(spec: str) -> tuple[str, Fraction | None, Fraction | None]:
     parts = spec.rsplit(":", 2)
-    flag = "--sum/--mean/--var/--std"
+    flag = _value_flags()
     if len(parts) == 1 and parts[0]:
         return parts[0], None, None
     if len(parts) != 3 or not parts[0]:

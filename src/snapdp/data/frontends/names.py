@@ -1,7 +1,8 @@
 """The user-facing names of every workload parameter: one table (docs/sql.md, "One workload").
 
 Each library parameter (the name a :class:`~snapdp.errors.ParameterError` carries) has the flag
-that sets it on ``snapdp release`` / ``snapdp check``, its TOML key (in which plan-file table,
+that sets it on ``snapdp release`` / ``snapdp check`` (and, through the CLI's error boundary,
+on every other command), its TOML key (in which plan-file table,
 with the aliases a plan file may use) and its SQL word. Every front end's error messages name a
 parameter through this table, so a user reads the name they wrote.
 """
@@ -27,7 +28,8 @@ class Name:
     sql: str | None = None
 
 
-_VALUES = "--column/--sum/--mean/--var/--std/--quantiles"
+_STATS = "--sum/--mean/--var/--std/--var-samp/--std-samp"
+_VALUES = f"--column/{_STATS}/--quantiles"
 
 #: Library parameter → its names. The order of each TOML table is the order of its keys.
 NAMES: Mapping[str, Name] = {
@@ -72,10 +74,8 @@ NAMES: Mapping[str, Name] = {
     "nulls": Name("--nulls", ("columns", "nulls", ("null", "on_null"))),
     "columns": Name("--column"),
     # [[query]]
-    "statistic": Name(
-        "--count/--sum/--mean/--var/--std", ("query", "statistic", ("stat",)), "SELECT"
-    ),
-    "column": Name("--sum/--mean/--var/--std", ("query", "column", ()), "SELECT"),
+    "statistic": Name(f"--count/{_STATS}", ("query", "statistic", ("stat",)), "SELECT"),
+    "column": Name(_STATS, ("query", "column", ()), "SELECT"),
     "by": Name("--by", ("query", "by", ("group_by",)), "GROUP BY"),
     "query_bins": Name("--bins", ("query", "bins", ("edges",))),
     "quantiles": Name("--quantiles", ("query", "quantiles", ("probabilities",)), "PERCENTILE_CONT"),
@@ -89,6 +89,16 @@ NAMES: Mapping[str, Name] = {
     "query_confidence": Name("--confidence", ("query", "confidence", ())),
     "weight": Name(None, ("query", "weight", ())),
     "query_group_size": Name(None, ("query", "group_size", ("reference_group_size",))),
+    # the single-value release and the other commands: flags only (a command's own option of
+    # the same name wins, e.g. ``snapdp release --value``'s --lower/--upper)
+    "sensitivity": Name("--sensitivity"),
+    "value": Name("--value"),
+    "values": Name("--value"),
+    "alpha": Name("--alpha"),
+    "ledger": Name("--ledger"),
+    "timeout": Name("--lock-timeout"),
+    "neighbour": Name("--neighbour"),
+    "memory_limit": Name("--memory-limit"),
 }
 
 

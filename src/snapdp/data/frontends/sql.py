@@ -51,16 +51,15 @@ _STATISTIC_OF = {
     "Sum": "sum",
     "Avg": "mean",
     "VariancePop": "variance",
-    "Variance": "variance",
-    "VarianceSamp": "variance",
+    "Variance": "var_samp",  # DuckDB's VARIANCE is the sample form, as BigQuery's
+    "VarianceSamp": "var_samp",
     "StddevPop": "std",
-    "Stddev": "std",
-    "StddevSamp": "std",
+    "Stddev": "std_samp",
+    "StddevSamp": "std_samp",
     "PercentileCont": "quantiles",
     "Median": "quantiles",
 }
-_ANONYMOUS = {"QUANTILE_CONT": "quantiles", "VAR_SAMP": "variance", "VAR_POP": "variance"}
-_SAMPLE = ("Variance", "VarianceSamp", "Stddev", "StddevSamp", "VAR_SAMP")
+_ANONYMOUS = {"QUANTILE_CONT": "quantiles", "VAR_SAMP": "var_samp", "VAR_POP": "variance"}
 _COMPARE = {"EQ": "=", "NEQ": "<>", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
@@ -138,7 +137,6 @@ class _Parser(SqlText):
         super().__init__(text, display, prefix, label)
         self.declaration = declaration
         self.schema = declaration.schema
-        self.sample: list[int] = []
         self.qualifiers: set[str] = set()  # what a column may be qualified with (FROM, alias)
         self.owner: dict[int, tuple[Fraction, Fraction]] = {}
 
@@ -174,8 +172,6 @@ class _Parser(SqlText):
             if isinstance(node, exp.Star):
                 raise self.at(node, "SELECT * is refused: name the aggregates")
             query = self.aggregate(node, tuple(groups), where, alias)
-            if type(node).__name__ in _SAMPLE or str(node.this).upper() in _SAMPLE:
-                self.sample.append(len(queries))
             names[_canonical(node)] = len(queries)
             outputs.append(Output(alias or query.label, aggregate=len(queries)))
             queries.append(query)
@@ -188,7 +184,7 @@ class _Parser(SqlText):
         declaration = replace(declaration, schema=self.schema)  # with any CLAMP bounds
         planned = self._planned(declaration, queries, epsilon, accuracy, weight)
         workload = Workload(declaration, tuple(planned))
-        post = PostProcessing(tuple(outputs), having, order, tuple(self.sample))
+        post = PostProcessing(tuple(outputs), having, order)
         return SqlQuery(self.original, workload, post)
 
     def _refuse_structure(self, tree: Any) -> None:

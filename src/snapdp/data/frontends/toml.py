@@ -73,7 +73,7 @@ class _Loader:
             out[name] = (v, (*key, k))
         return out
 
-    def plan(self) -> Plan:
+    def plan(self, plan_class: type[Plan] = Plan) -> Plan:
         for k in self.data:
             if k not in ("data", "columns", "query"):
                 raise self.error(
@@ -115,7 +115,7 @@ class _Loader:
         consistent = self.consistent(data)
         plan: Plan = self.wrap(
             ("query",),
-            lambda: Plan(
+            lambda: plan_class(
                 schema,
                 queries,
                 source=source,
@@ -408,11 +408,12 @@ def load_declaration(path: str | Path) -> Declaration:
     return _Loader(p, data, locator).declaration()
 
 
-def load_plan(path: str | Path) -> Plan:
-    """A plan file as the planner's :class:`~snapdp.data.plan.Plan` (SQL keys included)."""
+def load_plan(path: str | Path, plan_class: type[Plan] = Plan) -> Plan:
+    """A plan file as the planner's :class:`~snapdp.data.plan.Plan` (SQL keys included);
+    ``plan_class``: a subclass to build instead (:class:`snapdp.data.Plan`)."""
     p = Path(path)
     data, locator = load_toml(p)
-    return _Loader(p, data, locator).plan()
+    return _Loader(p, data, locator).plan(plan_class)
 
 
 def load_workload(path: str | Path) -> Workload:

@@ -3,7 +3,7 @@
 "use strict";
 
 const TOKEN = new URLSearchParams(location.hash.slice(1)).get("token") || "";
-const STATISTICS = ["count", "sum", "mean", "variance", "std", "quantiles"];
+const STATISTICS = ["count", "sum", "mean", "variance", "std", "var_samp", "std_samp", "quantiles"];
 const TYPES = ["integer", "decimal", "text", "boolean", "date"];
 const HOW = [["epsilon", "ε"], ["accuracy", "target ±"], ["weight", "weight"]];
 const DEBOUNCE_MS = 250;

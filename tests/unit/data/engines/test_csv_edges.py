@@ -27,10 +27,9 @@ from click.testing import CliRunner
 from tests.data_oracle import OracleEngine
 
 from snapdp.cli import main
-from snapdp.data import Ledger, PrivateTable, Query
+from snapdp.data import Ledger, Plan, PrivateTable, Query
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
-from snapdp.data.plan import Plan
 from snapdp.data.schema import Column, CsvOptions, Schema
 from snapdp.errors import ParameterError
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from snapdp.data import Plan
 from snapdp.data.frontends._toml import KeyLocator
-from snapdp.data.plan import Plan
 from snapdp.errors import ParameterError
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "docs" / "examples" / "plan.toml"

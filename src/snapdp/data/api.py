@@ -1,0 +1,74 @@
+"""The entry points that read a plan file or a SQL query (docs/architecture.md, "Layers";
+docs/plans.md; docs/sql.md).
+
+They sit above the front ends, so that the planner and the release take only what a front end
+produced and never reach back up for a parser. :class:`Plan` and :class:`PrivateTable` are the
+planner's :class:`~snapdp.data.plan.Plan` and the release's
+:class:`~snapdp.data.release.PrivateTable` with the two methods that need a front end:
+:meth:`Plan.load` (the TOML front end) and :meth:`PrivateTable.sql` (the SQL front end). Both are
+exported as ``snapdp.data.Plan`` and ``snapdp.data.PrivateTable``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from snapdp.data import plan as _plan
+from snapdp.data import release as _release
+from snapdp.data.frontends.sql import apply_post_processing, parse_sql
+from snapdp.data.frontends.toml import load_plan
+from snapdp.data.results import QueryResult
+from snapdp.data.workload import Declaration
+
+__all__ = ["Plan", "PrivateTable", "load_plan"]
+
+
+class Plan(_plan.Plan):
+    """A release plan (:class:`snapdp.data.plan.Plan`) that can also be read from a plan file."""
+
+    @classmethod
+    def load(cls, path: str | Path) -> Plan:
+        """A plan from a TOML file (docs/plans.md); errors name the file, the line and the key.
+        Read by the TOML front end (:func:`snapdp.data.frontends.toml.load_plan`)."""
+        loaded = load_plan(path, cls)
+        assert isinstance(loaded, cls)
+        return loaded
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any plan (this class or the planner's) with equal fields."""
+        if not isinstance(other, _plan.Plan):
+            return NotImplemented
+        return _fields(self) == _fields(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the planner's Plan
+
+
+def _fields(plan: _plan.Plan) -> tuple[object, ...]:
+    return tuple(getattr(plan, f.name) for f in dataclasses.fields(plan) if f.compare)
+
+
+class PrivateTable(_release.PrivateTable):
+    """A table behind a privacy budget (:class:`snapdp.data.release.PrivateTable`) that also
+    answers SQL (docs/sql.md)."""
+
+    def sql(
+        self, query: str, epsilon: object = None, *, confidence: float = 0.95
+    ) -> list[QueryResult]:
+        """Release the aggregates of the SELECT ``query`` (docs/sql.md): one result per aggregate,
+        in SELECT order, with HAVING and ORDER BY applied to the released values. ``epsilon``:
+        the query's total, split equally between its aggregates (or BigQuery's
+        ``OPTIONS(epsilon = …)``). A query outside the grammar raises a
+        :class:`~snapdp.data.frontends.sql.SqlError` (line, column, caret) before anything is
+        read or spent. FROM may name any table: this one is the only one."""
+        declaration = Declaration(self.schema, confidence=confidence)
+        parsed = parse_sql(query, declaration, epsilon=epsilon)
+        if parsed.workload.schema.privacy_unit is not None:
+            _release.check_unit(parsed.workload.schema)
+        schema = self.schema
+        self.schema = parsed.workload.schema  # OPTIONS / CLAMP may refine the declaration
+        try:
+            results = self.release(parsed.queries, parsed.epsilons, confidence=confidence)
+        finally:
+            self.schema = schema
+        return apply_post_processing(parsed, results)

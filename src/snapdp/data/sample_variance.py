@@ -1,0 +1,68 @@
+"""Sample variance and sample standard deviation (SQL's VAR_SAMP and STDDEV_SAMP; docs/sql.md,
+"Sample variance").
+
+Both are post-processing of the three parts a population variance releases (Σw², Σw and the
+count of values, :mod:`snapdp.data.statistics`): no extra ε. With ñ the noisy count and v̂ the
+released population variance (clamped to [0, V], V = (U − L)²/4 the largest population variance
+of values in [L, U]), the sample variance released is
+
+    ŝ² = clamp(ñ/(ñ − 1) · v̂, 0, 2V)        for ñ > 1,
+
+2V being the largest sample variance of two or more values in [L, U]. Its ± at the query's
+confidence holds on the same event as the population variance's (every part within its ±, a
+union bound), with c/ñ the population ± (:class:`~snapdp.data.statistics.AccuracyStatement`'s
+numerator c) and a the count's ±, for every cell of n ≥ 2 values:
+
+    |ŝ² − s²| ≤ ñ/(ñ − 1)·|v̂ − v| + v·|ñ/(ñ − 1) − n/(n − 1)|
+              ≤ min(c/ñ, V)·ñ/(ñ − 1) + V·a / ((ñ − 1)·max(1, ñ − 1 − a)),
+
+since ñ/(ñ − 1) − n/(n − 1) = (n − ñ)/((ñ − 1)(n − 1)), |n − ñ| ≤ a, n − 1 ≥ max(1, ñ − 1 − a)
+and v ≤ V; capped at 2V (clamping onto an interval that holds s² never moves ŝ² away from it).
+A standard deviation's ± is the square root of its variance's (|√x − √y| ≤ √|x − y|).
+
+A cell of fewer than two values has no sample variance (DuckDB and BigQuery return NULL). The
+release path cannot say which cells those are without reading the private count, so the rule
+looks at the noisy count only: a cell whose ñ ≤ 1 gets V (the middle of [0, 2V]) with the whole
+range 2V as its ± (for the std: √V, ± √(2V)), the same for every table.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["FALLBACK_NOTE", "sample_accuracy", "sample_value"]
+
+FALLBACK_NOTE = (
+    "sample forms divide by ñ − 1, ñ the noisy count of values (post-processing of the same "
+    "released sums); a cell whose ñ is at most 1 has no sample variance and gets the middle of "
+    "the possible range with the whole range as its ± (docs/sql.md, 'Sample variance')"
+)
+
+
+def _up(x: float) -> float:
+    """x rounded up generously (a few ulps), as every stated bound."""
+    return math.nextafter(x * (1 + 2**-50), math.inf)
+
+
+def sample_accuracy(
+    per_count: float, count_accuracy: float, largest: float, n: float, *, root: bool
+) -> float:
+    """The ± of a sample variance (``root``: of a sample std) for a cell whose noisy count is
+    ``n``: ``per_count`` is c (the population ± is c/ñ), ``count_accuracy`` the count's ±,
+    ``largest`` V, the largest population variance (module docstring). At most the whole
+    range: 2V (std: √(2V))."""
+    cap = 2 * largest
+    if not n > 1:
+        acc = cap
+    else:
+        first = min(per_count / n, largest) * n / (n - 1)
+        second = largest * count_accuracy / ((n - 1) * max(1.0, n - 1 - count_accuracy))
+        acc = min(cap, _up(_up(first) + _up(second)))
+    return _up(math.sqrt(acc)) if root else acc
+
+
+def sample_value(population: float, n: float, largest: float, *, root: bool) -> float:
+    """The released sample variance (``root``: std) from the released population variance
+    ``population`` (already in [0, V]) and the noisy count ``n`` (module docstring)."""
+    var = min(max(population * n / (n - 1), 0.0), 2 * largest) if n > 1 else largest
+    return math.sqrt(var) if root else var

@@ -1,0 +1,156 @@
+"""Imports run in one direction (docs/architecture.md, "Layers").
+
+Every module under src/snapdp is parsed with ``ast``; every import it makes — at the top, inside a
+function, under ``TYPE_CHECKING`` — is resolved to the module it loads and checked against the
+layer map below: a module may import from its own layer or a lower one, never from a higher one.
+``from package import name`` loads ``package.name`` when that is a module, else the package;
+``importlib.import_module("…")`` with a literal name counts too.
+A module the map does not place fails the test too (a new module must be given a layer).
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+#: Top to bottom. The data flow of a release reads the same way: front end → workload → planner
+#: → statistics → engine → noise.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("cli/page", ("snapdp.cli", "snapdp.cli.*", "snapdp.ui", "snapdp.ui.*")),
+    # the API modules above the front ends: entry points that parse TOML or SQL
+    ("api", ("snapdp.data", "snapdp.data.api")),
+    ("front ends", ("snapdp.data.frontends", "snapdp.data.frontends.*", "snapdp.data.plan_toml")),
+    ("workload", ("snapdp.data.workload",)),
+    ("planner", (
+        "snapdp.data.plan", "snapdp.data.two_phase", "snapdp.data.search", "snapdp.data.release",
+        "snapdp.data.report", "snapdp.data.demo", "snapdp.data.check",
+        "snapdp.data.consistent_accuracy",
+    )),
+    ("statistics", (
+        "snapdp.data.statistics", "snapdp.data.sample_variance", "snapdp.data.quantiles",
+        "snapdp.data.calibration", "snapdp.data.consistency", "snapdp.data.postprocess",
+        "snapdp.data.refusals", "snapdp.data.bounding", "snapdp.data.sensitivity",
+        "snapdp.data.ledger", "snapdp.data.results", "snapdp.data.query",
+        "snapdp.data.sum_bound", "snapdp.data.exponential_quantiles",
+    )),
+    ("engines", ("snapdp.data.engines", "snapdp.data.engines.*")),
+    ("declaration", ("snapdp.data.schema", "snapdp.data.predicate", "snapdp.data._located")),
+    ("analysis", (
+        "snapdp.analysis", "snapdp.analysis.*", "snapdp.verify", "snapdp.verify.*",
+        "snapdp.usefulness",
+    )),
+    ("mechanism", (
+        "snapdp", "snapdp.mechanism", "snapdp.accuracy", "snapdp.rescaling", "snapdp.shift",
+        "snapdp.fast", "snapdp.snapping", "snapdp.distribution", "snapdp.parameters",
+        "snapdp.guarantee", "snapdp.exponential", "snapdp._certcache",
+    )),
+    ("randomness", ("snapdp.randomness",)),
+    ("ieee", ("snapdp.ieee", "snapdp.errors", "snapdp._validation", "snapdp._rational",
+              "snapdp._exact")),
+)  # fmt: skip
+
+
+def _modules(src: Path = SRC) -> dict[str, Path]:
+    out = {}
+    for path in sorted((src / "snapdp").rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def layer_of(module: str) -> int | None:
+    """The index of the module's layer (0 the top), the most specific pattern winning."""
+    best: tuple[int, int] | None = None  # (specificity, layer)
+    for i, (_name, patterns) in enumerate(LAYERS):
+        for p in patterns:
+            if fnmatch.fnmatchcase(module, p):
+                score = len(p) - (2 if p.endswith("*") else 0)
+                if best is None or score > best[0]:
+                    best = (score, i)
+    return None if best is None else best[1]
+
+
+def imports_of(module: str, path: Path, known: set[str]) -> list[tuple[int, str]]:
+    """(line, module loaded) for every snapdp import in the file, anywhere in it."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join([*parts, base] if base else parts)
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                out.append((node.lineno, full if full in known else base))
+        elif (  # importlib.import_module("snapdp.…") with a literal name
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            out.append((node.lineno, node.args[0].value))
+    return [(line, m) for line, m in out if m == "snapdp" or m.startswith("snapdp.")]
+
+
+def upward_imports(src: Path = SRC) -> list[str]:
+    """Every import of a higher layer, as ``module:line -> target (layer -> layer)``."""
+    modules = _modules(src)
+    known = set(modules)
+    bad = []
+    for module, path in modules.items():
+        own = layer_of(module)
+        for line, target in imports_of(module, path, known):
+            to = layer_of(target)
+            if own is None or to is None:
+                bad.append(f"{module}:{line} -> {target} (no layer)")
+            elif to < own:
+                bad.append(
+                    f"{module}:{line} -> {target} ({LAYERS[own][0]} imports {LAYERS[to][0]})"
+                )
+    return bad
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = [m for m in _modules() if layer_of(m) is None]
+    assert not missing, missing
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    bad = upward_imports()
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    ("text", "caught"),
+    [
+        ("def f():\n    from snapdp.data.frontends.toml import load_plan\n", True),
+        ("import snapdp.data.frontends.sql\n", True),
+        ("from snapdp.data import api\n", True),
+        ("from . import statistics\n", False),
+        ("from snapdp.data.schema import Schema\n", False),
+        ("import importlib\nimportlib.import_module('snapdp.data.api')\n", True),
+    ],
+)
+def test_the_check_sees_lazy_and_relative_imports(tmp_path: Path, text: str, caught: bool) -> None:
+    """A planner module written with each import: the upward ones are caught."""
+    for module, path in _modules().items():
+        target = tmp_path / path.relative_to(SRC)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if module != "snapdp.data.plan":
+            target.write_text("")
+    (tmp_path / "snapdp/data/plan.py").write_text(text)
+    assert bool(upward_imports(tmp_path)) is caught
