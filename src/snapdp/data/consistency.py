@@ -259,8 +259,7 @@ def fit(
         weights = design @ gain  # total × total
         residual = np.abs(weights @ design - design).max(axis=1)
         rounding = (2 * residual + 1e-15) * max_rows + 1e-12 * (np.abs(weights) @ np.abs(z) + 1)
-        # the same margin with every |z| taken as max_rows: what the rule below reads (public)
-        public = (2 * residual + 1e-15 + 1e-12 * np.abs(weights).sum(axis=1)) * max_rows + 1e-12
+        public = (2 * residual + 1e-15) * max_rows + 1e-12  # the margin without z: for the rule
         kinds = [m.kind for m, s in zip(members, sizes, strict=True) for _ in range(s)]
         if total <= MAX_NOISES and all(k is not None for k in kinds):
             sure = [k for k in kinds if k is not None]
