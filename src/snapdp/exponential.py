@@ -15,9 +15,11 @@ sampler draws exactly from it:
   (m·r**−C <= 2**−64 of the best candidate's weight), which only the accuracy bound needs.
 * **Exact weights.** Multiplying every weight by P**C gives integers Wⱼ = T[min(dⱼ, C)] with
   T[v] = P**(C−v)·2**(s·v). When the whole table T[0..C] fits in 16 MiB it is computed from
-  public parameters and a weight is a look-up; otherwise each weight is computed by a ladder of
-  exactly bitlen(C) squarings and bitlen(C) multiplications (by P or by 1). Either way the
-  number of operations does not depend on the losses (only the sizes of the integers do).
+  public parameters and a weight is a look-up; otherwise each weight comes from a ladder over
+  the L = bitlen(C) bits of e = C − v: square, then multiply by P (bit set) or by 2**s (bit
+  clear, an integer of P's bit length), giving P**e·2**(s·(2**L − 1 − e)), then shift right by
+  s·(2**L − 1 − C). Every step's operands have (nearly) the same sizes whatever e, so the work,
+  operand sizes included, does not depend on the losses.
 * **One uniform integer.** Z = ΣWⱼ <= m·T[0] =: Z_max (public). The sampler reads K/64 words,
   K = bitlen(Z_max) + 128 fixed by public parameters, as X uniform on [0, 2**K). If
   X < ⌊2**K/Z⌋·Z it returns the j with cumₓ(j−1) <= X mod Z < cum(j) (a scan over all m
@@ -204,9 +206,11 @@ def _weights(params: ExponentialParameters, losses: Sequence[int]) -> list[gmpy2
     if _uses_table(params):
         table = _table(params.numerator, shift, cap)
         return [table[min(d, cap)] for d in losses]
-    # no table: each weight by a ladder of bitlen(C) squarings and multiplications
-    p, steps = gmpy2.mpz(params.numerator), cap.bit_length()
-    return [_ladder(p, cap - min(d, cap), steps) << (shift * min(d, cap)) for d in losses]
+    # no table: each weight from the same bitlen(C) factors' sizes, whatever its loss
+    steps = cap.bit_length()
+    p, two = gmpy2.mpz(params.numerator), gmpy2.mpz(1) << shift
+    excess = shift * ((1 << steps) - 1 - cap)
+    return [_ladder(p, two, cap - min(d, cap), steps, excess) for d in losses]
 
 
 def _uses_table(params: ExponentialParameters) -> bool:
@@ -215,15 +219,17 @@ def _uses_table(params: ExponentialParameters) -> bool:
     return size <= _TABLE_BITS
 
 
-def _ladder(base: gmpy2.mpz, exponent: int, steps: int) -> gmpy2.mpz:
-    """base**exponent (0 <= exponent < 2**steps) with exactly ``steps`` squarings and
-    ``steps`` multiplications (by base or by 1), whatever the exponent."""
-    one = gmpy2.mpz(1)
+def _ladder(p: gmpy2.mpz, two: gmpy2.mpz, exponent: int, steps: int, excess: int) -> gmpy2.mpz:
+    """P**e·(2**s)**(2**L − 1 − e) >> ``excess`` for e = ``exponent`` < 2**L, L = ``steps``,
+    ``two`` = 2**s: L squarings, each followed by a multiplication by P (bit set) or by 2**s
+    (bit clear), two integers of the same bit length s + 1; the accumulator's size after k steps
+    is about s·(2**k − 1) whatever e, so the work does not depend on e. The shift is exact when
+    ``excess`` <= s·(2**L − 1 − e)."""
     acc = gmpy2.mpz(1)
     for i in range(steps - 1, -1, -1):
         acc = acc * acc
-        acc = acc * (base if (exponent >> i) & 1 else one)
-    return acc
+        acc = acc * (p if (exponent >> i) & 1 else two)
+    return acc >> excess
 
 
 @functools.lru_cache(maxsize=2)

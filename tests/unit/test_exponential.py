@@ -271,4 +271,6 @@ def test_the_ladder_path_equals_the_table_path(monkeypatch: pytest.MonkeyPatch) 
         draws = [sample(p, losses, src) for _ in range(50)]  # type: ignore[arg-type]
         words.append((src.read, draws))
     assert words[0] == words[1]  # same source, same draws, same words read
-    assert mod._ladder(gmpy2.mpz(3), 0, 4) == 1 and mod._ladder(gmpy2.mpz(3), 13, 4) == 3**13
+    three, four = gmpy2.mpz(3), gmpy2.mpz(4)  # P = 3, 2**s = 4 (s = 2), 4 bits
+    assert mod._ladder(three, four, 0, 4, 2 * 15) == 1
+    assert mod._ladder(three, four, 13, 4, 2 * 2) == 3**13

@@ -259,6 +259,7 @@ def fit(
         weights = design @ gain  # total × total
         residual = np.abs(weights @ design - design).max(axis=1)
         rounding = (2 * residual + 1e-15) * max_rows + 1e-12 * (np.abs(weights) @ np.abs(z) + 1)
+        public = (2 * residual + 1e-15) * max_rows + 1e-12  # the margin without z: for the rule
         kinds = [m.kind for m, s in zip(members, sizes, strict=True) for _ in range(s)]
         if total <= MAX_NOISES and all(k is not None for k in kinds):
             sure = [k for k in kinds if k is not None]
@@ -267,14 +268,17 @@ def fit(
         else:
             fit_full = _fit_accuracy(weights, a, b, sym, per_noise, alpha)
             fit_half = _fit_accuracy(weights, a, b, sym, per_noise, alpha / 2)
-        fit_full, fit_half = fit_full + rounding, fit_half + rounding
         half = per_noise(alpha / 2)
         # A public rule picks the statement per value, by its typical size (|v − z| taken as
         # 0.8 standard deviations of ŷ − z, a public figure): the fit bound alone at α, the
-        # triangle bound alone at α, or the smaller of both at α/2.
+        # triangle bound alone at α, or the smaller of both at α/2. It reads no released value
+        # (a pick that moved with the noise would void the ±'s coverage).
         shift = 0.8 * np.sqrt(((weights - np.eye(total)) ** 2) @ var)
-        typical = np.stack([fit_full, own + shift, np.minimum(fit_half, half + shift)])
+        typical = np.stack(
+            [fit_full + public, own + shift, np.minimum(fit_half + public, half + shift)]
+        )
         pick = np.argmin(typical, axis=0)
+        fit_full, fit_half = fit_full + rounding, fit_half + rounding
         by_fit = np.select([pick == 0, pick == 2], [fit_full, fit_half], np.inf)
         own_half = np.select([pick == 1, pick == 2], [own, half], np.inf)
     if mode == "wls":

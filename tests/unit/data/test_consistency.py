@@ -267,3 +267,35 @@ def test_a_large_family_states_the_triangle_bound() -> None:
     for r in cells.rows:
         assert r.independent is not None
         assert r.accuracy == pytest.approx(own + abs(r.value - r.independent), rel=1e-6)
+
+
+def test_the_statement_is_chosen_without_the_released_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rule that picks the ± of each fitted value (fit bound, triangle bound, or both) reads
+    public figures only: two families with the same public noise but released values 3 and 3·10⁸
+    apart state the same kind of bound (a pick that moves with the noise would break the ±'s
+    coverage). The fit bound is set just below the triangle bound's typical size, so the
+    1e-12·|W|·|z| float margin of the fit bound, were it read by the rule, flips the pick."""
+    from snapdp.data import consistency
+
+    var = 100.0
+
+    def fake(weights: Any, a: Any, b: Any, sym: Any, per_noise: Any, alpha: float) -> Any:
+        shift = 0.8 * np.sqrt(((weights - np.eye(len(weights))) ** 2) @ np.full(len(weights), var))
+        return 10.0 + shift - 1e-6 if alpha == 0.05 else np.full(len(weights), 1e9)
+
+    monkeypatch.setattr(consistency, "_fit_accuracy", fake)
+
+    def member(columns: tuple[Column, ...], values: list[float]) -> Any:
+        return consistency.Member(
+            columns, np.array(values), var, (1.0, 1.0), lambda a: 10.0, False, None
+        )
+
+    stated = []
+    for scale in (1.0, 1e8):
+        fam = [member((), [3 * scale]), member((G,), [1 * scale, 2 * scale])]
+        out = consistency.fit(fam, 0.05, "wls", 0)
+        stated.append(np.concatenate(out.accuracy))
+    assert stated[0].min() > 10.5  # the fit bound was stated (the values add up: ŷ = z)
+    np.testing.assert_allclose(stated[1], stated[0], rtol=0, atol=1e-3)
