@@ -39,6 +39,7 @@ value per cell.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -1016,6 +1017,10 @@ def _executor_noise(
 
         from snapdp.mechanism import SnappingMechanism
 
+        # Executors may be shared by jobs that run as one operating-system user: a certificate
+        # read from that user's disk cache could have been planted by another job, so executors
+        # use only the certificates shipped with the package or computed here (docs/mechanism.md).
+        os.environ["SNAPDP_CACHE_DIR"] = "off"
         built = []
         for name, cols, (eps, sens, lower, upper) in specs:
             mech = SnappingMechanism(eps, sens, lower, upper)  # type: ignore[arg-type]
