@@ -120,12 +120,23 @@ def test_a_failure_before_any_noise_returns_the_whole_reservation(
     plan_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The source fails while it is aggregated (nothing released): the entry is settled at 0."""
-    from snapdp.data.engines.duckdb import DuckDBEngine
 
-    def unreadable(*args: Any, **kwargs: Any) -> Any:
-        raise OSError("injected: the source cannot be read")
+    class Unreadable:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
 
-    monkeypatch.setattr(DuckDBEngine, "aggregate", unreadable)
+        def column_names(self) -> list[str]:
+            return list(self.inner.column_names())
+
+        def describe(self) -> str:
+            return "unreadable"
+
+        def aggregate(self, plan: Any) -> Any:
+            raise OSError("injected: the source cannot be read")
+
+    monkeypatch.setattr(
+        plan_module, "_default_engine", lambda source, schema: Unreadable(oracle_engine(source))
+    )
     plan = Plan.load(plan_dir / "plan.toml")
     book = Ledger(plan_dir / "b.sqlite", 10)
     with pytest.raises(OSError, match="injected"):
