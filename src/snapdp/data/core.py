@@ -28,7 +28,7 @@ compiled queries and public parameters only; the hook sees released values only.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -141,7 +141,8 @@ def release_core(
             compiled[i], noises[i] = c, ns
     draw(False)
     mechanisms = [
-        [mechs.get((i, n)) or _mechanism(n, rng) for n in noises[i]] for i in range(len(compiled))
+        [mechs[i, n] if (i, n) in mechs else _mechanism(n, rng) for n in noises[i]]
+        for i in range(len(compiled))
     ]
     results = [
         statistics.assemble(c, n, out, confidence, alpha, m)
@@ -255,8 +256,6 @@ def fit_counts(
 def _open_counts(compiled: list[Compiled], members: list[int]) -> list[Compiled]:
     """The counts of consistent families with bounds their noise never reaches (symmetric noise,
     no clamp at 0; :func:`snapdp.data.consistency.open_bound`)."""
-    from dataclasses import replace
-
     out = list(compiled)
     for i in members:
         c = compiled[i]

@@ -73,11 +73,11 @@ def _predicted(
     as a mechanism's grid does, can defeat it)."""
     ratio = (1 + TOLERANCE) ** 2
     margin = 1 + TOLERANCE / 2
-    for _ in range(_ROUNDS):
+    for round_ in range(_ROUNDS):
         low, high = _bracket(seen, target)
         if low is not None and high is not None and high <= low * ratio:
             return None  # already bracketed: the bisection's rounding finishes it
-        p = _threshold(_nearest(seen, target, low, high), seen, target)
+        p = _threshold(_nearest(seen, target, low, high), seen, target, power=round_ > 0)
         if p is None:
             return None
         hi = _shortest_in(p * margin, p * ratio / margin)
@@ -124,16 +124,28 @@ def _meets(a: float, target: Fraction) -> bool:
 
 
 def _threshold(
-    points: list[Fraction], seen: dict[Fraction, float], target: Fraction
+    points: list[Fraction], seen: dict[Fraction, float], target: Fraction, *, power: bool = False
 ) -> Fraction | None:
-    """The ε where d + c/ε, fitted through two points, equals ``target`` (None: no such fit)."""
+    """The ε where d + c/ε (or, with ``power``, c·ε^-k: a secant in log-log terms, which also
+    fits a std's ± ∝ 1/√ε near the threshold), fitted through two points, equals ``target``
+    (None: no such fit)."""
     if len(points) < 2:
         return None
     (e1, e2), t = points, float(target)
     a1, a2 = seen[e1], seen[e2]
-    inv1, inv2 = 1 / float(e1), 1 / float(e2)
-    if not (math.isfinite(a1) and math.isfinite(a2)) or inv1 == inv2:
+    if not (math.isfinite(a1) and math.isfinite(a2)) or e1 == e2:
         return None
+    if power:
+        if not (a1 > 0 and a2 > 0 and t > 0) or a1 == a2:
+            return None
+        k = (math.log(a1) - math.log(a2)) / (math.log(float(e2)) - math.log(float(e1)))
+        if not k > 0:
+            return None
+        p = float(e1) * math.exp((math.log(a1) - math.log(t)) / k)
+        if not math.isfinite(p) or not float(EPS_MIN) <= p <= float(EPS_MAX):
+            return None
+        return Fraction(p)
+    inv1, inv2 = 1 / float(e1), 1 / float(e2)
     c = (a1 - a2) / (inv1 - inv2)
     d = a1 - c * inv1
     if not c > 0 or not t > d:
