@@ -23,8 +23,8 @@ from fractions import Fraction
 import numpy as np
 
 from snapdp.data.consistency import check_mode, make_consistent
+from snapdp.data.core import consistent_counts
 from snapdp.data.query import Query
-from snapdp.data.release import consistent_counts
 from snapdp.data.schema import Schema
 from snapdp.data.statistics import (
     AccuracyStatement,

@@ -175,13 +175,14 @@ def _statement(
     schema: Schema, query: Query, epsilon: Fraction, confidence: float, presume: bool
 ) -> Any:
     """The release's :class:`~snapdp.data.statistics.AccuracyStatement` for these public
-    parameters (a pure function: cached across plans, so one query's change re-plans only it)."""
+    parameters (a pure function: cached across plans, so one query's change re-plans only it),
+    without a quantile's per-probability targets, which no planning figure reads."""
     from snapdp.data import statistics
 
     compiled = statistics.compile_query(query, schema, epsilon)
     noises = statistics.calibrate(compiled, presume_certified=presume)
     alpha = float(1 - Fraction(repr(confidence)))
-    return statistics.accuracy_of(compiled, noises, confidence, alpha)
+    return statistics.accuracy_of(compiled, noises, confidence, alpha, targets=False)
 
 
 def usefulness_flags(schema: Schema, allocation: Allocation) -> list[str]:

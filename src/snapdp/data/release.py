@@ -14,7 +14,8 @@ The order of a release, and why nothing in it depends on the data but the noise 
    bounding's ranks);
 4. the engine aggregates (exact integers; it raises only when the source cannot be read as a
    whole);
-5. the noise (one mechanism per part, see :mod:`snapdp.data.statistics`);
+5. the noise (one mechanism per part, see :mod:`snapdp.data.statistics`; steps 4 and 5 are the
+   release core, :mod:`snapdp.data.core`, which plan runs share);
 6. commit the spend to the ledger, one entry for the whole call (all or nothing);
 7. return the results (post-processing of the noise).
 """
@@ -23,42 +24,32 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from snapdp._validation import check_epsilon
 from snapdp.data import consistency
-from snapdp.data.consistency import check_mode, make_consistent
-from snapdp.data.engines.base import AggregatePlan, Engine, ExecutorNoiseEngine, NoiseRequest
+from snapdp.data.consistency import check_mode
+from snapdp.data.core import consistent_counts, count_groupings, hash_key, release_core
+from snapdp.data.engines.base import Engine
 from snapdp.data.ledger import Ledger, resolve_dataset
 from snapdp.data.query import Query
 from snapdp.data.refusals import check_release
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import Column, Schema
+from snapdp.data.schema import Schema
 from snapdp.data.statistics import (
     AccuracyStatement,
     Compiled,
-    Noise,
     accuracy_of,
-    assemble,
     calibrate,
     compile_query,
-    exact_inputs,
-    mechanisms,
-    noisy_values,
 )
 from snapdp.errors import ParameterError
-from snapdp.randomness import bit_source_from
 
 __all__ = ["PrivateTable", "split_epsilon"]
-
-#: Engine sources of the parts that the executors can noise directly.
-_ENGINE_SOURCES = {"rows": "rows", "sum": "sum", "count": "count", "squares": "squares"}
 
 
 class PrivateTable:
@@ -181,7 +172,7 @@ class PrivateTable:
         compiled, _, _, _ = self._compile(queries, epsilon, confidence, split)
         self._check_columns(compiled)
         if mode is not None:
-            consistency.check(_count_groupings(compiled), mode)
+            consistency.check(count_groupings(compiled), mode)
 
     # -- release -----------------------------------------------------------------------------
     def release(
@@ -204,15 +195,13 @@ class PrivateTable:
         noises = [calibrate(c) for c in compiled]
         self._check_columns(compiled)
         self.ledger.check(total)
-        hash_key = _hash_key(self._rng)
         rng = self._rng
-        mechs = [mechanisms(n, rng) for n in noises]
-        noisy = self._noisy(compiled, noises, mechs, hash_key)
-        results = [
-            assemble(c, n, out, conf, alpha, m)
-            for c, n, out, m in zip(compiled, noises, noisy, mechs, strict=True)
-        ]
-        results = fit_counts(results, counts, mechs, alpha, mode, self.schema.max_rows)
+        key = hash_key(rng)
+        released = release_core(
+            self.engine, self.schema, compiled, noises, rng=rng, key=key, confidence=conf,
+            alpha=alpha, mode=mode, counts=counts,
+        )  # fmt: skip
+        results = released.results
         delta = math.fsum(r.delta for r in results)
         ledger: Any = self.ledger  # its spend takes the exact ε (Fraction)
         ledger.spend(
@@ -263,137 +252,6 @@ class PrivateTable:
         for c in compiled:  # parameter-only refusals, the same in every path (docs/plans.md)
             check_release(c, calibrate(c))
         return compiled, sum(shares, Fraction(0)), conf, alpha
-
-    def _noisy(
-        self,
-        compiled: list[Compiled],
-        noises: list[tuple[Noise, ...]],
-        mechs: list[list[Any]],
-        hash_key: str,
-    ) -> list[dict[str, npt.NDArray[np.float64]]]:
-        """The engine's aggregates (one engine call per distinct grouping) and the noise."""
-        out: list[dict[str, npt.NDArray[np.float64]]] = [{} for _ in compiled]
-        for plan, members, index in aggregate_plans(self.schema, compiled, hash_key):
-            if self._executor_noise(plan, [noises[i] for i in members]):
-                self._executor(plan, compiled, noises, members, index, out)
-                continue
-            aggregates = self.engine.aggregate(plan)
-            for i in members:
-                c = compiled[i]
-                j = None if c.value is None else index[c.value]
-                exact = exact_inputs(c, aggregates, j)
-                for n, m in zip(noises[i], mechs[i], strict=True):
-                    out[i][n.part.name] = noisy_values(m, n.part, exact[n.part.name])
-        return out
-
-    def _executor_noise(self, plan: AggregatePlan, noises: list[tuple[Noise, ...]]) -> bool:
-        engine = self.engine
-        return (
-            isinstance(engine, ExecutorNoiseEngine)
-            and self._rng is None
-            and all(n.part.source in _ENGINE_SOURCES for ns in noises for n in ns)
-            and engine.wants_executor_noise(plan.n_cells)
-        )
-
-    def _executor(
-        self,
-        plan: AggregatePlan,
-        compiled: list[Compiled],
-        noises: list[tuple[Noise, ...]],
-        members: list[int],
-        index: dict[Any, int],
-        out: list[dict[str, npt.NDArray[np.float64]]],
-    ) -> None:
-        engine = self.engine
-        assert isinstance(engine, ExecutorNoiseEngine)
-        requests = []
-        for i in members:
-            c = compiled[i]
-            j = None if c.value is None else index[c.value]
-            for n in noises[i]:
-                src = n.part.source if n.part.source == "rows" else f"{n.part.source}{j}"
-                requests.append(
-                    NoiseRequest(
-                        f"{i}.{n.part.name}",
-                        src,
-                        (n.epsilon, n.sensitivity, n.part.lower, n.part.upper),
-                    )
-                )
-        noisy = engine.noisy_aggregate(plan, requests)
-        for i in members:
-            for n in noises[i]:
-                out[i][n.part.name] = noisy[f"{i}.{n.part.name}"]
-
-
-def aggregate_plans(
-    schema: Schema, compiled: Sequence[Compiled], hash_key: str
-) -> list[tuple[AggregatePlan, list[int], dict[Any, int]]]:
-    """One engine plan per distinct (grouping, row filter) of ``compiled``: (the plan, the
-    indices of the queries it serves, each value column's index in the plan's values)."""
-    members_of: dict[tuple[Any, ...], list[int]] = {}
-    for i, c in enumerate(compiled):
-        members_of.setdefault((c.engine_groupings, c.where, c.where_columns), []).append(i)
-    out = []
-    for (groupings, where, where_columns), members in members_of.items():
-        values = list(dict.fromkeys(compiled[i].value for i in members if compiled[i].value))
-        plan = AggregatePlan(
-            groupings=groupings,
-            values=tuple(v for v in values if v is not None),
-            unit=_unit_column(schema),
-            null_units=schema.null_units,
-            bounds=schema.bounds,
-            hash_key=hash_key,
-            where=where,
-            where_columns=where_columns,
-        )
-        out.append((plan, members, {v: j for j, v in enumerate(plan.values)}))
-    return out
-
-
-def consistent_counts(
-    compiled: list[Compiled], mode: str | None
-) -> tuple[list[Compiled], list[tuple[Column, ...] | None]]:
-    """With a ``consistent`` mode: (``compiled`` with its families' counts given open bounds, each
-    query's count grouping or None); refuses an invalid family. Without: (``compiled``, [])."""
-    if mode is None:
-        return compiled, []
-    counts = _count_groupings(compiled)
-    families = consistency.check(counts, mode)
-    return _open_counts(compiled, [i for f in families for i in f]), counts
-
-
-def fit_counts(
-    results: list[QueryResult],
-    counts: list[tuple[Column, ...] | None],
-    mechs: Sequence[Sequence[Any]],
-    alpha: float,
-    mode: str | None,
-    max_rows: int,
-) -> list[QueryResult]:
-    """The released results with their consistent families fitted (post-processing; docs/data.md,
-    "Tables that add up"); as they are without a mode."""
-    if mode is None:
-        return results
-    count_mechs = [m[0] if g is not None else None for g, m in zip(counts, mechs, strict=True)]
-    return make_consistent(results, counts, count_mechs, alpha, mode, max_rows)
-
-
-def _open_counts(compiled: list[Compiled], members: list[int]) -> list[Compiled]:
-    """The counts of consistent families with bounds their noise never reaches (symmetric noise,
-    no clamp at 0; :func:`snapdp.data.consistency.open_bound`)."""
-    out = list(compiled)
-    for i in members:
-        c = compiled[i]
-        (part,) = c.parts
-        cells = c.reach.cells if part.cells is None else part.cells
-        b = consistency.open_bound(part.per_cell, cells, c.epsilon * part.weight, c.schema.max_rows)
-        out[i] = replace(c, parts=(replace(part, lower=-b, upper=b),))
-    return out
-
-
-def _count_groupings(compiled: list[Compiled]) -> list[tuple[Column, ...] | None]:
-    """Each query's grouping when it is a count (it can join a consistent family), else None."""
-    return [c.groupings if c.query.statistic == "count" else None for c in compiled]
 
 
 def split_epsilon(epsilon: object, n: int, split: Sequence[object] | None = None) -> list[Fraction]:
@@ -446,25 +304,6 @@ def check_unit(schema: Schema) -> None:
             f"privacy-unit column {col.name!r} must be declared integer or text, not {col.type}",
             parameter="privacy_unit",
         )
-
-
-def _unit_column(schema: Schema) -> Column | None:
-    if schema.privacy_unit is None:
-        return None
-    for c in schema.columns:
-        if c.name == schema.privacy_unit:
-            return c
-    return Column(schema.privacy_unit, "text")
-
-
-def _hash_key(rng: np.random.Generator | None) -> str:
-    """A fresh 128-bit key from the release's random source (the default CSPRNG, or the seeded
-    Generator the caller asked for), as 32 hex digits: the four 32-bit key words of the
-    bounding rank (:func:`~snapdp.data.engines.base.key_words`; docs/data.md, "Contribution
-    bounding")."""
-    source = bit_source_from(rng)
-    hi, lo = (int(w) for w in source.words(2))
-    return f"{hi:016x}{lo:016x}"
 
 
 def _confidence(confidence: object) -> tuple[float, float]:

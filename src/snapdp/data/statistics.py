@@ -499,12 +499,20 @@ def mechanisms(noises: Sequence[Noise], rng: np.random.Generator | None) -> list
 
 # -- accuracy ---------------------------------------------------------------------------------
 def accuracy_of(
-    compiled: Compiled, noises: Sequence[Noise], confidence: float, alpha: float
+    compiled: Compiled,
+    noises: Sequence[Noise],
+    confidence: float,
+    alpha: float,
+    *,
+    targets: bool = True,
 ) -> AccuracyStatement:
-    """The query's accuracy at ``confidence`` = 1 − ``alpha`` (see the module docstring)."""
+    """The query's accuracy at ``confidence`` = 1 − ``alpha`` (see the module docstring).
+    ``targets=False``: leave a quantile statement's per-probability ``targets`` empty (the
+    planner's figures, :meth:`AccuracyStatement.at` and ``describe``, do not read them; a
+    release needs them)."""
     notes = notes_for(compiled, noises)
     if compiled.tree is not None:
-        return _quantile_accuracy(compiled, noises, confidence, alpha, notes)
+        return _quantile_accuracy(compiled, noises, confidence, alpha, notes, targets)
     if compiled.grid is not None:
         return _exponential_accuracy(compiled, noises, confidence, alpha, notes)
     a = _part_accuracies(compiled, noises, alpha)
@@ -549,6 +557,7 @@ def _quantile_accuracy(
     confidence: float,
     alpha: float,
     notes: tuple[str, ...],
+    with_targets: bool = True,
 ) -> AccuracyStatement:
     """Rank ± = 2·c, c the CDF ± at every leaf edge at once: the smaller of W·(the largest node
     ± at α/T), T the nodes of one cell's tree (union bound), and the tail bound over the tree's
@@ -558,18 +567,18 @@ def _quantile_accuracy(
     tree = compiled.tree
     nodes = sum(tree.nodes(lv) for lv in range(1, tree.depth + 1))
     params = [n.parameters() for n in noises]
-    node = max(accuracy_bound(p, alpha / nodes) for p in params)
+    node = max(_noise_accuracy(n, alpha / nodes) for n in noises)
     cdf = _up(tree.weight * node)
     # the clamp never binds (node bounds): the tail bound over the tree's noises applies, with
     # every level's noise scale and grid (in rows) taken at their largest
     scale = max(p.scale * p.sensitivity for p in params)
     grid = max(p.grid * p.sensitivity for p in params)
-    cdf = min(cdf, quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
+    cdf = min(cdf, _chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
     # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF)
     targets = []
-    for p in compiled.query.quantiles:
+    for p in compiled.query.quantiles if with_targets else ():
         w1 = quantiles.target_weight_stats(tree.branching, tree.depth, float(p))[0]
-        tail = quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p))
+        tail = _chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p))
         targets.append(min(_up(w1 * node), tail, _up((1 + float(p)) * cdf)))
     span = float(tree.upper - tree.lower)
     return AccuracyStatement(
@@ -625,9 +634,21 @@ def _exponential_accuracy(
     )
 
 
+#: The quantile tail bound, cached per (tree, scale, grid, α, nodes, probability): a pure
+#: function of public parameters that the planner, the plan's preview and the release each ask for.
+_chernoff_cdf = functools.lru_cache(maxsize=4096)(quantiles.chernoff_cdf)
+
+
 def _part_accuracies(compiled: Compiled, noises: Sequence[Noise], alpha: float) -> dict[str, float]:
     each = alpha / len(noises)
-    return {n.part.name: accuracy_bound(n.parameters(), each) for n in noises}
+    return {n.part.name: _noise_accuracy(n, each) for n in noises}
+
+
+@functools.lru_cache(maxsize=4096)
+def _noise_accuracy(noise: Noise, alpha: float) -> float:
+    """``accuracy_bound`` of the part's mechanism at ``alpha``, cached per noise (a pure function
+    of public parameters: a two-phase search asks again for its fixed phase-1 counts)."""
+    return accuracy_bound(noise.parameters(), alpha)
 
 
 def notes_for(compiled: Compiled, noises: Sequence[Noise]) -> tuple[str, ...]:

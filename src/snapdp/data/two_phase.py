@@ -38,6 +38,7 @@ import numpy.typing as npt
 
 from snapdp.data import statistics
 from snapdp.data.consistency import check_mode
+from snapdp.data.core import Noisy, Progress, consistent_counts, hash_key, release_core
 from snapdp.data.results import QueryResult
 from snapdp.data.schema import Schema
 from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
@@ -135,11 +136,12 @@ def split_statement(
     presume_certified: bool = False,
 ) -> AccuracyStatement:
     """What the release states for ``query`` with its counts at ``eps1`` and the rest at ``eps2``
-    (cached: a pure function of public parameters)."""
+    (cached: a pure function of public parameters), without a quantile's per-probability
+    ``targets`` (the planner reads :meth:`~AccuracyStatement.at` and the per-count form only)."""
     compiled = statistics.compile_query(query, schema, eps1 + eps2)
     noises = split_noises(compiled, eps1, eps2, presume_certified=presume_certified)
     alpha = float(1 - Fraction(repr(confidence)))
-    return statistics.accuracy_of(compiled, noises, confidence, alpha)
+    return statistics.accuracy_of(compiled, noises, confidence, alpha, targets=False)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -147,7 +149,8 @@ def _one_phase(schema: Schema, query: Any, eps: Fraction, confidence: float) -> 
     """What a one-phase release of ``query`` at ``eps`` states (cached)."""
     compiled = statistics.compile_query(query, schema, eps)
     alpha = float(1 - Fraction(repr(confidence)))
-    return statistics.accuracy_of(compiled, statistics.calibrate(compiled), confidence, alpha)
+    noises = statistics.calibrate(compiled)
+    return statistics.accuracy_of(compiled, noises, confidence, alpha, targets=False)
 
 
 def _smallest(accuracy: Any, target: Fraction, limit: Fraction) -> Fraction | None:
@@ -252,15 +255,14 @@ def release_plan(
     confidence: float,
     consistent: bool | str = False,
 ) -> tuple[list[QueryResult], Fraction]:
-    """Release a planned workload as ONE ledger entry: reserve the plan's cap, aggregate, draw
-    phase 1 (the counts of two-phase queries), choose each two-phase query's ε₂ from the
-    released counts, draw the rest, and return the unused part of the cap in the same entry.
-    Returns (results in plan order, ε spent). A failure before any noise is drawn returns the
-    whole reservation; after, the cap stays spent (as it does if the process dies).
-    ``consistent``: nested counts are fitted jointly after release (docs/data.md, "Tables that
-    add up")."""
-    from snapdp.data.release import _hash_key, consistent_counts, fit_counts
-
+    """Release a planned workload as ONE ledger entry: reserve the plan's cap, then the release
+    core (:func:`snapdp.data.core.release_core`, which :meth:`PrivateTable.release` runs too)
+    with a phase hook: phase 1 draws the counts of two-phase queries, the hook chooses each one's
+    ε₂ from its released counts, phase 2 draws the rest; then return the unused part of the cap
+    in the same entry. Returns (results in plan order, ε spent). A failure before any noise is
+    drawn returns the whole reservation; after, the cap stays spent (as it does if the process
+    dies). ``consistent``: nested counts are fitted jointly after release (docs/data.md, "Tables
+    that add up")."""
     schema, rng = table.schema, table._rng
     conf, alpha = confidence, float(1 - Fraction(repr(confidence)))
     allocations = preview.allocations
@@ -279,9 +281,6 @@ def release_plan(
         split_noises(c, eps1[i], c.epsilon - eps1[i]) if i in eps1 else statistics.calibrate(c)
         for i, c in enumerate(compiled)
     ]
-    reserved_delta = _delta(planned_noises)
-    cap = preview.total
-    ledger: Any = table.ledger
     meta = {
         "queries": [c.query.label for c in compiled],
         "epsilon": [str(c.epsilon) for c in compiled],
@@ -291,54 +290,39 @@ def release_plan(
         "seeded": rng is not None,
     }
     what = "; ".join(c.query.label for c in compiled)
-    entry = ledger.reserve(cap, _up_delta(reserved_delta), what, table.dataset, meta)
-    noise_drawn = False
-    try:
-        hash_key = _hash_key(rng)
-        exact = _exact(table, compiled, hash_key)
-        noise_drawn = True  # from here on, outputs may exist: the cap stays spent on failure
-        noisy: list[dict[str, npt.NDArray[np.float64]]] = [{} for _ in compiled]
-        noises: list[tuple[Noise, ...]] = list(planned_noises)
-        mechs: list[list[SnappingMechanism]] = [[] for _ in compiled]
-        # phase 1: the counts of two-phase queries
-        for i in eps1:
-            for n in noises[i]:
-                if _first(n.part):
-                    m = _mech(n, rng)
-                    noisy[i][n.part.name] = statistics.noisy_values(
-                        m, n.part, exact[i][n.part.name]
-                    )
-        # phase 2: each two-phase query's ε₂ from its released counts
-        spent_eps: list[Fraction] = [c.epsilon for c in compiled]
+    ledger: Any = table.ledger
+    entry = ledger.reserve(preview.total, _up_delta(_delta(planned_noises)), what, table.dataset,
+                           meta)  # fmt: skip
+
+    def phase_two(
+        compiled: list[Compiled], noises: list[tuple[Noise, ...]], noisy: Noisy
+    ) -> dict[int, tuple[Compiled, tuple[Noise, ...]]]:
+        """Each two-phase query's ε₂ from its released counts (and public parameters only)."""
+        chosen = {}
         for i, e1 in eps1.items():
-            pq, left = queries[i], compiled[i].epsilon - e1
+            left = compiled[i].epsilon - e1
             smallest = _smallest_count(compiled[i], noises[i], noisy[i], alpha)
-            eps2, _ = phase_two_epsilon(schema, pq, e1, left, smallest)
-            spent_eps[i] = e1 + eps2
-            compiled[i] = replace(compiled[i], epsilon=e1 + eps2)
-            noises[i] = split_noises(compiled[i], e1, eps2)
-        for i in range(len(compiled)):
-            for n in noises[i]:
-                m = _mech(n, rng)
-                mechs[i].append(m)
-                if n.part.name not in noisy[i]:
-                    noisy[i][n.part.name] = statistics.noisy_values(
-                        m, n.part, exact[i][n.part.name]
-                    )
+            eps2, _ = phase_two_epsilon(schema, queries[i], e1, left, smallest)
+            c = replace(compiled[i], epsilon=e1 + eps2)
+            chosen[i] = (c, split_noises(c, e1, eps2))
+        return chosen
+
+    progress = Progress()
+    try:
+        released = release_core(
+            table.engine, schema, compiled, planned_noises, rng=rng, key=hash_key(rng),
+            confidence=conf, alpha=alpha, mode=mode, counts=counts,
+            first=_first if eps1 else None, hook=phase_two if eps1 else None, progress=progress,
+        )  # fmt: skip
         results = [
-            statistics.assemble(c, n, out, conf, alpha, m)
-            for c, n, out, m in zip(compiled, noises, noisy, mechs, strict=True)
-        ]
-        results = fit_counts(results, counts, mechs, alpha, mode, schema.max_rows)
-        results = [
-            _with_target(r, pq, a.epsilon, noisy[i], schema)
-            for i, (r, pq, a) in enumerate(zip(results, queries, allocations, strict=True))
+            _with_target(r, pq, a.epsilon, released.noisy[i], schema)
+            for i, (r, pq, a) in enumerate(zip(released.results, queries, allocations, strict=True))
         ]
     except BaseException:
-        if not noise_drawn:  # nothing released: the whole reservation comes back
+        if not progress.noise_drawn:  # nothing released: the whole reservation comes back
             ledger.settle(entry, Fraction(0), 0.0)
         raise
-    spent = sum(spent_eps, Fraction(0))
+    spent = sum((c.epsilon for c in released.compiled), Fraction(0))
     delta = math.fsum(r.delta for r in results)
     ledger.settle(entry, spent, _up_delta(delta))
     return results, spent
@@ -368,10 +352,6 @@ def _smallest_count(
     return float(np.min(totals)) - width * node.accuracy(alpha)
 
 
-def _mech(n: Noise, rng: np.random.Generator | None) -> SnappingMechanism:
-    return SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper, rng=rng)
-
-
 def _delta(noises: Sequence[Sequence[Noise]]) -> float:
     return math.fsum(
         n.cells
@@ -383,23 +363,6 @@ def _delta(noises: Sequence[Sequence[Noise]]) -> float:
 
 def _up_delta(delta: float) -> float:
     return min(1.0, math.nextafter(delta, math.inf)) if delta > 0 else 0.0
-
-
-def _exact(
-    table: PrivateTable, compiled: Sequence[Compiled], hash_key: str
-) -> list[dict[str, list[int | Fraction]]]:
-    """Every part's exact aggregate per cell: one engine call per distinct grouping and row
-    filter (the release's own plans), all before any noise is drawn."""
-    from snapdp.data.release import aggregate_plans
-
-    out: list[dict[str, list[int | Fraction]]] = [{} for _ in compiled]
-    for plan, members, index in aggregate_plans(table.schema, compiled, hash_key):
-        aggregates = table.engine.aggregate(plan)
-        for i in members:
-            c = compiled[i]
-            j = None if c.value is None else index[c.value]
-            out[i] = statistics.exact_inputs(c, aggregates, j)
-    return out
 
 
 def _with_target(

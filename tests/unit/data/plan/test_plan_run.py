@@ -119,12 +119,23 @@ def test_a_failure_before_any_noise_returns_the_whole_reservation(
     plan_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The source fails while it is aggregated (nothing released): the entry is settled at 0."""
-    from snapdp.data import two_phase
 
-    def unreadable(*args: Any, **kwargs: Any) -> Any:
-        raise OSError("injected: the source cannot be read")
+    class Unreadable:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
 
-    monkeypatch.setattr(two_phase, "_exact", unreadable)
+        def column_names(self) -> list[str]:
+            return list(self.inner.column_names())
+
+        def describe(self) -> str:
+            return "unreadable"
+
+        def aggregate(self, plan: Any) -> Any:
+            raise OSError("injected: the source cannot be read")
+
+    monkeypatch.setattr(
+        plan_module, "_default_engine", lambda source, schema: Unreadable(oracle_engine(source))
+    )
     plan = Plan.load(plan_dir / "plan.toml")
     book = Ledger(plan_dir / "b.sqlite", 10)
     with pytest.raises(OSError, match="injected"):
@@ -194,9 +205,11 @@ def test_cli_bad_plan_is_one_clean_line(plan_dir: Path) -> None:
 
 
 def test_statistics_assemble_is_the_patched_name() -> None:
-    """The failure injection above patches the name the plan run calls."""
+    """The failure injection above patches the name the plan run calls (through the release
+    core, :mod:`snapdp.data.core`)."""
     import inspect
 
-    from snapdp.data import two_phase
+    from snapdp.data import core, two_phase
 
-    assert "statistics.assemble(" in inspect.getsource(two_phase.release_plan)
+    assert "release_core(" in inspect.getsource(two_phase.release_plan)
+    assert "statistics.assemble(" in inspect.getsource(core.release_core)
