@@ -303,10 +303,13 @@ def release_plan(
             left = compiled[i].epsilon - e1
             smallest = _smallest_count(compiled[i], noises[i], noisy[i], alpha)
             eps2, _ = phase_two_epsilon(schema, queries[i], e1, left, smallest)
+            needs[i] = (smallest, compiled[i])
             c = replace(compiled[i], epsilon=e1 + eps2)
             chosen[i] = (c, split_noises(c, e1, eps2))
         return chosen
 
+    # per two-phase query: the count its ε₂ was chosen for (a released value), and the query
+    needs: dict[int, tuple[float, Compiled]] = {}
     progress = Progress()
     try:
         released = release_core(
@@ -315,7 +318,7 @@ def release_plan(
             first=_first if eps1 else None, hook=phase_two if eps1 else None, progress=progress,
         )  # fmt: skip
         results = [
-            _with_target(r, pq, a.epsilon, released.noisy[i], schema)
+            _with_target(r, pq, a.epsilon, released.noisy[i], schema, needs.get(i))
             for i, (r, pq, a) in enumerate(zip(released.results, queries, allocations, strict=True))
         ]
     except BaseException:
@@ -371,15 +374,23 @@ def _with_target(
     allowed: Fraction,
     noisy: dict[str, npt.NDArray[np.float64]],
     schema: Schema,
+    phase_two: tuple[float, Compiled] | None = None,
 ) -> QueryResult:
     """The result with ``target_met`` and, when missed, what the target would have needed (from
-    the released values and public parameters only)."""
+    the released values and public parameters only). ``phase_two``: for a two-phase query, the
+    count its ε₂ was chosen for and the query; the note then gives the smallest cap whose two
+    phases (ε₁ from the cap, as the plan splits it) meet the target at that count, so it
+    compares like with like: the cap needed against the cap allowed."""
     target = pq.accuracy
     if target is None:
         return result
     worst = max((r.accuracy for r in result.rows), default=0.0)
     if Fraction(worst) <= target:
         return replace(result, target_met=True, target_note="target met")
+    if phase_two is not None:
+        n, compiled = phase_two
+        needed = _cap_needed(schema, pq, compiled, n, allowed)
+        return replace(result, target_met=False, target_note=_missed(worst, n, needed, allowed))
     counts = noisy.get("count")
     if counts is None and result.query.statistic == "quantiles":
         counts = np.array([_tree_total(noisy, result, k) for k in range(_cells(result))])
@@ -393,12 +404,37 @@ def _with_target(
             return float(_one_phase(schema, pq.query, e, pq.confidence).at(rows))
 
         needed = _smallest(at, target, EPS_MAX)
+    return replace(result, target_met=False, target_note=_missed(worst, n, needed, allowed))
+
+
+def _cap_needed(
+    schema: Schema, pq: PlannedQuery, compiled: Compiled, n: float, allowed: Fraction
+) -> Fraction | None:
+    """The smallest cap in (``allowed``, 2^20] whose two phases meet ``pq``'s target for a group
+    of ``n`` rows, or None: searched with certification presumed, then checked (and, if need
+    be, searched again) with the certified mechanisms, as :func:`phase_two_epsilon` does."""
+    target = pq.accuracy
+    assert target is not None
+    if not n > 0:
+        return None
+
+    def at(cap: Fraction, presume: bool) -> float:
+        cap = max(cap, allowed)  # a missed target needs more than was allowed
+        e1 = phase_one_epsilon(compiled, cap)
+        return split_statement(schema, pq.query, e1, cap - e1, pq.confidence, presume).at(n)
+
+    found = _smallest(lambda c: at(c, True), target, EPS_MAX)
+    if found is not None and Fraction(at(found, False)) > target:
+        found = _smallest(lambda c: at(c, False), target, EPS_MAX)
+    return None if found is None else max(found, allowed)
+
+
+def _missed(worst: float, n: float, needed: Fraction | None, allowed: Fraction) -> str:
     need = "no ε up to 2^20" if needed is None else f"ε {eps_text(needed)}"
-    note = (
+    return (
         f"target missed: ±{num(worst)}; a group of ~{max(0, round(n)):,} rows would need "
         f"{need}, only {eps_text(allowed)} was left"
     )
-    return replace(result, target_met=False, target_note=note)
 
 
 def _cells(result: QueryResult) -> int:

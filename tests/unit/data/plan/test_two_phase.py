@@ -175,6 +175,9 @@ def test_a_missed_target_says_what_it_would_need(tmp_path: Path) -> None:
         r.target_note or "",
     ), r.target_note
     assert r.as_dict()["target_met"] is False
+    # the two figures are both totals of the query's two phases: what it needed exceeds the cap
+    need = re.search(r"would need ε ([\d.]+)", r.target_note or "")
+    assert need is not None and float(need.group(1)) > 1
 
 
 # -- the ledger -----------------------------------------------------------------------------------
