@@ -94,11 +94,12 @@ def test_a_draft_plan_runs_no_certificate(monkeypatch: pytest.MonkeyPatch) -> No
         return real(*args, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr(shift, "_shift_certificate", counting)
+    import snapdp._certcache as certcache
     import snapdp.data.calibration as calibration
-    import snapdp.rescaling as rescaling
 
-    monkeypatch.setattr(rescaling, "_shift_certificate", counting)
     monkeypatch.setattr(calibration, "_shift_certificate", counting)
+    # the rescaling's certificates: not even looked up (shipped, on disk or computed)
+    monkeypatch.setattr(certcache, "certificate", counting)
     queries = _queries()
     q = queries[4]
     assert q.accuracy is not None
