@@ -130,6 +130,14 @@ def accuracy_bound(params: SnappingParameters, alpha: object, *, rounding: bool 
     """
     a_prob = check_probability("alpha", alpha)
     target = _exact.exact_rational(a_prob)
+    width = params.upper - params.lower
+    extra = _output_rounding(params) if rounding else mpq(0)
+
+    def stated(s: mpq) -> float:
+        """The bound that the tail point s gives: monotone (non-decreasing) in s."""
+        total = (params.grid / 2 + s) * params.sensitivity + extra
+        return float(_exact.round_up(min(total, width), 53))
+
     hi = _noise_tail_scaled(params, a_prob)  # DESIGN §4's s always qualifies: start there
     lo = mpq(0)
     if _worst_case_tail(params, lo) <= target:
@@ -137,6 +145,11 @@ def accuracy_bound(params: SnappingParameters, alpha: object, *, rounding: bool 
     for _ in range(_BISECTION_STEPS):
         if hi - lo <= hi * mpq(1, 1 << 200):
             break
+        # The answer is stated(s) for an s in [lo, hi] (the bisection's last hi, or a jump
+        # point in (lo, hi] below): once both ends state the same double, so does every point
+        # between them, and the rest of the bisection cannot change the result.
+        if stated(lo) == stated(hi):
+            return stated(hi)
         mid = (lo + hi) / 2
         if mpq(_worst_case_tail(params, mid)) <= target:
             hi = mid
@@ -146,11 +159,7 @@ def accuracy_bound(params: SnappingParameters, alpha: object, *, rounding: bool 
     jump = params.grid * (int((2 * lo) // params.grid) + 1) / 2
     if jump <= hi and mpq(_worst_case_tail(params, jump)) <= target:
         hi = jump
-    total = (params.grid / 2 + hi) * params.sensitivity
-    if rounding:
-        total += _output_rounding(params)
-    width = params.upper - params.lower
-    return float(_exact.round_up(min(total, width), 53))
+    return stated(hi)
 
 
 def failure_probability_bound(params: SnappingParameters, accuracy: object) -> float:
