@@ -57,6 +57,7 @@ from snapdp.data.query import ROOT_STATISTICS, SPREAD_STATISTICS, Query
 from snapdp.data.results import QueryResult, ResultRow
 from snapdp.data.schema import DEFAULT_MAX_ROWS, Column, Key, Schema, keys_product
 from snapdp.data.sensitivity import FixedPoint, fits_int64, fixed_point
+from snapdp.data.sum_bound import noise_kind
 from snapdp.errors import ParameterError
 from snapdp.exponential import exponential_parameters
 from snapdp.exponential import sample as exponential_sample
@@ -550,9 +551,10 @@ def _quantile_accuracy(
     alpha: float,
     notes: tuple[str, ...],
 ) -> AccuracyStatement:
-    """Rank ± = 2·c, c the CDF ± at every leaf edge at once: the smaller of W·(the largest node
-    ± at α/T), T the nodes of one cell's tree (union bound), and the tail bound over the tree's
-    noises (:func:`snapdp.data.quantiles.chernoff_cdf`); in values, before the release, a
+    """Rank ± = 2·c, c the CDF ± at every leaf edge at once: the smallest of W·(the largest node
+    ± at α/T), T the nodes of one cell's tree (union bound), and the tail bounds over the tree's
+    noises (:func:`snapdp.data.quantiles.chernoff_cdf`, and the tighter
+    :func:`snapdp.data.quantiles.tree_tail_bound`); in values, before the release, a
     planning figure: leaf width + rank·(U − L)/n for n evenly spread rows (the release states
     the ± from the released tree, see :func:`_quantile_rows`)."""
     tree = compiled.tree
@@ -565,11 +567,16 @@ def _quantile_accuracy(
     scale = max(p.scale * p.sensitivity for p in params)
     grid = max(p.grid * p.sensitivity for p in params)
     cdf = min(cdf, quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
+    # the tighter tail bound: each node's whole error (noise + snapping), its rounding averaged
+    kinds = tuple(noise_kind(p) for p in params)
+    cdf = min(cdf, quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha))
     # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF)
     targets = []
     for p in compiled.query.quantiles:
         w1 = quantiles.target_weight_stats(tree.branching, tree.depth, float(p))[0]
         tail = quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p))
+        tail = min(tail, quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha,
+                                                   float(p)))  # fmt: skip
         targets.append(min(_up(w1 * node), tail, _up((1 + float(p)) * cdf)))
     span = float(tree.upper - tree.lower)
     return AccuracyStatement(
