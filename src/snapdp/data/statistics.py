@@ -837,7 +837,8 @@ def _quantile_rows(
     for p, v, target in zip(probs, values, statement.targets, strict=True):
         lo, hi = qmod.value_interval(ls_cdf, tree, p, target)
         acc = _up(max(v - lo, hi - v, 0.0))
-        rows.append(ResultRow(keys, float(v), acc, p, _up((1 + float(p)) * cdf), interval=(lo, hi)))
+        rank = qmod.released_rank(float(p), cdf, target)  # (1 + p)·cdf, or less
+        rows.append(ResultRow(keys, float(v), acc, p, rank, interval=(lo, hi)))
     return rows
 
 
