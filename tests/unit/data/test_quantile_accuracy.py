@@ -195,19 +195,22 @@ def test_tree_tail_bound_covers(confidence: float) -> None:
     c = qmod.tree_tail_bound(b, depth, kinds, alpha)
     worst = np.abs(errors).max(axis=1)
     assert int((worst > c).sum()) <= limit
+    assert float((worst <= c).mean()) >= confidence  # seeded: the coverage itself
     assert worst.max() > c / 2
     for p in (0.25, 0.5, 0.9):
         r = qmod.tree_tail_bound(b, depth, kinds, alpha, p)
         combo = np.abs(errors - p * errors[:, -1:]).max(axis=1)  # (C̃ − p·Ñ) − (C − p·N)
         assert int((combo > r).sum()) <= limit
+        assert float((combo <= r).mean()) >= confidence
         assert qmod.released_rank(p, c, r) <= (1 + p) * c * (1 + 1e-8)
 
 
 def test_released_rank_holds_after_the_isotonic_step() -> None:
-    """The rank ± of released quantiles (min((1 + p)·c, m_p·rₚ)) against the true ranks of the
-    released value's leaf edges, over seeded releases at 50% confidence (the statement's event is
-    what is tested, so misses are bounded by the binomial threshold)."""
-    b, depth, eps, runs, alpha = 4, 3, Fraction(1, 2), 400, 0.5
+    """The rank ± of released quantiles against the true ranks of the released value's leaf
+    edges, over seeded releases at 50% confidence: m_p·rₚ alone (the argument of
+    released_rank), and released_rank itself, which takes it for p = 1/4 and 1/2 on this tree
+    (misses per release against the binomial threshold at 1e-6)."""
+    b, depth, eps, runs, alpha = 8, 2, Fraction(1, 2), 400, 0.5
     spec, cals, kinds = _spec_kinds(b, depth, eps)
     lo, hi = qmod.node_bounds(spec, eps, 1, 100_000)
     rng = np.random.default_rng(7)
@@ -218,10 +221,12 @@ def test_released_rank_holds_after_the_isotonic_step() -> None:
     n = cdf_true[-1]
     mechs = [SnappingMechanism(c.epsilon, 1, lo, hi, rng=np.random.default_rng(8)) for c in cals]
     c = qmod.tree_tail_bound(b, depth, kinds, alpha)
-    probs = (0.1, 0.5, 0.75)
-    ranks = {p: qmod.released_rank(p, c, qmod.tree_tail_bound(b, depth, kinds, alpha, p))
-             for p in probs}  # fmt: skip
-    misses = 0
+    probs = (0.1, 0.25, 0.5, 0.75)
+    targets = {p: qmod.tree_tail_bound(b, depth, kinds, alpha, p) for p in probs}
+    alone = {p: max(1 + 2 * p, p / (1 - p)) * targets[p] for p in probs}
+    ranks = {p: qmod.released_rank(p, c, targets[p]) for p in probs}
+    assert ranks[0.25] < 1.25 * c and ranks[0.5] < 1.5 * c  # the rₚ branch is the one tested
+    misses = misses_alone = 0
     for _ in range(runs):
         noisy = [
             m.release_many(np.asarray(t, dtype=np.float64))
@@ -229,11 +234,16 @@ def test_released_rank_holds_after_the_isotonic_step() -> None:
         ]
         est = qmod.consistent_leaves(noisy, spec)
         cum = np.concatenate(([0.0], np.cumsum(est)))
-        bad = False
+        bad = bad_alone = False
         for p in probs:  # the released value's leaf j, as quantiles_from_leaves finds it
             j = min(int(np.searchsorted(cum[1:], p * cum[-1], side="left")), spec.leaves - 1)
             if not cum[-1] > 0:  # no total: the value L + p(U − L), in leaf ⌊p·n⌋
                 j = min(int(p * spec.leaves), spec.leaves - 1)
-            bad |= not (cdf_true[j] - p * n <= ranks[p] and cdf_true[j + 1] - p * n >= -ranks[p])
+            high, low = cdf_true[j] - p * n, cdf_true[j + 1] - p * n
+            bad |= not (high <= ranks[p] and low >= -ranks[p])
+            bad_alone |= not (high <= alone[p] and low >= -alone[p])
         misses += bad
+        misses_alone += bad_alone
     assert misses <= binom.isf(1e-6, runs, alpha)
+    assert misses_alone <= binom.isf(1e-6, runs, alpha)
+    assert 1 - max(misses, misses_alone) / runs >= 1 - alpha  # seeded: the coverage itself
