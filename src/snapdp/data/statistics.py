@@ -551,10 +551,9 @@ def _quantile_accuracy(
     alpha: float,
     notes: tuple[str, ...],
 ) -> AccuracyStatement:
-    """Rank ± = 2·c, c the CDF ± at every leaf edge at once: the smallest of W·(the largest node
-    ± at α/T), T the nodes of one cell's tree (union bound), and the tail bounds over the tree's
-    noises (:func:`snapdp.data.quantiles.chernoff_cdf`, and the tighter
-    :func:`snapdp.data.quantiles.tree_tail_bound`); in values, before the release, a
+    """Rank ± = 2·c, c the CDF ± at every leaf edge at once: the smaller of W·(the largest node
+    ± at α/T), T the nodes of one cell's tree (union bound), and the tail bound over the tree's
+    noises (:func:`snapdp.data.quantiles.chernoff_cdf`); in values, before the release, a
     planning figure: leaf width + rank·(U − L)/n for n evenly spread rows (the release states
     the ± from the released tree, see :func:`_quantile_rows`)."""
     tree = compiled.tree
@@ -567,17 +566,14 @@ def _quantile_accuracy(
     scale = max(p.scale * p.sensitivity for p in params)
     grid = max(p.grid * p.sensitivity for p in params)
     cdf = min(cdf, quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
-    # the tighter tail bound: each node's whole error (noise + snapping), its rounding averaged
-    kinds = tuple(noise_kind(p) for p in params)
-    cdf = min(cdf, quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha))
     # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF)
     targets = []
     for p in compiled.query.quantiles:
         w1 = quantiles.target_weight_stats(tree.branching, tree.depth, float(p))[0]
         tail = quantiles.chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p))
-        tail = min(tail, quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha,
-                                                   float(p)))  # fmt: skip
         targets.append(min(_up(w1 * node), tail, _up((1 + float(p)) * cdf)))
+
+    cdf, targets = _tighter_tail(compiled, params, alpha, cdf, targets)
     span = float(tree.upper - tree.lower)
     return AccuracyStatement(
         compiled.query,
@@ -591,6 +587,30 @@ def _quantile_accuracy(
         leaf_width=float(tree.leaf_width),
         targets=tuple(targets),
     )
+
+
+def _tighter_tail(
+    compiled: Compiled,
+    params: Sequence[SnappingParameters],
+    alpha: float,
+    cdf: float,
+    targets: list[float],
+) -> tuple[float, list[float]]:
+    """The CDF ± c and the per-probability ± rₚ of :func:`_quantile_accuracy`, each lowered to
+    :func:`snapdp.data.quantiles.tree_tail_bound` when that is smaller: each node's whole error
+    (noise and snapping) with its rounding averaged out, the clamp never binding (node bounds).
+    Public parameters only; cached in the quantiles module (docs/data.md, "Accuracy before
+    spending", *Averaged*)."""
+    tree = compiled.tree
+    kinds = tuple(noise_kind(p) for p in params)
+    cdf = min(cdf, quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha))
+    probs = compiled.query.quantiles
+    out = []
+    for i, target in enumerate(targets):  # empty when the caller asked for no targets
+        p = float(probs[i])
+        tail = quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha, p)
+        out.append(min(target, tail, _up((1 + p) * cdf)))
+    return cdf, out
 
 
 def _exponential_accuracy(
