@@ -2,6 +2,7 @@
 the release path, the stated ± against the measured error, and OpenDP's median.
 
     PYTHONPATH=src python benchmarks/bench_quantile_accuracy.py [--runs 100] [--no-opendp]
+    PYTHONPATH=src python benchmarks/bench_quantile_accuracy.py --timing
 
 For the median and the quartiles of age [0, 100] in /work/shared/data/PUMS.csv (1,000 rows, one
 per person) at ε = 1/3 (the equal three-way split of docs/utility.md's comparison) and ε = 1,
@@ -90,7 +91,13 @@ def main() -> None:
     parser.add_argument(
         "--exponential-only", action="store_true", help="only the second table (fast)"
     )
+    parser.add_argument(
+        "--timing", action="store_true", help="only the tail bound's cost (docs/performance.md)"
+    )
     args = parser.parse_args()
+    if args.timing:
+        _timing()
+        return
     with DATA.open(newline="") as f:
         values = np.array([float(r["age"]) for r in csv.DictReader(f)])
     schema = Schema((Column("age", "integer", Fraction(0), Fraction(100)),))
@@ -128,6 +135,30 @@ def main() -> None:
             )
     assert math.isfinite(float(np.mean(accs)))
     _exponential(values, schema, args.runs, not args.no_opendp)
+
+
+def _timing() -> None:
+    """The cost of :func:`snapdp.data.quantiles.tree_tail_bound` (one process, one core): the
+    first call for a (b, depth, p) groups the weights once; a call at another ε reuses them."""
+    import time
+
+    from snapdp.data.sum_bound import noise_kind
+    from snapdp.rescaling import mechanism_parameters
+
+    print("| b | depth | first call (groups the weights) | at a new ε | r for p = 1/2 at ε = 1 |")
+    print("| --- | --- | --- | --- | --- |")
+    for b, depth in ((10, 2), (10, 3), (8, 3), (2, 7), (4, 5), (8, 4), (16, 3), (2, 12)):
+        spec = qmod.tree_spec(0, b**depth, 1, branching=b)
+        times, c = [], 0.0
+        for eps in (Fraction(1), Fraction(1, 2)):
+            lo, hi = qmod.node_bounds(spec, eps, 1, 1000)
+            cals = qmod.level_calibrations(spec, eps, 1, lo, hi)
+            kinds = tuple(noise_kind(mechanism_parameters(k.epsilon, 1, lo, hi)) for k in cals)
+            start = time.perf_counter()
+            bound = qmod.tree_tail_bound(b, depth, kinds, 0.05, 0.5)
+            times.append(time.perf_counter() - start)
+            c = c or bound
+        print(f"| {b} | {depth} | {times[0]:.3f} s | {times[1]:.3f} s | {c:.1f} |")
 
 
 def _exponential(values: np.ndarray, schema: Schema, runs: int, opendp: bool) -> None:

@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +33,7 @@ from snapdp._validation import check_count, check_epsilon, check_finite, check_p
 from snapdp.accuracy import accuracy_bound
 from snapdp.data.calibration import Calibration, calibrate_l1
 from snapdp.data.schema import DEFAULT_MAX_ROWS
+from snapdp.data.sum_bound import NoiseKind, log_mgf_bound, noise_kind
 from snapdp.errors import ParameterError
 from snapdp.rescaling import mechanism_parameters
 
@@ -49,8 +51,10 @@ __all__ = [
     "node_bounds",
     "quantiles_from_leaves",
     "rank_accuracy",
+    "released_rank",
     "target_weight_stats",
     "tree_spec",
+    "tree_tail_bound",
     "value_accuracy",
     "value_interval",
 ]
@@ -376,11 +380,14 @@ def rank_accuracy(
 
     The least-squares CDF at leaf edge t is Σᵢ w_{t,i}·ỹᵢ over the T released nodes, with the
     true CDF Σᵢ w_{t,i}·yᵢ (the estimate is exact on exact trees). With α = 1 − confidence, the
-    smaller of two bounds, each holding for every edge at once with probability >= 1 − α:
+    smallest of three bounds, each holding for every edge at once with probability >= 1 − α:
 
     * *union*: the error is at most W·max |ỹᵢ − yᵢ| (W = maxₜ Σᵢ |w_{t,i}|), and a union bound
       over the T nodes gives max |ỹᵢ − yᵢ| <= a(α/T), each node's accuracy at its level's
       calibrated (ε, Δ = k, bounds) (snapdp.accuracy, DESIGN §4). Valid for any bounds.
+    * *averaged* (only with the default :func:`node_bounds`): :func:`tree_tail_bound`, the
+      Chernoff bound on each node's whole error (noise and snapping together) summed over the
+      edges; the tightest of the three in practice.
     * *Chernoff* (only with the default :func:`node_bounds`, where the clamp never binds): the
       error is k·Σ w·Y + k·Σ w·R with |R| <= Λ/2, so at most k·W·Λ/2 + |k·Σ w·Y|. The noises Y are
       independent, symmetric, |Y| <= λ″·|ln U*| with P(|ln U*| > s) <= (1 + 2**-51)·e^-s, so
@@ -418,6 +425,8 @@ def rank_accuracy(
         unit = worst.sensitivity / k
         scale_k, grid_k = mpq(worst.scale) * unit, worst.grid * unit
         cdf = min(cdf, chernoff_cdf(spec, scale_k, grid_k, k, alpha, total_nodes))
+        kinds = tuple(noise_kind(mechanism_parameters(c.epsilon, k, lo, hi)) for c in cals)
+        cdf = min(cdf, tree_tail_bound(spec.branching, spec.depth, kinds, alpha))
     return RankAccuracy(
         cdf, _round_up(2 * cdf), node, spec.weight, conf, all(c.certified for c in cals)
     )
@@ -474,6 +483,30 @@ def chernoff_cdf(
         else:
             hi = mid
     return _round_up((hi + rounding) * (1 + 1e-9) + w1 * 2.0**-10)
+
+
+def released_rank(probability: float, cdf: float, target: float) -> float:
+    """The rank ± of a released p-quantile (:func:`quantiles_from_leaves` on
+    :func:`consistent_leaves`): min((1 + p)·c, m_p·rₚ), m_p = max(1 + 2p, p/(1 − p)) (only the
+    first for p = 1). ``cdf``: c, a bound on |C̃(t) − C(t)| at every edge; ``target``: rₚ, one on
+    |(C̃(t) − p·Ñ) − (C(t) − p·N)| at every edge t = 0..n. Each holds with probability >= 1 − α,
+    so the smaller (both are data-free) does too. See docs/data.md, "The rank ± of a released
+    quantile".
+
+    With rₚ (f = C − p·N, g = C̃ − p·Ñ, I the isotonic fit of C̃ over the edges 1..n, Ĉ = max(I, 0),
+    N̂ = Ĉ(n)): the isotonic fit commutes with the shift by p·Ñ and is a sup-norm contraction
+    toward the monotone f, so |I − p·Ñ − f| <= rₚ; and N̂ = I(n) (the largest suffix average of
+    C̃) lies in [Ñ, Ñ + 2rₚ] when N̂ > 0. The released value lies in the leaf j with
+    Ĉ(j) < p·N̂ <= Ĉ(j+1): at j + 1 the fit is not clipped (p > 0), so f(j+1) >= −rₚ; at j,
+    f(j) < (1 + 2p)·rₚ whether I(j) >= 0 (I(j) − p·Ñ < p(N̂ − Ñ)) or not (f(j) < rₚ − p·Ñ <=
+    rₚ + 2p·rₚ − p·N̂). When N̂ <= 0 (the value is L + p(U − L)), Ñ <= 0 and N <= rₚ/(1 − p), so
+    every leaf edge is within max(1 − p, p)·N <= m_p·rₚ of p·N.
+    """
+    p = float(probability)
+    rank = _round_up((1 + p) * cdf)
+    if p < 1:
+        rank = min(rank, _round_up(max(1 + 2 * p, p / (1 - p)) * target * (1 + 1e-9)))
+    return rank
 
 
 def value_accuracy(spec: TreeSpec, rank_acc: RankAccuracy | float, n_ref: int) -> float:
@@ -611,6 +644,99 @@ def target_weight_stats(b: int, depth: int, p: float) -> tuple[float, float, flo
         s2 = max(s2, float((v * v).sum(axis=1).max()))
         wmax = max(wmax, float(np.abs(v).max()))
     return w1 * _WEIGHT_INFLATION, s2 * _WEIGHT_INFLATION, wmax * _WEIGHT_INFLATION
+
+
+_THETAS = np.concatenate([np.linspace(0.02, 0.9, 45), 1 - 0.1 * np.geomspace(1, 1e-3, 20)[1:]])
+"""The points u in (0, 1) where :func:`tree_tail_bound` tries θ = u/(an edge's largest w·L₊)."""
+
+
+@functools.lru_cache(maxsize=64)
+def tree_tail_bound(
+    b: int, depth: int, kinds: tuple[NoiseKind, ...], alpha: float, probability: float | None = None
+) -> float:
+    """A bound c with P(|C̃(t) − C(t)| > c for some leaf edge t) <= α (``probability`` None), or
+    the same for C̃(t) − p·Ñ against C(t) − p·N at the edges 0..n (with a p), when no node's output
+    is clamped (:func:`node_bounds`). ``kinds``: each level's never-clamped error
+    (:func:`snapdp.data.sum_bound.noise_kind`, in rows), levels 1..depth. See docs/data.md.
+
+    The error at edge t is Σᵢ vₜᵢ·eᵢ over the independent node errors eᵢ (noise and snapping
+    together). For each node, E e^(θ·e) <= B(θ) whatever the true count
+    (:func:`snapdp.data.sum_bound.log_mgf_bound`: the rounding averages out instead of adding
+    Λ/2 per unit of weight), so P(|Σ vₜᵢeᵢ| > c) <= 2·e^(−θc)·Πᵢ B(θ|vₜᵢ|) for each θ
+    (Chernoff, both tails: B bounds both signs). A union bound over the edges: c is the smallest
+    value (bisection) at which the sum over the edges of the best of these over θ is <= α, plus
+    the largest Σᵢ|vₜᵢ|·u₀ (the outputs' final rounding). Public parameters only; cached.
+    """
+    edge, level, value, count, l1 = _tree_groups(b, depth, probability)
+    edges = len(l1)
+    scale = np.array([k.scale_hi for k in kinds])
+    top = np.zeros(edges)
+    np.maximum.at(top, edge, value * scale[level])
+    theta = _THETAS[None, :] / top[:, None]  # per edge: θ·max|v|·L₊ < 1
+    phi = np.zeros((edges, len(_THETAS)))
+    for i, kind in enumerate(kinds):
+        sel = level == i
+        if sel.any():
+            terms = log_mgf_bound(kind, theta[edge[sel]] * value[sel][:, None])
+            np.add.at(phi, edge[sel], terms * count[sel][:, None])
+    rounding = np.zeros(edges)
+    u0 = np.array([k.rounding for k in kinds])
+    np.add.at(rounding, edge, value * count * u0[level])
+
+    def failure(c: float) -> float:
+        return float(2 * np.exp((phi - theta * c).min(axis=1)).sum()) * (1 + 1e-9)
+
+    hi = float(top.max())
+    while failure(hi) > alpha:
+        hi *= 2
+    lo = 0.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if failure(mid) > alpha:
+            lo = mid
+        else:
+            hi = mid
+    return _round_up((hi + float(rounding.max())) * (1 + 1e-9))
+
+
+@functools.lru_cache(maxsize=32)
+def _tree_groups(
+    b: int, depth: int, probability: float | None
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float64],
+           npt.NDArray[np.float64], npt.NDArray[np.float64]]:  # fmt: skip
+    """The weights of :func:`tree_tail_bound` grouped: (edge, level, |v|, count, Σ|v| per edge)
+    with the |v| of each (edge, level) rounded up to 12 significant bits and merged when equal
+    (B grows with |v|, so rounding up keeps the bound; few distinct values remain per edge).
+    Edges 1..n for the CDF (edge 0 has no error), 0..n with a probability. The doubles' error of
+    the weights is covered by a relative 1e-9 and an absolute 1e-12 added before rounding."""
+    n = b**depth
+    first = 1 if probability is None else 0
+    total = _edge_weights(b, depth, np.array([n]))[0]
+    chunk = max(1, min(n + 1, (1 << 21) // n))
+    out: list[list[npt.NDArray[Any]]] = [[], [], [], [], []]
+    starts = np.cumsum([0] + [b**lv for lv in range(1, depth + 1)])
+    for start in range(first, n + 1, chunk):
+        ts = np.arange(start, min(n + 1, start + chunk))
+        v = _edge_weights(b, depth, ts)
+        if probability is not None:
+            v = v - probability * total[None, :]
+        a = np.abs(v) * _WEIGHT_INFLATION + 1e-12
+        mant, expo = np.frexp(a)
+        a = np.ldexp(np.ceil(mant * 4096) / 4096, expo)
+        out[4].append(a.sum(axis=1))
+        for lv in range(depth):
+            block = np.sort(a[:, starts[lv] : starts[lv + 1]], axis=1)
+            new = np.ones(block.shape, dtype=bool)
+            new[:, 1:] = block[:, 1:] != block[:, :-1]
+            rows, cols = np.nonzero(new)
+            ends = np.append(cols[1:], block.shape[1])
+            ends[np.flatnonzero(np.diff(rows))] = block.shape[1]  # a run ends with its row
+            out[0].append(rows + (start - first))
+            out[1].append(np.full(len(rows), lv))
+            out[2].append(block[rows, cols])
+            out[3].append((ends - cols).astype(np.float64))
+    edge, level, value, count, l1 = (np.concatenate(x) for x in out)
+    return edge, level, value, count, l1
 
 
 def least_squares_cdf(

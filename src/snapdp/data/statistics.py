@@ -57,6 +57,7 @@ from snapdp.data.query import ROOT_STATISTICS, SPREAD_STATISTICS, Query
 from snapdp.data.results import QueryResult, ResultRow
 from snapdp.data.schema import DEFAULT_MAX_ROWS, Column, Key, Schema, keys_product
 from snapdp.data.sensitivity import FixedPoint, fits_int64, fixed_point
+from snapdp.data.sum_bound import noise_kind
 from snapdp.errors import ParameterError
 from snapdp.exponential import exponential_parameters
 from snapdp.exponential import sample as exponential_sample
@@ -580,6 +581,8 @@ def _quantile_accuracy(
         w1 = quantiles.target_weight_stats(tree.branching, tree.depth, float(p))[0]
         tail = _chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p))
         targets.append(min(_up(w1 * node), tail, _up((1 + float(p)) * cdf)))
+
+    cdf, targets = _tighter_tail(compiled, params, alpha, cdf, targets)
     span = float(tree.upper - tree.lower)
     return AccuracyStatement(
         compiled.query,
@@ -593,6 +596,30 @@ def _quantile_accuracy(
         leaf_width=float(tree.leaf_width),
         targets=tuple(targets),
     )
+
+
+def _tighter_tail(
+    compiled: Compiled,
+    params: Sequence[SnappingParameters],
+    alpha: float,
+    cdf: float,
+    targets: list[float],
+) -> tuple[float, list[float]]:
+    """The CDF ± c and the per-probability ± rₚ of :func:`_quantile_accuracy`, each lowered to
+    :func:`snapdp.data.quantiles.tree_tail_bound` when that is smaller: each node's whole error
+    (noise and snapping) with its rounding averaged out, the clamp never binding (node bounds).
+    Public parameters only; cached in the quantiles module (docs/data.md, "Accuracy before
+    spending", *Averaged*)."""
+    tree = compiled.tree
+    kinds = tuple(noise_kind(p) for p in params)
+    cdf = min(cdf, quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha))
+    probs = compiled.query.quantiles
+    out = []
+    for i, target in enumerate(targets):  # empty when the caller asked for no targets
+        p = float(probs[i])
+        tail = quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha, p)
+        out.append(min(target, tail, _up((1 + p) * cdf)))
+    return cdf, out
 
 
 def _exponential_accuracy(
@@ -851,7 +878,8 @@ def _quantile_rows(
     for p, v, target in zip(probs, values, statement.targets, strict=True):
         lo, hi = qmod.value_interval(ls_cdf, tree, p, target)
         acc = _up(max(v - lo, hi - v, 0.0))
-        rows.append(ResultRow(keys, float(v), acc, p, _up((1 + float(p)) * cdf), interval=(lo, hi)))
+        rank = qmod.released_rank(float(p), cdf, target)  # (1 + p)·cdf, or less
+        rows.append(ResultRow(keys, float(v), acc, p, rank, interval=(lo, hi)))
     return rows
 
 

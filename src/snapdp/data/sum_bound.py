@@ -56,7 +56,14 @@ from snapdp import _exact
 from snapdp.accuracy import _output_rounding, _tail_scale
 from snapdp.parameters import SnappingParameters
 
-__all__ = ["MAX_NOISES", "NoiseKind", "noise_kind", "sum_accuracies", "sum_accuracy"]
+__all__ = [
+    "MAX_NOISES",
+    "NoiseKind",
+    "log_mgf_bound",
+    "noise_kind",
+    "sum_accuracies",
+    "sum_accuracy",
+]
 
 #: The most noises of a family for which the bound is computed (its cost grows as their square).
 MAX_NOISES = 160
@@ -138,6 +145,13 @@ def _log_mgf(kind: NoiseKind, t: _Array) -> _Array:
     ok = j < len(_U)
     out[ok] = table[j[ok]]
     return out
+
+
+def log_mgf_bound(kind: NoiseKind, t: _Array) -> _Array:
+    """An upper bound on log E e^(t·e) for one never-clamped error e of this kind, at every
+    offset of the true count (the B of the module docstring): inf where |t|·L₊ is too close to 1.
+    Used for trees' CDF errors too (:func:`snapdp.data.quantiles.tree_tail_bound`)."""
+    return _log_mgf(kind, np.asarray(t, dtype=np.float64))
 
 
 def _tail_up(kind: NoiseKind, v: _Array) -> _Array:

@@ -20,6 +20,9 @@ from tests.data_oracle import OracleEngine
 
 from snapdp.data import Column, PrivateTable, Query, Schema
 from snapdp.data import quantiles as qmod
+from snapdp.data.sum_bound import noise_kind
+from snapdp.mechanism import SnappingMechanism
+from snapdp.rescaling import mechanism_parameters
 
 PROBS = (Fraction(1, 10), Fraction(1, 2), Fraction(9, 10))
 SCHEMA = Schema((Column("v", "integer", Fraction(0), Fraction(50)),), max_rows=100_000)
@@ -123,3 +126,124 @@ def test_target_weights_match_dense_least_squares(b: int, depth: int, p: float) 
         levels.append(noisy[start : start + b**level])
         start += b**level
     assert np.allclose(qmod.least_squares_cdf(levels, spec), w @ noisy)
+
+
+def _spec_kinds(b: int, depth: int, eps: Fraction) -> tuple[qmod.TreeSpec, tuple, tuple]:
+    spec = qmod.tree_spec(0, b**depth, 1, branching=b)
+    lo, hi = qmod.node_bounds(spec, eps, 1, 100_000)
+    cals = qmod.level_calibrations(spec, eps, 1, lo, hi)
+    params = tuple(mechanism_parameters(c.epsilon, 1, lo, hi) for c in cals)
+    return spec, cals, tuple(noise_kind(p) for p in params)
+
+
+@pytest.mark.parametrize(
+    ("b", "depth", "eps"),
+    [(10, 2, Fraction(1)), (10, 2, Fraction(1, 3)), (2, 6, Fraction(1, 2)), (4, 3, Fraction(2))],
+)
+def test_tree_tail_bound_is_below_the_old_bounds(b: int, depth: int, eps: Fraction) -> None:
+    """The averaged tail bound against the Chernoff bound with Λ/2 per unit of weight (and the
+    union bound) it replaces: never larger, and for b = 10, depth 2 at least 30% smaller."""
+    spec, cals, kinds = _spec_kinds(b, depth, eps)
+    lo, hi = qmod.node_bounds(spec, eps, 1, 100_000)
+    params = [mechanism_parameters(c.epsilon, 1, lo, hi) for c in cals]
+    scale = max(p.scale * p.sensitivity for p in params)
+    grid = max(p.grid * p.sensitivity for p in params)
+    nodes = sum(spec.nodes(lv) for lv in range(1, depth + 1))
+    alpha = 0.05
+    old = qmod.chernoff_cdf(spec, scale, grid, 1, alpha, nodes)
+    new = qmod.tree_tail_bound(b, depth, kinds, alpha)
+    assert new <= old
+    assert qmod.rank_accuracy(spec, eps, 1, 1 - alpha, 1).cdf <= new  # rank_accuracy takes it
+    for p in (0.1, 0.5, 0.75):
+        old_p = qmod.chernoff_cdf(spec, scale, grid, 1, alpha, nodes, p)
+        assert qmod.tree_tail_bound(b, depth, kinds, alpha, p) <= old_p
+    if b == 10:
+        assert new <= 0.7 * old
+
+
+def _ls_errors(b: int, depth: int, eps: Fraction, runs: int, seed: int) -> tuple:
+    """The least-squares CDF's errors at the edges 0..n over seeded releases of a fixed, skewed
+    tree (the release's own mechanisms, the default node bounds): (errors runs × edges, N)."""
+    spec, cals, _ = _spec_kinds(b, depth, eps)
+    lo, hi = qmod.node_bounds(spec, eps, 1, 100_000)
+    rng = np.random.default_rng(seed)
+    leaves = np.bincount(np.minimum(rng.gamma(1.5, 4.0, 300).astype(int), spec.leaves - 1),
+                         minlength=spec.leaves)  # fmt: skip
+    truth = qmod.level_counts(leaves.tolist(), spec)
+    noisy_levels = []
+    for cal, counts in zip(cals, truth, strict=True):
+        mech = SnappingMechanism(cal.epsilon, 1, lo, hi, rng=np.random.default_rng(seed + 1))
+        noisy_levels.append(mech.release_many(np.tile(counts, (runs, 1)).astype(np.float64)))
+    cdf_true = np.concatenate(([0.0], np.cumsum(leaves)))
+    errors = np.array([
+        qmod.least_squares_cdf([lv[r] for lv in noisy_levels], spec) - cdf_true
+        for r in range(runs)
+    ])  # fmt: skip
+    return errors, float(cdf_true[-1])
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.9])
+def test_tree_tail_bound_covers(confidence: float) -> None:
+    """Seeded coverage of the CDF ± and of the per-p ± at every edge at once (misses per release
+    against the binomial threshold at 1e-6); the bound is also not vacuous (some release comes
+    within half of it)."""
+    b, depth, eps, runs = 4, 3, Fraction(1, 2), 400
+    _, _, kinds = _spec_kinds(b, depth, eps)
+    errors, _ = _ls_errors(b, depth, eps, runs, 7)
+    alpha = 1 - confidence
+    limit = binom.isf(1e-6, runs, alpha)
+    c = qmod.tree_tail_bound(b, depth, kinds, alpha)
+    worst = np.abs(errors).max(axis=1)
+    assert int((worst > c).sum()) <= limit
+    assert float((worst <= c).mean()) >= confidence  # seeded: the coverage itself
+    assert worst.max() > c / 2
+    for p in (0.25, 0.5, 0.9):
+        r = qmod.tree_tail_bound(b, depth, kinds, alpha, p)
+        combo = np.abs(errors - p * errors[:, -1:]).max(axis=1)  # (C̃ − p·Ñ) − (C − p·N)
+        assert int((combo > r).sum()) <= limit
+        assert float((combo <= r).mean()) >= confidence
+        assert qmod.released_rank(p, c, r) <= (1 + p) * c * (1 + 1e-8)
+
+
+def test_released_rank_holds_after_the_isotonic_step() -> None:
+    """The rank ± of released quantiles against the true ranks of the released value's leaf
+    edges, over seeded releases at 50% confidence: m_p·rₚ alone (the argument of
+    released_rank), and released_rank itself, which takes it for p = 1/4 and 1/2 on this tree
+    (misses per release against the binomial threshold at 1e-6)."""
+    b, depth, eps, runs, alpha = 8, 2, Fraction(1, 2), 400, 0.5
+    spec, cals, kinds = _spec_kinds(b, depth, eps)
+    lo, hi = qmod.node_bounds(spec, eps, 1, 100_000)
+    rng = np.random.default_rng(7)
+    leaves = np.bincount(np.minimum(rng.gamma(1.5, 4.0, 300).astype(int), spec.leaves - 1),
+                         minlength=spec.leaves)  # fmt: skip
+    truth = qmod.level_counts(leaves.tolist(), spec)
+    cdf_true = np.concatenate(([0.0], np.cumsum(leaves)))
+    n = cdf_true[-1]
+    mechs = [SnappingMechanism(c.epsilon, 1, lo, hi, rng=np.random.default_rng(8)) for c in cals]
+    c = qmod.tree_tail_bound(b, depth, kinds, alpha)
+    probs = (0.1, 0.25, 0.5, 0.75)
+    targets = {p: qmod.tree_tail_bound(b, depth, kinds, alpha, p) for p in probs}
+    alone = {p: max(1 + 2 * p, p / (1 - p)) * targets[p] for p in probs}
+    ranks = {p: qmod.released_rank(p, c, targets[p]) for p in probs}
+    assert ranks[0.25] < 1.25 * c and ranks[0.5] < 1.5 * c  # the rₚ branch is the one tested
+    misses = misses_alone = 0
+    for _ in range(runs):
+        noisy = [
+            m.release_many(np.asarray(t, dtype=np.float64))
+            for m, t in zip(mechs, truth, strict=True)
+        ]
+        est = qmod.consistent_leaves(noisy, spec)
+        cum = np.concatenate(([0.0], np.cumsum(est)))
+        bad = bad_alone = False
+        for p in probs:  # the released value's leaf j, as quantiles_from_leaves finds it
+            j = min(int(np.searchsorted(cum[1:], p * cum[-1], side="left")), spec.leaves - 1)
+            if not cum[-1] > 0:  # no total: the value L + p(U − L), in leaf ⌊p·n⌋
+                j = min(int(p * spec.leaves), spec.leaves - 1)
+            high, low = cdf_true[j] - p * n, cdf_true[j + 1] - p * n
+            bad |= not (high <= ranks[p] and low >= -ranks[p])
+            bad_alone |= not (high <= alone[p] and low >= -alone[p])
+        misses += bad
+        misses_alone += bad_alone
+    assert misses <= binom.isf(1e-6, runs, alpha)
+    assert misses_alone <= binom.isf(1e-6, runs, alpha)
+    assert 1 - max(misses, misses_alone) / runs >= 1 - alpha  # seeded: the coverage itself
