@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -472,16 +472,7 @@ def chernoff_cdf(
                 a = m1
         return f((a + b) / 2)  # an admissible θ: a valid (upper) bound on the minimum
 
-    hi = lam * wmax
-    while exponent(hi) > log_target:
-        hi *= 2
-    lo = 0.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if exponent(mid) > log_target:
-            lo = mid
-        else:
-            hi = mid
+    hi = _smallest_passing(lambda s: exponent(s) > log_target, lam * wmax, 100)
     return _round_up((hi + rounding) * (1 + 1e-9) + w1 * 2.0**-10)
 
 
@@ -531,6 +522,23 @@ def value_accuracy(spec: TreeSpec, rank_acc: RankAccuracy | float, n_ref: int) -
 
 def _frac(x: object) -> Fraction:
     return Fraction(check_finite("bound", x))
+
+
+def _smallest_passing(fails: Callable[[float], bool], start: float, steps: int) -> float:
+    """A point of (0, ∞) where ``fails`` (monotone: true below a threshold, false above) is
+    false, at most one bisection step above the threshold: ``start`` doubled until it passes,
+    then ``steps`` halvings of [0, that]."""
+    hi = start
+    while fails(hi):
+        hi *= 2
+    lo = 0.0
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        if fails(mid):
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 def _round_up(x: float) -> float:
@@ -686,16 +694,7 @@ def tree_tail_bound(
     def failure(c: float) -> float:
         return float(2 * np.exp((phi - theta * c).min(axis=1)).sum()) * (1 + 1e-9)
 
-    hi = float(top.max())
-    while failure(hi) > alpha:
-        hi *= 2
-    lo = 0.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if failure(mid) > alpha:
-            lo = mid
-        else:
-            hi = mid
+    hi = _smallest_passing(lambda c: failure(c) > alpha, float(top.max()), 60)
     return _round_up((hi + float(rounding.max())) * (1 + 1e-9))
 
 

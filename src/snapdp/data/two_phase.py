@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from decimal import ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
@@ -188,13 +188,23 @@ def phase_two_epsilon(
         return split_statement(schema, pq.query, eps1, eps2, pq.confidence, presume).at(n)
 
     certify = not presume_certified
-    found = _smallest(lambda e: at(e, True), target, left)
-    if certify and found is not None and Fraction(at(found, False)) > target:
-        found = _smallest(lambda e: at(e, False), target, left)
+    found = _smallest_checked(at, target, left, certify)
     if found is not None:
         return found, found
     needed = _smallest(lambda e: at(e, not certify), target, EPS_MAX)
     return left, needed
+
+
+def _smallest_checked(
+    at: Callable[[Fraction, bool], float], target: Fraction, limit: Fraction, certify: bool
+) -> Fraction | None:
+    """:func:`_smallest` of ``at(ε, presume)`` searched with certification presumed (cheap);
+    with ``certify``, the ε found is checked with the certified mechanisms and, if it misses
+    there, searched again certified."""
+    found = _smallest(lambda e: at(e, True), target, limit)
+    if certify and found is not None and Fraction(at(found, False)) > target:
+        found = _smallest(lambda e: at(e, False), target, limit)
+    return found
 
 
 def _floor(statement: AccuracyStatement, target: Fraction) -> int | None:
@@ -411,8 +421,7 @@ def _cap_needed(
     schema: Schema, pq: PlannedQuery, compiled: Compiled, n: float, allowed: Fraction
 ) -> Fraction | None:
     """The smallest cap in (``allowed``, 2^20] whose two phases meet ``pq``'s target for a group
-    of ``n`` rows, or None: searched with certification presumed, then checked (and, if need
-    be, searched again) with the certified mechanisms, as :func:`phase_two_epsilon` does."""
+    of ``n`` rows, or None (:func:`_smallest_checked`, certified)."""
     target = pq.accuracy
     assert target is not None
     if not n > 0:
@@ -423,9 +432,7 @@ def _cap_needed(
         e1 = phase_one_epsilon(compiled, cap)
         return split_statement(schema, pq.query, e1, cap - e1, pq.confidence, presume).at(n)
 
-    found = _smallest(lambda c: at(c, True), target, EPS_MAX)
-    if found is not None and Fraction(at(found, False)) > target:
-        found = _smallest(lambda c: at(c, False), target, EPS_MAX)
+    found = _smallest_checked(at, target, EPS_MAX, certify=True)
     return None if found is None else max(found, allowed)
 
 
