@@ -183,8 +183,8 @@ def release(
         table_confidence = float(1 - Fraction(repr(float(alpha))))
     if alpha is None:
         alpha = 0.05 if confidence is None else float(1 - Fraction(repr(float(confidence))))
-    table_flags = want_count or sums or means or variances or stds or quantiles or by or where
-    table_flags = table_flags or var_samps or std_samps
+    statistics = (want_count, sums, means, variances, stds, var_samps, std_samps, quantiles)
+    table_flags = any(statistics) or bool(by) or bool(where)
     if value is not None:
         if data is not None or table_flags:
             raise ParameterError(
