@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -14,8 +16,12 @@ from hypothesis import settings
 settings.register_profile("snapdp", derandomize=True, deadline=None, print_blob=True)
 settings.load_profile("snapdp")
 
-# Certificates cached on disk go to a fresh folder per test process, not the user's cache.
-os.environ.setdefault("SNAPDP_CACHE_DIR", tempfile.mkdtemp(prefix="snapdp-cache-"))
+# Certificates cached on disk go to a fresh folder per test process, not the user's cache;
+# the folder goes when the process ends.
+if "SNAPDP_CACHE_DIR" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="snapdp-cache-")
+    atexit.register(shutil.rmtree, _cache, True)
+    os.environ["SNAPDP_CACHE_DIR"] = _cache
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # SNAPDP_SHARED_DATA points a git worktree (whose parent has no shared/) at the PUMS folder.
