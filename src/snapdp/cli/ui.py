@@ -1,8 +1,9 @@
 """``snapdp ui``: serve the local page that builds a plan and runs it (docs/ui.md).
 
 Thin glue over :class:`snapdp.ui.server.UiServer`: the first line of stdout is the page's URL
-(the token in its fragment); a browser opens it unless ``--no-browser``; Ctrl-C stops the server
-cleanly (after a release in progress).
+(the token in its fragment); a browser opens it unless ``--no-browser``, through a private
+redirect file so that the token is on no command line; Ctrl-C stops the server cleanly (after a
+release in progress). ``--total-epsilon`` is the data owner's budget: the page only spends.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from snapdp._validation import check_epsilon
 from snapdp.cli._common import library_errors
 from snapdp.ui.server import UiConfig, UiServer
 
@@ -44,7 +46,19 @@ __all__ = ["ui"]
     show_default=True,
     help="Port on 127.0.0.1 (0: any free port).",
 )
-@click.option("--no-browser", is_flag=True, help="Print the URL only; do not open a browser.")
+@click.option(
+    "--total-epsilon",
+    metavar="EPS",
+    help="The dataset's lifetime ε budget in --ledger, set by the data owner (checked against "
+    "the ledger's when it holds one). Without it, the page can run only on a dataset the ledger "
+    "already budgets: the page spends from a budget, never sets one.",
+)
+@click.option(
+    "--no-browser",
+    is_flag=True,
+    help="Print the URL only; do not open a browser. (A browser is opened on a private file that "
+    "redirects to the URL, so the token is never on a command line.)",
+)
 @library_errors
 def ui(
     plan_file: str | None,
@@ -52,6 +66,7 @@ def ui(
     ledger: str | None,
     output: str | None,
     port: int,
+    total_epsilon: str | None,
     no_browser: bool,
 ) -> None:
     """Serve a local web page (127.0.0.1 only) to build a plan, see each query's ε and ± as you
@@ -69,6 +84,9 @@ def ui(
         ledger=None if ledger is None else Path(ledger),
         output=out,
         port=port,
+        total_epsilon=None
+        if total_epsilon is None
+        else check_epsilon("total_epsilon", total_epsilon),
     )
     server = UiServer(config)
     click.echo(server.url)
@@ -77,7 +95,7 @@ def ui(
     if not no_browser:
         import webbrowser
 
-        webbrowser.open(server.url)
+        webbrowser.open(server.launch_file().as_uri())
     try:
         server.serve_forever()
     except KeyboardInterrupt:

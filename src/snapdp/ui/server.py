@@ -21,7 +21,9 @@ It trusts nothing that reaches it (docs/ui.md, "Security"):
 from __future__ import annotations
 
 import hmac
+import html
 import json
+import os
 import secrets
 import tempfile
 import threading
@@ -36,9 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._rational import format_rational
+from snapdp._validation import check_epsilon
+from snapdp.data.engines.header import source_columns
 from snapdp.data.frontends.toml import load_workload
 from snapdp.data.ledger import Ledger, resolve_dataset
 from snapdp.data.plan import Plan
+from snapdp.data.schema import CsvOptions
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 from snapdp.ui import _workload_json as wj
 
@@ -48,6 +53,17 @@ __all__ = ["MAX_BODY", "TOKEN_HEADER", "UiConfig", "UiServer"]
 MAX_BODY = 1 << 20
 #: The header that carries the token.
 TOKEN_HEADER = "X-Snapdp-Token"
+#: Why a run from the page is refused on a dataset whose owner set no budget.
+_NO_BUDGET = (
+    "this dataset has no privacy budget in the ledger, and the page cannot set one: the data "
+    "owner sets it by starting snapdp ui with `--total-epsilon`, or by a first release with "
+    "`--total-epsilon` into this ledger (docs/ui.md); nothing was spent"
+)
+#: The most column names, and the longest name (in characters), the header call returns.
+MAX_HEADER_NAMES = 1000
+MAX_NAME_CHARS = 256
+#: Magic bytes of compressions the CSV reader does not undo (zstd, xz, zip, 7z; bzip2 apart).
+_OTHER_COMPRESSION = (b"\x28\xb5\x2f\xfd", b"\xfd7zXZ\x00", b"PK\x03\x04", b"7z\xbc\xaf")
 _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
@@ -80,6 +96,9 @@ class UiConfig:
     ledger: Path | None = None
     output: Path = Path("snapdp-results")
     port: int = 0
+    #: The dataset's lifetime budget, set by the data owner when ``snapdp ui`` starts (a ledger
+    #: entry for the dataset works too): the page only spends from a budget, never sets one.
+    total_epsilon: Fraction | None = None
 
 
 @dataclass
@@ -106,6 +125,8 @@ class UiServer:
         self._ticket = 0
         self._runs: dict[str, _Run] = {}
         self.initial = wj.blank_document()
+        if config.total_epsilon is not None:
+            check_epsilon("total_epsilon", config.total_epsilon)
         self._source: str | None = None
         if config.source is not None:
             self._source = str(Path(config.source).expanduser().resolve())
@@ -125,6 +146,25 @@ class UiServer:
     def url(self) -> str:
         """The page's address, the token in the fragment (never sent to the server)."""
         return f"http://127.0.0.1:{self.port}/#token={self.token}"
+
+    def launch_file(self) -> Path:
+        """A page that sends the browser on to :attr:`url`, in this server's private temporary
+        folder (mode 0700), readable by the user alone (0600), removed when the server stops:
+        the browser is opened on this file, so the token never appears on a command line
+        (where any local user reads it with ``ps``)."""
+        path = self.workdir / "open.html"
+        target = html.escape(self.url, quote=True)
+        text = (
+            '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+            f'<meta http-equiv="refresh" content="0;url={target}">'
+            "<title>snapdp ui</title></head>\n"
+            f'<body><p><a href="{target}">Open snapdp ui</a></p></body></html>\n'
+        )
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), 0o600)
+            f.write(text)
+        return path
 
     def serve_forever(self) -> None:
         """Serve until :meth:`shutdown` (from another thread) or Ctrl-C in this one."""
@@ -159,17 +199,18 @@ class UiServer:
         }
 
     def header(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The source's column names (CSV header or Parquet schema): names only, never a value.
-        The only call that opens the source before a run, and only on the user's request. The
-        page's ``header``, ``delimiter`` and ``encoding`` are honoured: with ``header = false``
-        the first line is data, and nothing is read."""
+        """The source's column names (CSV header or Parquet schema): names only, never a value,
+        read by the release's reader and rules (:func:`_column_names`). The only call that opens
+        the source before a run, and only on the user's request. The page's ``header``,
+        ``delimiter`` and ``encoding`` are honoured: with ``header = false`` the first line is
+        data, nothing is read, and the names are the declared ones."""
         source = self.source()
         if source is None:
             raise ParameterError("no source was given on the command line", parameter="source")
         options = wj.csv_options(body.get("document"))
         if not options.header:  # its first line is data: the names are the declared ones
             return {"columns": list(options.column_names or ())}
-        return {"columns": _column_names(Path(source), options.delimiter, options.encoding)}
+        return {"columns": _column_names(Path(source), options)}
 
     def preview(self, body: dict[str, Any]) -> dict[str, Any] | tuple[int, dict[str, Any]]:
         """The planner's answer for the page's document; 409 ``superseded`` when a newer
@@ -226,6 +267,12 @@ class UiServer:
                 parameter="source" if source is None else "ledger",
             )
         with self.run_lock:
+            dataset = _dataset(source)
+            budget = self._owner_budget(ledger, dataset)
+            if budget is None:
+                return HTTPStatus.CONFLICT, {
+                    "error": {"message": _NO_BUDGET, "parameter": "total_epsilon"}
+                }
             plan, planned, digest = wj.plan_and_preview(body.get("document"), source, self.workdir)
             if not hmac.compare_digest(digest.encode(), expected.encode()):
                 return HTTPStatus.CONFLICT, {
@@ -235,7 +282,7 @@ class UiServer:
                     }
                 }
             folder = _new_folder(self.config.output)
-            done = plan.run(ledger=ledger, output=folder, preview=planned, dataset=_dataset(source))
+            done = plan.run(ledger=budget, output=folder, preview=planned, dataset=dataset)
             key = secrets.token_urlsafe(16)
             self._runs[key] = _Run(folder, {f.name: f for f in done.files})
             return HTTPStatus.OK, {
@@ -254,6 +301,19 @@ class UiServer:
         path = run.files[name]
         return path.read_bytes(), _REPORT_TYPES.get(path.suffix, "application/octet-stream")
 
+    def _owner_budget(self, path: Path, dataset: str) -> Ledger | None:
+        """The dataset's budget in the ledger at ``path`` as the data owner set it: the one
+        given when ``snapdp ui`` started (checked against the ledger's), else the ledger's own
+        entry; None when the owner set none (the page never creates a budget)."""
+        if self.config.total_epsilon is not None:
+            return Ledger(path, self.config.total_epsilon, dataset=dataset)
+        try:
+            return Ledger(path, None, dataset=dataset)
+        except ParameterError as exc:
+            if exc.parameter != "total_epsilon":
+                raise
+        return None
+
     def _ledger_view(self, plan: Plan, planned: Fraction) -> dict[str, Any] | None:
         """Spent, remaining and what the run would leave, for the dataset of the source."""
         path, source = self.config.ledger, self.source()
@@ -264,21 +324,16 @@ class UiServer:
         if source is None:
             return {**view, "error": "no data source was given: the ledger's dataset is unknown"}
         try:
-            try:
-                ledger = Ledger(path, None, dataset=_dataset(source))
-                total, spent, remaining, new = (
-                    ledger.total_epsilon,
-                    ledger.spent(),
-                    ledger.remaining(),
-                    False,
-                )
-            except ParameterError as exc:
-                if exc.parameter != "total_epsilon":
-                    raise
-                total = plan.total_epsilon if plan.total_epsilon is not None else planned
-                spent, remaining, new = Fraction(0), total, True
+            ledger = self._owner_budget(path, _dataset(source))
         except (ParameterError, LedgerError) as exc:
             return {**view, "error": str(exc)}
+        if ledger is None:
+            return {**view, "error": _NO_BUDGET}
+        try:
+            total, spent, remaining = ledger.total_epsilon, ledger.spent(), ledger.remaining()
+        except (ParameterError, LedgerError) as exc:
+            return {**view, "error": str(exc)}
+        new = not path.exists() or all(d.dataset != ledger.dataset for d in Ledger.datasets(path))
         after = remaining - planned
         return {
             **view,
@@ -304,38 +359,50 @@ def _new_folder(output: Path) -> Path:
     raise ParameterError(f"`output` {str(output)!r} holds too many runs", parameter="output")
 
 
-def _column_names(path: Path, delimiter: str, encoding: str) -> list[str]:
-    """The column names of a CSV (its header line) or Parquet file (its schema)."""
-    if path.suffix.lower() == ".parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            return list(pq.read_schema(path).names)
-        except Exception as exc:  # one line, no traceback
-            raise ParameterError(
-                f"the column names of {path.name!r} cannot be read ({type(exc).__name__})",
-                parameter="source",
-            ) from None
-    import csv
-
-    try:
-        codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
-        with path.open(encoding=codec, newline="") as f:
-            reader = csv.reader(f, delimiter=delimiter)
-            header = next(reader, [])
-            lines = reader.line_num
-    except (OSError, UnicodeError, LookupError, csv.Error) as exc:
+def _column_names(path: Path, options: CsvOptions) -> list[str]:
+    """The column names of the source as a release reads them (:func:`source_columns`: allowed
+    encodings only, Parquet by its magic, gzip by content, the header by the record rule), only
+    when they look like names: at most :data:`MAX_HEADER_NAMES` printable names of at most
+    :data:`MAX_NAME_CHARS` characters each. Otherwise a one-line refusal naming no content."""
+    if _compressed_otherwise(path):
         raise ParameterError(
-            f"the header of {path.name!r} cannot be read ({type(exc).__name__})",
-            parameter="source",
-        ) from None
-    if lines > 1:  # an open quote ran on into the data lines: send none of them
-        raise ParameterError(
-            f"the header of {path.name!r} is not one line (an unclosed quote?); declare the "
-            "columns instead (docs/ui.md)",
+            "`source` is compressed in a format the CSV reader does not read (gzip only); "
+            "declare the columns instead (docs/ui.md)",
             parameter="source",
         )
-    return [h.strip() for h in header if h.strip()]
+    try:
+        names = source_columns(path, options)
+    except ParameterError as exc:
+        message = str(exc).removeprefix("`data` ")
+        parameter = "source" if exc.parameter in (None, "data") else exc.parameter
+        raise ParameterError(
+            f"the column names cannot be read from `source`: {message}; with `header` true they "
+            "come from the file by the release's rules, else declare them (docs/ui.md)",
+            parameter=parameter,
+        ) from None
+    if len(names) > MAX_HEADER_NAMES or not all(_is_name(n) for n in names):
+        raise ParameterError(
+            f"the first line of `source` is not a header the page shows (at most "
+            f"{MAX_HEADER_NAMES} printable names of at most {MAX_NAME_CHARS} characters); check "
+            "`header`, `delimiter` and `encoding`, or declare the columns (docs/ui.md)",
+            parameter="header",
+        )
+    return names
+
+
+def _is_name(name: str) -> bool:
+    return len(name) <= MAX_NAME_CHARS and name.isprintable() and "\ufffd" not in name
+
+
+def _compressed_otherwise(path: Path) -> bool:
+    """Whether the file starts with the magic of a compression the CSV reader does not undo."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(10)
+    except OSError:
+        return False  # the reader's own refusal names it
+    bzip2 = head[:3] == b"BZh" and head[4:10] == b"1AY&SY"
+    return bzip2 or head.startswith(_OTHER_COMPRESSION)
 
 
 # -- HTTP ---------------------------------------------------------------------------------------
@@ -361,6 +428,17 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "snapdp-ui"
     sys_version = ""
     protocol_version = "HTTP/1.1"
+    #: Seconds a connection may wait on the client (a request line, headers, a body, or room to
+    #: send the answer): then it is closed, so a half-sent request holds no thread for long.
+    timeout = 10.0
+
+    def handle(self) -> None:
+        """Serve the connection; a client that went away or stalled past :attr:`timeout` ends it
+        quietly (no traceback on the server's stderr)."""
+        try:
+            super().handle()
+        except (ConnectionError, TimeoutError):
+            self.close_connection = True
 
     def version_string(self) -> str:
         return "snapdp-ui"

@@ -64,7 +64,10 @@ def page(browser: Any, start_server: Any, tmp_path: Path) -> Iterator[Any]:
     write_people(tmp_path / "people.csv")
     (tmp_path / "plan.toml").write_text(PLAN, encoding="utf-8")
     client = start_server(
-        plan=tmp_path / "plan.toml", ledger=tmp_path / "ledger.sqlite", output=tmp_path / "out"
+        plan=tmp_path / "plan.toml",
+        ledger=tmp_path / "ledger.sqlite",
+        output=tmp_path / "out",
+        total_epsilon=Fraction(1),  # the owner's budget: the page only spends (docs/ui.md)
     )
     context = browser.new_context(accept_downloads=True, viewport={"width": 1360, "height": 900})
     pg = context.new_page()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,12 @@ def people(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def client(start_server: Any, people: Path, tmp_path: Path) -> Any:
-    return start_server(source=str(people), ledger=tmp_path / "ledger.sqlite", output=tmp_path)
+    return start_server(
+        source=str(people),
+        ledger=tmp_path / "ledger.sqlite",
+        output=tmp_path,
+        total_epsilon=Fraction(2),  # the owner's budget: the page only spends (docs/ui.md)
+    )
 
 
 # -- where requests may come from ------------------------------------------------------------

@@ -68,6 +68,7 @@ _MAX_LINE = DEFAULT_MAX_LINE_BYTES
 LONG_LINE = b'\x00"'
 _AHEAD = 2  # blocks parsed ahead of the one DuckDB takes
 _BOM = b"\xef\xbb\xbf"
+_GZIP_MAGIC = b"\x1f\x8b"
 _ENCODINGS = {
     "utf-8": "utf-8",
     "utf8": "utf-8",
@@ -101,9 +102,10 @@ def check_delimiter(delimiter: str, encoding: str) -> None:
 
 
 def _open(path: Path) -> tuple[IO[bytes], IO[bytes]]:
-    """(the decompressed stream, the file on disk) of ``path``; ``.gz`` is gunzipped."""
-    raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by the caller
-    if path.name.lower().endswith(".gz"):
+    """(the decompressed stream, the file on disk) of ``path``; a gzip file (found by its
+    magic bytes, whatever its name) is gunzipped."""
+    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
+    if raw.peek(2)[:2] == _GZIP_MAGIC:
         return cast("IO[bytes]", gzip.GzipFile(fileobj=raw, mode="rb")), raw
     return raw, raw
 

@@ -55,14 +55,10 @@ from snapdp.data.engines._cells import declared_columns, frame_to_arrow
 from snapdp.data.engines._csvlines import (
     FIELDS_COLUMN,
     GROUP_COLUMN,
-    LONG_LINE,
     RECORD_COLUMN,
     CsvLines,
     check_delimiter,
-    column_names,
     csv_encoding,
-    first_line,
-    header_fields,
 )
 from snapdp.data.engines.base import (
     GROUP_TAG,
@@ -82,6 +78,7 @@ from snapdp.data.engines.base import (
     row_chunks,
     row_radices,
 )
+from snapdp.data.engines.header import csv_header
 from snapdp.data.predicate import render
 from snapdp.data.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
@@ -350,53 +347,8 @@ class DuckDBEngine:
         self._check_readable()
 
     def _header(self, path: Path, encoding: str, alone: bool) -> list[str] | None:
-        """The column names in the header (the first non-blank line) of the CSV file: public.
-        None for a file with no non-blank line, unless it is ``alone`` (then an error)."""
-        label = str(path)
-        limit = self._csv.max_line_bytes
-        try:
-            if path.stat().st_size == 0:
-                if not alone:
-                    return None
-                raise ParameterError(
-                    f"`data` {label!r} is empty (0 bytes): not a table", parameter="data"
-                )
-            line = first_line(path, encoding, limit)
-        except OSError as exc:
-            raise ParameterError(
-                f"`data` {label!r} cannot be opened ({exc.strerror or 'I/O error'})",
-                parameter="data",
-            ) from None
-        except EOFError:  # a truncated gzip file
-            line = None
-        if line == LONG_LINE:
-            raise ParameterError(
-                f"`data` {label!r}: the CSV header is longer than max_line_bytes = {limit}",
-                parameter="max_line_bytes",
-            )
-        if line is not None and b"\x00" in line:
-            raise ParameterError(
-                f"`data` {label!r} is not a text (CSV) file: it holds NUL bytes", parameter="data"
-            )
-        if line is None:
-            if not alone:
-                return None
-            raise ParameterError(
-                f"`data` {label!r}: the first line holds no CSV header", parameter="data"
-            )
-        try:
-            text = line.decode(encoding, errors="strict")
-        except UnicodeDecodeError:
-            raise ParameterError(
-                f"`data` {label!r}: the CSV header is not valid {encoding} text (see --encoding)",
-                parameter="encoding",
-            ) from None
-        fields = header_fields(text, self._csv.delimiter)
-        if fields is None:
-            raise ParameterError(
-                f"`data` {label!r}: the first line holds no CSV header", parameter="data"
-            )
-        return column_names(fields, label)
+        """The column names in the header of the CSV file (:func:`csv_header`): public."""
+        return csv_header(path, encoding, self._csv.delimiter, self._csv.max_line_bytes, alone)
 
     def _check_readable(self) -> None:
         """Read the source's schema; a failure is one line naming the file, never DuckDB's text."""

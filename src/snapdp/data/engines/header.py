@@ -1,0 +1,110 @@
+"""A source's column names, read by the release's own rules (docs/data.md, "CSV input").
+
+:func:`csv_header` is the DuckDB engine's header rule for one CSV file (allowed encodings only,
+compression found by content, the first non-blank line split by the record rule, refused when
+empty, repeated, too long or not text). :func:`source_columns` adds the Parquet case, found by
+the file's ``PAR1`` magic rather than its name: the schema's names, never a value. ``snapdp ui``
+asks these for its "column names from the file's header" button (docs/ui.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from snapdp.data.engines._csvlines import (
+    LONG_LINE,
+    check_delimiter,
+    column_names,
+    csv_encoding,
+    first_line,
+    header_fields,
+)
+from snapdp.data.schema import CsvOptions
+from snapdp.errors import ParameterError
+
+__all__ = ["PARQUET_MAGIC", "csv_header", "source_columns"]
+
+#: The first four bytes of a Parquet file: a source starting with them is read as Parquet.
+PARQUET_MAGIC = b"PAR1"
+
+
+def csv_header(
+    path: Path, encoding: str, delimiter: str, max_line: int, alone: bool
+) -> list[str] | None:
+    """The column names in the header (the first non-blank line) of the CSV file ``path``, in
+    ``encoding`` (already checked by :func:`csv_encoding`): public. None for a file with no
+    non-blank line, unless it is ``alone`` (then an error)."""
+    label = str(path)
+    try:
+        if path.stat().st_size == 0:
+            if not alone:
+                return None
+            raise ParameterError(
+                f"`data` {label!r} is empty (0 bytes): not a table", parameter="data"
+            )
+        line = first_line(path, encoding, max_line)
+    except OSError as exc:
+        raise ParameterError(
+            f"`data` {label!r} cannot be opened ({exc.strerror or 'I/O error'})",
+            parameter="data",
+        ) from None
+    except EOFError:  # a truncated gzip file
+        line = None
+    if line == LONG_LINE:
+        raise ParameterError(
+            f"`data` {label!r}: the CSV header is longer than max_line_bytes = {max_line}",
+            parameter="max_line_bytes",
+        )
+    if line is not None and b"\x00" in line:
+        raise ParameterError(
+            f"`data` {label!r} is not a text (CSV) file: it holds NUL bytes", parameter="data"
+        )
+    if line is None:
+        if not alone:
+            return None
+        raise ParameterError(
+            f"`data` {label!r}: the first line holds no CSV header", parameter="data"
+        )
+    try:
+        text = line.decode(encoding, errors="strict")
+    except UnicodeDecodeError:
+        raise ParameterError(
+            f"`data` {label!r}: the CSV header is not valid {encoding} text (see --encoding)",
+            parameter="encoding",
+        ) from None
+    fields = header_fields(text, delimiter)
+    if fields is None:
+        raise ParameterError(
+            f"`data` {label!r}: the first line holds no CSV header", parameter="data"
+        )
+    return column_names(fields, label)
+
+
+def source_columns(path: Path, options: CsvOptions) -> list[str]:
+    """The column names of the one file ``path`` as a release reads it: a Parquet file's schema
+    (found by its magic, whatever its name), else its CSV header by :func:`csv_header` (which
+    needs ``options.header``; without a header the names are the declared ones)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError as exc:
+        raise ParameterError(
+            f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
+            parameter="data",
+        ) from None
+    if head == PARQUET_MAGIC:
+        import pyarrow.parquet as pq
+
+        try:
+            return list(pq.read_schema(path).names)
+        except Exception:  # one line, no traceback, no text of the file
+            raise ParameterError(
+                f"`data` {str(path)!r} cannot be read as a Parquet table", parameter="data"
+            ) from None
+    if not options.header:
+        return list(options.column_names or ())
+    encoding = csv_encoding(options.encoding)
+    check_delimiter(options.delimiter, encoding)
+    names = csv_header(path, encoding, options.delimiter, options.max_line_bytes, True)
+    assert names is not None  # alone: an error rather than None
+    return names
