@@ -15,7 +15,12 @@ It trusts nothing that reaches it (docs/ui.md, "Security"):
 * the source, the ledger and the output folder are fixed on the command line: the page cannot
   name a path or upload data. Planning never opens the source, and nothing derived from the data
   is sent before a run; a run re-plans the page's workload, refuses (409) when its digest differs
-  from the one the page previewed, and spends at most once per one-time nonce.
+  from the one the page previewed, and spends at most once per one-time nonce;
+* the header call returns column names only, read by the release's reader and rules, capped;
+* the page spends only from a budget the data owner set (``--total-epsilon`` at start or the
+  ledger's entry for the dataset), never creates one;
+* a connection waits on its client at most :attr:`_Handler.timeout` seconds, and the browser is
+  opened on a private launch file, so the token is on no command line.
 """
 
 from __future__ import annotations
@@ -39,15 +44,14 @@ from typing import Any
 
 from snapdp._rational import format_rational
 from snapdp._validation import check_epsilon
-from snapdp.data.engines.header import source_columns
 from snapdp.data.frontends.toml import load_workload
 from snapdp.data.ledger import Ledger, resolve_dataset
 from snapdp.data.plan import Plan
-from snapdp.data.schema import CsvOptions
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 from snapdp.ui import _workload_json as wj
+from snapdp.ui._header import MAX_HEADER_NAMES, MAX_NAME_CHARS, column_names
 
-__all__ = ["MAX_BODY", "TOKEN_HEADER", "UiConfig", "UiServer"]
+__all__ = ["MAX_BODY", "MAX_HEADER_NAMES", "MAX_NAME_CHARS", "TOKEN_HEADER", "UiConfig", "UiServer"]
 
 #: The largest request body accepted, in bytes.
 MAX_BODY = 1 << 20
@@ -59,11 +63,6 @@ _NO_BUDGET = (
     "owner sets it by starting snapdp ui with `--total-epsilon`, or by a first release with "
     "`--total-epsilon` into this ledger (docs/ui.md); nothing was spent"
 )
-#: The most column names, and the longest name (in characters), the header call returns.
-MAX_HEADER_NAMES = 1000
-MAX_NAME_CHARS = 256
-#: Magic bytes of compressions the CSV reader does not undo (zstd, xz, zip, 7z; bzip2 apart).
-_OTHER_COMPRESSION = (b"\x28\xb5\x2f\xfd", b"\xfd7zXZ\x00", b"PK\x03\x04", b"7z\xbc\xaf")
 _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
@@ -200,17 +199,17 @@ class UiServer:
 
     def header(self, body: dict[str, Any]) -> dict[str, Any]:
         """The source's column names (CSV header or Parquet schema): names only, never a value,
-        read by the release's reader and rules (:func:`_column_names`). The only call that opens
-        the source before a run, and only on the user's request. The page's ``header``,
-        ``delimiter`` and ``encoding`` are honoured: with ``header = false`` the first line is
-        data, nothing is read, and the names are the declared ones."""
+        read by the release's reader and rules (:func:`snapdp.ui._header.column_names`). The
+        only call that opens the source before a run, and only on the user's request. The
+        page's ``header``, ``delimiter`` and ``encoding`` are honoured: with ``header = false``
+        the first line is data, nothing is read, and the names are the declared ones."""
         source = self.source()
         if source is None:
             raise ParameterError("no source was given on the command line", parameter="source")
         options = wj.csv_options(body.get("document"))
         if not options.header:  # its first line is data: the names are the declared ones
             return {"columns": list(options.column_names or ())}
-        return {"columns": _column_names(Path(source), options)}
+        return {"columns": column_names(Path(source), options)}
 
     def preview(self, body: dict[str, Any]) -> dict[str, Any] | tuple[int, dict[str, Any]]:
         """The planner's answer for the page's document; 409 ``superseded`` when a newer
@@ -357,52 +356,6 @@ def _new_folder(output: Path) -> Path:
         if not folder.exists():
             return folder
     raise ParameterError(f"`output` {str(output)!r} holds too many runs", parameter="output")
-
-
-def _column_names(path: Path, options: CsvOptions) -> list[str]:
-    """The column names of the source as a release reads them (:func:`source_columns`: allowed
-    encodings only, Parquet by its magic, gzip by content, the header by the record rule), only
-    when they look like names: at most :data:`MAX_HEADER_NAMES` printable names of at most
-    :data:`MAX_NAME_CHARS` characters each. Otherwise a one-line refusal naming no content."""
-    if _compressed_otherwise(path):
-        raise ParameterError(
-            "`source` is compressed in a format the CSV reader does not read (gzip only); "
-            "declare the columns instead (docs/ui.md)",
-            parameter="source",
-        )
-    try:
-        names = source_columns(path, options)
-    except ParameterError as exc:
-        message = str(exc).removeprefix("`data` ")
-        parameter = "source" if exc.parameter in (None, "data") else exc.parameter
-        raise ParameterError(
-            f"the column names cannot be read from `source`: {message}; with `header` true they "
-            "come from the file by the release's rules, else declare them (docs/ui.md)",
-            parameter=parameter,
-        ) from None
-    if len(names) > MAX_HEADER_NAMES or not all(_is_name(n) for n in names):
-        raise ParameterError(
-            f"the first line of `source` is not a header the page shows (at most "
-            f"{MAX_HEADER_NAMES} printable names of at most {MAX_NAME_CHARS} characters); check "
-            "`header`, `delimiter` and `encoding`, or declare the columns (docs/ui.md)",
-            parameter="header",
-        )
-    return names
-
-
-def _is_name(name: str) -> bool:
-    return len(name) <= MAX_NAME_CHARS and name.isprintable() and "\ufffd" not in name
-
-
-def _compressed_otherwise(path: Path) -> bool:
-    """Whether the file starts with the magic of a compression the CSV reader does not undo."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(10)
-    except OSError:
-        return False  # the reader's own refusal names it
-    bzip2 = head[:3] == b"BZh" and head[4:10] == b"1AY&SY"
-    return bzip2 or head.startswith(_OTHER_COMPRESSION)
 
 
 # -- HTTP ---------------------------------------------------------------------------------------
