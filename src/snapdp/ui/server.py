@@ -330,9 +330,10 @@ class UiServer:
             return {**view, "error": _NO_BUDGET}
         try:
             total, spent, remaining = ledger.total_epsilon, ledger.spent(), ledger.remaining()
+            kept = Ledger.datasets(path) if path.exists() else []
         except (ParameterError, LedgerError) as exc:
             return {**view, "error": str(exc)}
-        new = not path.exists() or all(d.dataset != ledger.dataset for d in Ledger.datasets(path))
+        new = all(d.dataset != ledger.dataset for d in kept)
         after = remaining - planned
         return {
             **view,

@@ -296,3 +296,23 @@ def test_glob_without_a_header_uses_the_declared_columns(tmp_path: Path) -> None
     assert engine.aggregate(PLAN) == OracleEngine(
         str(folder / "p*.csv"), glob=True, csv_options=NO_HEADER
     ).aggregate(PLAN)
+
+
+@pytest.mark.parametrize("name", ["d.csv.gz", "d.csv", "d"])
+def test_a_gzip_file_is_found_by_its_content(tmp_path: Path, name: str) -> None:
+    """A gzipped CSV is gunzipped whatever its name (issue 30): its header and rows are those of
+    the plain file, never its compressed bytes read as a line; and a plain file named .gz is
+    read as it is."""
+    import gzip
+
+    plain = tmp_path / "plain.csv"
+    plain.write_bytes(b"a,b,c\n" + D)
+    packed = tmp_path / name
+    packed.write_bytes(gzip.compress(plain.read_bytes(), mtime=0))
+    named_gz = tmp_path / "plain-text.csv.gz"
+    named_gz.write_bytes(plain.read_bytes())
+    want = DuckDBEngine(plain).aggregate(PLAN)
+    for path in (packed, named_gz):
+        engine = DuckDBEngine(path)
+        assert engine.column_names() == ["a", "b", "c"]
+        assert engine.aggregate(PLAN) == want
