@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import threading
+from fractions import Fraction
 from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
@@ -41,6 +42,7 @@ def main() -> None:
                 source=args.source,
                 ledger=Path(tmp) / "budget.sqlite",
                 output=Path(tmp) / "results",
+                total_epsilon=Fraction(20),  # the data owner's budget: the page only spends
             )
         )
         thread = threading.Thread(target=server.serve_forever, daemon=True)
