@@ -46,7 +46,6 @@ from snapdp._rational import format_rational
 from snapdp._validation import check_epsilon
 from snapdp.data.frontends.toml import load_workload
 from snapdp.data.ledger import Ledger, resolve_dataset
-from snapdp.data.plan import Plan
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 from snapdp.ui import _workload_json as wj
 from snapdp.ui._header import MAX_HEADER_NAMES, MAX_NAME_CHARS, column_names
@@ -229,7 +228,7 @@ class UiServer:
         return {
             "preview": wj.preview_json(plan, planned),
             "digest": digest,
-            "ledger": self._ledger_view(plan, planned.total),
+            "ledger": self._ledger_view(planned.total),
         }
 
     def export(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -287,7 +286,7 @@ class UiServer:
             return HTTPStatus.OK, {
                 "results": wj.results_json(done.results),
                 "epsilon_spent": format_rational(planned.total, max_digits=None),
-                "ledger": self._ledger_view(plan, Fraction(0)),
+                "ledger": self._ledger_view(Fraction(0)),
                 "folder": str(folder),
                 "files": {name: f"/report/{key}/{name}" for name in self._runs[key].files},
             }
@@ -313,7 +312,7 @@ class UiServer:
                 raise
         return None
 
-    def _ledger_view(self, plan: Plan, planned: Fraction) -> dict[str, Any] | None:
+    def _ledger_view(self, planned: Fraction) -> dict[str, Any] | None:
         """Spent, remaining and what the run would leave, for the dataset of the source."""
         path, source = self.config.ledger, self.source()
         if path is None:
