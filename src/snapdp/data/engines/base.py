@@ -94,7 +94,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -107,11 +107,13 @@ __all__ = [
     "UNIT_MULTIPLIER",
     "AggregatePlan",
     "Aggregates",
+    "BinTree",
     "Engine",
     "ExecutorNoiseEngine",
     "NoiseRequest",
     "ValueColumn",
     "bin_edges",
+    "bin_tree",
     "group_rank",
     "int_at_least",
     "int_below",
@@ -275,6 +277,35 @@ def bin_edges(column: Column) -> list[int] | list[float]:
         except OverflowError:
             out.append(math.inf if e > 0 else -math.inf)
     return out
+
+
+#: a node of :func:`bin_tree`: a leaf (the bin index, or None outside every bin) or
+#: (j, below, at_or_above): compare the value with edge j, ``below`` when v < e_j
+BinTree: TypeAlias = int | tuple[int, "BinTree", "BinTree"] | None
+
+
+def bin_tree(n_edges: int) -> BinTree:
+    """A binary search over ``n_edges`` non-decreasing edges e₀ ≤ … ≤ e_{n−1} (bins
+    [eᵢ, eᵢ₊₁)) whose every root-to-leaf path makes exactly ⌈log2(n_edges + 1)⌉ comparisons
+    ``v < e_j``, so a row's work does not depend on where its value lies (docs/data.md,
+    "Run time").
+
+    It finds p = #{j : e_j ≤ v} over the edges padded with copies of the last one to 2^D − 1;
+    the bin is p − 1 for 1 ≤ p ≤ n_edges − 1, else None (below e₀ or at/above the last edge).
+    That is the first i with v < eᵢ₊₁ among v ≥ e₀ — the contract's rule, equal edges included
+    (an empty bin). An index j past the last edge means the last edge."""
+    if n_edges < 2:
+        raise ValueError("a binned column needs at least two edges")
+    depth = n_edges.bit_length()  # 2^depth − 1 >= n_edges
+    last = n_edges - 1
+
+    def node(lo: int, hi: int) -> BinTree:
+        if lo == hi:
+            return lo - 1 if 1 <= lo <= last else None
+        mid = (lo + hi + 1) // 2
+        return (min(mid - 1, last), node(lo, mid - 1), node(mid, hi))
+
+    return node(0, (1 << depth) - 1)
 
 
 def int_at_least(edge: int) -> bool | None:

@@ -62,17 +62,19 @@ from snapdp.data.engines._csvlines import (
 )
 from snapdp.data.engines.base import (
     GROUP_TAG,
+    INT64_MAX,
+    INT64_MIN,
     RANK_MASK,
     RANK_MULTIPLIERS,
     ROW_TAG,
     UNIT_MULTIPLIER,
     AggregatePlan,
     Aggregates,
+    BinTree,
     ValueColumn,
     bin_edges,
+    bin_tree,
     chunk_width,
-    int_at_least,
-    int_below,
     key_words,
     lane_count,
     row_chunks,
@@ -905,25 +907,36 @@ def _key_literals(column: Column) -> list[tuple[str, int]]:
 def _bin_expr(column: Column, value: str) -> str:
     """SQL: the bin index of ``value`` (NULL outside every bin or for a null), by the contract's
     comparison (:func:`~snapdp.data.engines.base.bin_edges`): exact integers for an integer
-    column, the double nearest each edge for a decimal one."""
+    column, the double nearest each edge for a decimal one. A nested CASE of fixed depth
+    (:func:`~snapdp.data.engines.base.bin_tree`): every non-null value makes the same number of
+    comparisons, wherever it lies (docs/data.md, "Run time")."""
     edges = bin_edges(column)
     if column.type == "integer":
         v = f"CAST({value} AS BIGINT)"
+        below = [_int_below_sql(v, e) for e in edges]
+    else:
+        d = f"CAST({value} AS DOUBLE)"
+        below = [f"{d} < {_double_lit(float(e))}" for e in edges]
+    return f"(CASE WHEN {value} IS NOT NULL THEN {_tree_sql(bin_tree(len(edges)), below)} END)"
 
-        def test(at_least: bool, e: int | float) -> str:
-            assert isinstance(e, int)
-            known = int_at_least(e) if at_least else int_below(e)
-            if known is not None:
-                return "TRUE" if known else "FALSE"
-            return f"{v} {'>=' if at_least else '<'} {e}"
 
-        parts = [f"WHEN {test(False, edges[i + 1])} THEN {i}" for i in range(len(edges) - 1)]
-        first = test(True, edges[0])
-        return f"(CASE WHEN {value} IS NOT NULL AND {first} THEN (CASE {' '.join(parts)} END) END)"
-    d = f"CAST({value} AS DOUBLE)"
-    lits = [_double_lit(float(e)) for e in edges]
-    parts = [f"WHEN {d} < {lits[i + 1]} THEN {i}" for i in range(len(lits) - 1)]
-    return f"(CASE WHEN {d} >= {lits[0]} THEN (CASE {' '.join(parts)} END) END)"
+def _int_below_sql(v: str, edge: int | float) -> str:
+    """SQL: whether the BIGINT ``v`` is below the integer ``edge``, always one comparison (an
+    edge past int64 compares with the end of int64: same truth value for every int64)."""
+    assert isinstance(edge, int)
+    if edge > INT64_MAX:
+        return f"{v} <= {INT64_MAX}"
+    return f"{v} < CAST({max(edge, INT64_MIN)} AS BIGINT)"
+
+
+def _tree_sql(node: BinTree, below: list[str]) -> str:
+    if node is None:
+        return "CAST(NULL AS INTEGER)"
+    if isinstance(node, int):
+        return str(node)
+    j, left, right = node
+    yes, no = _tree_sql(left, below), _tree_sql(right, below)
+    return f"(CASE WHEN {below[j]} THEN {yes} ELSE {no} END)"
 
 
 def cell_index_sql(column: Column, value: str) -> str:

@@ -14,8 +14,9 @@ and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluste
 * Spark's own casts differ from the contract ("1e3", " 5", "Infinity", "1.0E10", "00", …), so
   every cast from text is gated by the contract's regular expressions (``rlike``) and done with
   ``try_cast`` (nothing raises under ANSI mode).
-* Keys are matched as typed values (a broadcast join on a typed key table), bins by double
-  comparisons, nulls by each column's rule; ``least``/``greatest`` (which skip NULLs) are only
+* Keys are matched as typed values (a broadcast join on a typed key table), bins by a
+  comparison tree of fixed depth (every row makes the same comparisons, docs/data.md, "Run
+  time"), nulls by each column's rule; ``least``/``greatest`` (which skip NULLs) are only
   applied to non-null values.
 * Ranks are :func:`~snapdp.data.engines.base.mix_rank` in long arithmetic (every product below
   2^63, so ANSI mode never raises), one projection per lane; a text unit's lanes come from the
@@ -53,18 +54,20 @@ from snapdp.data.engines._cells import declared_columns, frame_to_arrow
 from snapdp.data.engines._csvlines import check_delimiter, column_names, csv_encoding, unquote
 from snapdp.data.engines.base import (
     GROUP_TAG,
+    INT64_MAX,
+    INT64_MIN,
     RANK_MASK,
     RANK_MULTIPLIERS,
     ROW_TAG,
     UNIT_MULTIPLIER,
     AggregatePlan,
     Aggregates,
+    BinTree,
     NoiseRequest,
     ValueColumn,
     bin_edges,
+    bin_tree,
     chunk_width,
-    int_at_least,
-    int_below,
     key_words,
     lane_count,
     row_chunks,
@@ -86,7 +89,6 @@ _LIMB = 31
 # Quanta below 2^19 in magnitude are summed as longs, exact for cells of fewer than 2^44 non-null
 # values (1.7·10^13; beyond, Spark's long sum overflows); wider quanta as DECIMAL(38, 0), slower.
 _LONG_SUM_LIMIT = 1 << 19
-_CASE_KEYS = 256  # up to this many keys: a CASE expression; more: a broadcast join
 _GLOB_CHARS = "\\*?[]{}"
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 _FLOATING = ("float", "double")
@@ -276,24 +278,13 @@ class SparkEngine:
             if g.nulls.action == "impute":
                 value = sf.coalesce(value, _typed_literal(g, g.nulls.value))
             idx_name = f"_i{len(df.columns)}"
-            if g.keys is not None and len(g.keys) <= _CASE_KEYS:
-                expr = None
-                for k, i in _distinct_keys(g):
-                    cond = value == _typed_literal(g, k)
-                    expr = sf.when(cond, sf.lit(i)) if expr is None else expr.when(cond, sf.lit(i))
-                assert expr is not None
-                df = df.withColumn(idx_name, expr).where(sf.col(idx_name).isNotNull())
-            elif g.keys is not None:
+            if g.keys is not None:  # a hash join: no key is found later than another
                 keys = _key_table(session, g, idx_name)
                 df = df.withColumn("_kv", value).join(sf.broadcast(keys), "_kv", "inner")
                 df = df.drop("_kv")
             else:
-                assert g.bins is not None
-                expr = None
-                for i, cond in enumerate(_bin_conditions(g, value)):
-                    expr = sf.when(cond, sf.lit(i)) if expr is None else expr.when(cond, sf.lit(i))
-                assert expr is not None
-                df = df.withColumn(idx_name, expr).where(sf.col(idx_name).isNotNull())
+                df = df.withColumn(idx_name, _bin_index(g, value))
+                df = df.where(sf.col(idx_name).isNotNull())
             df = df.withColumn("_cell", sf.col("_cell") + sf.col(idx_name).cast("long") * stride)
             stride *= g.n_cells
 
@@ -871,29 +862,40 @@ def _distinct_keys(g: Column) -> list[tuple[object, int]]:
     return rows
 
 
-def _bin_conditions(g: Column, value: Any) -> list[Any]:
-    """Per bin of ``g``, whether the cast ``value`` lies in it (base step 3): an integer column
-    exactly against integer edges (as longs; an edge past int64 decided in Python), a decimal one
-    as a double against the double nearest each edge."""
+def _bin_index(g: Column, value: Any) -> Any:
+    """The bin index of the cast ``value`` (null outside every bin or for a null), base step 3:
+    an integer column exactly against integer edges (as longs; an edge past int64 compared with
+    the end of int64, the same truth value for every long), a decimal one as a double against
+    the double nearest each edge. A nested CASE of fixed depth
+    (:func:`~snapdp.data.engines.base.bin_tree`): every non-null value makes the same number of
+    comparisons, wherever it lies (docs/data.md, "Run time")."""
     from pyspark.sql import functions as sf
 
     edges = bin_edges(g)
+    below: list[Any] = []
     if g.type == "integer":
         v = value.cast("bigint")
-
-        def test(at_least: bool, e: int | float) -> Any:
+        for e in edges:
             assert isinstance(e, int)
-            known = int_at_least(e) if at_least else int_below(e)
-            if known is not None:
-                return v.isNotNull() & sf.lit(known)
-            return v >= sf.lit(e).cast("bigint") if at_least else v < sf.lit(e).cast("bigint")
+            if e > INT64_MAX:
+                below.append(v <= sf.lit(INT64_MAX).cast("bigint"))
+            else:
+                below.append(v < sf.lit(max(e, INT64_MIN)).cast("bigint"))
+    else:
+        v = value.cast("double")
+        below = [v < sf.lit(float(e)) for e in edges]
+    return sf.when(v.isNotNull(), _tree(bin_tree(len(edges)), below))
 
-        return [test(True, edges[i]) & test(False, edges[i + 1]) for i in range(len(edges) - 1)]
-    d = value.cast("double")
-    return [
-        (d >= sf.lit(float(edges[i]))) & (d < sf.lit(float(edges[i + 1])))
-        for i in range(len(edges) - 1)
-    ]
+
+def _tree(node: BinTree, below: list[Any]) -> Any:
+    from pyspark.sql import functions as sf
+
+    if node is None:
+        return sf.lit(None).cast("int")
+    if isinstance(node, int):
+        return sf.lit(node)
+    j, left, right = node
+    return sf.when(below[j], _tree(left, below)).otherwise(_tree(right, below))
 
 
 # -- quanta (step 6) and ranks (step 5) ------------------------------------------------------
