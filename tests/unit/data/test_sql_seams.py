@@ -17,9 +17,10 @@ from click.testing import CliRunner
 
 from snapdp.cli import main
 from snapdp.data import Column, ContributionBounds, PrivateTable, Query, Schema
-from snapdp.data.frontends.sql import SqlError, parse_sql
+from snapdp.data.frontends.sql import SqlError, parse_predicate, parse_sql
 from snapdp.data.predicate import Compare
 from snapdp.data.workload import Declaration
+from snapdp.errors import ParameterError
 
 pytest.importorskip("sqlglot")
 
@@ -244,3 +245,30 @@ def test_cli_refuses_a_too_large_epsilon_before_opening_a_missing_source(tmp_pat
     assert "missing" not in message and not ledger.exists()
     ok = CliRunner().invoke(main, [*args, "--epsilon", "1", "--json"])
     assert ok.exit_code != 0 and "missing.csv" in ok.output  # then the source: not found
+
+
+@pytest.mark.parametrize(
+    ("condition", "under"),
+    [("age > 3 FOR UPDATE", "FOR"), ("age > 3 QUALIFY age > 5", "QUALIFY")],
+)
+def test_a_plan_condition_drops_nothing_after_it(condition: str, under: str) -> None:
+    """A plan file's `where = "…"` (or `--where`) is checked on the same allow-list."""
+    with pytest.raises(SqlError) as info:
+        parse_predicate(condition, DECL)
+    first, shown, caret = str(info.value).split("\n")
+    assert first.startswith("where, line 1, column ") and under in first
+    assert _caret_under(shown, caret) == under
+
+
+def test_a_non_text_query_or_condition_is_named_by_its_type() -> None:
+    with pytest.raises(ParameterError, match=r"must be text, not list$"):
+        parse_sql(["SELECT COUNT(*)"], DECL, epsilon=1)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match=r"must be text, not int$"):
+        parse_predicate(3, DECL)  # type: ignore[arg-type]
+
+
+def test_api_refuses_a_too_large_epsilon_before_touching_the_engine() -> None:
+    table = PrivateTable(schema=ROWS, engine=_Untouched(), total_epsilon=10**6)
+    with pytest.raises(ParameterError, match="too large"):
+        table.sql("SELECT COUNT(*) FROM people", 100000)
+    assert table.remaining == 10**6

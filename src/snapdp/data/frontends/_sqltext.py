@@ -54,7 +54,9 @@ class SqlText:
         self, text: str, display: str | None = None, prefix: int = 0, label: str = "query"
     ) -> None:
         if not isinstance(text, str):
-            raise ParameterError(f"a SQL query must be text, not {text!r}", parameter="query")
+            raise ParameterError(
+                f"a SQL query must be text, not {type(text).__name__}", parameter="query"
+            )
         self.original = text if display is None else display
         self.prefix = prefix
         self.label = label  # how errors name the text: "query", or "`--where`"

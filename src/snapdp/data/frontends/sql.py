@@ -105,7 +105,9 @@ def parse_predicate(text: str, declaration: Declaration, label: str = "where") -
     """A WHERE condition on its own (a plan file's ``where = "…"``, the CLI's ``--where``),
     checked like a query's; errors name it ``label``."""
     if not isinstance(text, str):
-        raise ParameterError(f"a condition must be text, not {text!r}", parameter="where")
+        raise ParameterError(
+            f"a condition must be text, not {type(text).__name__}", parameter="where"
+        )
     head = "SELECT COUNT(*) WHERE "
     parser = _Parser(head + text, declaration, display=text, prefix=len(head), label=label)
     tree = parser.tree()
@@ -113,7 +115,9 @@ def parse_predicate(text: str, declaration: Declaration, label: str = "where") -
     extra = [k for k in ("group", "having", "order", "limit") if tree.args.get(k) is not None]
     if where is None or extra:
         raise parser.error(len(head), len(head) + len(text) - 1, "not one condition")
-    return parser.predicate(where.this)
+    predicate = parser.predicate(where.this)
+    parser._allow_listed(tree)  # nothing after the condition is silently dropped
+    return predicate
 
 
 def apply_post_processing(query: SqlQuery, results: Sequence[QueryResult]) -> list[QueryResult]:
