@@ -9,8 +9,11 @@ expression, in SELECT order) and the post-processing the query asks of the relea
 equally between its aggregates.
 
 BigQuery's ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(...)`` prefix and its per-aggregate
-``contribution_bounds_per_group => (lo, hi)`` argument are taken out by a small pre-pass (sqlglot
-does not parse them) that blanks them with spaces, so every position stays where it was.
+``contribution_bounds_per_group => (lo, hi)`` argument are taken out by a small pre-pass over
+sqlglot's tokens (sqlglot does not parse them; comments and literals are never read as them) that
+blanks them with spaces, so every position stays where it was. OPTIONS may restate the declared
+privacy unit, never set or change it. Every node of the tree must be on the allow-list of
+:mod:`._sqlallow`: a clause the compiler does not read is refused, never dropped.
 """
 
 from __future__ import annotations
