@@ -63,6 +63,7 @@ def sql(
 
     from snapdp.cli._data import (
         _exact_text,
+        _NoEngine,
         _print_accuracy,
         _print_results,
         make_engine,
@@ -92,13 +93,12 @@ def sql(
     source = workload.declaration.source_path()
     if source is None:
         raise ParameterError("the declaration names no `source` in [data]", parameter="source")
+    # Everything decidable from the query, the declaration and ε is refused here, before the
+    # source is opened (the same refusals as --dry-run and `snapdp plan`; docs/plans.md).
+    blind = PrivateTable(schema=schema, engine=_NoEngine(str(source)), ledger=Ledger(None, total))
+    statements = blind.accuracy(queries, epsilons, confidence=conf)
     if dry_run:
-        from snapdp.cli._data import _NoEngine
-
-        table = PrivateTable(
-            schema=schema, engine=_NoEngine(str(source)), ledger=Ledger(None, total)
-        )
-        _print_accuracy(table.accuracy(queries, epsilons, confidence=conf), as_json)
+        _print_accuracy(statements, as_json)
         return
     table = PrivateTable(
         schema=schema,

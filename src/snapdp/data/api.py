@@ -60,7 +60,7 @@ class PrivateTable(_release.PrivateTable):
         the query's total, split equally between its aggregates (or BigQuery's
         ``OPTIONS(epsilon = …)``). A query outside the grammar raises a
         :class:`~snapdp.data.frontends.sql.SqlError` (line, column, caret) before anything is
-        read or spent. FROM may name any table: this one is the only one."""
+        read or spent. FROM may name any table (unqualified): this one is the only one."""
         declaration = Declaration(self.schema, confidence=confidence)
         parsed = parse_sql(query, declaration, epsilon=epsilon)
         if parsed.workload.schema.privacy_unit is not None:

@@ -41,6 +41,8 @@ SCHEMA = Schema(
     )
 )
 DECL = Declaration(SCHEMA, "data/people.csv")
+#: the same columns with a declared privacy unit (OPTIONS may restate it, never set one)
+SCHEMA_PID = Schema(SCHEMA.columns, "pid", bounds=ContributionBounds(1, None, None))
 DECLARATION_TOML = """[data]
 source = "people.csv"
 
@@ -152,7 +154,8 @@ def test_where_literals_and_flips() -> None:
 
 
 def test_bigquery_prefix_and_bounds() -> None:
-    schema = Schema((*SCHEMA.columns[:-2], Column("x", "decimal"), Column("pid", "text")))
+    schema = Schema((*SCHEMA.columns[:-2], Column("x", "decimal"), Column("pid", "text")), "pid",
+                    bounds=ContributionBounds(1, None, None))  # fmt: skip
     text = (
         "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 2, privacy_unit_column = pid, "
         "max_groups_contributed = 1, max_rows_contributed = 3)\n"
@@ -276,12 +279,13 @@ ACCEPTED = [
 def test_reference_engine_and_duckdb_release_the_same(tmp_path: Path, text: str) -> None:
     path = _csv(tmp_path / "people.csv", _rows(60))
     out = []
+    schema = SCHEMA_PID if "privacy_unit_column" in text else SCHEMA
     for engine in (OracleEngine(str(path)), duckdb_engine.DuckDBEngine(str(path))):
-        table = PrivateTable(schema=SCHEMA, engine=engine, total_epsilon=10,
+        table = PrivateTable(schema=schema, engine=engine, total_epsilon=10,
                              rng=np.random.default_rng(3))  # fmt: skip
         out.append([r.as_dict() for r in table.sql(text, "1")])
     assert out[0] == out[1]
-    assert len(out[0]) == len(parse_sql(text, DECL, epsilon=1).queries)
+    assert len(out[0]) == len(parse_sql(text, Declaration(schema), epsilon=1).queries)
 
 
 def test_having_and_order_by_are_post_processing(tmp_path: Path) -> None:
@@ -575,9 +579,9 @@ def test_options_cannot_change_a_declared_privacy_unit() -> None:
     text = (
         "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(privacy_unit_column = city) COUNT(*) FROM people"
     )
-    with pytest.raises(SqlError, match="privacy unit is 'pid'") as info:
+    with pytest.raises(SqlError, match="declared privacy unit is pid") as info:
         parse_sql(text, declared, epsilon=1)
-    assert str(info.value).split("\n")[2].strip() == "^" * len("privacy_unit_column")
+    assert str(info.value).split("\n")[2].strip() == "^" * len("privacy_unit_column = city")
     same = text.replace("city", "pid").replace("COUNT(*)", "max_rows_contributed = 3) COUNT(*)")
     same = same.replace("pid)", "pid,")
     q = parse_sql(same, declared, epsilon=1)

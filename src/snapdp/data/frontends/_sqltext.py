@@ -5,6 +5,10 @@
 arguments, blanked with spaces so that every position stays where it was), parses the rest into
 one statement's tree, and turns a position into an error naming the line and the column, with the
 line shown and a caret under the offending part. It knows no grammar beyond that.
+
+The pre-pass reads sqlglot's tokens, not the raw text: a comment is no token and a string literal
+is one token, so neither can set an option or an aggregate's bounds, and a literal is never
+blanked (docs/sql.md, "OPTIONS and per-aggregate bounds").
 """
 
 from __future__ import annotations
@@ -19,13 +23,6 @@ from snapdp.errors import ParameterError
 
 __all__ = ["SqlError", "SqlText"]
 
-_OPTIONS = re.compile(
-    r"^(\s*SELECT\s+)(WITH\s+DIFFERENTIAL_PRIVACY\s+OPTIONS\s*\(([^()]*)\))", re.I | re.S
-)
-_NUMBER = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-_BOUNDS = re.compile(
-    rf",\s*contribution_bounds_per_group\s*=>\s*\(\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\)", re.I
-)
 _OPTION_NAMES = {
     "epsilon": "epsilon",
     "privacy_unit_column": "privacy_unit",
@@ -57,11 +54,15 @@ class SqlText:
         self, text: str, display: str | None = None, prefix: int = 0, label: str = "query"
     ) -> None:
         if not isinstance(text, str):
-            raise ParameterError(f"a SQL query must be text, not {text!r}", parameter="query")
+            raise ParameterError(
+                f"a SQL query must be text, not {type(text).__name__}", parameter="query"
+            )
         self.original = text if display is None else display
         self.prefix = prefix
         self.label = label  # how errors name the text: "query", or "`--where`"
-        self.options: dict[str, tuple[object, int]] = {}
+        self.options: dict[str, tuple[object, int]] = {}  # key → (value text, name's offset)
+        self.option_spans: dict[str, tuple[int, int]] = {}  # key → span of `name = value`
+        self.option_words: dict[str, str] = {}  # key → the name as written
         self.bounds_at: list[tuple[int, Fraction, Fraction]] = []
         self.text = self._prepass(text)
 
@@ -109,11 +110,15 @@ class SqlText:
                 return int(m["start"]), int(m["end"])
         return 0, 0
 
-    def keyword(self, words: Sequence[str], after: int = 0) -> tuple[int, int]:
-        """The span of the first token among ``words`` at or after offset ``after``."""
+    def tokens(self) -> list[Any]:
+        """sqlglot's tokens of the text after the pre-pass."""
         from sqlglot.tokens import Tokenizer
 
-        for token in Tokenizer().tokenize(self.text):
+        return list(Tokenizer().tokenize(self.text))
+
+    def keyword(self, words: Sequence[str], after: int = 0) -> tuple[int, int]:
+        """The span of the first token among ``words`` at or after offset ``after``."""
+        for token in self.tokens():
             if token.start >= after and token.text.upper() in words:
                 return token.start, token.end
         return after, after
@@ -124,25 +129,89 @@ class SqlText:
 
     # -- the pre-pass ------------------------------------------------------------------------
     def _prepass(self, text: str) -> str:
-        m = _OPTIONS.match(text)
-        if m:
-            body_start = m.start(3)
-            for item in re.finditer(r"([^,=]+)=([^,]+)", m.group(3)):
-                name = item.group(1).strip().lower()
-                value = item.group(2).strip()
-                where = body_start + item.start(1)
-                if name not in _OPTION_NAMES:
-                    raise self.error(
-                        where,
-                        body_start + item.end(1) - 1,
-                        f"unknown DIFFERENTIAL_PRIVACY option {name!r}; known: "
-                        + ", ".join(_OPTION_NAMES),
-                    )
-                self.options[_OPTION_NAMES[name]] = (value, where)
-            text = text[: m.start(2)] + _blank(m.group(2)) + text[m.end(2) :]
-        for b in _BOUNDS.finditer(text):
-            self.bounds_at.append((b.start(), Fraction(b.group(1)), Fraction(b.group(2))))
-        return _BOUNDS.sub(lambda b: _blank(b.group(0)), text)
+        from sqlglot.errors import TokenError
+        from sqlglot.tokens import Tokenizer
+
+        try:
+            tokens = list(Tokenizer().tokenize(text))
+        except TokenError:
+            raise self.error(0, 0, "syntax error: the query does not tokenize") from None
+        spans = self._options(tokens) + self._bounds(tokens)
+        for start, end in spans:
+            text = text[:start] + _blank(text[start : end + 1]) + text[end + 1 :]
+        return text
+
+    def _options(self, tokens: list[Any]) -> list[tuple[int, int]]:
+        """BigQuery's ``WITH DIFFERENTIAL_PRIVACY OPTIONS(name = value, …)`` after SELECT: each
+        item read into :attr:`options`; the span to blank (empty: no prefix)."""
+        words = [t.text.upper() for t in tokens[:5]]
+        if words[:4] != ["SELECT", "WITH", "DIFFERENTIAL_PRIVACY", "OPTIONS"] or words[4:] != ["("]:
+            return []
+        items: list[list[Any]] = [[]]
+        depth, close = 0, None
+        for token in tokens[5:]:
+            kind = token.token_type.name
+            if kind == "R_PAREN" and depth == 0:
+                close = token
+                break
+            depth += {"L_PAREN": 1, "R_PAREN": -1}.get(kind, 0)
+            if kind == "COMMA" and depth == 0:
+                items.append([])
+            else:
+                items[-1].append(token)
+        if close is None:
+            raise self.error(tokens[3].start, tokens[4].end, "OPTIONS( is not closed")
+        if items == [[]]:
+            items = []
+        for item in items:
+            self._option(item, close.start)
+        return [(tokens[1].start, close.end)]
+
+    def _option(self, item: list[Any], close: int) -> None:
+        if not item:
+            raise self.error(close, close, f"OPTIONS takes `name = value` items ({_KNOWN})")
+        start, end = item[0].start, item[-1].end
+        if len(item) < 3 or item[1].token_type.name != "EQ" or item[0].token_type.name != "VAR":
+            raise self.error(start, end, f"OPTIONS takes `name = value` items ({_KNOWN})")
+        written = item[0].text
+        name = written.lower()
+        if name not in _OPTION_NAMES:
+            known = f"unknown DIFFERENTIAL_PRIVACY option {written}; known: {_KNOWN}"
+            raise self.error(start, item[0].end, known)
+        key = _OPTION_NAMES[name]
+        if key in self.options:
+            raise self.error(start, end, f"OPTIONS gives {name} twice: give it once")
+        value = item[2:]
+        kinds = [t.token_type.name for t in value]
+        if kinds in (["NUMBER"], ["DASH", "NUMBER"], ["PLUS", "NUMBER"]):
+            text = "".join(t.text for t in value).lstrip("+")
+        elif kinds in (["VAR"], ["IDENTIFIER"], ["STRING"]):
+            text = value[0].text
+        else:
+            raise self.error(value[0].start, end, f"{name} takes one number or one column name")
+        self.options[key] = (text, start)
+        self.option_spans[key] = (start, end)
+        self.option_words[key] = name
+
+    def _bounds(self, tokens: list[Any]) -> list[tuple[int, int]]:
+        """Each ``, contribution_bounds_per_group => (lo, hi)`` argument, read into
+        :attr:`bounds_at` (at its comma); the spans to blank."""
+        spans = []
+        for i, token in enumerate(tokens):
+            if token.token_type.name != "VAR" or token.text.lower() != _BOUNDS_WORD:
+                continue
+            found = _bounds_after(tokens, i)
+            if found is None:
+                raise self.error(
+                    token.start, token.end,
+                    f"{_BOUNDS_WORD} is written `, {_BOUNDS_WORD} => (lower, upper)` with two "
+                    "numbers, as an aggregate's last argument",
+                )  # fmt: skip
+            (lo, hi), end = found
+            comma = tokens[i - 1].start
+            self.bounds_at.append((comma, _signed(lo), _signed(hi)))
+            spans.append((comma, end))
+        return spans
 
     # -- parsing ---------------------------------------------------------------------------
     def tree(self) -> Any:
@@ -185,6 +254,37 @@ class SqlText:
                 start, end, "WITH (common table expressions) is refused: no subqueries"
             )
         return tree
+
+
+_BOUNDS_WORD = "contribution_bounds_per_group"
+_KNOWN = ", ".join(_OPTION_NAMES)
+
+
+def _bounds_after(tokens: list[Any], i: int) -> tuple[tuple[str, str], int] | None:
+    """The two numbers of ``, word => (lo, hi)`` around ``tokens[i]`` (the word) and the offset
+    of its closing parenthesis; None when the tokens do not have that shape."""
+    if i == 0 or tokens[i - 1].token_type.name != "COMMA":
+        return None
+    kinds = [t.token_type.name for t in tokens[i + 1 : i + 11]]
+    texts = [t.text for t in tokens[i + 1 : i + 11]]
+    if kinds[:2] != ["FARROW", "L_PAREN"]:
+        return None
+    numbers: list[str] = []
+    j = 2
+    for closing in ("COMMA", "R_PAREN"):
+        sign = ""
+        if j < len(kinds) and kinds[j] in ("DASH", "PLUS"):
+            sign, j = texts[j], j + 1
+        if kinds[j : j + 2] != ["NUMBER", closing]:
+            return None
+        numbers.append(sign + texts[j])
+        j += 2
+    return (numbers[0], numbers[1]), tokens[i + j].end
+
+
+def _signed(text: str) -> Fraction:
+    """A bound as written (an optional sign and a number token)."""
+    return Fraction(text)
 
 
 def _blank(text: str) -> str:

@@ -9,8 +9,11 @@ expression, in SELECT order) and the post-processing the query asks of the relea
 equally between its aggregates.
 
 BigQuery's ``SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(...)`` prefix and its per-aggregate
-``contribution_bounds_per_group => (lo, hi)`` argument are taken out by a small pre-pass (sqlglot
-does not parse them) that blanks them with spaces, so every position stays where it was.
+``contribution_bounds_per_group => (lo, hi)`` argument are taken out by a small pre-pass over
+sqlglot's tokens (sqlglot does not parse them; comments and literals are never read as them) that
+blanks them with spaces, so every position stays where it was. OPTIONS may restate the declared
+privacy unit, never set or change it. Every node of the tree must be on the allow-list of
+:mod:`._sqlallow`: a clause the compiler does not read is refused, never dropped.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from snapdp.data.frontends._sqlallow import CLAUSES, KEYWORDS, first_refused
 from snapdp.data.frontends._sqltext import SqlError, SqlText
-from snapdp.data.frontends.names import sql_word_for
 from snapdp.data.plan import PlannedQuery
 from snapdp.data.postprocess import Output, PostProcessing
 from snapdp.data.postprocess import apply_post_processing as _apply
@@ -105,7 +108,9 @@ def parse_predicate(text: str, declaration: Declaration, label: str = "where") -
     """A WHERE condition on its own (a plan file's ``where = "…"``, the CLI's ``--where``),
     checked like a query's; errors name it ``label``."""
     if not isinstance(text, str):
-        raise ParameterError(f"a condition must be text, not {text!r}", parameter="where")
+        raise ParameterError(
+            f"a condition must be text, not {type(text).__name__}", parameter="where"
+        )
     head = "SELECT COUNT(*) WHERE "
     parser = _Parser(head + text, declaration, display=text, prefix=len(head), label=label)
     tree = parser.tree()
@@ -113,7 +118,9 @@ def parse_predicate(text: str, declaration: Declaration, label: str = "where") -
     extra = [k for k in ("group", "having", "order", "limit") if tree.args.get(k) is not None]
     if where is None or extra:
         raise parser.error(len(head), len(head) + len(text) - 1, "not one condition")
-    return parser.predicate(where.this)
+    predicate = parser.predicate(where.this)
+    parser._allow_listed(tree)  # nothing after the condition is silently dropped
+    return predicate
 
 
 def apply_post_processing(query: SqlQuery, results: Sequence[QueryResult]) -> list[QueryResult]:
@@ -145,6 +152,7 @@ class _Parser(SqlText):
 
         tree = self.tree()
         self._refuse_structure(tree)
+        self._allow_listed(tree, CLAUSES)
         declaration = self._declaration()
         self.schema = declaration.schema
         self._check_from(tree)
@@ -167,13 +175,14 @@ class _Parser(SqlText):
                     raise self.at(
                         node, f"column {name!r} is selected but not in GROUP BY: aggregate it"
                     )
-                outputs.append(Output(alias or name, column=name))
+                outputs.append(self._unique(Output(alias or name, column=name), outputs, item))
                 continue
             if isinstance(node, exp.Star):
                 raise self.at(node, "SELECT * is refused: name the aggregates")
             query = self.aggregate(node, tuple(groups), where, alias)
             names[_canonical(node)] = len(queries)
-            outputs.append(Output(alias or query.label, aggregate=len(queries)))
+            output = Output(alias or query.label, aggregate=len(queries))
+            outputs.append(self._unique(output, outputs, item))
             queries.append(query)
         if not queries:
             raise self.at(tree, "the SELECT has no aggregate (COUNT, SUM, AVG, …)")
@@ -181,6 +190,7 @@ class _Parser(SqlText):
         if tree.args.get("having") is not None:
             having = self._post(tree.args["having"].this, outputs, names, groups, "HAVING")
         order = self._order(tree, outputs, names, groups)
+        self._allow_listed(tree)
         declaration = replace(declaration, schema=self.schema)  # with any CLAMP bounds
         planned = self._planned(declaration, queries, epsilon, accuracy, weight)
         workload = Workload(declaration, tuple(planned))
@@ -215,6 +225,42 @@ class _Parser(SqlText):
                 "join", "several tables in FROM are refused (a join)", after=start
             )
 
+    def _unique(self, output: Output, outputs: list[Output], item: Any) -> Output:
+        """``output``, refused when an earlier SELECT item has its name (names ignore case):
+        HAVING and ORDER BY could not tell which one they name."""
+        from sqlglot import exp
+
+        for other in outputs:
+            if other.name.lower() == output.name.lower():
+                what = (f"the output name {item.alias}" if isinstance(item, exp.Alias)
+                        else "this item's output name")  # fmt: skip
+                raise self.at(
+                    item, f"{what} is used twice in SELECT: give each item its own alias (AS)"
+                )
+        return output
+
+    def _allow_listed(self, tree: Any, kinds: frozenset[str] | None = None) -> None:
+        """Refuse any part of the tree outside the grammar's allow-list (:mod:`._sqlallow`):
+        a clause the compiler does not read would be silently dropped from the release.
+        ``kinds``: check only nodes of these types (the clauses, before the compiler's own
+        messages about the expressions)."""
+        found = first_refused(tree, kinds)
+        if found is None:
+            return
+        node, word = found
+        start, end = self.span(node)
+        if word in KEYWORDS:
+            for token in self.tokens():
+                if token.text.upper() in KEYWORDS[word]:
+                    start, end = token.start, token.end
+                    if token.text.upper() == "USING":
+                        word = "USING SAMPLE"
+                    break
+        raise self.error(
+            start, end, f"{word} is refused: snapdp does not apply it, so the release would not "
+            "be what the query says",
+        )  # fmt: skip
+
     def _check_from(self, tree: Any) -> None:
         from sqlglot import exp
 
@@ -235,40 +281,59 @@ class _Parser(SqlText):
         self.qualifiers = {name.lower()} | ({node.alias.lower()} if node.alias else set())
 
     def _declaration(self) -> Declaration:
-        """The declaration with BigQuery's OPTIONS applied (privacy unit, contribution bounds)."""
+        """The declaration with BigQuery's OPTIONS applied (contribution bounds; the privacy unit
+        may only be restated: it is the data owner's, docs/sql.md "OPTIONS")."""
         d = self.declaration
         schema = d.schema
-        unit = schema.privacy_unit
         bounds = schema.bounds
-        for key, (value, where) in self.options.items():
+        for key, (value, _) in self.options.items():
+            text = str(value)
             if key == "epsilon":
                 continue
-            text = str(value).strip("'\"")
             if key == "privacy_unit":
-                if schema.privacy_unit is not None and text != schema.privacy_unit:
-                    raise self.error(
-                        where,
-                        where + len("privacy_unit_column") - 1,
-                        f"the declaration's privacy unit is {schema.privacy_unit!r}: a query "
-                        "cannot protect another one",
-                    )
-                unit = text
+                self._restated_unit(text)
                 continue
             if not text.isdigit() or int(text) < 1:
-                word = sql_word_for(key) or key
-                raise self.error(where, where, f"{word} must be an integer >= 1, not {text!r}")
+                raise self.option_error(key, f"{self.option_words[key]} must be an integer >= 1, "
+                                        f"not {text}")  # fmt: skip
             bounds = replace(bounds, **{key: int(text)})
-        if unit == schema.privacy_unit and bounds == schema.bounds:
+        if bounds == schema.bounds:
             return d
         try:
-            new = Schema(schema.columns, unit, schema.null_units,
+            new = Schema(schema.columns, schema.privacy_unit, schema.null_units,
                          ContributionBounds(bounds.max_rows_per_unit, bounds.max_groups_per_unit,
                                             bounds.max_rows_per_group),
                          schema.max_rows, schema.rows, schema.csv)  # fmt: skip
         except ParameterError as exc:
-            start = min(w for _, w in self.options.values())
-            raise self.error(start, start, self.words(str(exc)), exc.parameter or "query") from None
+            first = next(k for k in self.options if k not in ("epsilon", "privacy_unit"))
+            raise self.option_error(first, self.words(str(exc)), exc.parameter) from None
         return replace(d, schema=new)
+
+    def _restated_unit(self, text: str) -> None:
+        """``OPTIONS(privacy_unit_column = text)`` may only name the declared unit: a new or
+        different unit would change the neighbouring datasets the ε is stated for."""
+        unit = self.schema.privacy_unit
+        names = [c.name for c in self.schema.columns] + ([unit] if unit else [])
+        if text not in names:
+            declared = ", ".join(c.name for c in self.schema.columns) or "none"
+            raise self.option_error(
+                "privacy_unit", f"privacy_unit_column: column {text} is not declared (declared: "
+                f"{declared})",
+            )  # fmt: skip
+        if text == unit:
+            return
+        whose = (f"the declared privacy unit is {unit}" if unit is not None else
+                 "the declaration has no privacy unit (each row is protected)")  # fmt: skip
+        raise self.option_error(
+            "privacy_unit",
+            f"privacy_unit_column = {text} is refused: {whose}, and the unit is set in the "
+            "declaration ([data] privacy_unit), not in a query; OPTIONS may only repeat it",
+        )
+
+    def option_error(self, key: str, message: str, parameter: str | None = None) -> SqlError:
+        """An error with a caret under ``name = value`` of the OPTIONS item ``key``."""
+        start, end = self.option_spans[key]
+        return self.error(start, end, message, parameter or "query")
 
     def _groups(self, tree: Any) -> list[str]:
         from sqlglot import exp
@@ -592,17 +657,7 @@ class _Parser(SqlText):
         weight: object,
     ) -> list[PlannedQuery]:
         if "epsilon" in self.options:
-            text, where = self.options["epsilon"]
-            try:
-                option = Fraction(str(text))
-            except (ValueError, ZeroDivisionError):
-                raise self.error(where, where, f"epsilon must be a number, not {text!r}") from None
-            if epsilon is not None and Fraction(str(epsilon)) != option:
-                raise self.error(
-                    where, where, f"OPTIONS(epsilon = {text}) differs from the ε given ({epsilon})",
-                    "epsilon",
-                )  # fmt: skip
-            epsilon = option
+            epsilon = self._option_epsilon(epsilon)
         given = [k for k, v in (("epsilon", epsilon), ("accuracy", accuracy), ("weight", weight))
                  if v is not None]  # fmt: skip
         if len(given) != 1:
@@ -621,6 +676,22 @@ class _Parser(SqlText):
             else:
                 out.append(declaration.planned(q, weight=Fraction(str(weight)) / n))
         return out
+
+    def _option_epsilon(self, given: object) -> Fraction:
+        """``OPTIONS(epsilon = …)``: a number > 0, the same as an ε given beside it."""
+        text = str(self.options["epsilon"][0])
+        try:
+            option = Fraction(text)
+        except (ValueError, ZeroDivisionError):
+            raise self.option_error("epsilon", f"epsilon must be a number, not {text}") from None
+        if option <= 0:
+            raise self.option_error("epsilon", f"epsilon must be > 0, not {text}", "epsilon")
+        if given is not None and Fraction(str(given)) != option:
+            raise self.option_error(
+                "epsilon", f"OPTIONS(epsilon = {text}) differs from the ε given ({given})",
+                "epsilon",
+            )  # fmt: skip
+        return option
 
     def _assign_bounds(self, tree: Any) -> None:
         """Each ``contribution_bounds_per_group`` to the aggregate it was written in: the last
