@@ -40,13 +40,13 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from snapdp._rational import shown_rational
 from snapdp.accuracy import accuracy_bound
 from snapdp.data import calibration, quantile_values, quantiles, sample_variance
 from snapdp.data import exponential_quantiles as expq
@@ -984,9 +984,7 @@ def _num(x: float) -> str:
 def _frac(x: Fraction | None) -> str:
     if x is None:
         return "?"
-    if abs(x) >= 10**15:
-        return f"{Decimal(x.numerator) / Decimal(x.denominator):.6G}"
-    return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"
+    return shown_rational(x)  # as typed, exactly (capped in length)
 
 
 def key_label(key: Key | str) -> str:
