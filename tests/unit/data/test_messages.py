@@ -156,3 +156,11 @@ def test_labels_cap_long_numbers() -> None:
     third = Query("count", where=Compare("age", ">", Fraction(1, 3 * 10**400)))
     assert third.label == "count where age > ≈3.33333333333e-401"
     assert len(Query("count", where=Compare("age", "<", Fraction(10**400 + 1))).label) < 60
+
+
+def test_a_too_small_epsilon_is_shown_as_typed() -> None:
+    from snapdp.exponential import exponential_parameters
+
+    with pytest.raises(ParameterError) as info:
+        exponential_parameters(Fraction(1, 10**5), 1, 4096)  # was: "`epsilon` 1/100000 …"
+    assert str(info.value).startswith("`epsilon` 0.00001 is too small for the exact exponential")
