@@ -164,3 +164,23 @@ def test_a_too_small_epsilon_is_shown_as_typed() -> None:
     with pytest.raises(ParameterError) as info:
         exponential_parameters(Fraction(1, 10**5), 1, 4096)  # was: "`epsilon` 1/100000 …"
     assert str(info.value).startswith("`epsilon` 0.00001 is too small for the exact exponential")
+
+
+def test_a_quantile_bound_error_on_the_page_is_refused_at_the_preview(tmp_path: Path) -> None:
+    from snapdp.ui._workload_json import FieldError, blank_document, plan_and_preview
+
+    doc = blank_document()
+    doc["data"]["total_epsilon"] = "1"
+    bounds = {"lower": "5", "upper": "5.000000000000001"}
+    doc["columns"] = [{"name": "age", "type": "integer", **bounds, "keys": "", "bins": "",
+                       "nulls": ""}]  # fmt: skip
+    doc["queries"] = [{"statistic": "quantiles", "column": "age", "by": "", "bins": "",
+                       "quantiles": "0.5", "method": "exponential", "how": "epsilon",
+                       "value": "0.5"}]  # fmt: skip
+    with pytest.raises(FieldError) as info:
+        plan_and_preview(doc, str(tmp_path / "d.csv"), tmp_path)
+    assert str(info.value) == (
+        "the bounds [5, 5.000000000000001] hold one integer (5); the exponential method needs "
+        "two or more: widen them"
+    )
+    # refused at the preview, before any run (was: "lower=0, upper=0" from the release)
