@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from snapdp._rational import shown_number
 from snapdp.errors import ParameterError
 
 __all__ = ["check_count", "check_epsilon", "check_positive_finite", "check_real", "check_value"]
@@ -25,7 +26,7 @@ def check_real(name: str, x: object) -> Number:
     always a mistake), strings, None, complex numbers and other objects.
     """
     if isinstance(x, (bool, np.bool_)):
-        raise ParameterError(f"`{name}` must be a real number, not a bool ({x!r})", parameter=name)
+        raise ParameterError(f"`{name}` must be a real number, not a bool ({x})", parameter=name)
     if isinstance(x, np.floating) and x.dtype.itemsize > 8:
         return _longdouble(x)
     if isinstance(x, (float, np.floating)):
@@ -39,7 +40,7 @@ def check_real(name: str, x: object) -> Number:
     if isinstance(x, numbers.Number):  # Decimal, complex, other numeric types
         raise ParameterError(
             f"`{name}` must be a real number (int, float or Fraction), not {type(x).__name__} "
-            f"({x!r}); convert it explicitly so that no rounding happens unseen",
+            f"({shown_number(x)}); convert it explicitly so that no rounding happens unseen",
             parameter=name,
         )
     raise ParameterError(
@@ -75,9 +76,11 @@ def check_positive_finite(name: str, x: object) -> Number:
     """A finite real number > 0."""
     v = check_real(name, x)
     if not _is_finite(v):
-        raise ParameterError(f"`{name}` must be finite and > 0, not {v!r}", parameter=name)
+        raise ParameterError(
+            f"`{name}` must be finite and > 0, not {shown_number(v)}", parameter=name
+        )
     if not v > 0:
-        raise ParameterError(f"`{name}` must be > 0, not {v!r}", parameter=name)
+        raise ParameterError(f"`{name}` must be > 0, not {shown_number(v)}", parameter=name)
     return v
 
 
@@ -85,7 +88,7 @@ def check_finite(name: str, x: object) -> Number:
     """A finite real number."""
     v = check_real(name, x)
     if not _is_finite(v):
-        raise ParameterError(f"`{name}` must be finite, not {v!r}", parameter=name)
+        raise ParameterError(f"`{name}` must be finite, not {shown_number(v)}", parameter=name)
     return v
 
 
@@ -101,7 +104,7 @@ def check_probability(name: str, x: object) -> float:
     """A float strictly between 0 and 1."""
     v = check_real(name, x)
     if not (0 < v < 1):
-        raise ParameterError(f"`{name}` must be in (0, 1), not {v!r}", parameter=name)
+        raise ParameterError(f"`{name}` must be in (0, 1), not {shown_number(v)}", parameter=name)
     return float(v)
 
 
@@ -142,11 +145,13 @@ def check_epsilon(name: str, x: object) -> Fraction:
         value = _decimal_fraction(name, Decimal(text), x)
     elif isinstance(x, Decimal):
         if not x.is_finite():
-            raise ParameterError(f"`{name}` must be finite and > 0, not {x!r}", parameter=name)
+            raise ParameterError(
+                f"`{name}` must be finite and > 0, not {shown_number(x)}", parameter=name
+            )
         value = _decimal_fraction(name, x, x)
     else:
         v = check_positive_finite(name, x)
         value = Fraction(v)
     if not value > 0:
-        raise ParameterError(f"`{name}` must be > 0, not {x!r}", parameter=name)
+        raise ParameterError(f"`{name}` must be > 0, not {shown_number(x)}", parameter=name)
     return value

@@ -29,6 +29,7 @@ from fractions import Fraction
 from gmpy2 import mpfr, mpq
 
 from snapdp import _exact
+from snapdp._rational import shown_number
 from snapdp._validation import (
     Number,
     check_finite,
@@ -169,7 +170,7 @@ def failure_probability_bound(params: SnappingParameters, accuracy: object) -> f
     if isinstance(a, float) and math.isnan(a):
         raise ParameterError("`accuracy` must not be NaN")
     if a < 0:
-        raise ParameterError(f"`accuracy` must be >= 0, not {a!r}")
+        raise ParameterError(f"`accuracy` must be >= 0, not {shown_number(a)}")
     if isinstance(a, float) and math.isinf(a):
         return 0.0
     a_q = _exact.exact_rational(a)
@@ -205,11 +206,15 @@ def epsilon_for_accuracy(
     lo_b = check_finite("lower", lower)
     hi_b = check_finite("upper", upper)
     if not lo_b < hi_b:
-        raise ParameterError(f"`lower` must be < `upper`, not lower={lo_b!r}, upper={hi_b!r}")
+        raise ParameterError(
+            f"`lower` must be < `upper`, not lower = {shown_number(lo_b)}, "
+            f"upper = {shown_number(hi_b)}"
+        )
     if _exact.exact_rational(target) >= _exact.exact_rational(hi_b) - _exact.exact_rational(lo_b):
         raise ParameterError(
-            f"`accuracy` = {target!r} is at least upper − lower: every ε meets it, because the "
-            "output is clamped to [lower, upper]; no privacy budget is needed for this accuracy"
+            f"`accuracy` = {shown_number(target)} is at least upper − lower: every ε meets it, "
+            "because the output is clamped to [lower, upper]; no privacy budget is needed for "
+            "this accuracy"
         )
 
     exact = [Fraction(_exact.exact_rational(v)) for v in (sens, lo_b, hi_b)]
@@ -223,7 +228,7 @@ def epsilon_for_accuracy(
     lo_bits, hi_bits = _bits(2.0**-47), _bits(1.7e308)
     if not meets(_from_bits(hi_bits)):
         raise ParameterError(
-            f"`accuracy` = {target!r} cannot be reached at alpha = {a_prob!r} by any ε "
+            f"`accuracy` = {shown_number(target)} cannot be reached at alpha = {a_prob!r} by any ε "
             "(it is below the final rounding of the output)"
         )
     if meets(_from_bits(lo_bits)):

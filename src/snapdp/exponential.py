@@ -40,6 +40,7 @@ from fractions import Fraction
 
 import gmpy2
 
+from snapdp._rational import shown_rational
 from snapdp._validation import check_epsilon
 from snapdp.errors import ParameterError
 from snapdp.randomness import BitSource
@@ -136,15 +137,15 @@ def exponential_parameters(
         e = gmpy2.exp(gmpy2.mpq(x.numerator, x.denominator))
         numerator = int(gmpy2.floor(e * (1 << shift)))
     if numerator <= 1 << shift:  # cannot happen (x >= 2**-(shift-16)); kept as a guard
-        raise ParameterError(f"`epsilon` {eps} is too small", parameter="epsilon")
+        raise ParameterError(f"`epsilon` {shown_rational(eps)} is too small", parameter="epsilon")
     log_r = math.log(numerator) - shift * math.log(2)
     cap = math.ceil((math.log(candidates) + _TAIL_BITS * math.log(2)) / log_r * (1 + 2**-30)) + 1
     params = ExponentialParameters(eps, sensitivity, candidates, numerator, shift, cap)
     bits = candidates * cap * max(numerator.bit_length(), shift)  # m weights of ~C·s bits
     if bits > MAX_TABLE_BITS:
         raise ParameterError(
-            f"`epsilon` {eps} is too small for the exact exponential mechanism over "
-            f"{candidates} candidates at sensitivity {sensitivity} (its weights would need "
+            f"`epsilon` {shown_rational(eps)} is too small for the exact exponential mechanism "
+            f"over {candidates} candidates at sensitivity {sensitivity} (its weights would need "
             f"{bits // 8 // 2**20} MiB); use a larger ε or the tree (docs/exponential.md)",
             parameter="epsilon",
         )

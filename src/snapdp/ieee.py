@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import math
 import struct
+import sys
+from fractions import Fraction
 
 from snapdp.errors import ParameterError
 
-__all__ = ["power_of_two_at_least", "round_to_multiple"]
+__all__ = [
+    "double_at_least",
+    "double_at_most",
+    "double_within",
+    "power_of_two_at_least",
+    "round_to_multiple",
+]
 
 _MANTISSA_BITS = 52
 _MANTISSA_MASK = (1 << _MANTISSA_BITS) - 1
@@ -20,6 +28,7 @@ _EXPONENT_MASK = 0x7FF
 _EXPONENT_BIAS = 1023
 _MIN_EXPONENT = -1074  # exponent of the smallest subnormal, 2**-1074
 _MAX_EXPONENT = 1023  # exponent of the largest power of two that is a finite double
+_MAX_DOUBLE = Fraction(sys.float_info.max)
 
 
 def _bits(x: float) -> int:
@@ -123,3 +132,38 @@ def round_to_multiple(x: float, m: int) -> float:
         raise ParameterError(
             f"`x` = {x!r} rounded to a multiple of 2**{m} is 2**1024 or more, not a finite double"
         ) from None
+
+
+def double_at_least(x: Fraction) -> float:
+    """The smallest double >= ``x`` (an exact rational): ``x`` rounded up, exactly; +inf past
+    the largest finite double."""
+    if x > _MAX_DOUBLE:
+        return math.inf
+    if x <= -_MAX_DOUBLE:
+        return -sys.float_info.max
+    d = float(x)  # correctly rounded to the nearest double
+    return d if Fraction(d) >= x else math.nextafter(d, math.inf)
+
+
+def double_at_most(x: Fraction) -> float:
+    """The largest double <= ``x`` (an exact rational): ``x`` rounded down, exactly; -inf past
+    the most negative finite double."""
+    return -double_at_least(-x) + 0.0  # + 0.0: 0 as 0.0, not -0.0
+
+
+def double_within(x: Fraction, lower: Fraction, upper: Fraction) -> float | None:
+    """The double nearest ``x`` among the finite doubles in [``lower``, ``upper``] (exact
+    rationals, ``lower <= x <= upper``): ``x`` rounded to nearest, then moved one step inward
+    when that left the interval. None when no finite double lies in [``lower``, ``upper``]
+    (bounds closer together than the doubles' spacing there, e.g. [2**63 − 2, 2**63 − 1])."""
+    if x > _MAX_DOUBLE or x < -_MAX_DOUBLE:
+        d = sys.float_info.max if x > 0 else -sys.float_info.max
+    else:
+        d = float(x)
+    if Fraction(d) < lower:
+        d = double_at_least(lower)
+    elif Fraction(d) > upper:
+        d = double_at_most(upper)
+    if not math.isfinite(d) or not lower <= Fraction(d) <= upper:
+        return None
+    return d

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from snapdp import _exact
 from snapdp import accuracy as _accuracy
-from snapdp._rational import format_rational
+from snapdp._rational import format_rational, shown_number
 from snapdp._validation import (
     Number,
     check_epsilon,
@@ -152,7 +152,8 @@ class SnappingMechanism:
         self.upper = check_finite("upper", upper)
         if not self.lower < self.upper:
             raise ParameterError(
-                f"`lower` must be < `upper`, not lower={self.lower!r}, upper={self.upper!r}"
+                f"`lower` must be < `upper`, not lower = {shown_number(self.lower)}, "
+                f"upper = {shown_number(self.upper)}"
             )
         try:
             compute_parameters(self.epsilon, self.sensitivity, self.lower, self.upper)

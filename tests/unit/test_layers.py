@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "snapdp.data.refusals", "snapdp.data.bounding", "snapdp.data.sensitivity",
         "snapdp.data.ledger", "snapdp.data.results", "snapdp.data.query",
         "snapdp.data.sum_bound", "snapdp.data.exponential_quantiles",
+        "snapdp.data.quantile_values",
     )),
     ("engines", ("snapdp.data.engines", "snapdp.data.engines.*")),
     ("declaration", ("snapdp.data.schema", "snapdp.data.predicate", "snapdp.data._located")),

@@ -31,6 +31,7 @@ from typing import Any, ParamSpec, TypeVar
 import click
 
 from snapdp._validation import check_epsilon
+from snapdp.data._located import PlanFileError
 from snapdp.data.frontends.names import flags
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 
@@ -141,6 +142,13 @@ def _flags_in(message: str, extra: dict[str, str]) -> str:
     return _BACKTICKED.sub(swap, message)
 
 
+def _named(exc: BaseException, extra: dict[str, str]) -> str:
+    """A library error in one line, naming flags instead of library names — except a plan
+    file's error, which already names the file's key (``query[2].bins``) and keeps its words."""
+    text = _one_line(exc)
+    return text if isinstance(exc, PlanFileError) else _flags_in(text, extra)
+
+
 def _command_flags(group: click.Group, ctx: click.Context) -> dict[str, str]:
     """The invoked subcommand's options by parameter name (``max_rows`` → ``--max-rows``)."""
     name = ctx.invoked_subcommand  # set once the group has chosen it (its arguments are gone)
@@ -191,7 +199,7 @@ class BoundaryGroup(click.Group):
                 _fail("interrupted, nothing spent", as_json)
             ctx.exit(_INTERRUPTED)
         except (ParameterError, PrivacyBudgetError, LedgerError) as exc:
-            message = _flags_in(_one_line(exc), _command_flags(self, ctx))
+            message = _named(exc, _command_flags(self, ctx))
             code = 2 if isinstance(exc, ParameterError) else 1
             if not as_json and code == 2:
                 raise click.UsageError(message) from None
@@ -245,11 +253,11 @@ def library_errors(func: Callable[P, R]) -> Callable[P, R]:
             ctx = click.get_current_context(silent=True)
             if ctx is not None and isinstance(ctx.find_root().command, BoundaryGroup):
                 raise
-            raise click.UsageError(_flags_in(_one_line(exc), _own_flags(ctx))) from None
+            raise click.UsageError(_named(exc, _own_flags(ctx))) from None
         except (PrivacyBudgetError, LedgerError) as exc:
             ctx = click.get_current_context(silent=True)
             if ctx is not None and isinstance(ctx.find_root().command, BoundaryGroup):
                 raise
-            raise click.ClickException(_flags_in(_one_line(exc), _own_flags(ctx))) from None
+            raise click.ClickException(_named(exc, _own_flags(ctx))) from None
 
     return wrapper

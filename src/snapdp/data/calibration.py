@@ -18,6 +18,7 @@ import functools
 from dataclasses import dataclass
 from fractions import Fraction
 
+from snapdp._rational import shown_number
 from snapdp._validation import check_count, check_epsilon, check_finite, check_positive_finite
 from snapdp.errors import ParameterError
 from snapdp.rescaling import rescaling_for
@@ -95,7 +96,8 @@ def calibrate_l1(
     hi = Fraction(check_finite("upper", upper))
     if not lo < hi:
         raise ParameterError(
-            f"`lower` must be < `upper`, not {float(lo)!r} >= {float(hi)!r}", parameter="lower"
+            f"`lower` must be < `upper`, not {shown_number(lo)} >= {shown_number(hi)}",
+            parameter="lower",
         )
     return _calibrate_l1(eps, delta_1, lo, hi, check_count("groups_touched", groups_touched))
 

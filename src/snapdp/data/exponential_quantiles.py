@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+from snapdp._rational import format_rational, shown_rational
 from snapdp.errors import ParameterError
 from snapdp.exponential import ExponentialParameters, exponential_parameters
 
@@ -94,9 +95,12 @@ def quantile_grid(
         raise ParameterError("`lower` must be < `upper`", parameter="lower")
     if integer:
         lo, hi = math.ceil(lower), math.floor(upper)
-        if lo > hi:
+        if lo >= hi:  # one candidate: the release would not depend on the data
+            shown = f"[{shown_rational(Fraction(lower))}, {shown_rational(Fraction(upper))}]"
             raise ParameterError(
-                f"no integer lies in [{lower}, {upper}]: widen the bounds", parameter="lower"
+                f"the bounds {shown} hold {'no integer' if lo > hi else f'one integer ({lo})'}; "
+                "the exponential method needs two or more: widen them",
+                parameter="quantile_bounds",
             )
         w = 1 if resolution is None else max(1, math.floor(resolution))
         m = -(-(hi - lo + 1) // w)
@@ -108,8 +112,13 @@ def quantile_grid(
         edges = (*tuple(lower + j * step for j in range(m)), upper)
     if m > MAX_CANDIDATES:
         raise ParameterError(
-            f"the exponential method allows at most {MAX_CANDIDATES} cells; a resolution of "
-            f"{resolution} gives {m}: choose a coarser `resolution`",
+            f"the exponential method allows at most {MAX_CANDIDATES} cells; "
+            + (
+                "the default resolution"
+                if resolution is None
+                else f"a resolution of {format_rational(Fraction(resolution))}"
+            )
+            + f" gives {m}: choose a coarser `resolution`",
             parameter="resolution",
         )
     return QuantileGrid(Fraction(lower), Fraction(upper), edges, integer)

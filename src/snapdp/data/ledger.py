@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from snapdp._rational import format_rational, parse_rational, storage_text
+from snapdp._rational import format_rational, parse_rational, shown_number, storage_text
 from snapdp._validation import check_epsilon, check_positive_finite
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 
@@ -338,7 +338,9 @@ class Ledger:
         """
         eps = check_epsilon("epsilon", epsilon)
         if not (isinstance(delta, (int, float)) and 0 <= float(delta) <= 1):
-            raise ParameterError(f"`delta` must be in [0, 1], not {delta!r}", parameter="delta")
+            raise ParameterError(
+                f"`delta` must be in [0, 1], not {shown_number(delta)}", parameter="delta"
+            )
         try:
             query_text = json.dumps(query, sort_keys=True, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -386,11 +388,14 @@ class Ledger:
         and return the rest, in the same entry; once only."""
         if not isinstance(epsilon, (int, Fraction)) or isinstance(epsilon, bool):
             raise ParameterError(
-                f"`epsilon` must be an exact rational, not {epsilon!r}", parameter="epsilon"
+                f"`epsilon` must be an exact rational, not {shown_number(epsilon)}",
+                parameter="epsilon",
             )
         eps = Fraction(epsilon)
         if not (isinstance(delta, (int, float)) and 0 <= float(delta) <= 1):
-            raise ParameterError(f"`delta` must be in [0, 1], not {delta!r}", parameter="delta")
+            raise ParameterError(
+                f"`delta` must be in [0, 1], not {shown_number(delta)}", parameter="delta"
+            )
 
         def write(con: sqlite3.Connection, state: _State) -> None:
             con.execute(_SETTLEMENTS)

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from snapdp._rational import shown_number
 from snapdp._validation import check_count, check_epsilon
 from snapdp.data._located import Locator, Path_, PlanFileError, describe_key
 from snapdp.data._located import located as _located
@@ -116,11 +117,12 @@ class PlannedQuery:
         c = self.confidence
         if isinstance(c, bool) or not isinstance(c, (int, float, Fraction, Decimal)):
             raise ParameterError(
-                f"`confidence` must be a number in (0, 1), not {c!r}", parameter="confidence"
+                f"`confidence` must be a number in (0, 1), not {shown_number(c)}",
+                parameter="confidence",
             )
         if not 0 < c < 1:
             raise ParameterError(
-                f"`confidence` must be in (0, 1), not {c!r}", parameter="confidence"
+                f"`confidence` must be in (0, 1), not {shown_number(c)}", parameter="confidence"
             )
         object.__setattr__(self, "confidence", float(c))
         if self.group_size is not None:
@@ -615,9 +617,7 @@ class Plan:
         except PlanFileError:
             raise
         except _QueryError as exc:
-            pq = self.queries[exc.index]
-            name = exc.parameter if exc.parameter in ("accuracy", "group_size") else pq.how
-            key: Path_ = ("query", exc.index, name)
+            key = self._query_key(exc.index, exc.parameter)
             message = str(exc).replace("`epsilon`", f"`{describe_key(key)}`")
             raise self._error(key, message, exc.parameter) from None
         except ParameterError as exc:
@@ -625,6 +625,21 @@ class Plan:
             if exc.parameter in ("accuracy", "weight", "group_size"):
                 key = ("query",)
             raise self._error(key, str(exc), exc.parameter) from None
+
+    def _query_key(self, index: int, parameter: str | None) -> Path_:
+        """The key an error about query ``index`` and ``parameter`` names: the query's own key
+        when it wrote one (``query[2].bins``), a bound of its column (``columns.age.lower``),
+        else the key of its ε (or target)."""
+        pq = self.queries[index]
+        q = pq.query
+        written = {"bins": bool(q.bins), "by": bool(q.by), "column": q.column is not None,
+                   "quantiles": bool(q.quantiles), "resolution": q.resolution is not None,
+                   "where": q.where is not None, "accuracy": True, "group_size": True}  # fmt: skip
+        if parameter is not None and written.get(parameter):
+            return ("query", index, parameter)
+        if parameter in ("lower", "upper", "quantile_bounds") and q.column is not None:
+            return ("columns", q.column, "lower" if parameter == "quantile_bounds" else parameter)
+        return ("query", index, pq.how)
 
     def _refuse(self, preview: PlanPreview) -> None:
         """The parameter-only refusals of a release (docs/plans.md, "Refused before the data is
@@ -808,12 +823,14 @@ def _default_engine(source: object, schema: Schema) -> Engine:
 
 def _positive(name: str, x: object) -> Fraction:
     if isinstance(x, bool) or not isinstance(x, (int, Fraction, Decimal, float)):
-        raise ParameterError(f"`{name}` must be a number > 0, not {x!r}", parameter=name)
+        raise ParameterError(
+            f"`{name}` must be a number > 0, not {shown_number(x)}", parameter=name
+        )
     if isinstance(x, float) and not math.isfinite(x):
-        raise ParameterError(f"`{name}` must be finite, not {x!r}", parameter=name)
+        raise ParameterError(f"`{name}` must be finite, not {shown_number(x)}", parameter=name)
     value = Fraction(x)
     if not value > 0:
-        raise ParameterError(f"`{name}` must be > 0, not {x!r}", parameter=name)
+        raise ParameterError(f"`{name}` must be > 0, not {shown_number(x)}", parameter=name)
     return value
 
 

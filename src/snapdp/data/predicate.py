@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal, TypeAlias
 
-from snapdp._rational import format_rational
+from snapdp._rational import format_rational, shown_rational
 from snapdp.data.schema import Schema, typed_key
 from snapdp.errors import ParameterError
 
@@ -361,8 +361,8 @@ def _lit_text(value: LiteralValue) -> str:
         return "'" + value.replace("'", "''") + "'"
     if isinstance(value, _dt.date):
         return f"DATE '{value.isoformat()}'"
-    if isinstance(value, Fraction):
-        return _fraction_text(value)
+    if isinstance(value, Fraction):  # for labels and messages: capped in length
+        return shown_rational(value)
     return str(value)
 
 

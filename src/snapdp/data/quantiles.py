@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from snapdp import _exact
 from snapdp._exact import mpq
+from snapdp._rational import shown_rational
 from snapdp._validation import check_count, check_epsilon, check_finite, check_positive_finite
 from snapdp.accuracy import accuracy_bound
 from snapdp.data.calibration import Calibration, calibrate_l1
@@ -44,6 +45,7 @@ __all__ = [
     "TreeSpec",
     "chernoff_cdf",
     "consistent_leaves",
+    "exact_quantiles",
     "leaf_edges",
     "least_squares_cdf",
     "level_calibrations",
@@ -116,14 +118,16 @@ def tree_spec(
     hi = Fraction(check_finite("upper", upper))
     if not lo < hi:
         raise ParameterError(
-            f"`lower` must be < `upper`, not {float(lo)!r} >= {float(hi)!r}", parameter="lower"
+            f"`lower` must be < `upper`, not {shown_rational(lo)} >= {shown_rational(hi)}",
+            parameter="lower",
         )
     res = Fraction(check_positive_finite("resolution", resolution))
     needed = max(1, math.ceil((hi - lo) / res))
     if needed > MAX_LEAVES:
         raise ParameterError(
-            f"`resolution` = {float(res)!r} needs {needed} leaves over [{float(lo)!r}, "
-            f"{float(hi)!r}]; at most {MAX_LEAVES} are allowed (choose a coarser resolution)",
+            f"`resolution` = {shown_rational(res)} needs {needed} leaves over "
+            f"[{shown_rational(lo)}, {shown_rational(hi)}]; at most {MAX_LEAVES} are allowed "
+            "(choose a coarser resolution)",
             parameter="resolution",
         )
     if branching is not None:
@@ -287,35 +291,48 @@ def quantiles_from_leaves(
     spec: TreeSpec,
     probabilities: Sequence[object],
 ) -> tuple[float, ...]:
-    """The p-quantiles from non-negative leaf counts, interpolated linearly within a leaf.
+    """The p-quantiles of :func:`exact_quantiles`, each as its nearest double (which may lie
+    just outside [L, U] when L or U is not a double; a release rounds into the bounds instead,
+    see :mod:`snapdp.data.quantile_values`)."""
+    return tuple(float(x) for x in exact_quantiles(leaves, spec, probabilities))
+
+
+def exact_quantiles(
+    leaves: Sequence[float] | npt.NDArray[np.float64],
+    spec: TreeSpec,
+    probabilities: Sequence[object],
+) -> tuple[Fraction, ...]:
+    """The p-quantiles from non-negative leaf counts, interpolated linearly within a leaf, as
+    exact rationals in [L, U].
 
     With C₀ = 0, Cⱼ the cumulative count up to edge eⱼ and N = C_n the total, the p-quantile is
     the value v in the first leaf j with C_{j+1} >= p·N, at v = eⱼ + (p·N − Cⱼ)/leafⱼ·w (the
     leaf's rows taken as spread evenly over it); an empty total gives L + p·(U − L) (no
-    information: the interpolation over a uniform spread). Non-decreasing in p.
+    information: the interpolation over a uniform spread). Non-decreasing in p. The position
+    in the leaf is found in doubles; the value is formed and clamped to [L, U] exactly.
     """
     arr = np.asarray(leaves, dtype=np.float64)
     if arr.shape != (spec.leaves,):
         raise ParameterError(
             f"`leaves` must have {spec.leaves} entries, not {arr.shape}", parameter="leaves"
         )
-    probs = [float(check_finite("probabilities", p)) for p in probabilities]
+    probs = [Fraction(check_finite("probabilities", p)) for p in probabilities]
     if any(not 0 <= p <= 1 for p in probs):
         raise ParameterError("`probabilities` must lie in [0, 1]", parameter="probabilities")
-    lo, width = float(spec.lower), float(spec.leaf_width)
+    lo, width = spec.lower, spec.leaf_width
     cdf = np.concatenate(([0.0], np.cumsum(np.maximum(arr, 0.0))))
     total = cdf[-1]
     out = []
     for p in probs:
         if not total > 0:
-            out.append(lo + p * float(spec.upper - spec.lower))
+            out.append(lo + p * (spec.upper - spec.lower))
             continue
-        target = p * total
+        target = float(p) * total
         j = int(np.searchsorted(cdf[1:], target, side="left"))
         j = min(j, spec.leaves - 1)
         mass = cdf[j + 1] - cdf[j]
         frac = 0.0 if mass <= 0 else min(1.0, max(0.0, (target - cdf[j]) / mass))
-        out.append(min(float(spec.upper), lo + (j + frac) * width))
+        out.append(min(spec.upper, lo + (j + Fraction(frac)) * width))
     return tuple(out)
 
 
@@ -324,8 +341,9 @@ def value_interval(
     spec: TreeSpec,
     probability: object,
     rank: float,
-) -> tuple[float, float]:
-    """Where the true p-quantile lies, read from a released CDF (post-processing).
+) -> tuple[Fraction, Fraction]:
+    """Where the true p-quantile lies, read from a released CDF (post-processing): two leaf
+    edges, exactly.
 
     ``cdf``: C̃ at the leaf edges e₀..e_n, Ñ = C̃(e_n); ``rank``: a bound r on
     |(C̃(e) − p·Ñ) − (C(e) − p·N)| at every edge at once (C the true CDF, counting the rows below
@@ -342,10 +360,10 @@ def value_interval(
     d = cum - p * total
     below = np.flatnonzero(d < -slack)
     above = np.flatnonzero(d > slack)
-    lo, width = float(spec.lower), float(spec.leaf_width)
+    lo, width = spec.lower, spec.leaf_width
     e_lo = lo + int(below[-1]) * width if len(below) else lo
-    e_hi = lo + int(above[0]) * width if len(above) else float(spec.upper)
-    return max(e_lo, lo), min(e_hi, float(spec.upper))
+    e_hi = lo + int(above[0]) * width if len(above) else spec.upper
+    return max(e_lo, lo), min(e_hi, spec.upper)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, TypeAlias
 
+from snapdp._rational import shown_number
 from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Or, Predicate, to_sql
 from snapdp.errors import ParameterError
 
@@ -95,7 +96,7 @@ class Query:
                 res = Fraction(self.resolution)
             except (TypeError, ValueError, ZeroDivisionError):
                 raise ParameterError(
-                    f"`resolution` must be a number > 0, not {self.resolution!r}",
+                    f"`resolution` must be a number > 0, not {shown_number(self.resolution)}",
                     parameter="resolution",
                 ) from None
             if not res > 0:

@@ -21,6 +21,7 @@ import functools
 from collections.abc import Sequence
 from fractions import Fraction
 
+from snapdp._rational import shown_rational
 from snapdp.data.statistics import Compiled, Noise
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
@@ -112,6 +113,4 @@ def _delta_of(epsilon: Fraction, sensitivity: int | Fraction, lower: int, upper:
 def _short(x: Fraction | None) -> str:
     if x is None:
         return "?"
-    if x.denominator == 1 and abs(x) < 10**15:
-        return str(x.numerator)
-    return f"{float(x):.6g}"
+    return shown_rational(x)  # as typed, exactly (capped in length)

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from snapdp._rational import shown_number
 from snapdp._validation import check_epsilon
 from snapdp.data import consistency
 from snapdp.data.consistency import check_mode
@@ -310,12 +311,14 @@ def _confidence(confidence: object) -> tuple[float, float]:
     """(confidence, alpha = 1 − confidence), alpha computed from the decimal the user wrote."""
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float, Fraction)):
         raise ParameterError(
-            f"`confidence` must be a number in (0, 1), not {confidence!r}", parameter="confidence"
+            f"`confidence` must be a number in (0, 1), not {shown_number(confidence)}",
+            parameter="confidence",
         )
     c = float(confidence)
     if not 0 < c < 1:
         raise ParameterError(
-            f"`confidence` must be in (0, 1), not {confidence!r}", parameter="confidence"
+            f"`confidence` must be in (0, 1), not {shown_number(confidence)}",
+            parameter="confidence",
         )
     alpha = float(1 - Fraction(repr(c)))
     return c, alpha

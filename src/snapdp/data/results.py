@@ -39,15 +39,17 @@ class ResultRow:
     confidence (in value units; ``rank_accuracy``: ± in ranks, for quantiles). ``independent``:
     for a count made consistent with others (docs/data.md, "Tables that add up"), its value as
     released on its own, before the joint fit; else None. ``interval``: for a quantile, the
-    values the ± is read from (it covers them), from the released tree."""
+    values the ± is read from (it covers them), from the released tree. A quantile's value and
+    interval are ints, exactly, when its integer column's bounds hold no double (docs/data.md,
+    "Released quantiles are inside the bounds")."""
 
     keys: tuple[Key | str, ...]
-    value: float
+    value: float | int
     accuracy: float
     quantile: Fraction | None = None
     rank_accuracy: float | None = None
     independent: float | None = None
-    interval: tuple[float, float] | None = None
+    interval: tuple[float | int, float | int] | None = None
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Literal, TypeAlias
 
+from snapdp._rational import shown_rational
 from snapdp._validation import check_count
 from snapdp.errors import ParameterError
 
@@ -130,7 +131,7 @@ class Column:
             if not self.lower < self.upper:
                 raise ParameterError(
                     f"column {self.name!r}: bounds must satisfy lower < upper, "
-                    f"not [{self.lower}, {self.upper}]",
+                    f"not [{shown_rational(self.lower)}, {shown_rational(self.upper)}]",
                     parameter="lower",
                 )
         if self.keys is not None and self.bins is not None:

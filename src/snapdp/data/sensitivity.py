@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from snapdp._rational import shown_rational
 from snapdp.data.schema import Column
 from snapdp.errors import ParameterError
 
@@ -94,7 +95,8 @@ def fixed_point(column: Column, max_rows: int, *, squares: bool = False) -> Fixe
             return fp
     if not usable:
         raise ParameterError(
-            f"column {column.name!r}: bounds [{lo}, {hi}] hold no two distinct "
+            f"column {column.name!r}: bounds [{shown_rational(lo)}, {shown_rational(hi)}] hold "
+            "no two distinct "
             + ("integers" if column.type == "integer" else "multiples of 1e-9")
             + ": widen them",
             parameter="lower",

@@ -40,15 +40,15 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from snapdp._rational import shown_rational
 from snapdp.accuracy import accuracy_bound
-from snapdp.data import calibration, quantiles, sample_variance
+from snapdp.data import calibration, quantile_values, quantiles, sample_variance
 from snapdp.data import exponential_quantiles as expq
 from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
@@ -61,6 +61,7 @@ from snapdp.data.sum_bound import noise_kind
 from snapdp.errors import ParameterError
 from snapdp.exponential import exponential_parameters
 from snapdp.exponential import sample as exponential_sample
+from snapdp.ieee import double_at_least
 from snapdp.mechanism import SnappingMechanism
 from snapdp.parameters import SnappingParameters
 from snapdp.rescaling import mechanism_parameters
@@ -369,6 +370,7 @@ def _compile_quantiles(
         raise ParameterError(
             f"column {col.name!r} needs declared bounds for quantiles", parameter="lower"
         )
+    quantile_values.check_bounds(col)
     if query.method == "exponential":
         return _compile_exponential(query, schema, epsilon, groupings, col, by_cells)
     qmod = quantiles
@@ -640,7 +642,7 @@ def _exponential_accuracy(
         params = expq.parameters(n.epsilon, p, compiled.reach.l1, grid.cells)
         targets.append(_up(expq.rank_bound(params, p, each)))
     rank = max(targets)
-    span = float(grid.upper - grid.lower)
+    span = double_at_least(grid.upper - grid.lower)  # the ± in values covers the whole range
     note = (
         "quantiles (exponential mechanism, exact, pure ε): each released value is the middle of a "
         f"cell of {_frac(grid.width)} whose true rank is within the rank ± of p·n, whatever n; "
@@ -851,7 +853,8 @@ def _exponential_rows(
     for part, p, rank in zip(compiled.parts, compiled.query.quantiles, statement.targets,
                              strict=True):  # fmt: skip
         j = int(noisy[part.name][i])
-        rows.append(ResultRow(keys, float(grid.value(j)), statement.cap, p, rank))
+        value = quantile_values.released_value(grid.value(j), grid.lower, grid.upper)
+        rows.append(ResultRow(keys, value, statement.cap, p, rank))
     return rows
 
 
@@ -871,15 +874,19 @@ def _quantile_rows(
     leaves = qmod.consistent_leaves(levels, tree)
     ls_cdf = qmod.least_squares_cdf(levels, tree)  # the value ± is read from it (before isotonic)
     probs = compiled.query.quantiles
-    values = qmod.quantiles_from_leaves(leaves, tree, probs)
+    exact = qmod.exact_quantiles(leaves, tree, probs)
     assert statement.rank is not None
     cdf = statement.rank / 2  # the CDF ± at every edge at once (the rank ± is 2·cdf)
     rows = []
-    for p, v, target in zip(probs, values, statement.targets, strict=True):
-        lo, hi = qmod.value_interval(ls_cdf, tree, p, target)
-        acc = _up(max(v - lo, hi - v, 0.0))
+    bounds = (tree.lower, tree.upper)
+    for p, x, target in zip(probs, exact, statement.targets, strict=True):
+        # inside the bounds as released; the ± covers the rounding (docs/data.md)
+        v = quantile_values.released_value(x, *bounds)
+        lo, hi = qmod.value_interval(ls_cdf, tree, p, target)  # exact leaf edges
+        acc = quantile_values.value_pm(v, lo, hi)
         rank = qmod.released_rank(float(p), cdf, target)  # (1 + p)·cdf, or less
-        rows.append(ResultRow(keys, float(v), acc, p, rank, interval=(lo, hi)))
+        interval = quantile_values.released_interval(lo, hi, *bounds)
+        rows.append(ResultRow(keys, v, acc, p, rank, interval=interval))
     return rows
 
 
@@ -977,9 +984,7 @@ def _num(x: float) -> str:
 def _frac(x: Fraction | None) -> str:
     if x is None:
         return "?"
-    if abs(x) >= 10**15:
-        return f"{Decimal(x.numerator) / Decimal(x.denominator):.6G}"
-    return str(x.numerator) if x.denominator == 1 else f"{float(x):g}"
+    return shown_rational(x)  # as typed, exactly (capped in length)
 
 
 def key_label(key: Key | str) -> str:

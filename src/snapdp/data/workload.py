@@ -25,6 +25,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from snapdp._rational import shown_number
 from snapdp._validation import check_count, check_epsilon
 from snapdp.data.consistency import check_mode
 from snapdp.data.plan import DEFAULT_CONFIDENCE, Plan, PlannedQuery, resolved_source
@@ -74,7 +75,8 @@ class Declaration:
         c = self.confidence
         if isinstance(c, bool) or not isinstance(c, (int, float, Fraction)) or not 0 < c < 1:
             raise ParameterError(
-                f"`confidence` must be a number in (0, 1), not {c!r}", parameter="confidence"
+                f"`confidence` must be a number in (0, 1), not {shown_number(c)}",
+                parameter="confidence",
             )
         object.__setattr__(self, "confidence", float(c))
         if self.group_size is not None:
@@ -232,7 +234,7 @@ def _num(x: Fraction | int | None) -> str | None:
 def _frac(value: object, key: str) -> Fraction:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ParameterError(
-            f'`{key}` must be an exact number as text (such as "0.5"), not {value!r}',
+            f'`{key}` must be an exact number as text (such as "0.5"), not {shown_number(value)}',
             parameter=key,
         )
     try:

@@ -61,9 +61,11 @@ def workload_from_flags(
     the grouping columns; ``where`` a SQL condition every statistic filters its rows by;
     ``epsilon`` is the total, split equally between the statistics."""
     quantile_specs = [_quantiles_spec(q) for q in quantiles]
-    value_specs = [*sums, *means, *variances, *stds, *var_samps, *std_samps]
-    value_specs += [spec for spec, _ in quantile_specs]
-    schema = schema_from_options(**declaration, values=value_specs)
+    flagged = [("--sum", s) for s in sums] + [("--mean", s) for s in means]
+    flagged += [("--var", s) for s in variances] + [("--std", s) for s in stds]
+    flagged += [("--var-samp", s) for s in var_samps] + [("--std-samp", s) for s in std_samps]
+    flagged += [(_QUANTILES, spec) for spec, _ in quantile_specs]
+    schema = schema_from_options(**declaration, flagged_values=flagged)
     queries = queries_from_flags(
         want_count, sums, means, variances, stds, mean_method, by, var_samps, std_samps
     )
@@ -72,7 +74,13 @@ def workload_from_flags(
             raise ParameterError("`consistent` fits counts: add --count", parameter="consistent")
         queries = [*(Query("count", by=tuple(by[:k])) for k in range(len(by))), *queries]
     queries += [
-        Query("quantiles", _value_spec(spec)[0], tuple(by), quantiles=probs, method=quantile_method)  # type: ignore[arg-type]
+        Query(
+            "quantiles",
+            _value_spec(spec, _QUANTILES)[0],
+            tuple(by),
+            quantiles=probs,
+            method=quantile_method,  # type: ignore[arg-type]
+        )
         for spec, probs in quantile_specs
     ]
     if not queries:
@@ -94,6 +102,9 @@ def workload_from_flags(
         queries = [replace(q, where=predicate) for q in queries]
     share = Fraction(epsilon) / len(queries)
     return Workload(decl, tuple(decl.planned(q, epsilon=share) for q in queries))
+
+
+_QUANTILES = "--quantiles"
 
 
 def _value_flags() -> str:
@@ -180,10 +191,12 @@ def schema_from_options(
     column_names: str | None = None,
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     values: Sequence[str] = (),
+    flagged_values: Sequence[tuple[str, str]] = (),
 ) -> Schema:
     """The Schema the flags declare (see the module docstring for undeclared types).
 
-    ``values``: the COL[:LO:HI] specs of the statistic flags (they may carry bounds).
+    ``values``: the COL[:LO:HI] specs of the statistic flags (they may carry bounds);
+    ``flagged_values``: (flag, spec) pairs, whose errors name their flag (``--quantiles``).
     """
     try:
         codecs.lookup(encoding)
@@ -208,10 +221,10 @@ def schema_from_options(
     for spec in columns:
         name, kind, lo, hi = _column_spec(spec)
         update(name, "--column", type=kind, lower=lo, upper=hi)
-    for spec in values:
-        name, lo, hi = _value_spec(spec)
+    for flag, spec in [*((_value_flags(), v) for v in values), *flagged_values]:
+        name, lo, hi = _value_spec(spec, flag)
         if lo is not None:
-            update(name, _value_flags(), lower=lo, upper=hi)
+            update(name, flag, lower=lo, upper=hi)
         else:
             draft(name)
     for spec in keys:
@@ -307,9 +320,10 @@ def _column_spec(spec: str) -> tuple[str, str, Fraction | None, Fraction | None]
     return parts[0], parts[1], lo, hi
 
 
-def _value_spec(spec: str) -> tuple[str, Fraction | None, Fraction | None]:
+def _value_spec(spec: str, flag: str | None = None) -> tuple[str, Fraction | None, Fraction | None]:
+    """``COL[:LO:HI]`` of a statistic flag; errors name ``flag`` (default: the value flags)."""
     parts = spec.rsplit(":", 2)
-    flag = _value_flags()
+    flag = flag or _value_flags()
     if len(parts) == 1 and parts[0]:
         return parts[0], None, None
     if len(parts) != 3 or not parts[0]:

@@ -69,6 +69,9 @@ NAMES: Mapping[str, Name] = {
     "type": Name("--column", ("columns", "type", ())),
     "lower": Name(_VALUES, ("columns", "lower", ("min",)), "CLAMP"),
     "upper": Name(_VALUES, ("columns", "upper", ("max",)), "CLAMP"),
+    # the bounds of a column a quantile reads, in an error about quantiles (where they were
+    # written: --quantiles COL:LO:HI:…, or the column's `lower` in a plan file)
+    "quantile_bounds": Name("--quantiles", ("columns", "lower", ("min",)), "CLAMP"),
     "keys": Name("--keys", ("columns", "keys", ("values", "domain"))),
     "bins": Name("--bins", ("columns", "bins", ("edges",))),
     "nulls": Name("--nulls", ("columns", "nulls", ("null", "on_null"))),
