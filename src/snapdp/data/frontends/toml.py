@@ -423,6 +423,6 @@ def load_workload(path: str | Path) -> Workload:
     loader = _Loader(p, data, locator)
     plan = loader.plan()
     dataset = data.get("data", {}).get("dataset") or data.get("data", {}).get("name")
-    workload = Workload.from_plan(plan, dataset=dataset if isinstance(dataset, str) else None)
+    workload = plan.to_workload(dataset if isinstance(dataset, str) else None)
     confidence = plan.queries[0].confidence if plan.queries else DEFAULT_CONFIDENCE
     return replace(workload, declaration=replace(workload.declaration, confidence=confidence))

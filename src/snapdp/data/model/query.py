@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, TypeAlias
 
-from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Or, Predicate, to_sql
+from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Or, Predicate, to_sql
 from snapdp.errors import ParameterError
 
 __all__ = ["ROOT_STATISTICS", "SPREAD_STATISTICS", "STATISTICS", "Query", "StatisticName"]

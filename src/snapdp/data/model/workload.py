@@ -7,39 +7,119 @@ only it. A workload is
 * a :class:`Declaration`: the public :class:`~snapdp.data.schema.Schema`, the source, the total
   budget (``total_epsilon``), the release's ``confidence``, the reference ``group_size`` of the
   ± of ratio statistics (if declared) and the ``dataset`` name the budget is kept under; and
-* a tuple of :class:`~snapdp.data.plan.PlannedQuery`: each a
+* a tuple of :class:`PlannedQuery`: each a
   :class:`~snapdp.data.query.Query` (statistic, column, groupings, bins, quantiles, row filter)
   with either a fixed ε, a target ± or a weight.
 
-A front end never computes a sensitivity or an ε: :meth:`Workload.plan` hands the workload to the
-planner (:class:`~snapdp.data.plan.Plan`). :meth:`Workload.to_dict` / :meth:`Workload.from_dict`
-give a JSON form that round-trips exactly (every rational as exact decimal text, or ``p/q``).
+This module also holds the checks every front end shares (a consistency mode, a confidence, the
+privacy unit's type, a positive number). It imports nothing of the planner: a front end never
+computes a sensitivity or an ε; ``Plan.from_workload`` (:mod:`snapdp.data.plan`) hands a workload
+to the planner. :func:`~snapdp.data.model.codec.workload_to_dict` /
+:func:`~snapdp.data.model.codec.workload_from_dict` give a JSON form that round-trips exactly
+(every rational as exact decimal text, or ``p/q``).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
 from snapdp._validation import check_count, check_epsilon
-from snapdp.data.consistency import check_mode
-from snapdp.data.plan import DEFAULT_CONFIDENCE, Plan, PlannedQuery, resolved_source
-from snapdp.data.predicate import predicate_from_dict, predicate_to_dict
-from snapdp.data.query import Query
-from snapdp.data.results import _fraction_text
-from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Schema
 from snapdp.errors import ParameterError
 
-__all__ = ["Declaration", "Workload", "table_name"]
+__all__ = [
+    "DEFAULT_CONFIDENCE",
+    "MODES",
+    "Declaration",
+    "PlannedQuery",
+    "Workload",
+    "check_mode",
+    "check_unit",
+    "resolved_source",
+    "table_name",
+    "with_group_size",
+]
 
-#: The version of the JSON form written by :meth:`Workload.to_dict`.
-FORMAT = 1
-#: The reference group size a planned query takes when none is declared (the planner's).
-_PLANNER_GROUP_SIZE = next(f.default for f in fields(PlannedQuery) if f.name == "group_size")
+
+DEFAULT_CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class PlannedQuery:
+    """One query of a plan and how it gets its ε: exactly one of ``epsilon`` (fixed),
+    ``accuracy`` (a target ± at ``confidence``) and ``weight`` (a share of what is left).
+    ``group_size``: a public lower bound on the rows of its groups, which its ± is stated for
+    (means, variances, std, quantiles); without one, a target query is released in two phases
+    (docs/plans.md, "Two-phase targets")."""
+
+    query: Query
+    epsilon: Fraction | None = None
+    accuracy: Fraction | None = None
+    weight: Fraction | None = None
+    confidence: float = DEFAULT_CONFIDENCE
+    group_size: int | None = None
+
+    def __post_init__(self) -> None:
+        given = [k for k in ("epsilon", "accuracy", "weight") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ParameterError(
+                f"query {self.query.label!r} must give exactly one of `epsilon`, `accuracy` "
+                f"and `weight`, not {', '.join(given) or 'none'}",
+                parameter="epsilon",
+            )
+        if self.epsilon is not None:
+            object.__setattr__(self, "epsilon", check_epsilon("epsilon", self.epsilon))
+        if self.accuracy is not None:
+            object.__setattr__(self, "accuracy", _positive("accuracy", self.accuracy))
+            if self.query.method == "exponential":  # nothing released could confirm a value ±
+                raise ParameterError(
+                    f"query {self.query.label!r}: the exponential method states its ± in ranks "
+                    "and releases no count, so a target ± in values cannot be promised; give it a "
+                    "fixed epsilon or a weight (docs/data.md, 'Quantiles by the exponential "
+                    "mechanism')",
+                    parameter="accuracy",
+                )
+        if self.weight is not None:
+            object.__setattr__(self, "weight", _positive("weight", self.weight))
+        c = self.confidence
+        if isinstance(c, bool) or not isinstance(c, (int, float, Fraction, Decimal)):
+            raise ParameterError(
+                f"`confidence` must be a number in (0, 1), not {c!r}", parameter="confidence"
+            )
+        if not 0 < c < 1:
+            raise ParameterError(
+                f"`confidence` must be in (0, 1), not {c!r}", parameter="confidence"
+            )
+        object.__setattr__(self, "confidence", float(c))
+        if self.group_size is not None:
+            check_count("group_size", self.group_size)
+
+    @property
+    def how(self) -> str:
+        """ "epsilon", "accuracy" or "weight"."""
+        if self.epsilon is not None:
+            return "epsilon"
+        return "accuracy" if self.accuracy is not None else "weight"
+
+    @property
+    def depends_on_group_size(self) -> bool:
+        """Whether its ± is stated for a reference group size (ratio statistics, quantiles)."""
+        q = self.query
+        return q.statistic in ("variance", "std", "var_samp", "std_samp", "quantiles") or (
+            q.statistic == "mean" and q.method == "ratio"
+        )
+
+    @property
+    def two_phase(self) -> bool:
+        """Whether it is released in two phases: a target whose ± depends on a private size,
+        with no declared ``group_size``."""
+        return self.accuracy is not None and self.group_size is None and self.depends_on_group_size
 
 
 @dataclass(frozen=True)
@@ -172,283 +252,79 @@ class Workload:
         """The declaration's dataset name."""
         return self.declaration.dataset
 
-    # -- to the planner ----------------------------------------------------------------------
-    def plan(self) -> Plan:
-        """The planner's view of this workload (:class:`~snapdp.data.plan.Plan`)."""
-        d = self.declaration
-        return Plan(d.schema, self.queries, source=d.source, total_epsilon=d.total_epsilon,
-                    base=d.base, consistent=d.consistent)  # fmt: skip
-
-    @classmethod
-    def from_plan(cls, plan: Plan, dataset: str | None = None) -> Workload:
-        """The workload a :class:`~snapdp.data.plan.Plan` holds."""
-        confidence = plan.queries[0].confidence if plan.queries else DEFAULT_CONFIDENCE
-        sizes = {pq.group_size for pq in plan.queries}
-        size = next(iter(sizes)) if len(sizes) == 1 else None
-        declaration = Declaration(
-            plan.schema,
-            plan.source,
-            plan.total_epsilon,
-            confidence,
-            None if size == _PLANNER_GROUP_SIZE else size,
-            dataset,
-            plan.base,
-            plan.consistent,
-        )
-        return cls(declaration, tuple(plan.queries))
-
     def with_queries(self, queries: Sequence[PlannedQuery]) -> Workload:
         """The same declaration with other queries."""
         return replace(self, queries=tuple(queries))
 
-    # -- JSON --------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form (exact rationals as decimal text; see :meth:`from_dict`)."""
-        return {
-            "format": FORMAT,
-            "declaration": declaration_to_dict(self.declaration),
-            "queries": [planned_to_dict(pq) for pq in self.queries],
-        }
 
-    @classmethod
-    def from_dict(cls, data: object) -> Workload:
-        """The workload of :meth:`to_dict`'s form; a ParameterError naming the key otherwise."""
-        d = _mapping(data, "workload")
-        _known(d, ("format", "declaration", "queries"), "workload")
-        if d.get("format", FORMAT) != FORMAT:
-            raise ParameterError(f"unknown workload format {d.get('format')!r}", parameter="format")
-        declaration = declaration_from_dict(d.get("declaration", {}))
-        raw = d.get("queries")
-        if not isinstance(raw, list):
-            raise ParameterError("`queries` must be a list of queries", parameter="queries")
-        return cls(declaration, tuple(planned_from_dict(q, declaration) for q in raw))
+# -- the checks every front end shares ----------------------------------------------------------
+#: The modes of `consistent` (docs/data.md, "Tables that add up"); `true` is "wls".
+MODES = ("wls", "nonnegative", "integer")
 
 
-# -- JSON helpers -------------------------------------------------------------------------------
-def _num(x: Fraction | int | None) -> str | None:
-    return None if x is None else _fraction_text(Fraction(x))
+def check_mode(consistent: object) -> str | None:
+    """``consistent`` as a mode: False/None → None (off), True → "wls", or one of
+    :data:`MODES`; anything else is a ParameterError naming ``consistent``."""
+    if consistent is None or consistent is False:
+        return None
+    if consistent is True:
+        return "wls"
+    if isinstance(consistent, str) and consistent in MODES:
+        return consistent
+    raise ParameterError(
+        f"`consistent` must be true, false or one of {', '.join(MODES)}, not {consistent!r}",
+        parameter="consistent",
+    )
 
 
-def _frac(value: object, key: str) -> Fraction:
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
+def check_unit(schema: Schema) -> None:
+    """Refuse a privacy-unit column declared other than integer or text."""
+    assert schema.privacy_unit is not None
+    col = next((c for c in schema.columns if c.name == schema.privacy_unit), None)
+    if col is not None and col.type not in ("integer", "text"):
         raise ParameterError(
-            f'`{key}` must be an exact number as text (such as "0.5"), not {value!r}',
-            parameter=key,
+            f"privacy-unit column {col.name!r} must be declared integer or text, not {col.type}",
+            parameter="privacy_unit",
         )
-    try:
-        return Fraction(str(value).strip())
-    except (ValueError, ZeroDivisionError):
-        raise ParameterError(f"`{key}` must be a number, not {value!r}", parameter=key) from None
 
 
-def _mapping(data: object, key: str) -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
-        raise ParameterError(f"`{key}` must be an object, not {data!r}", parameter=key)
-    return data
+def _confidence(confidence: object) -> tuple[float, float]:
+    """(confidence, alpha = 1 − confidence), alpha computed from the decimal the user wrote."""
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, Fraction)):
+        raise ParameterError(
+            f"`confidence` must be a number in (0, 1), not {confidence!r}", parameter="confidence"
+        )
+    c = float(confidence)
+    if not 0 < c < 1:
+        raise ParameterError(
+            f"`confidence` must be in (0, 1), not {confidence!r}", parameter="confidence"
+        )
+    alpha = float(1 - Fraction(repr(c)))
+    return c, alpha
 
 
-def _known(d: Mapping[str, Any], keys: Sequence[str], where: str) -> None:
-    for k in d:
-        if k not in keys:
-            raise ParameterError(
-                f"unknown key {k!r} in {where}; known: {', '.join(keys)}", parameter=str(k)
-            )
+def resolved_source(source: object, base: Path | None) -> object:
+    """``source`` with a relative path resolved against ``base`` (a plan file's folder); any
+    other source as it is."""
+    if isinstance(source, (str, Path)):
+        p = Path(source)
+        if not p.is_absolute() and base is not None:
+            p = base / p
+        return str(p)
+    return source
 
 
-def _key_json(x: object) -> object:
-    if isinstance(x, Fraction):
-        return _fraction_text(x)
-    if isinstance(x, _dt.date):
-        return x.isoformat()
-    return x
+def _positive(name: str, x: object) -> Fraction:
+    if isinstance(x, bool) or not isinstance(x, (int, Fraction, Decimal, float)):
+        raise ParameterError(f"`{name}` must be a number > 0, not {x!r}", parameter=name)
+    if isinstance(x, float) and not math.isfinite(x):
+        raise ParameterError(f"`{name}` must be finite, not {x!r}", parameter=name)
+    value = Fraction(x)
+    if not value > 0:
+        raise ParameterError(f"`{name}` must be > 0, not {x!r}", parameter=name)
+    return value
 
 
-def _column_to_dict(c: Column) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": c.type}
-    if c.lower is not None:
-        out["lower"], out["upper"] = _num(c.lower), _num(c.upper)
-    if c.keys is not None:
-        out["keys"] = [_key_json(k) for k in c.keys]
-    if c.bins is not None:
-        out["bins"] = [_num(e) for e in c.bins]
-    if c.nulls.action == "impute":
-        out["nulls"] = {"impute": _key_json(c.nulls.value)}
-    return out
-
-
-def _column_from_dict(name: str, data: object) -> Column:
-    d = _mapping(data, f"columns.{name}")
-    _known(d, ("type", "lower", "upper", "keys", "bins", "nulls"), f"column {name!r}")
-    kw: dict[str, Any] = {"type": d.get("type")}
-    for k in ("lower", "upper"):
-        if d.get(k) is not None:
-            kw[k] = _frac(d[k], k)
-    if d.get("keys") is not None:
-        if not isinstance(d["keys"], list):
-            raise ParameterError(f"column {name!r}: `keys` must be a list", parameter="keys")
-        kw["keys"] = tuple(d["keys"])  # typed by the column's type (strings parsed)
-    if d.get("bins") is not None:
-        if not isinstance(d["bins"], list):
-            raise ParameterError(f"column {name!r}: `bins` must be a list", parameter="bins")
-        kw["bins"] = tuple(_frac(e, "bins") for e in d["bins"])
-    nulls = d.get("nulls")
-    if nulls is not None:
-        n = _mapping(nulls, "nulls")
-        _known(n, ("impute",), "nulls")
-        kw["nulls"] = NullRule("impute", n.get("impute"))
-    column = Column(name, **kw)
-    if column.nulls.action == "impute":  # the imputed value typed like a key
-        from snapdp.data.schema import typed_key
-
-        value = column.nulls.value
-        if column.type == "decimal" and isinstance(value, str):
-            value = _frac(value, "nulls")
-        column = replace(column, nulls=NullRule("impute", typed_key(column.type, value, name)))
-    return column
-
-
-def schema_to_dict(schema: Schema) -> dict[str, Any]:
-    """The schema's JSON form."""
-    b = schema.bounds
-    return {
-        "columns": {c.name: _column_to_dict(c) for c in schema.columns},
-        "privacy_unit": schema.privacy_unit,
-        "null_units": schema.null_units,
-        "max_rows_per_unit": b.max_rows_per_unit,
-        "max_groups_per_unit": b.max_groups_per_unit,
-        "max_rows_per_group": b.max_rows_per_group,
-        "max_rows": schema.max_rows,
-        "rows": schema.rows,
-        "csv": {
-            "encoding": schema.csv.encoding,
-            "delimiter": schema.csv.delimiter,
-            "header": schema.csv.header,
-            "column_names": None
-            if schema.csv.column_names is None
-            else list(schema.csv.column_names),
-            "max_line_bytes": schema.csv.max_line_bytes,
-        },
-    }
-
-
-def schema_from_dict(data: object) -> Schema:
-    """The inverse of :func:`schema_to_dict` (absent keys take their defaults)."""
-    d = _mapping(data, "schema")
-    keys = ("columns", "privacy_unit", "null_units", "max_rows_per_unit", "max_groups_per_unit",
-            "max_rows_per_group", "max_rows", "rows", "csv")  # fmt: skip
-    _known(d, keys, "schema")
-    columns = _mapping(d.get("columns", {}), "columns")
-    bounds = ContributionBounds(**{k: d[k] for k in keys[3:6] if d.get(k) is not None})
-    csv_kw = dict(_mapping(d.get("csv", {}), "csv"))
-    if isinstance(csv_kw.get("column_names"), list):
-        csv_kw["column_names"] = tuple(csv_kw["column_names"])
-    csv = CsvOptions(**csv_kw)
-    kw: dict[str, Any] = {k: d[k] for k in ("privacy_unit", "max_rows", "rows") if d.get(k)}
-    if d.get("null_units") is not None:
-        kw["null_units"] = d["null_units"]
-    return Schema(
-        tuple(_column_from_dict(str(n), c) for n, c in columns.items()),
-        bounds=bounds,
-        csv=csv,
-        **kw,
-    )
-
-
-def declaration_to_dict(d: Declaration) -> dict[str, Any]:
-    """The declaration's JSON form (a source that is not a path is left out)."""
-    source = str(d.source) if isinstance(d.source, (str, Path)) else None
-    return {
-        "schema": schema_to_dict(d.schema),
-        "source": source,
-        "total_epsilon": _num(d.total_epsilon),
-        "confidence": repr(d.confidence),
-        "group_size": d.group_size,
-        "dataset": d.dataset,
-        "base": None if d.base is None else str(d.base),
-        "consistent": d.consistent,
-    }
-
-
-def declaration_from_dict(data: object) -> Declaration:
-    """The inverse of :func:`declaration_to_dict`."""
-    d = _mapping(data, "declaration")
-    keys = ("schema", "source", "total_epsilon", "confidence", "group_size", "dataset", "base",
-            "consistent")  # fmt: skip
-    _known(d, keys, "declaration")
-    total = d.get("total_epsilon")
-    confidence = d.get("confidence")
-    return Declaration(
-        schema_from_dict(d.get("schema", {})),
-        d.get("source"),
-        None if total is None else _frac(total, "total_epsilon"),
-        DEFAULT_CONFIDENCE if confidence is None else float(_frac(confidence, "confidence")),
-        d.get("group_size"),
-        d.get("dataset"),
-        None if d.get("base") is None else Path(d["base"]),
-        d.get("consistent", False),
-    )
-
-
-def planned_to_dict(pq: PlannedQuery) -> dict[str, Any]:
-    """One planned query's JSON form."""
-    q = pq.query
-    out: dict[str, Any] = {"statistic": q.statistic}
-    if q.column is not None:
-        out["column"] = q.column
-    if q.by:
-        out["by"] = list(q.by)
-    if q.bins:
-        out["bins"] = {c: [_num(e) for e in edges] for c, edges in q.bins}
-    if q.quantiles:
-        out["quantiles"] = [_num(p) for p in q.quantiles]
-    if q.method != "ratio":
-        out["method"] = q.method
-    if q.name is not None:
-        out["name"] = q.name
-    if q.resolution is not None:
-        out["resolution"] = _num(q.resolution)
-    if q.where is not None:
-        out["where"] = predicate_to_dict(q.where)
-    out[pq.how] = _num(getattr(pq, pq.how))
-    out["confidence"] = repr(pq.confidence)
-    if pq.group_size is not None:
-        out["group_size"] = pq.group_size
-    return out
-
-
-_QUERY_KEYS = ("statistic", "column", "by", "bins", "quantiles", "method", "name", "resolution",
-               "where", "epsilon", "accuracy", "weight", "confidence", "group_size")  # fmt: skip
-
-
-def planned_from_dict(data: object, declaration: Declaration | None = None) -> PlannedQuery:
-    """One planned query from its JSON form; confidence and group size default to the
-    declaration's."""
-    d = _mapping(data, "query")
-    _known(d, _QUERY_KEYS, "a query")
-    kw: dict[str, Any] = {k: d[k] for k in ("statistic", "column", "method", "name") if k in d}
-    if "by" in d:
-        by = d["by"]
-        kw["by"] = (by,) if isinstance(by, str) else tuple(by)
-    if "bins" in d:
-        bins = _mapping(d["bins"], "bins")
-        kw["bins"] = tuple((c, tuple(_frac(e, "bins") for e in es)) for c, es in bins.items())
-    if "quantiles" in d:
-        kw["quantiles"] = tuple(_frac(p, "quantiles") for p in d["quantiles"])
-    if "resolution" in d:
-        kw["resolution"] = _frac(d["resolution"], "resolution")
-    if "where" in d:
-        kw["where"] = predicate_from_dict(d["where"])
-    query = Query(**kw)
-    how: dict[str, Any] = {
-        k: _frac(d[k], k) for k in ("epsilon", "accuracy", "weight") if d.get(k) is not None
-    }
-    decl = declaration or Declaration()
-    confidence = decl.confidence
-    if d.get("confidence") is not None:
-        confidence = float(_frac(d["confidence"], "confidence"))
-    size: dict[str, Any] = {}
-    if d.get("group_size") is not None:
-        size["group_size"] = d["group_size"]
-    elif decl.group_size is not None:
-        size["group_size"] = decl.group_size
-    return PlannedQuery(query, confidence=confidence, **size, **how)
+def with_group_size(pq: PlannedQuery, n: int) -> PlannedQuery:
+    """A copy of ``pq`` stated for groups of ``n`` rows."""
+    return replace(pq, group_size=n)
