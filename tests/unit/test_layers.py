@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the API modules above the front ends: entry points that parse TOML or SQL
     ("api", ("snapdp.data", "snapdp.data.api")),
     ("front ends", ("snapdp.data.frontends", "snapdp.data.frontends.*", "snapdp.data.plan_toml")),
-    ("workload", ("snapdp.data.workload",)),
+    ("workload", ("snapdp.data.model.workload",)),
     ("planner", (
         "snapdp.data.plan", "snapdp.data.two_phase", "snapdp.data.search", "snapdp.data.release",
         "snapdp.data.report", "snapdp.data.demo", "snapdp.data.check",
@@ -35,11 +35,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "snapdp.data.statistics", "snapdp.data.sample_variance", "snapdp.data.quantiles",
         "snapdp.data.calibration", "snapdp.data.consistency", "snapdp.data.postprocess",
         "snapdp.data.refusals", "snapdp.data.bounding", "snapdp.data.sensitivity",
-        "snapdp.data.ledger", "snapdp.data.results", "snapdp.data.query",
+        "snapdp.data.ledger", "snapdp.data.results", "snapdp.data.model.query",
         "snapdp.data.sum_bound", "snapdp.data.exponential_quantiles",
     )),
     ("engines", ("snapdp.data.engines", "snapdp.data.engines.*")),
-    ("declaration", ("snapdp.data.schema", "snapdp.data.predicate", "snapdp.data._located")),
+    ("declaration", ("snapdp.data.model.schema", "snapdp.data.model.predicate", "snapdp.data.model.names")),
     ("analysis", (
         "snapdp.analysis", "snapdp.analysis.*", "snapdp.verify", "snapdp.verify.*",
         "snapdp.usefulness",
@@ -141,7 +141,7 @@ def test_no_module_imports_a_higher_layer() -> None:
         ("import snapdp.data.frontends.sql\n", True),
         ("from snapdp.data import api\n", True),
         ("from . import statistics\n", False),
-        ("from snapdp.data.schema import Schema\n", False),
+        ("from snapdp.data.model.schema import Schema\n", False),
         ("import importlib\nimportlib.import_module('snapdp.data.api')\n", True),
     ],
 )

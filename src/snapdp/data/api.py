@@ -18,8 +18,8 @@ from snapdp.data import plan as _plan
 from snapdp.data import release as _release
 from snapdp.data.frontends.sql import apply_post_processing, parse_sql
 from snapdp.data.frontends.toml import load_plan
+from snapdp.data.model.workload import Declaration
 from snapdp.data.results import QueryResult
-from snapdp.data.workload import Declaration
 
 __all__ = ["Plan", "PrivateTable", "load_plan"]
 

@@ -63,8 +63,8 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp.accuracy import noise_envelope
+from snapdp.data.model.schema import Column
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import Column
 from snapdp.data.sum_bound import MAX_NOISES, NoiseKind, noise_kind, sum_accuracies
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
@@ -98,7 +98,7 @@ _Array = npt.NDArray[np.float64]
 @dataclass(frozen=True)
 class Member:
     """One released count table of a family: its grouping, its released values (cell order of
-    :func:`snapdp.data.schema.keys_product`) and its noise's public description."""
+    :func:`snapdp.data.model.schema.keys_product`) and its noise's public description."""
 
     columns: tuple[Column, ...]
     values: _Array

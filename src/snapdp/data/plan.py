@@ -1,7 +1,7 @@
 """Release plans: one file for a whole workload, and the accuracy-first planner (DESIGN §8.6;
 docs/plans.md).
 
-A plan holds the declaration (a :class:`~snapdp.data.schema.Schema`), the source, an optional
+A plan holds the declaration (a :class:`~snapdp.data.model.schema.Schema`), the source, an optional
 ``total_epsilon`` and a list of :class:`PlannedQuery`. Each query takes either a fixed
 ``epsilon``, or a target ``accuracy`` (± at ``confidence``: it gets the smallest ε that meets
 it), or a ``weight`` (the weighted queries share what is left of ``total_epsilon`` in
@@ -44,9 +44,11 @@ from typing import Any
 import numpy as np
 
 from snapdp._validation import check_epsilon
-from snapdp.data._located import Locator, Path_, PlanFileError, describe_key
-from snapdp.data._located import located as _located
 from snapdp.data.engines.base import Engine
+from snapdp.data.model.names import Locator, Path_, PlanFileError, describe_key
+from snapdp.data.model.names import located as _located
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, Schema
 from snapdp.data.model.workload import (
     DEFAULT_CONFIDENCE,
     Declaration,
@@ -55,9 +57,7 @@ from snapdp.data.model.workload import (
     check_mode,
     resolved_source,
 )
-from snapdp.data.query import Query
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import Column, Schema
 from snapdp.data.search import TOLERANCE, smallest_epsilon  # noqa: F401 (public here too)
 from snapdp.data.search import eps_text as _eps_text
 from snapdp.data.search import fraction_text as _text

@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from snapdp._rational import format_rational
-from snapdp.data.schema import DEFAULT_MAX_ROWS, Column, CsvOptions
+from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, CsvOptions
 from snapdp.errors import ParameterError
 
 if TYPE_CHECKING:

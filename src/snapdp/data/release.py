@@ -35,11 +35,11 @@ from snapdp.data import consistency
 from snapdp.data.core import consistent_counts, count_groupings, hash_key, release_core
 from snapdp.data.engines.base import Engine
 from snapdp.data.ledger import Ledger, resolve_dataset
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import _confidence, check_mode, check_unit
-from snapdp.data.query import Query
 from snapdp.data.refusals import check_release
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import Schema
 from snapdp.data.statistics import (
     AccuracyStatement,
     Compiled,

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from snapdp.data.schema import Column
+from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError
 
 __all__ = ["INT64_LIMIT", "FixedPoint", "fits_int64", "fixed_point"]

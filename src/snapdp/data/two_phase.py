@@ -38,9 +38,9 @@ import numpy.typing as npt
 
 from snapdp.data import statistics
 from snapdp.data.core import Noisy, Progress, consistent_counts, hash_key, release_core
+from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import check_mode
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import Schema
 from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
 from snapdp.data.statistics import AccuracyStatement, Compiled, Noise, Part
 from snapdp.errors import ParameterError

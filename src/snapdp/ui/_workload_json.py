@@ -14,7 +14,7 @@ The page sends a *document*: every field exactly as typed (strings), never a pat
 :func:`document_toml` writes it as the text of a plan file (numbers keep the digits typed; a
 field that is not a number is written as a string, so that the plan loader rejects it with the
 same message as ``snapdp plan``), with the source fixed by the command line. :func:`load_plan`
-loads that text as a :class:`~snapdp.data.workload.Workload` with the TOML front end — the
+loads that text as a :class:`~snapdp.data.model.workload.Workload` with the TOML front end — the
 command line's own loader and checks — and turns its error ("file, line N, key `K`: message")
 into a :class:`FieldError` naming the page's field. Nothing here reads the data source.
 """
@@ -35,10 +35,10 @@ from typing import Any
 from snapdp._rational import format_rational
 from snapdp.data.frontends.toml import load_workload
 from snapdp.data.model.codec import workload_to_dict
+from snapdp.data.model.schema import CsvOptions
+from snapdp.data.model.workload import Workload
 from snapdp.data.plan import Plan, PlanPreview, usefulness_flags
 from snapdp.data.plan_toml import dumps
-from snapdp.data.schema import CsvOptions
-from snapdp.data.workload import Workload
 from snapdp.errors import ParameterError
 
 __all__ = [

@@ -22,8 +22,8 @@ from snapdp.cli import main
 from snapdp.data import Column, ContributionBounds, PrivateTable, Query, Schema
 from snapdp.data.frontends.sql import SqlError, parse_predicate, parse_sql
 from snapdp.data.frontends.toml import load_declaration, load_workload
-from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Or
-from snapdp.data.workload import Declaration
+from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Or
+from snapdp.data.model.workload import Declaration
 from snapdp.errors import ParameterError
 
 pytest.importorskip("sqlglot")

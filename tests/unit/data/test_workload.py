@@ -1,4 +1,4 @@
-"""The workload (snapdp.data.workload): its JSON form round-trips exactly, it hands the planner
+"""The workload (snapdp.data.model.workload): its JSON form round-trips exactly, it hands the planner
 the same queries, and malformed JSON names the key."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from fractions import Fraction
 import pytest
 
 from snapdp.data.model.codec import workload_from_dict, workload_to_dict
-from snapdp.data.plan import Plan, PlannedQuery
-from snapdp.data.predicate import And, Compare, IsNull, Not
-from snapdp.data.query import Query
-from snapdp.data.schema import Column, ContributionBounds, NullRule, Schema
-from snapdp.data.workload import Declaration, Workload, table_name
+from snapdp.data.model.predicate import And, Compare, IsNull, Not
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, ContributionBounds, NullRule, Schema
+from snapdp.data.model.workload import Declaration, PlannedQuery, Workload, table_name
+from snapdp.data.plan import Plan
 from snapdp.errors import ParameterError
 
 SCHEMA = Schema(
