@@ -5,8 +5,8 @@ Both act on what was released, never on the data: which groups are shown, and in
 decided by the noisy values, which costs no privacy (post-processing). Each result says so in its
 notes. A :class:`PostProcessing` names the outputs of a query (its grouping columns and its
 aggregates, by the names a user wrote), a HAVING condition as a
-:mod:`snapdp.data.model.predicate` over those names (evaluated by :func:`snapdp.data.model.predicate.evaluate`,
-SQL's three-valued logic), and the ORDER BY keys.
+:mod:`snapdp.data.model.predicate` over those names (evaluated by
+:func:`snapdp.data.model.predicate.evaluate`, SQL's three-valued logic), and the ORDER BY keys.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Row filters (snapdp.data.model.predicate): random WHERE predicates give identical exact aggregates on
-the reference engine and DuckDB (and a few on Spark, in test_filters_spark.py); three-valued logic
-by hand; the typed-literal checks; the JSON form round-trips; a filter changes no sensitivity."""
+"""Row filters (snapdp.data.model.predicate): random WHERE predicates give identical exact
+aggregates on the reference engine and DuckDB (and a few on Spark, in test_filters_spark.py);
+three-valued logic by hand; the typed-literal checks; the JSON form round-trips; a filter changes
+no sensitivity."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The workload (snapdp.data.model.workload): its JSON form round-trips exactly, it hands the planner
-the same queries, and malformed JSON names the key."""
+"""The workload (snapdp.data.model.workload): its JSON form round-trips exactly, it hands the
+planner the same queries, and malformed JSON names the key."""
 
 from __future__ import annotations
 

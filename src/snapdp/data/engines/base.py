@@ -51,7 +51,8 @@ follows the same steps, so that all of them return the same numbers for the same
    32-bit lanes (:func:`unit_lanes`).
 3. **Filter.** With a row filter (``where``, a :mod:`snapdp.data.model.predicate` over the cast
    values of ``where_columns``, before any null rule), a row for which it is not true is
-   dropped (SQL's three-valued logic; :func:`snapdp.data.model.predicate.evaluate` is the definition).
+   dropped (SQL's three-valued logic; :func:`snapdp.data.model.predicate.evaluate` is the
+   definition).
    Cells. A grouping column's null follows its null rule (drop the row, or impute a declared
    key); a value that is not a declared key, or lies outside every bin, drops the row. The cell
    index is the row-major index over the grouping columns. Bins ([eᵢ, eᵢ₊₁)) compare exactly

@@ -3,8 +3,8 @@
 Parsed with sqlglot into its expression tree, then checked node by node against the grammar of
 docs/sql.md and the declaration; every refusal names the line and column of the offending part
 and draws a caret under it, before any data is read and with nothing spent. The result is a
-:class:`SqlQuery`: the :class:`~snapdp.data.model.workload.Workload` (one planned query per aggregate
-expression, in SELECT order) and the post-processing the query asks of the released values
+:class:`SqlQuery`: the :class:`~snapdp.data.model.workload.Workload` (one planned query per
+aggregate expression, in SELECT order) and the post-processing the query asks of the released values
 (HAVING, ORDER BY). This module computes no sensitivity and no ε beyond dividing the query's ε
 equally between its aggregates.
 

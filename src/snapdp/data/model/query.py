@@ -1,10 +1,10 @@
 """Queries: what a release asks of a declared table (DESIGN §8; docs/data.md).
 
 A :class:`Query` names a statistic, the value column it reads (declared with bounds in the
-:class:`~snapdp.data.model.schema.Schema`), the grouping columns (declared with keys or bins; a query may
-bin a numeric column by its own edges), for quantiles the probabilities, and an optional row
-filter (``where``, a :mod:`snapdp.data.model.predicate`: the statistic reads only the rows it holds
-for). A query holds no ε: the release or the plan assigns it.
+:class:`~snapdp.data.model.schema.Schema`), the grouping columns (declared with keys or bins; a
+query may bin a numeric column by its own edges), for quantiles the probabilities, and an optional
+row filter (``where``, a :mod:`snapdp.data.model.predicate`: the statistic reads only the rows it
+holds for). A query holds no ε: the release or the plan assigns it.
 """
 
 from __future__ import annotations

@@ -4,12 +4,11 @@ CLI flags, TOML plan files, SQL text and the page's JSON each produce a :class:`
 nothing else; the planner, the statistics compiler, the engines, the ledger and the writers read
 only it. A workload is
 
-* a :class:`Declaration`: the public :class:`~snapdp.data.model.schema.Schema`, the source, the total
-  budget (``total_epsilon``), the release's ``confidence``, the reference ``group_size`` of the
-  ± of ratio statistics (if declared) and the ``dataset`` name the budget is kept under; and
-* a tuple of :class:`PlannedQuery`: each a
-  :class:`~snapdp.data.model.query.Query` (statistic, column, groupings, bins, quantiles, row filter)
-  with either a fixed ε, a target ± or a weight.
+* a :class:`Declaration`: the public :class:`~snapdp.data.model.schema.Schema`, the source, the
+  total budget (``total_epsilon``), the release's ``confidence``, the reference ``group_size`` of
+  the ± of ratio statistics (if declared) and the ``dataset`` name the budget is kept under; and
+* a tuple of :class:`PlannedQuery`: each a :class:`~snapdp.data.model.query.Query` (statistic,
+  column, groupings, bins, quantiles, row filter) with either a fixed ε, a target ± or a weight.
 
 This module also holds the checks every front end shares (a consistency mode, a confidence, the
 privacy unit's type, a positive number). It imports nothing of the planner: a front end never
