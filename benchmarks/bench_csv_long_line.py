@@ -27,7 +27,7 @@ import json, resource, sys
 from fractions import Fraction
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
-from snapdp.data.schema import Column, CsvOptions
+from snapdp.data.model.schema import Column, CsvOptions
 path, limit = sys.argv[1], int(sys.argv[2])
 g = Column("g", "integer", keys=tuple(range(50)))
 x = ValueColumn(Column("x", "decimal", lower=Fraction(0), upper=Fraction(1000)), 2, 0, 100000)

@@ -86,7 +86,7 @@ _ENGINE = """
 from fractions import Fraction
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
-from snapdp.data.schema import Column, ContributionBounds
+from snapdp.data.model.schema import Column, ContributionBounds
 g = Column("g", "integer", keys=tuple(range(50)))
 x = Column("x", "decimal", lower=Fraction(0), upper=Fraction(1000))
 unit = Column("pid", "integer") if UNIT else None
@@ -195,7 +195,7 @@ _SPARK_ENGINE = """
 from fractions import Fraction
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
 from snapdp.data.engines.spark import SparkEngine
-from snapdp.data.schema import Column, ContributionBounds
+from snapdp.data.model.schema import Column, ContributionBounds
 def job():
     g = Column("g", "integer", keys=tuple(range(50)))
     x = Column("x", "decimal", lower=Fraction(0), upper=Fraction(1000))

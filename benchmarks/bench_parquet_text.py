@@ -24,7 +24,7 @@ import json, resource, sys, time
 from fractions import Fraction
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
-from snapdp.data.schema import Column
+from snapdp.data.model.schema import Column
 keys = tuple(f"group{i:02d}" for i in range(50))
 x = ValueColumn(Column("x", "decimal", lower=Fraction(0), upper=Fraction(1000)), 2, 0, 100000)
 plans = {

@@ -17,9 +17,9 @@ from fractions import Fraction
 from pathlib import Path
 
 from snapdp.data import Plan, statistics
-from snapdp.data.plan import PlannedQuery
-from snapdp.data.query import Query
-from snapdp.data.schema import Column, ContributionBounds, Schema
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, ContributionBounds, Schema
+from snapdp.data.model.workload import PlannedQuery
 
 _CALLS = [0]
 _REAL = statistics.accuracy_of

@@ -158,7 +158,7 @@ def main() -> None:
         )
         (d / "plan.toml").write_text(PLAN.format(spread="variance"))
         try:  # the sample variance where this code has it
-            from snapdp.data.query import STATISTICS
+            from snapdp.data.model.query import STATISTICS
 
             if "var_samp" in STATISTICS:
                 (d / "plan.toml").write_text(PLAN.format(spread="var_samp"))

@@ -26,7 +26,7 @@ from snapdp.data.engines.base import (
     group_rank,
     row_rank,
 )
-from snapdp.data.schema import Column, CsvOptions
+from snapdp.data.model.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = ["OracleEngine", "cast", "quanta"]

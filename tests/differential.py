@@ -204,7 +204,7 @@ def names_for(source: Source) -> dict[str, str]:
 def schema_for(source: Source) -> Any:
     """The declaration of D (public): typed keys, bounds, a privacy unit and its bounds."""
     from snapdp.data import Column, ContributionBounds, Schema
-    from snapdp.data.schema import CsvOptions
+    from snapdp.data.model.schema import CsvOptions
 
     n = names_for(source)
     return Schema(

@@ -18,7 +18,7 @@ import pytest
 from scipy.stats import chi2
 
 from snapdp.data.engines.base import AggregatePlan, ValueColumn, row_rank
-from snapdp.data.schema import Column, ContributionBounds
+from snapdp.data.model.schema import Column, ContributionBounds
 
 KEYS = ("0" * 32, "5bc8fbbc0d3c6b1e9a7f22c4e1d0a9b3", "d76d4330ffeeddccbbaa998877665544")
 UNITS: dict[str, Callable[[int], int]] = {

@@ -19,13 +19,13 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 #: Top to bottom. The data flow of a release reads the same way: front end → workload → planner
-#: → statistics → engine → noise.
+#: → statistics → engine → noise; the workload itself (the declaration and the one IR every
+#: front end produces, ``snapdp.data.model``) is the lowest layer of ``snapdp.data``.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cli/page", ("snapdp.cli", "snapdp.cli.*", "snapdp.ui", "snapdp.ui.*")),
     # the API modules above the front ends: entry points that parse TOML or SQL
     ("api", ("snapdp.data", "snapdp.data.api")),
     ("front ends", ("snapdp.data.frontends", "snapdp.data.frontends.*", "snapdp.data.plan_toml")),
-    ("workload", ("snapdp.data.workload",)),
     ("planner", (
         "snapdp.data.plan", "snapdp.data.two_phase", "snapdp.data.search", "snapdp.data.release",
         "snapdp.data.report", "snapdp.data.demo", "snapdp.data.check",
@@ -35,12 +35,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "snapdp.data.statistics", "snapdp.data.sample_variance", "snapdp.data.quantiles",
         "snapdp.data.calibration", "snapdp.data.consistency", "snapdp.data.postprocess",
         "snapdp.data.refusals", "snapdp.data.bounding", "snapdp.data.sensitivity",
-        "snapdp.data.ledger", "snapdp.data.results", "snapdp.data.query",
+        "snapdp.data.ledger", "snapdp.data.results",
         "snapdp.data.sum_bound", "snapdp.data.exponential_quantiles",
         "snapdp.data.quantile_values",
     )),
     ("engines", ("snapdp.data.engines", "snapdp.data.engines.*")),
-    ("declaration", ("snapdp.data.schema", "snapdp.data.predicate", "snapdp.data._located")),
+    # the declaration and the workload IR: schema, predicate, query, workload, codec, names
+    ("model", ("snapdp.data.model", "snapdp.data.model.*")),
     ("analysis", (
         "snapdp.analysis", "snapdp.analysis.*", "snapdp.verify", "snapdp.verify.*",
         "snapdp.usefulness",
@@ -135,6 +136,64 @@ def test_no_module_imports_a_higher_layer() -> None:
     assert not bad, "\n".join(bad)
 
 
+def import_circles(src: Path = SRC) -> list[list[str]]:
+    """The import circles among modules (every import counted, lazy or typing-only): the
+    strongly connected components of more than one module (Tarjan's algorithm)."""
+    modules = _modules(src)
+    known = set(modules)
+    graph = {
+        m: sorted({t for _, t in imports_of(m, p, known) if t in known and t != m})
+        for m, p in modules.items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_no_import_circles() -> None:
+    """No two modules import each other, even lazily or for types only (was: plan ↔ two_phase)."""
+    circles = import_circles()
+    assert not circles, circles
+
+
+def test_the_model_imports_nothing_else_of_the_data_package() -> None:
+    """The workload IR and the declaration sit at the bottom of ``snapdp.data``."""
+    modules = _modules()
+    bad = [
+        f"{m} -> {t}"
+        for m, p in modules.items()
+        if m.startswith("snapdp.data.model")
+        for _, t in imports_of(m, p, set(modules))
+        if t.startswith("snapdp.data") and not t.startswith("snapdp.data.model")
+    ]
+    assert not bad, bad
+
+
 @pytest.mark.parametrize(
     ("text", "caught"),
     [
@@ -142,7 +201,7 @@ def test_no_module_imports_a_higher_layer() -> None:
         ("import snapdp.data.frontends.sql\n", True),
         ("from snapdp.data import api\n", True),
         ("from . import statistics\n", False),
-        ("from snapdp.data.schema import Schema\n", False),
+        ("from snapdp.data.model.schema import Schema\n", False),
         ("import importlib\nimportlib.import_module('snapdp.data.api')\n", True),
     ],
 )

@@ -7,7 +7,7 @@ traceback — in one place, in the manner of sqlite-utils:
   ``LedgerError``) carry ``parameter``; their message names the command's flag instead of the
   Python name (``max_rows`` → ``--max-rows``), through the invoked command's own option of that
   name or else :data:`FLAGS`, the one table of user-facing names
-  (:mod:`snapdp.data.frontends.names`, docs/sql.md "One workload");
+  (:mod:`snapdp.data.model.names`, docs/sql.md "One workload");
 * with ``--json`` every error, click's own included, is ``{"error": "..."}`` on stdout;
 * Ctrl-C prints "interrupted, nothing spent" and exits 130 — or, when the command has called
   :func:`mark_spent` (its spend is committed), says so and where to look;
@@ -31,8 +31,7 @@ from typing import Any, ParamSpec, TypeVar
 import click
 
 from snapdp._validation import check_epsilon
-from snapdp.data._located import PlanFileError
-from snapdp.data.frontends.names import flags
+from snapdp.data.model.names import PlanFileError, flags
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 
 __all__ = [
@@ -51,7 +50,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 #: Library parameter name → command-line flag, for messages: the one table of user-facing names
-#: (:mod:`snapdp.data.frontends.names`); the invoked command's own option of a name wins.
+#: (:mod:`snapdp.data.model.names`); the invoked command's own option of a name wins.
 FLAGS: dict[str, str] = flags()
 
 _SPENT_KEY = "snapdp.spent"

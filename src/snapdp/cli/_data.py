@@ -28,15 +28,11 @@ from snapdp.data.consistent_accuracy import NOTE as CONSISTENT_NOTE
 from snapdp.data.consistent_accuracy import consistent_statements
 from snapdp.data.frontends.flags import default_by, workload_from_flags
 from snapdp.data.frontends.flags import schema_from_options as _schema_from_options
-from snapdp.data.frontends.names import flags
 from snapdp.data.ledger import Ledger
+from snapdp.data.model.names import flags
+from snapdp.data.model.schema import COLUMN_TYPES, DEFAULT_MAX_LINE_BYTES, Schema
 from snapdp.data.release import PrivateTable
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import (
-    COLUMN_TYPES,
-    DEFAULT_MAX_LINE_BYTES,
-    Schema,
-)
 from snapdp.data.statistics import AccuracyStatement
 from snapdp.errors import ParameterError
 
@@ -53,7 +49,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 #: Library parameter → the flag that sets it (errors name the flag): from the one table of
-#: user-facing names, :mod:`snapdp.data.frontends.names`.
+#: user-facing names, :mod:`snapdp.data.model.names`.
 FLAGS: dict[str, str] = flags()
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from snapdp.data.api import Plan, PrivateTable, load_plan
 from snapdp.data.ledger import DatasetBudget, Ledger, LedgerEntry, LedgerReport, read_ledger
-from snapdp.data.plan import PlannedQuery
-from snapdp.data.query import Query
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
+from snapdp.data.model.workload import Declaration, PlannedQuery, Workload
 from snapdp.data.results import QueryResult, ResultRow
-from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.statistics import AccuracyStatement
-from snapdp.data.workload import Declaration, Workload
 
 __all__ = [
     "AccuracyStatement",

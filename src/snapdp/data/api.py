@@ -18,8 +18,8 @@ from snapdp.data import plan as _plan
 from snapdp.data import release as _release
 from snapdp.data.frontends.sql import apply_post_processing, parse_sql
 from snapdp.data.frontends.toml import load_plan
+from snapdp.data.model.workload import Declaration, check_unit
 from snapdp.data.results import QueryResult
-from snapdp.data.workload import Declaration
 
 __all__ = ["Plan", "PrivateTable", "load_plan"]
 
@@ -64,7 +64,7 @@ class PrivateTable(_release.PrivateTable):
         declaration = Declaration(self.schema, confidence=confidence)
         parsed = parse_sql(query, declaration, epsilon=epsilon)
         if parsed.workload.schema.privacy_unit is not None:
-            _release.check_unit(parsed.workload.schema)
+            check_unit(parsed.workload.schema)
         schema = self.schema
         self.schema = parsed.workload.schema  # OPTIONS / CLAMP may refine the declaration
         try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from snapdp.data.schema import Schema
+from snapdp.data.model.schema import Schema
 from snapdp.errors import ParameterError
 
 __all__ = ["Reach", "reach"]

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from snapdp.data.engines.duckdb import DuckDBEngine, cell_index_sql
-from snapdp.data.schema import Column, Schema
+from snapdp.data.model.schema import Column, Schema
 
 __all__ = ["CheckReport", "ColumnReport", "UnitReport", "check"]
 

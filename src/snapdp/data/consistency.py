@@ -63,8 +63,8 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp.accuracy import noise_envelope
+from snapdp.data.model.schema import Column
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import Column
 from snapdp.data.sum_bound import MAX_NOISES, NoiseKind, noise_kind, sum_accuracies
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
@@ -72,18 +72,15 @@ from snapdp.mechanism import SnappingMechanism
 __all__ = [
     "MAX_CELLS",
     "MAX_FIT_BOUND",
-    "MODES",
     "Fit",
     "Member",
     "check",
-    "check_mode",
     "families",
     "fit",
     "make_consistent",
     "open_bound",
 ]
 
-MODES = ("wls", "nonnegative", "integer")
 #: The most finest cells one family may have (the fit is a dense solve over them).
 MAX_CELLS = 4096
 #: The most released counts a family may have for the fit bound to be computed (its cost grows
@@ -98,25 +95,10 @@ _SHARES = (0.5, 0.75, 0.9)
 _Array = npt.NDArray[np.float64]
 
 
-def check_mode(consistent: object) -> str | None:
-    """``consistent`` as a mode: False/None → None (off), True → "wls", or one of
-    :data:`MODES`; anything else is a ParameterError naming ``consistent``."""
-    if consistent is None or consistent is False:
-        return None
-    if consistent is True:
-        return "wls"
-    if isinstance(consistent, str) and consistent in MODES:
-        return consistent
-    raise ParameterError(
-        f"`consistent` must be true, false or one of {', '.join(MODES)}, not {consistent!r}",
-        parameter="consistent",
-    )
-
-
 @dataclass(frozen=True)
 class Member:
     """One released count table of a family: its grouping, its released values (cell order of
-    :func:`snapdp.data.schema.keys_product`) and its noise's public description."""
+    :func:`snapdp.data.model.schema.keys_product`) and its noise's public description."""
 
     columns: tuple[Column, ...]
     values: _Array

@@ -22,10 +22,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from snapdp.data.consistency import check_mode, make_consistent
+from snapdp.data.consistency import make_consistent
 from snapdp.data.core import consistent_counts
-from snapdp.data.query import Query
-from snapdp.data.schema import Schema
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Schema
+from snapdp.data.model.workload import check_mode
 from snapdp.data.statistics import (
     AccuracyStatement,
     accuracy_of,

@@ -1,7 +1,7 @@
 """Release plans: one file for a whole workload, and the accuracy-first planner (DESIGN §8.6;
 docs/plans.md).
 
-A plan holds the declaration (a :class:`~snapdp.data.schema.Schema`), the source, an optional
+A plan holds the declaration (a :class:`~snapdp.data.model.schema.Schema`), the source, an optional
 ``total_epsilon`` and a list of :class:`PlannedQuery`. Each query takes either a fixed
 ``epsilon``, or a target ``accuracy`` (± at ``confidence``: it gets the smallest ε that meets
 it), or a ``weight`` (the weighted queries share what is left of ``total_epsilon`` in
@@ -36,23 +36,28 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from decimal import Decimal
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from snapdp._rational import shown_number
-from snapdp._validation import check_count, check_epsilon
-from snapdp.data._located import Locator, Path_, PlanFileError, describe_key
-from snapdp.data._located import located as _located
-from snapdp.data.consistency import check_mode
+from snapdp._validation import check_epsilon
 from snapdp.data.engines.base import Engine
-from snapdp.data.query import Query
+from snapdp.data.model.names import Locator, Path_, PlanFileError, describe_key
+from snapdp.data.model.names import located as _located
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, Schema
+from snapdp.data.model.workload import (
+    DEFAULT_CONFIDENCE,
+    Declaration,
+    PlannedQuery,
+    Workload,
+    check_mode,
+    resolved_source,
+)
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import Column, Schema
 from snapdp.data.search import TOLERANCE, smallest_epsilon  # noqa: F401 (public here too)
 from snapdp.data.search import eps_text as _eps_text
 from snapdp.data.search import fraction_text as _text
@@ -61,94 +66,19 @@ from snapdp.data.two_phase import TwoPhase
 from snapdp.errors import ParameterError
 
 __all__ = [
-    "DEFAULT_CONFIDENCE",
     "AccuracyAt",
     "Allocation",
     "Plan",
     "PlanPreview",
     "PlanRun",
-    "PlannedQuery",
     "plan_epsilons",
     "smallest_epsilon",
     "statement_accuracy",
     "usefulness_flags",
 ]
 
-DEFAULT_CONFIDENCE = 0.95
-
-
-@dataclass(frozen=True)
-class PlannedQuery:
-    """One query of a plan and how it gets its ε: exactly one of ``epsilon`` (fixed),
-    ``accuracy`` (a target ± at ``confidence``) and ``weight`` (a share of what is left).
-    ``group_size``: a public lower bound on the rows of its groups, which its ± is stated for
-    (means, variances, std, quantiles); without one, a target query is released in two phases
-    (docs/plans.md, "Two-phase targets")."""
-
-    query: Query
-    epsilon: Fraction | None = None
-    accuracy: Fraction | None = None
-    weight: Fraction | None = None
-    confidence: float = DEFAULT_CONFIDENCE
-    group_size: int | None = None
-
-    def __post_init__(self) -> None:
-        given = [k for k in ("epsilon", "accuracy", "weight") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ParameterError(
-                f"query {self.query.label!r} must give exactly one of `epsilon`, `accuracy` "
-                f"and `weight`, not {', '.join(given) or 'none'}",
-                parameter="epsilon",
-            )
-        if self.epsilon is not None:
-            object.__setattr__(self, "epsilon", check_epsilon("epsilon", self.epsilon))
-        if self.accuracy is not None:
-            object.__setattr__(self, "accuracy", _positive("accuracy", self.accuracy))
-            if self.query.method == "exponential":  # nothing released could confirm a value ±
-                raise ParameterError(
-                    f"query {self.query.label!r}: the exponential method states its ± in ranks "
-                    "and releases no count, so a target ± in values cannot be promised; give it a "
-                    "fixed epsilon or a weight (docs/data.md, 'Quantiles by the exponential "
-                    "mechanism')",
-                    parameter="accuracy",
-                )
-        if self.weight is not None:
-            object.__setattr__(self, "weight", _positive("weight", self.weight))
-        c = self.confidence
-        if isinstance(c, bool) or not isinstance(c, (int, float, Fraction, Decimal)):
-            raise ParameterError(
-                f"`confidence` must be a number in (0, 1), not {shown_number(c)}",
-                parameter="confidence",
-            )
-        if not 0 < c < 1:
-            raise ParameterError(
-                f"`confidence` must be in (0, 1), not {shown_number(c)}", parameter="confidence"
-            )
-        object.__setattr__(self, "confidence", float(c))
-        if self.group_size is not None:
-            check_count("group_size", self.group_size)
-
-    @property
-    def how(self) -> str:
-        """ "epsilon", "accuracy" or "weight"."""
-        if self.epsilon is not None:
-            return "epsilon"
-        return "accuracy" if self.accuracy is not None else "weight"
-
-    @property
-    def depends_on_group_size(self) -> bool:
-        """Whether its ± is stated for a reference group size (ratio statistics, quantiles)."""
-        q = self.query
-        return q.statistic in ("variance", "std", "var_samp", "std_samp", "quantiles") or (
-            q.statistic == "mean" and q.method == "ratio"
-        )
-
-    @property
-    def two_phase(self) -> bool:
-        """Whether it is released in two phases: a target whose ± depends on a private size,
-        with no declared ``group_size``."""
-        return self.accuracy is not None and self.group_size is None and self.depends_on_group_size
-
+#: The reference group size a planned query takes when none is declared (the planner's).
+_PLANNER_GROUP_SIZE = next(f.default for f in fields(PlannedQuery) if f.name == "group_size")
 
 #: The accuracy a planned query would have at an exact ε, at its confidence (and, for ratio
 #: statistics, its reference group size); must be non-increasing in ε. Never reads data.
@@ -587,6 +517,31 @@ class Plan:
                 "confidence",
             )
 
+    # -- the workload (the one IR: docs/sql.md, "One workload") -------------------------------
+    @classmethod
+    def from_workload(cls, workload: Workload) -> Plan:
+        """The planner's view of ``workload``."""
+        d = workload.declaration
+        return cls(d.schema, workload.queries, source=d.source, total_epsilon=d.total_epsilon,
+                   base=d.base, consistent=d.consistent)  # fmt: skip
+
+    def to_workload(self, dataset: str | None = None) -> Workload:
+        """The workload this plan holds, its budget kept under ``dataset``."""
+        confidence = self.queries[0].confidence if self.queries else DEFAULT_CONFIDENCE
+        sizes = {pq.group_size for pq in self.queries}
+        size = next(iter(sizes)) if len(sizes) == 1 else None
+        declaration = Declaration(
+            self.schema,
+            self.source,
+            self.total_epsilon,
+            confidence,
+            None if size == _PLANNER_GROUP_SIZE else size,
+            dataset,
+            self.base,
+            self.consistent,
+        )
+        return Workload(declaration, tuple(self.queries))
+
     # -- planning and running ----------------------------------------------------------------
     def preview(
         self, accuracy_at: AccuracyAt | None = None, *, presume_certified: bool = False
@@ -771,17 +726,6 @@ def _calibrated(compiled: Any) -> Any:
     return statistics.calibrate(compiled, presume_certified=True)
 
 
-def resolved_source(source: object, base: Path | None) -> object:
-    """``source`` with a relative path resolved against ``base`` (a plan file's folder); any
-    other source as it is."""
-    if isinstance(source, (str, Path)):
-        p = Path(source)
-        if not p.is_absolute() and base is not None:
-            p = base / p
-        return str(p)
-    return source
-
-
 def _open_ledger(path: Path, given: Fraction | None, default: Fraction, dataset: str) -> Any:
     """The ledger at ``path`` for ``dataset``: with the total given, or the one it already keeps
     for the dataset, or else (a new budget) the plan's total."""
@@ -819,21 +763,3 @@ def _default_engine(source: object, schema: Schema) -> Engine:
     if source is None:
         raise ParameterError("the plan declares no `source`", parameter="source")
     return default_engine(source, schema)
-
-
-def _positive(name: str, x: object) -> Fraction:
-    if isinstance(x, bool) or not isinstance(x, (int, Fraction, Decimal, float)):
-        raise ParameterError(
-            f"`{name}` must be a number > 0, not {shown_number(x)}", parameter=name
-        )
-    if isinstance(x, float) and not math.isfinite(x):
-        raise ParameterError(f"`{name}` must be finite, not {shown_number(x)}", parameter=name)
-    value = Fraction(x)
-    if not value > 0:
-        raise ParameterError(f"`{name}` must be > 0, not {shown_number(x)}", parameter=name)
-    return value
-
-
-def with_group_size(pq: PlannedQuery, n: int) -> PlannedQuery:
-    """A copy of ``pq`` stated for groups of ``n`` rows."""
-    return replace(pq, group_size=n)

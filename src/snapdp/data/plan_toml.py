@@ -20,7 +20,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from snapdp._rational import format_rational
-from snapdp.data.schema import DEFAULT_MAX_ROWS, Column, CsvOptions
+from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, CsvOptions
+from snapdp.data.model.workload import DEFAULT_CONFIDENCE
 from snapdp.errors import ParameterError
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     if plan.total_epsilon is not None:
         data["total_epsilon"] = plan.total_epsilon
     confidences = {pq.confidence for pq in plan.queries}
-    if confidences != {_plan.DEFAULT_CONFIDENCE}:
+    if confidences != {DEFAULT_CONFIDENCE}:
         data["confidence"] = Decimal(repr(next(iter(confidences))))
     if schema.max_rows != DEFAULT_MAX_ROWS:
         data["max_rows"] = schema.max_rows

@@ -5,8 +5,8 @@ Both act on what was released, never on the data: which groups are shown, and in
 decided by the noisy values, which costs no privacy (post-processing). Each result says so in its
 notes. A :class:`PostProcessing` names the outputs of a query (its grouping columns and its
 aggregates, by the names a user wrote), a HAVING condition as a
-:mod:`snapdp.data.predicate` over those names (evaluated by :func:`snapdp.data.predicate.evaluate`,
-SQL's three-valued logic), and the ORDER BY keys.
+:mod:`snapdp.data.model.predicate` over those names (evaluated by
+:func:`snapdp.data.model.predicate.evaluate`, SQL's three-valued logic), and the ORDER BY keys.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from snapdp.data.predicate import Predicate, evaluate
+from snapdp.data.model.predicate import Predicate, evaluate
 from snapdp.data.results import QueryResult, ResultRow
 
 __all__ = ["Output", "PostProcessing", "apply_post_processing"]

@@ -21,7 +21,7 @@ import math
 from fractions import Fraction
 
 from snapdp._rational import shown_rational
-from snapdp.data.schema import Column
+from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError
 from snapdp.ieee import double_at_least, double_at_most, double_within
 

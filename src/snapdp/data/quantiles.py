@@ -33,7 +33,7 @@ from snapdp._rational import shown_rational
 from snapdp._validation import check_count, check_epsilon, check_finite, check_positive_finite
 from snapdp.accuracy import accuracy_bound
 from snapdp.data.calibration import Calibration, calibrate_l1
-from snapdp.data.schema import DEFAULT_MAX_ROWS
+from snapdp.data.model.schema import DEFAULT_MAX_ROWS
 from snapdp.data.sum_bound import NoiseKind, log_mgf_bound, noise_kind
 from snapdp.errors import ParameterError
 from snapdp.rescaling import mechanism_parameters

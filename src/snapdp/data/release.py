@@ -30,17 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from snapdp._rational import shown_number
 from snapdp._validation import check_epsilon
 from snapdp.data import consistency
-from snapdp.data.consistency import check_mode
 from snapdp.data.core import consistent_counts, count_groupings, hash_key, release_core
 from snapdp.data.engines.base import Engine
 from snapdp.data.ledger import Ledger, resolve_dataset
-from snapdp.data.query import Query
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Schema
+from snapdp.data.model.workload import _confidence, check_mode, check_unit
 from snapdp.data.refusals import check_release
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import Schema
 from snapdp.data.statistics import (
     AccuracyStatement,
     Compiled,
@@ -294,31 +293,3 @@ def default_engine(data: object, schema: Schema) -> Engine:
     module = importlib.import_module("snapdp.data.engines.duckdb")
     engine = module.DuckDBEngine(data, csv=schema.csv)
     return engine
-
-
-def check_unit(schema: Schema) -> None:
-    """Refuse a privacy-unit column declared other than integer or text."""
-    assert schema.privacy_unit is not None
-    col = next((c for c in schema.columns if c.name == schema.privacy_unit), None)
-    if col is not None and col.type not in ("integer", "text"):
-        raise ParameterError(
-            f"privacy-unit column {col.name!r} must be declared integer or text, not {col.type}",
-            parameter="privacy_unit",
-        )
-
-
-def _confidence(confidence: object) -> tuple[float, float]:
-    """(confidence, alpha = 1 − confidence), alpha computed from the decimal the user wrote."""
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, Fraction)):
-        raise ParameterError(
-            f"`confidence` must be a number in (0, 1), not {shown_number(confidence)}",
-            parameter="confidence",
-        )
-    c = float(confidence)
-    if not 0 < c < 1:
-        raise ParameterError(
-            f"`confidence` must be in (0, 1), not {shown_number(confidence)}",
-            parameter="confidence",
-        )
-    alpha = float(1 - Fraction(repr(c)))
-    return c, alpha

@@ -14,8 +14,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Protocol
 
+from snapdp.data.model.schema import Schema
 from snapdp.data.results import QueryResult, _atomic, _fraction_text, _json_value
-from snapdp.data.schema import Schema
 
 
 class PlanPreview(Protocol):

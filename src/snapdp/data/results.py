@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._rational import format_rational
-from snapdp.data.query import Query
-from snapdp.data.schema import Key
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Key
 
 __all__ = [
     "RESULT_FILES",

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from snapdp._rational import shown_rational
-from snapdp.data.schema import Column
+from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError
 
 __all__ = ["INT64_LIMIT", "FixedPoint", "fits_int64", "fixed_point"]

@@ -52,10 +52,10 @@ from snapdp.data import calibration, quantile_values, quantiles, sample_variance
 from snapdp.data import exponential_quantiles as expq
 from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
-from snapdp.data.predicate import Predicate, check_predicate, columns_of
-from snapdp.data.query import ROOT_STATISTICS, SPREAD_STATISTICS, Query
+from snapdp.data.model.predicate import Predicate, check_predicate, columns_of
+from snapdp.data.model.query import ROOT_STATISTICS, SPREAD_STATISTICS, Query
+from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, Key, Schema, keys_product
 from snapdp.data.results import QueryResult, ResultRow
-from snapdp.data.schema import DEFAULT_MAX_ROWS, Column, Key, Schema, keys_product
 from snapdp.data.sensitivity import FixedPoint, fits_int64, fixed_point
 from snapdp.data.sum_bound import noise_kind
 from snapdp.errors import ParameterError

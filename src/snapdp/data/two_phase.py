@@ -31,23 +31,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from decimal import ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from snapdp.data import statistics
-from snapdp.data.consistency import check_mode
 from snapdp.data.core import Noisy, Progress, consistent_counts, hash_key, release_core
+from snapdp.data.model.schema import Schema
+from snapdp.data.model.workload import check_mode
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import Schema
 from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
 from snapdp.data.statistics import AccuracyStatement, Compiled, Noise, Part
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
 if TYPE_CHECKING:
-    from snapdp.data.plan import PlannedQuery, PlanPreview
+    from snapdp.data.model.workload import PlannedQuery
     from snapdp.data.release import PrivateTable
 
 __all__ = [
@@ -72,6 +72,27 @@ class TwoPhase:
     floor: int | None
     rows: int | None
     example: Fraction | None
+
+
+class _Allocation(Protocol):
+    """What the run reads of one of the planner's allocations (``plan.Allocation``)."""
+
+    @property
+    def epsilon(self) -> Fraction: ...
+
+    @property
+    def two_phase(self) -> TwoPhase | None: ...
+
+
+class _Preview(Protocol):
+    """What the run reads of the planner's answer (``plan.PlanPreview``): typed by its shape,
+    so that this module does not import the planner that imports it."""
+
+    @property
+    def allocations(self) -> Sequence[_Allocation]: ...
+
+    @property
+    def total(self) -> Fraction: ...
 
 
 def _first(part: Part) -> bool:
@@ -261,7 +282,7 @@ def _round_rows(n: int) -> int:
 def release_plan(
     table: PrivateTable,
     queries: Sequence[PlannedQuery],
-    preview: PlanPreview,
+    preview: _Preview,
     confidence: float,
     consistent: bool | str = False,
 ) -> tuple[list[QueryResult], Fraction]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from snapdp.data.engines.header import source_columns
-from snapdp.data.schema import CsvOptions
+from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = ["MAX_HEADER_NAMES", "MAX_NAME_CHARS", "column_names"]

@@ -14,7 +14,7 @@ The page sends a *document*: every field exactly as typed (strings), never a pat
 :func:`document_toml` writes it as the text of a plan file (numbers keep the digits typed; a
 field that is not a number is written as a string, so that the plan loader rejects it with the
 same message as ``snapdp plan``), with the source fixed by the command line. :func:`load_plan`
-loads that text as a :class:`~snapdp.data.workload.Workload` with the TOML front end — the
+loads that text as a :class:`~snapdp.data.model.workload.Workload` with the TOML front end — the
 command line's own loader and checks — and turns its error ("file, line N, key `K`: message")
 into a :class:`FieldError` naming the page's field. Nothing here reads the data source.
 """
@@ -34,10 +34,11 @@ from typing import Any
 
 from snapdp._rational import format_rational
 from snapdp.data.frontends.toml import load_workload
+from snapdp.data.model.codec import workload_to_dict
+from snapdp.data.model.schema import CsvOptions
+from snapdp.data.model.workload import Workload
 from snapdp.data.plan import Plan, PlanPreview, usefulness_flags
 from snapdp.data.plan_toml import dumps
-from snapdp.data.schema import CsvOptions
-from snapdp.data.workload import Workload
 from snapdp.errors import ParameterError
 
 __all__ = [
@@ -365,7 +366,7 @@ def plan_and_preview(
     text = dumps(_toml_structure(checked, source or NO_SOURCE))
     fields = _field_map(checked)
     workload = _load_text(text, workdir, fields)
-    plan = workload.plan()
+    plan = Plan.from_workload(workload)
     planned = preview(plan, fields, draft=draft)
     return plan, planned, digest(workload, planned)
 
@@ -420,7 +421,7 @@ def _text(x: object) -> str:
 
 def document_from_workload(workload: Workload) -> dict[str, Any]:
     """The page's document of ``workload`` (its source is not part of it)."""
-    doc = document_from_plan(workload.plan())
+    doc = document_from_plan(Plan.from_workload(workload))
     if workload.dataset is not None:
         doc["data"]["dataset"] = workload.dataset
     return doc
@@ -538,7 +539,7 @@ def digest(workload: Workload, planned: PlanPreview) -> str:
     and what it would spend — every query's exact ε and the total."""
     spend = [format_rational(e, max_digits=None) for e in planned.epsilons]
     body = json.dumps(
-        [workload.to_dict(), spend, format_rational(planned.total, max_digits=None)],
+        [workload_to_dict(workload), spend, format_rational(planned.total, max_digits=None)],
         sort_keys=True,
     )
     return hashlib.sha256(body.encode("utf-8")).hexdigest()

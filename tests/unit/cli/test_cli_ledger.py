@@ -19,8 +19,8 @@ from click.testing import CliRunner, Result
 from snapdp.cli import main
 from snapdp.cli._common import FLAGS, _flags_in, plain_number
 from snapdp.data import Ledger
-from snapdp.data.frontends.names import flag_for
 from snapdp.data.ledger import read_ledger
+from snapdp.data.model.names import flag_for
 from snapdp.mechanism import SnappingMechanism
 
 VALUE = ["release", "--value", "3", "--lower", "0", "--upper", "10"]

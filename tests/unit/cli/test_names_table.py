@@ -1,5 +1,5 @@
 """One table of user-facing names (docs/sql.md, "One workload"): every error of the CLI names a
-flag through :mod:`snapdp.data.frontends.names`; no CLI module keeps a table of its own."""
+flag through :mod:`snapdp.data.model.names`; no CLI module keeps a table of its own."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from snapdp.cli import _common, main
-from snapdp.data.frontends.names import NAMES, flags
+from snapdp.data.model.names import NAMES, flags
 
 CLI = Path(__file__).resolve().parents[3] / "src" / "snapdp" / "cli"
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from snapdp.data.schema import CsvOptions
+from snapdp.data.model.schema import CsvOptions
 
 
 def local_engine(source: object, csv_options: CsvOptions | None = None) -> Any:

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from snapdp.cli import main
 from snapdp.data.check import WARNING, check
-from snapdp.data.schema import Column, ContributionBounds, NullRule, Schema
+from snapdp.data.model.schema import Column, ContributionBounds, NullRule, Schema
 
 CSV = (
     "g,v,u,t,d\n"

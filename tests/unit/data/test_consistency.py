@@ -27,7 +27,8 @@ from tests.data_oracle import OracleEngine
 
 from snapdp.cli import main
 from snapdp.data import Column, Plan, PrivateTable, Query, Schema
-from snapdp.data.consistency import _largest_remainder, _simplex, check_mode
+from snapdp.data.consistency import _largest_remainder, _simplex
+from snapdp.data.model.workload import check_mode
 from snapdp.errors import ParameterError
 
 G = Column("g", "integer", keys=(0, 1))

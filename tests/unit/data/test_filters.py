@@ -1,6 +1,7 @@
-"""Row filters (snapdp.data.predicate): random WHERE predicates give identical exact aggregates on
-the reference engine and DuckDB (and a few on Spark, in test_filters_spark.py); three-valued logic
-by hand; the typed-literal checks; the JSON form round-trips; a filter changes no sensitivity."""
+"""Row filters (snapdp.data.model.predicate): random WHERE predicates give identical exact
+aggregates on the reference engine and DuckDB (and a few on Spark, in test_filters_spark.py);
+three-valued logic by hand; the typed-literal checks; the JSON form round-trips; a filter changes
+no sensitivity."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 from tests.data_oracle import OracleEngine
 
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.predicate import (
+from snapdp.data.model.codec import predicate_from_dict, predicate_to_dict
+from snapdp.data.model.predicate import (
     And,
     Compare,
     InList,
@@ -25,12 +27,10 @@ from snapdp.data.predicate import (
     between,
     check_predicate,
     evaluate,
-    predicate_from_dict,
-    predicate_to_dict,
     to_sql,
 )
-from snapdp.data.query import Query
-from snapdp.data.schema import Column, ContributionBounds, Schema
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, ContributionBounds, Schema
 from snapdp.data.statistics import compile_query
 from snapdp.errors import ParameterError
 

@@ -13,10 +13,10 @@ import pytest
 
 from snapdp.cli._data import FLAGS
 from snapdp.data import PrivateTable
-from snapdp.data.frontends import names
 from snapdp.data.frontends.flags import workload_from_flags
 from snapdp.data.frontends.sql import parse_sql
 from snapdp.data.frontends.toml import _COLUMN_KEYS, _DATA_KEYS, _QUERY_KEYS, load_workload
+from snapdp.data.model import names
 
 pytest.importorskip("sqlglot")
 

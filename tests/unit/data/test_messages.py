@@ -17,7 +17,7 @@ from snapdp._rational import shown_number, shown_rational
 from snapdp._validation import check_epsilon, check_positive_finite
 from snapdp.cli import main
 from snapdp.data import Plan, Query
-from snapdp.data.predicate import Compare
+from snapdp.data.model.predicate import Compare
 from snapdp.errors import ParameterError
 
 HEAD = """[data]

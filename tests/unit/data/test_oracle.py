@@ -7,7 +7,7 @@ from pathlib import Path
 from tests.data_oracle import OracleEngine, cast
 
 from snapdp.data.engines.base import AggregatePlan, ValueColumn, row_rank
-from snapdp.data.schema import Column, ContributionBounds, NullRule
+from snapdp.data.model.schema import Column, ContributionBounds, NullRule
 
 
 def test_casts_follow_the_contract() -> None:

@@ -16,7 +16,7 @@ import snapdp.cli._data as cli_data
 from snapdp.cli import main
 from snapdp.cli._data import plain_number, schema_from_options
 from snapdp.data import read_ledger
-from snapdp.data.schema import Schema
+from snapdp.data.model.schema import Schema
 from snapdp.errors import ParameterError
 
 

@@ -33,8 +33,8 @@ from snapdp.data import Column, PrivateTable, Query, Schema
 from snapdp.data.frontends.flags import workload_from_flags
 from snapdp.data.frontends.sql import parse_sql
 from snapdp.data.frontends.toml import load_plan
+from snapdp.data.model.workload import Declaration
 from snapdp.data.sample_variance import sample_accuracy, sample_value
-from snapdp.data.workload import Declaration
 
 G = Column("g", "integer", keys=(0, 1, 2, 3))
 V = Column("v", "integer", lower=Fraction(0), upper=Fraction(10))

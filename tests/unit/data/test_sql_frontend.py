@@ -19,11 +19,11 @@ from hypothesis import strategies as st
 from tests.data_oracle import OracleEngine
 
 from snapdp.cli import main
-from snapdp.data import Column, ContributionBounds, PrivateTable, Query, Schema
+from snapdp.data import Column, ContributionBounds, Plan, PrivateTable, Query, Schema
 from snapdp.data.frontends.sql import SqlError, parse_predicate, parse_sql
 from snapdp.data.frontends.toml import load_declaration, load_workload
-from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Or
-from snapdp.data.workload import Declaration
+from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Or
+from snapdp.data.model.workload import Declaration
 from snapdp.errors import ParameterError
 
 pytest.importorskip("sqlglot")
@@ -331,7 +331,7 @@ def test_sql_toml_and_api_give_one_workload_and_the_same_values(tmp_path: Path) 
     for run in ("plan", "sql", "api"):
         rng = np.random.default_rng(11)
         if run == "plan":
-            done = toml.plan().run(rng=rng)
+            done = Plan.from_workload(toml).run(rng=rng)
             released.append([r.as_dict() for r in done.results])
             continue
         table = PrivateTable(str(path), SCHEMA, total_epsilon=1, rng=rng)

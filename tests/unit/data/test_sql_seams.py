@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from snapdp.cli import main
 from snapdp.data import Column, ContributionBounds, PrivateTable, Query, Schema
 from snapdp.data.frontends.sql import SqlError, parse_predicate, parse_sql
-from snapdp.data.predicate import Compare
-from snapdp.data.workload import Declaration
+from snapdp.data.model.predicate import Compare
+from snapdp.data.model.workload import Declaration
 from snapdp.errors import ParameterError
 
 pytest.importorskip("sqlglot")

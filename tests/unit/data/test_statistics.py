@@ -69,7 +69,7 @@ def test_substitute_mean_sensitivity_covers_dropped_nulls() -> None:
     """Substituting one row moves Σq by at most what one row can add: with nulls dropped, a row
     adds 0 or a value in [L, U], so Δ = max(U, 0) − min(L, 0) over n, not (U − L)/n; with an
     imputed value, (U − L)/n. Brute force over one substituted row of a 3-row table."""
-    from snapdp.data.schema import NullRule
+    from snapdp.data.model.schema import NullRule
 
     for nulls, span in ((NullRule(), 110), (NullRule("impute", 105), 10)):
         schema = Schema((Column("v", "integer", 100, 110, nulls=nulls),), rows=3)

@@ -1,5 +1,5 @@
-"""The workload (snapdp.data.workload): its JSON form round-trips exactly, it hands the planner
-the same queries, and malformed JSON names the key."""
+"""The workload (snapdp.data.model.workload): its JSON form round-trips exactly, it hands the
+planner the same queries, and malformed JSON names the key."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from fractions import Fraction
 
 import pytest
 
-from snapdp.data.plan import Plan, PlannedQuery
-from snapdp.data.predicate import And, Compare, IsNull, Not
-from snapdp.data.query import Query
-from snapdp.data.schema import Column, ContributionBounds, NullRule, Schema
-from snapdp.data.workload import Declaration, Workload, table_name
+from snapdp.data.model.codec import workload_from_dict, workload_to_dict
+from snapdp.data.model.predicate import And, Compare, IsNull, Not
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, ContributionBounds, NullRule, Schema
+from snapdp.data.model.workload import Declaration, PlannedQuery, Workload, table_name
+from snapdp.data.plan import Plan
 from snapdp.errors import ParameterError
 
 SCHEMA = Schema(
@@ -58,17 +59,17 @@ def _workload() -> Workload:
 
 def test_json_round_trip_is_exact() -> None:
     w = _workload()
-    text = json.dumps(w.to_dict())
-    assert Workload.from_dict(json.loads(text)) == w
+    text = json.dumps(workload_to_dict(w))
+    assert workload_from_dict(json.loads(text)) == w
     assert '"lower": "-1/3"' in text and '"epsilon": "0.5"' in text
 
 
 def test_the_planner_gets_the_same_queries() -> None:
     w = _workload()
-    plan = w.plan()
+    plan = Plan.from_workload(w)
     assert isinstance(plan, Plan) and plan.queries == w.queries
     assert plan.total_epsilon == Fraction(2) and plan.schema is SCHEMA
-    assert Workload.from_plan(plan, dataset=None) == w
+    assert plan.to_workload(dataset=None) == w
     assert all(pq.confidence == 0.9 and pq.group_size == 500 for pq in w.queries)
 
 
@@ -90,10 +91,10 @@ def test_table_name() -> None:
     ],
 )
 def test_malformed_json_names_the_key(mutate: object, parameter: str) -> None:
-    data = json.loads(json.dumps(_workload().to_dict()))
+    data = json.loads(json.dumps(workload_to_dict(_workload())))
     mutate(data)  # type: ignore[operator]
     with pytest.raises(ParameterError) as info:
-        Workload.from_dict(data)
+        workload_from_dict(data)
     assert info.value.parameter == parameter
 
 

@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from snapdp.data import Plan, PlannedQuery
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.plan_toml import dumps, plan_to_toml
-from snapdp.data.query import Query
-from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.errors import ParameterError
 from snapdp.ui._workload_json import document_from_plan, document_toml
 

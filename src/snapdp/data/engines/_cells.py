@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from snapdp.data.engines.base import AggregatePlan
-from snapdp.data.schema import Column
+from snapdp.data.model.schema import Column
 
 __all__ = ["declared_columns", "encodable", "frame_to_arrow", "object_cell"]
 

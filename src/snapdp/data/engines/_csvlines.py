@@ -36,7 +36,7 @@ from typing import IO, Any, NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
-from snapdp.data.schema import DEFAULT_MAX_LINE_BYTES
+from snapdp.data.model.schema import DEFAULT_MAX_LINE_BYTES
 from snapdp.errors import ParameterError
 
 __all__ = [

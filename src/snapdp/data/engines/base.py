@@ -8,7 +8,7 @@ follows the same steps, so that all of them return the same numbers for the same
 ``hash_key`` (tested against the pure-Python oracle in ``tests/data_oracle.py``):
 
 1. **Read.** A CSV file is read one record per line, every cell as text (encoding, delimiter and
-   header from :class:`~snapdp.data.schema.CsvOptions`; docs/data.md, "CSV input"):
+   header from :class:`~snapdp.data.model.schema.CsvOptions`; docs/data.md, "CSV input"):
 
    - the file is split into lines at LF (``\n``) only, the text after the last LF being a line
      too; one trailing CR (``\r``) is removed from each line (a CR anywhere else is data); a
@@ -49,9 +49,10 @@ follows the same steps, so that all of them return the same numbers for the same
    is null, except that text takes integers as their decimal digits. A privacy unit column is
    declared integer or text (text by default); its value enters the ranks of step 5 as two
    32-bit lanes (:func:`unit_lanes`).
-3. **Filter.** With a row filter (``where``, a :mod:`snapdp.data.predicate` over the cast
+3. **Filter.** With a row filter (``where``, a :mod:`snapdp.data.model.predicate` over the cast
    values of ``where_columns``, before any null rule), a row for which it is not true is
-   dropped (SQL's three-valued logic; :func:`snapdp.data.predicate.evaluate` is the definition).
+   dropped (SQL's three-valued logic; :func:`snapdp.data.model.predicate.evaluate` is the
+   definition).
    Cells. A grouping column's null follows its null rule (drop the row, or impute a declared
    key); a value that is not a declared key, or lies outside every bin, drops the row. The cell
    index is the row-major index over the grouping columns. Bins ([eᵢ, eᵢ₊₁)) compare exactly
@@ -99,8 +100,8 @@ from typing import Protocol, TypeAlias, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from snapdp.data.predicate import Predicate
-from snapdp.data.schema import Column, ContributionBounds
+from snapdp.data.model.predicate import Predicate
+from snapdp.data.model.schema import Column, ContributionBounds
 from snapdp.errors import ParameterError
 
 __all__ = [

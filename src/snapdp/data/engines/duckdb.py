@@ -80,9 +80,9 @@ from snapdp.data.engines.base import (
     row_chunks,
     row_radices,
 )
+from snapdp.data.engines.filter_sql import render
 from snapdp.data.engines.header import csv_header
-from snapdp.data.predicate import render
-from snapdp.data.schema import Column, CsvOptions
+from snapdp.data.model.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = ["DuckDBEngine", "cell_index_sql", "quote_identifier"]

@@ -19,7 +19,7 @@ from snapdp.data.engines._csvlines import (
     first_line,
     header_fields,
 )
-from snapdp.data.schema import CsvOptions
+from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = ["PARQUET_MAGIC", "csv_header", "source_columns"]

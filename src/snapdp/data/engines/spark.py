@@ -73,8 +73,8 @@ from snapdp.data.engines.base import (
     row_chunks,
     row_radices,
 )
-from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Predicate
-from snapdp.data.schema import Column, CsvOptions
+from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Predicate
+from snapdp.data.model.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = ["SparkEngine"]

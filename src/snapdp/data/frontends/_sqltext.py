@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from snapdp.data.frontends.names import sql_word_for
+from snapdp.data.model.names import sql_word_for
 from snapdp.errors import ParameterError
 
 __all__ = ["SqlError", "SqlText"]

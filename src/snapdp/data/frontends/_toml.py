@@ -18,7 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from snapdp.data._located import Path_, PlanFileError, describe_key
+from snapdp.data.model.names import Path_, PlanFileError, describe_key
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -1,5 +1,5 @@
 """CLI-flags front end: the declaration and statistic flags of ``snapdp release`` (and the
-declaration flags of ``snapdp check``) as a :class:`~snapdp.data.workload.Workload`
+declaration flags of ``snapdp check``) as a :class:`~snapdp.data.model.workload.Workload`
 (docs/data.md, "The command line").
 
 Types of undeclared columns come from the query, never from the data: ``--keys`` literals that
@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from snapdp.data.frontends.names import flag_for
-from snapdp.data.query import Query
-from snapdp.data.schema import (
+from snapdp.data.model.names import flag_for
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import (
     COLUMN_TYPES,
     DEFAULT_MAX_LINE_BYTES,
     DEFAULT_MAX_ROWS,
@@ -29,7 +29,7 @@ from snapdp.data.schema import (
     Schema,
     typed_key,
 )
-from snapdp.data.workload import Declaration, Workload
+from snapdp.data.model.workload import Declaration, Workload
 from snapdp.errors import ParameterError
 
 __all__ = ["default_by", "queries_from_flags", "schema_from_options", "workload_from_flags"]

@@ -3,8 +3,8 @@
 Parsed with sqlglot into its expression tree, then checked node by node against the grammar of
 docs/sql.md and the declaration; every refusal names the line and column of the offending part
 and draws a caret under it, before any data is read and with nothing spent. The result is a
-:class:`SqlQuery`: the :class:`~snapdp.data.workload.Workload` (one planned query per aggregate
-expression, in SELECT order) and the post-processing the query asks of the released values
+:class:`SqlQuery`: the :class:`~snapdp.data.model.workload.Workload` (one planned query per
+aggregate expression, in SELECT order) and the post-processing the query asks of the released values
 (HAVING, ORDER BY). This module computes no sensitivity and no ε beyond dividing the query's ε
 equally between its aggregates.
 
@@ -27,10 +27,7 @@ from typing import Any
 
 from snapdp.data.frontends._sqlallow import CLAUSES, KEYWORDS, first_refused
 from snapdp.data.frontends._sqltext import SqlError, SqlText
-from snapdp.data.plan import PlannedQuery
-from snapdp.data.postprocess import Output, PostProcessing
-from snapdp.data.postprocess import apply_post_processing as _apply
-from snapdp.data.predicate import (
+from snapdp.data.model.predicate import (
     And,
     Compare,
     InList,
@@ -41,10 +38,12 @@ from snapdp.data.predicate import (
     Predicate,
     check_predicate,
 )
-from snapdp.data.query import Query
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import ContributionBounds, Schema
+from snapdp.data.model.workload import Declaration, PlannedQuery, Workload
+from snapdp.data.postprocess import Output, PostProcessing
+from snapdp.data.postprocess import apply_post_processing as _apply
 from snapdp.data.results import QueryResult
-from snapdp.data.schema import ContributionBounds, Schema
-from snapdp.data.workload import Declaration, Workload
 from snapdp.errors import ParameterError
 
 __all__ = ["SqlError", "SqlQuery", "apply_post_processing", "parse_predicate", "parse_sql"]

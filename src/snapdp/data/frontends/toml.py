@@ -1,10 +1,10 @@
 """TOML front end: plan files and declaration files as workloads (docs/plans.md, docs/sql.md).
 
 A plan file (``[data]``, ``[columns]``, ``[[query]]``) becomes a
-:class:`~snapdp.data.workload.Workload` (:func:`load_workload`) or the planner's
+:class:`~snapdp.data.model.workload.Workload` (:func:`load_workload`) or the planner's
 :class:`~snapdp.data.plan.Plan` (:func:`load_plan`, which keeps the file's key positions so that
 the planner's later errors still name the line); a declaration file (``[data]`` and
-``[columns]`` only) becomes a :class:`~snapdp.data.workload.Declaration`
+``[columns]`` only) becomes a :class:`~snapdp.data.model.workload.Declaration`
 (:func:`load_declaration`, for ``snapdp sql``). A query is written with keys (``statistic``,
 ``column``, ``by``, …, and ``where = "SQL condition"``) or as ``sql = "SELECT …"``, which the SQL
 front end turns into one query per aggregate. Every error names the file, the line and the key;
@@ -21,14 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._validation import check_epsilon
-from snapdp.data._located import Path_, PlanFileError, located
-from snapdp.data.consistency import check_mode
 from snapdp.data.frontends._toml import KeyLocator, load_toml
-from snapdp.data.frontends.names import toml_keys
-from snapdp.data.plan import DEFAULT_CONFIDENCE, Plan, PlannedQuery
-from snapdp.data.query import STATISTICS, Query
-from snapdp.data.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
-from snapdp.data.workload import Declaration, Workload
+from snapdp.data.model.names import Path_, PlanFileError, located, toml_keys
+from snapdp.data.model.query import STATISTICS, Query
+from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
+from snapdp.data.model.workload import (
+    DEFAULT_CONFIDENCE,
+    Declaration,
+    PlannedQuery,
+    Workload,
+    check_mode,
+)
+from snapdp.data.plan import Plan
 from snapdp.errors import ParameterError
 
 __all__ = ["load_declaration", "load_plan", "load_workload"]
@@ -417,12 +421,12 @@ def load_plan(path: str | Path, plan_class: type[Plan] = Plan) -> Plan:
 
 
 def load_workload(path: str | Path) -> Workload:
-    """A plan file as a :class:`~snapdp.data.workload.Workload`."""
+    """A plan file as a :class:`~snapdp.data.model.workload.Workload`."""
     p = Path(path)
     data, locator = load_toml(p)
     loader = _Loader(p, data, locator)
     plan = loader.plan()
     dataset = data.get("data", {}).get("dataset") or data.get("data", {}).get("name")
-    workload = Workload.from_plan(plan, dataset=dataset if isinstance(dataset, str) else None)
+    workload = plan.to_workload(dataset if isinstance(dataset, str) else None)
     confidence = plan.queries[0].confidence if plan.queries else DEFAULT_CONFIDENCE
     return replace(workload, declaration=replace(workload.declaration, confidence=confidence))

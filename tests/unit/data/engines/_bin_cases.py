@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import TypeVar
 
 from snapdp.data.engines.base import bin_edges
-from snapdp.data.schema import Column
+from snapdp.data.model.schema import Column
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 F = Fraction

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.schema import Column, ContributionBounds, NullRule
+from snapdp.data.model.schema import Column, ContributionBounds, NullRule
 
 KEY = "00112233445566778899aabbccddeeff"
 PARAMS = (Fraction(10), Fraction(1), Fraction(-1000), Fraction(5000))

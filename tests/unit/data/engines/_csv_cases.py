@@ -11,7 +11,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from snapdp.data.schema import CsvOptions
+from snapdp.data.model.schema import CsvOptions
 
 _C = CsvOptions()
 _NO_HEADER = CsvOptions(header=False, column_names=("column0", "column1"))

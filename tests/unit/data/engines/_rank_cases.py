@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.schema import Column, ContributionBounds
+from snapdp.data.model.schema import Column, ContributionBounds
 
 KEYS = ("5f0e1d2c3b4a69788796a5b4c3d2e1f0", "0" * 32, "f" * 32)
 _TEXT = "ab|0é€😀 '\"\\"

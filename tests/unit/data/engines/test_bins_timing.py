@@ -34,7 +34,7 @@ from tests.unit.data.engines._bin_cases import (
 from snapdp.data.engines import base
 from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.engines.duckdb import DuckDBEngine, _bin_expr
-from snapdp.data.schema import Column
+from snapdp.data.model.schema import Column
 
 if TYPE_CHECKING:
     from snapdp.data.engines.base import BinTree

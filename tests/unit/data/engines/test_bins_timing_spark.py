@@ -21,7 +21,7 @@ from tests.unit.data.engines._bin_cases import (
 )
 
 from snapdp.data.engines.base import AggregatePlan
-from snapdp.data.schema import Column
+from snapdp.data.model.schema import Column
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 

@@ -30,7 +30,7 @@ from snapdp.cli import main
 from snapdp.data import Ledger, Plan, PrivateTable, Query
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
-from snapdp.data.schema import Column, CsvOptions, Schema
+from snapdp.data.model.schema import Column, CsvOptions, Schema
 from snapdp.errors import ParameterError
 
 A = Column("a", "integer", keys=(1, 4, 7))

@@ -35,7 +35,7 @@ from snapdp.data.engines._csvlines import (
 )
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
-from snapdp.data.schema import Column, ContributionBounds, CsvOptions, Schema
+from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, Schema
 from snapdp.errors import ParameterError
 
 KEY = "00112233445566778899aabbccddeeff"

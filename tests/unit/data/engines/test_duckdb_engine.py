@@ -35,7 +35,7 @@ from snapdp.data.engines.base import (
     row_rank,
 )
 from snapdp.data.engines.duckdb import DuckDBEngine, _cast_text, _q_type, _ranked
-from snapdp.data.schema import Column, ContributionBounds, NullRule
+from snapdp.data.model.schema import Column, ContributionBounds, NullRule
 
 KEY = "5f0e1d2c3b4a69788796a5b4c3d2e1f0"
 DUCKDB_EXTREME = (1 << 64) - 100  # quanta bounds reach 2^64: HUGEINT quanta, three-lane digits
@@ -300,7 +300,7 @@ def test_huge_quanta_use_hugeint(tmp_path: Path) -> None:
 
 
 def test_csv_options_are_honoured(tmp_path: Path) -> None:
-    from snapdp.data.schema import CsvOptions
+    from snapdp.data.model.schema import CsvOptions
 
     f = tmp_path / "semi.csv"
     f.write_bytes("g;v\n1;2,5\n0;é\n2;3\n".encode("latin-1"))

@@ -22,7 +22,7 @@ from tests.data_oracle import OracleEngine
 
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
-from snapdp.data.schema import Column, ContributionBounds
+from snapdp.data.model.schema import Column, ContributionBounds
 from snapdp.errors import ParameterError
 
 KEY = "00112233445566778899aabbccddeeff"

@@ -15,16 +15,7 @@ from hypothesis import strategies as st
 from tests.data_oracle import OracleEngine
 from tests.unit.data.test_filters import PREDICATES, _csv, _plan, _rows
 
-from snapdp.data.predicate import (
-    And,
-    Compare,
-    InList,
-    IsNull,
-    Not,
-    Or,
-    Predicate,
-    between,
-)
+from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Or, Predicate, between
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 

@@ -22,7 +22,7 @@ from tests.data_oracle import OracleEngine
 from snapdp.data import Column, PrivateTable, Query, Schema
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
-from snapdp.data.schema import ContributionBounds
+from snapdp.data.model.schema import ContributionBounds
 
 KEY = "00112233445566778899aabbccddeeff"
 T = Column("t", "text", keys=("a", "b", "é"))

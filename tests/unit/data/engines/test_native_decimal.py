@@ -14,7 +14,7 @@ from tests.data_oracle import OracleEngine
 
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
-from snapdp.data.schema import Column
+from snapdp.data.model.schema import Column
 
 _K = [Decimal("1.000"), Decimal("2.000"), Decimal("2.500"), None, Decimal("1.000"), Decimal("-0")]
 _M = [Decimal("1.250"), Decimal("-7.125"), Decimal("0.100"), Decimal("123456789.001"), None,

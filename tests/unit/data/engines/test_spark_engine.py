@@ -29,7 +29,7 @@ from snapdp.data.engines.base import (
     group_rank,
     row_rank,
 )
-from snapdp.data.schema import Column, ContributionBounds, NullRule
+from snapdp.data.model.schema import Column, ContributionBounds, NullRule
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
@@ -277,7 +277,7 @@ def test_executor_noise_returns_one_noisy_value_per_cell(spark_session: Any) -> 
 
 
 def test_an_unreadable_source_is_one_clean_error(spark_session: Any, tmp_path: Path) -> None:
-    from snapdp.data.schema import CsvOptions
+    from snapdp.data.model.schema import CsvOptions
 
     path = tmp_path / "t.csv"
     path.write_text("v\nSENTINEL-91c2\n")
@@ -519,7 +519,7 @@ def test_random_csv_lines_read_the_same_as_the_oracle(
     """3,000 random lines of quotes, delimiters, CRs, BOMs, NULs and bad bytes in one file."""
     import random
 
-    from snapdp.data.schema import CsvOptions
+    from snapdp.data.model.schema import CsvOptions
 
     d = delimiter.encode()
     lines = [
@@ -543,7 +543,7 @@ def test_issue21_no_header_long_lines_and_glob_by_name(spark_session: Any, tmp_p
     no record: an awkward first line without a header (the columns declared), a line longer
     than max_line_bytes (read past by Hadoop's line reader), files of a pattern whose headers
     order the columns differently or lack one (read by name)."""
-    from snapdp.data.schema import CsvOptions
+    from snapdp.data.model.schema import CsvOptions
 
     plan = AggregatePlan((K,), (V,))
     opts = CsvOptions(header=False, column_names=("k", "v", "u"), max_line_bytes=32)

@@ -13,10 +13,11 @@ import pytest
 
 from snapdp import shift
 from snapdp.data import refusals, statistics
-from snapdp.data.plan import Plan, PlannedQuery
-from snapdp.data.query import Query
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, ContributionBounds, Schema
+from snapdp.data.model.workload import PlannedQuery
+from snapdp.data.plan import Plan
 from snapdp.data.refusals import DELTA_LIMIT, check_release
-from snapdp.data.schema import Column, ContributionBounds, Schema
 from snapdp.data.search import TOLERANCE, smallest_epsilon
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism

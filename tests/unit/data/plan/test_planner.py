@@ -8,14 +8,10 @@ from fractions import Fraction
 import pytest
 
 from snapdp.accuracy import accuracy_bound
-from snapdp.data.plan import (
-    PlannedQuery,
-    plan_epsilons,
-    smallest_epsilon,
-    statement_accuracy,
-)
-from snapdp.data.query import Query
-from snapdp.data.schema import Column, ContributionBounds, Schema
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, ContributionBounds, Schema
+from snapdp.data.model.workload import PlannedQuery
+from snapdp.data.plan import plan_epsilons, smallest_epsilon, statement_accuracy
 from snapdp.errors import ParameterError
 from snapdp.parameters import compute_parameters
 

@@ -13,7 +13,8 @@ from tests.unit.data._engines import oracle_engine
 
 from snapdp.data import Column, ContributionBounds, PrivateTable, Query, Schema
 from snapdp.data.engines.base import AggregatePlan, Aggregates
-from snapdp.data.plan import Plan, PlannedQuery
+from snapdp.data.model.workload import PlannedQuery
+from snapdp.data.plan import Plan
 
 SCHEMA = Schema(
     (

@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 from snapdp.cli import main
 from snapdp.data import statistics
 from snapdp.data.ledger import Ledger, read_ledger
-from snapdp.data.plan import Plan, PlannedQuery
-from snapdp.data.query import Query
-from snapdp.data.schema import Column, Schema
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, Schema
+from snapdp.data.model.workload import PlannedQuery
+from snapdp.data.plan import Plan
 from snapdp.data.two_phase import phase_one_epsilon, phase_two_epsilon
 
 SCHEMA = Schema(
@@ -189,8 +190,8 @@ import os
 from fractions import Fraction
 from snapdp.data import statistics
 from snapdp.data.plan import Plan, PlannedQuery
-from snapdp.data.query import Query
-from snapdp.data.schema import Column, Schema
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, Schema
 statistics.assemble = lambda *a, **k: os._exit(9)
 schema = Schema((Column("age", "integer", lower=Fraction(0), upper=Fraction(100)),
                  Column("sex", "integer", keys=(0, 1))))

@@ -5,15 +5,35 @@ that sets it on ``snapdp release`` / ``snapdp check`` (and, through the CLI's er
 on every other command), its TOML key (in which plan-file table,
 with the aliases a plan file may use) and its SQL word. Every front end's error messages name a
 parameter through this table, so a user reads the name they wrote.
+
+**Located errors** (docs/plans.md, "Errors"). A front end that reads a file (the TOML plan
+loader) hands the planner a :class:`Locator` with the plan, so that an error the planner finds
+later (a target that cannot be met) still names the file, the line and the key. The planner
+reads no text: it only asks the locator for a line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Literal, Protocol
 
-__all__ = ["NAMES", "Name", "flag_for", "flags", "sql_word_for", "toml_keys"]
+from snapdp.errors import ParameterError
+
+__all__ = [
+    "NAMES",
+    "Locator",
+    "Name",
+    "Path_",
+    "PlanFileError",
+    "describe_key",
+    "flag_for",
+    "flags",
+    "located",
+    "sql_word_for",
+    "toml_keys",
+]
 
 Table = Literal["data", "columns", "query"]
 
@@ -135,3 +155,40 @@ def sql_word_for(parameter: str) -> str | None:
     """The SQL word of ``parameter``, or None."""
     name = NAMES.get(parameter)
     return None if name is None else name.sql
+
+
+# -- located errors: which file, which line, which key -----------------------------------------
+#: A key path: table names, array-of-table indices (0-based) and key names.
+Path_ = tuple[str | int, ...]
+
+
+class PlanFileError(ParameterError):
+    """A plan file breaks a rule; the message names the file, the line and the key."""
+
+
+class Locator(Protocol):
+    """Finds the line of a key path in a file."""
+
+    def line(self, path: Path_) -> int | None:
+        """The line (1-based) of ``path`` or of its nearest located parent; None if none."""
+        ...
+
+
+def describe_key(path: Path_) -> str:
+    """``query[2].accuracy`` for ("query", 1, "accuracy"): indices 1-based, as a user counts."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part + 1}]"
+        else:
+            out += ("." if out else "") + part
+    return out
+
+
+def located(
+    path: Path, locator: Locator | None, key: Path_, message: str, parameter: str | None
+) -> PlanFileError:
+    """``message`` as a PlanFileError naming ``path``, the line of ``key`` and ``key``."""
+    line = None if locator is None else locator.line(key)
+    where = str(path) + ("" if line is None else f", line {line}")
+    return PlanFileError(f"{where}, key `{describe_key(key)}`: {message}", parameter=parameter)

@@ -23,13 +23,13 @@ unit's rows, so every contribution bound, and so every sensitivity, stays as it 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal, TypeAlias
 
 from snapdp._rational import format_rational, shown_rational
-from snapdp.data.schema import Schema, typed_key
+from snapdp.data.model.schema import Schema, typed_key
 from snapdp.errors import ParameterError
 
 __all__ = [
@@ -46,9 +46,6 @@ __all__ = [
     "check_predicate",
     "columns_of",
     "evaluate",
-    "predicate_from_dict",
-    "predicate_to_dict",
-    "render",
     "to_sql",
 ]
 
@@ -320,29 +317,6 @@ def _compare(a: Any, op: str, b: Any) -> bool:
     return bool(a >= b)
 
 
-# -- rendering ----------------------------------------------------------------------------------
-def render(
-    predicate: Predicate,
-    column: Callable[[str], str],
-    literal: Callable[[str, LiteralValue], str],
-) -> str:
-    """The predicate as SQL text, with ``column(name)`` for each column reference and
-    ``literal(name, value)`` for each literal (an engine passes its own); fully parenthesised."""
-    if isinstance(predicate, Compare):
-        c = predicate.column
-        return f"({column(c)} {predicate.op} {literal(c, predicate.value)})"
-    if isinstance(predicate, InList):
-        c = predicate.column
-        items = ", ".join(literal(c, v) for v in predicate.values)
-        return f"({column(c)} IN ({items}))"
-    if isinstance(predicate, IsNull):
-        return f"({column(predicate.column)} IS NULL)"
-    if isinstance(predicate, Not):
-        return f"(NOT {render(predicate.term, column, literal)})"
-    word = " AND " if isinstance(predicate, And) else " OR "
-    return "(" + word.join(render(t, column, literal) for t in predicate.terms) + ")"
-
-
 def to_sql(predicate: Predicate) -> str:
     """Readable SQL for labels and messages: ``age >= 18 AND sex IN ('1', '2')``."""
     return _readable(predicate, top=True)
@@ -388,82 +362,3 @@ def _readable(p: Predicate, top: bool = False) -> str:
     word = " AND " if isinstance(p, And) else " OR "
     text = word.join(_readable(t) for t in p.terms)
     return text if top else f"({text})"
-
-
-# -- JSON ---------------------------------------------------------------------------------------
-def predicate_to_dict(predicate: Predicate) -> dict[str, Any]:
-    """A JSON-ready form; literals keep their type (decimals as exact text, dates as ISO)."""
-    if isinstance(predicate, Compare):
-        return {
-            "op": predicate.op,
-            "column": predicate.column,
-            "value": _literal_to_json(predicate.value),
-        }
-    if isinstance(predicate, InList):
-        return {
-            "op": "in",
-            "column": predicate.column,
-            "values": [_literal_to_json(v) for v in predicate.values],
-        }
-    if isinstance(predicate, IsNull):
-        return {"op": "is_null", "column": predicate.column}
-    if isinstance(predicate, Not):
-        return {"op": "not", "term": predicate_to_dict(predicate.term)}
-    op = "and" if isinstance(predicate, And) else "or"
-    return {"op": op, "terms": [predicate_to_dict(t) for t in predicate.terms]}
-
-
-def predicate_from_dict(data: object) -> Predicate:
-    """The inverse of :func:`predicate_to_dict`; a ParameterError (``where``) when malformed."""
-    if not isinstance(data, dict) or "op" not in data:
-        raise ParameterError(
-            f"a filter must be an object with an 'op', not {data!r}", parameter="where"
-        )
-    op = data["op"]
-    try:
-        if op in OPERATORS:
-            return Compare(str(data["column"]), op, _literal_from_json(data["value"]))
-        if op == "in":
-            return InList(str(data["column"]), tuple(_literal_from_json(v) for v in data["values"]))
-        if op == "is_null":
-            return IsNull(str(data["column"]))
-        if op == "not":
-            return Not(predicate_from_dict(data["term"]))
-        if op in ("and", "or"):
-            terms = tuple(predicate_from_dict(t) for t in data["terms"])
-            return And(terms) if op == "and" else Or(terms)
-    except (KeyError, TypeError):
-        raise ParameterError(f"a malformed filter: {data!r}", parameter="where") from None
-    raise ParameterError(f"unknown filter operator {op!r}", parameter="where")
-
-
-def _literal_to_json(value: LiteralValue) -> dict[str, str | bool]:
-    if isinstance(value, bool):
-        return {"boolean": value}
-    if isinstance(value, int):
-        return {"integer": str(value)}
-    if isinstance(value, Fraction):
-        return {"decimal": _fraction_text(value)}
-    if isinstance(value, _dt.date):
-        return {"date": value.isoformat()}
-    return {"text": value}
-
-
-def _literal_from_json(data: object) -> LiteralValue:
-    if not isinstance(data, dict) or len(data) != 1:
-        raise ParameterError(f"a malformed literal: {data!r}", parameter="where")
-    ((kind, value),) = data.items()
-    if kind == "boolean" and isinstance(value, bool):
-        return value
-    if kind == "text" and isinstance(value, str):
-        return value
-    if kind in ("integer", "decimal", "date") and isinstance(value, str):
-        try:
-            if kind == "integer":
-                return int(value)
-            if kind == "decimal":
-                return Fraction(value)
-            return _dt.date.fromisoformat(value)
-        except ValueError:
-            pass
-    raise ParameterError(f"a malformed literal: {data!r}", parameter="where")

@@ -1,10 +1,10 @@
 """Queries: what a release asks of a declared table (DESIGN §8; docs/data.md).
 
 A :class:`Query` names a statistic, the value column it reads (declared with bounds in the
-:class:`~snapdp.data.schema.Schema`), the grouping columns (declared with keys or bins; a query may
-bin a numeric column by its own edges), for quantiles the probabilities, and an optional row
-filter (``where``, a :mod:`snapdp.data.predicate`: the statistic reads only the rows it holds
-for). A query holds no ε: the release or the plan assigns it.
+:class:`~snapdp.data.model.schema.Schema`), the grouping columns (declared with keys or bins; a
+query may bin a numeric column by its own edges), for quantiles the probabilities, and an optional
+row filter (``where``, a :mod:`snapdp.data.model.predicate`: the statistic reads only the rows it
+holds for). A query holds no ε: the release or the plan assigns it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Literal, TypeAlias
 
 from snapdp._rational import shown_number
-from snapdp.data.predicate import And, Compare, InList, IsNull, Not, Or, Predicate, to_sql
+from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Or, Predicate, to_sql
 from snapdp.errors import ParameterError
 
 __all__ = ["ROOT_STATISTICS", "SPREAD_STATISTICS", "STATISTICS", "Query", "StatisticName"]
@@ -118,7 +118,7 @@ class Query:
             self.where, (Compare, InList, IsNull, And, Or, Not)
         ):
             raise ParameterError(
-                f"`where` must be a filter (snapdp.data.predicate), not {self.where!r}",
+                f"`where` must be a filter (snapdp.data.model.predicate), not {self.where!r}",
                 parameter="where",
             )
         for column, _edges in self.bins:
