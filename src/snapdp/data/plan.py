@@ -611,7 +611,7 @@ class Plan:
                 presume_certified=presume_certified,
             )
             self._refuse(preview)
-            return preview
+            return self._consistent(preview, presume_certified)
         except PlanFileError:
             raise
         except _QueryError as exc:
@@ -625,6 +625,30 @@ class Plan:
             if exc.parameter in ("accuracy", "weight", "group_size"):
                 key = ("query",)
             raise self._error(key, str(exc), exc.parameter) from None
+
+    def _consistent(self, preview: PlanPreview, presume_certified: bool) -> PlanPreview:
+        """With ``consistent``, the ± a consistent release states for its fitted counts
+        (:mod:`snapdp.data.consistent_accuracy`), its assumption said once: the planner states
+        it, so every caller (``snapdp plan``, the page, the API) shows the same numbers."""
+        if not self.consistent:
+            return preview
+        from snapdp.data.consistent_accuracy import NOTE, consistent_statements
+
+        statements = consistent_statements(
+            self.schema,
+            [a.planned.query for a in preview.allocations],
+            preview.epsilons,
+            self.queries[0].confidence,
+            self.consistent,
+            presume_certified=presume_certified,
+        )
+        allocations = tuple(
+            replace(a, accuracy=s.accuracy) if NOTE in s.notes else a
+            for a, s in zip(preview.allocations, statements, strict=True)
+        )
+        if allocations == preview.allocations:
+            return preview
+        return replace(preview, allocations=allocations, assumptions=(*preview.assumptions, NOTE))
 
     def _refuse(self, preview: PlanPreview) -> None:
         """The parameter-only refusals of a release (docs/plans.md, "Refused before the data is
