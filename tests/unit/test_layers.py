@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("planner", (
         "snapdp.data.plan", "snapdp.data.two_phase", "snapdp.data.search", "snapdp.data.release",
         "snapdp.data.report", "snapdp.data.demo", "snapdp.data.check",
-        "snapdp.data.consistent_accuracy", "snapdp.data.core",
+        "snapdp.data.consistent_accuracy", "snapdp.data.core", "snapdp.data.session",
     )),
     ("statistics", (
         "snapdp.data.statistics", "snapdp.data.sample_variance", "snapdp.data.quantiles",

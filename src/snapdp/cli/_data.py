@@ -199,7 +199,7 @@ def run_table_release(
         ledger=Ledger(None, eps),
         dataset=dataset,
     )
-    table.validate(  # before any ledger file is created
+    prepared = table.prepare(  # before any ledger file is created
         queries, eps, confidence=confidence, consistent=workload.declaration.consistent
     )
     name = table.dataset
@@ -209,9 +209,7 @@ def run_table_release(
     try:
         results = _with_progress(
             table.engine,
-            lambda: table.release(
-                queries, eps, confidence=confidence, consistent=workload.declaration.consistent
-            ),
+            lambda: table.release(prepared),
             as_json,
         )
     except KeyboardInterrupt:

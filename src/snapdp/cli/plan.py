@@ -7,15 +7,13 @@ Thin glue over :mod:`snapdp.data.plan`: ``plan`` shows each query's ε and ± an
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from snapdp.cli._common import json_option, library_errors
 from snapdp.data import Plan
-from snapdp.data.consistent_accuracy import NOTE, consistent_statements
-from snapdp.data.plan import PlanPreview, usefulness_flags
+from snapdp.data.plan import usefulness_flags
 
 __all__ = ["plan", "run"]
 
@@ -30,7 +28,7 @@ def plan(plan_file: str, as_json: bool) -> None:
     `weight` share what is left of `total_epsilon`. Reads no data; spends nothing. See
     docs/plans.md."""
     p = Plan.load(plan_file)
-    preview = _consistent(p, p.preview())
+    preview = p.preview()
     flags = {a.planned.query.label: usefulness_flags(p.schema, a) for a in preview.allocations}
     if as_json:
         shown = preview.as_dict()
@@ -43,24 +41,6 @@ def plan(plan_file: str, as_json: bool) -> None:
     for label, found in flags.items():
         for text in found:
             click.echo(f"warning: {label}: {text}")
-
-
-def _consistent(p: Plan, preview: PlanPreview) -> PlanPreview:
-    """With ``consistent``, the ± a consistent release states for its fitted counts
-    (:mod:`snapdp.data.consistent_accuracy`), the assumption said once."""
-    if not p.consistent:
-        return preview
-    queries = [a.planned.query for a in preview.allocations]
-    statements = consistent_statements(
-        p.schema, queries, preview.epsilons, p.queries[0].confidence, p.consistent
-    )
-    allocations = tuple(
-        replace(a, accuracy=s.accuracy) if NOTE in s.notes else a
-        for a, s in zip(preview.allocations, statements, strict=True)
-    )
-    if allocations == preview.allocations:
-        return preview
-    return replace(preview, allocations=allocations, assumptions=(*preview.assumptions, NOTE))
 
 
 @click.command()

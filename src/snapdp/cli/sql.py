@@ -106,7 +106,7 @@ def sql(
         ledger=Ledger(None, total),
         dataset=dataset or workload.dataset,
     )
-    table.validate(queries, epsilons, confidence=conf)  # before any ledger file is created
+    prepared = table.prepare(queries, epsilons, confidence=conf)  # before any ledger file
     name = table.dataset
     given = None if total_epsilon is None else Fraction(total_epsilon)
     if ledger is not None and given is None and workload.total_epsilon is not None:
@@ -115,7 +115,7 @@ def sql(
     table.ledger = book
     before = len(book.entries())
     try:
-        results = table.release(queries, epsilons, confidence=conf)
+        results = table.release(prepared)
     except KeyboardInterrupt:
         if len(book.entries()) > before:
             mark_spent(f"ledger {ledger or '(in memory)'}, dataset {name!r}")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from snapdp.data import plan as _plan
 from snapdp.data import release as _release
+from snapdp.data import session
 from snapdp.data.frontends.sql import apply_post_processing, parse_sql
 from snapdp.data.frontends.toml import load_plan
 from snapdp.data.model.workload import Declaration, check_unit
@@ -63,12 +64,10 @@ class PrivateTable(_release.PrivateTable):
         read or spent. FROM may name any table (unqualified): this one is the only one."""
         declaration = Declaration(self.schema, confidence=confidence)
         parsed = parse_sql(query, declaration, epsilon=epsilon)
-        if parsed.workload.schema.privacy_unit is not None:
-            check_unit(parsed.workload.schema)
-        schema = self.schema
-        self.schema = parsed.workload.schema  # OPTIONS / CLAMP may refine the declaration
-        try:
-            results = self.release(parsed.queries, parsed.epsilons, confidence=confidence)
-        finally:
-            self.schema = schema
+        schema = parsed.workload.schema  # OPTIONS / CLAMP may refine the declaration
+        if schema.privacy_unit is not None:
+            check_unit(schema)
+        steps = [session.Step(q, e) for q, e in zip(parsed.queries, parsed.epsilons, strict=True)]
+        prepared = session.prepare(schema, steps, self.engine, confidence=confidence)
+        results = self.release(prepared)
         return apply_post_processing(parsed, results)

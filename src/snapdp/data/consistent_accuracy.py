@@ -51,14 +51,18 @@ def consistent_statements(
     epsilons: Sequence[Fraction],
     confidence: float,
     consistent: bool | str,
+    *,
+    presume_certified: bool = False,
 ) -> list[AccuracyStatement]:
     """Each query's accuracy statement as a release with ``consistent`` states it (module
-    docstring); without a mode, the independent statements."""
+    docstring); without a mode, the independent statements. ``presume_certified``: the
+    planner's draft (L1 certificates taken for granted, as in
+    :meth:`snapdp.data.plan.Plan.preview`)."""
     mode = check_mode(consistent)
     alpha = float(1 - Fraction(repr(float(confidence))))
     compiled = [compile_query(q, schema, e) for q, e in zip(queries, epsilons, strict=True)]
     compiled, counts = consistent_counts(compiled, mode)
-    noises = [calibrate(c) for c in compiled]
+    noises = [calibrate(c, presume_certified=presume_certified) for c in compiled]
     statements = [
         accuracy_of(c, n, confidence, alpha) for c, n in zip(compiled, noises, strict=True)
     ]

@@ -36,7 +36,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -568,7 +568,7 @@ class Plan:
                 presume_certified=presume_certified,
             )
             self._refuse(preview)
-            return preview
+            return self._consistent(preview, presume_certified)
         except PlanFileError:
             raise
         except _QueryError as exc:
@@ -595,6 +595,30 @@ class Plan:
         if parameter in ("lower", "upper", "quantile_bounds") and q.column is not None:
             return ("columns", q.column, "lower" if parameter == "quantile_bounds" else parameter)
         return ("query", index, pq.how)
+
+    def _consistent(self, preview: PlanPreview, presume_certified: bool) -> PlanPreview:
+        """With ``consistent``, the ± a consistent release states for its fitted counts
+        (:mod:`snapdp.data.consistent_accuracy`), its assumption said once: the planner states
+        it, so every caller (``snapdp plan``, the page, the API) shows the same numbers."""
+        if not self.consistent:
+            return preview
+        from snapdp.data.consistent_accuracy import NOTE, consistent_statements
+
+        statements = consistent_statements(
+            self.schema,
+            [a.planned.query for a in preview.allocations],
+            preview.epsilons,
+            self.queries[0].confidence,
+            self.consistent,
+            presume_certified=presume_certified,
+        )
+        allocations = tuple(
+            replace(a, accuracy=s.accuracy) if NOTE in s.notes else a
+            for a, s in zip(preview.allocations, statements, strict=True)
+        )
+        if allocations == preview.allocations:
+            return preview
+        return replace(preview, allocations=allocations, assumptions=(*preview.assumptions, NOTE))
 
     def _refuse(self, preview: PlanPreview) -> None:
         """The parameter-only refusals of a release (docs/plans.md, "Refused before the data is
@@ -638,10 +662,11 @@ class Plan:
         writable before anything is spent. ``rng``: seeded noise, NOT private (tests only).
         ``preview``: this plan's :meth:`preview`, to skip planning again.
         """
-        from snapdp.data.release import PrivateTable
+        from snapdp.data import session
+        from snapdp.data.ledger import Ledger, resolve_dataset
+        from snapdp.data.model.workload import check_unit
         from snapdp.data.report import write_report
         from snapdp.data.results import write_results
-        from snapdp.data.two_phase import release_plan
 
         if preview is None:
             preview = self.preview()
@@ -652,37 +677,35 @@ class Plan:
             engine = _default_engine(self.source_path(), self.schema)
         given = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
         default_total = self.total_epsilon if self.total_epsilon is not None else preview.total
-        from snapdp.data.ledger import Ledger, resolve_dataset
-
-        table = PrivateTable(
-            None,
+        if self.schema.privacy_unit is not None:
+            check_unit(self.schema)
+        steps = [
+            session.Step(a.planned.query, a.epsilon, a.two_phase, a.planned)
+            for a in preview.allocations
+        ]
+        prepared = session.prepare(  # before any ledger file
             self.schema,
-            ledger=Ledger(None, preview.total),
-            dataset=dataset,
-            engine=engine,
-            rng=rng,
+            steps,
+            engine,
+            confidence=self.queries[0].confidence,
+            consistent=self.consistent,
         )
-        queries = [pq.query for pq in self.queries]
-        confidence = self.queries[0].confidence
-        table.validate(  # before any ledger file
-            queries, preview.epsilons, confidence=confidence, consistent=self.consistent
-        )
+        name = resolve_dataset(dataset, None, engine.describe(), ledger_file=False)
         if isinstance(ledger, Ledger):
-            table.ledger = ledger
+            book = ledger
         elif ledger is None:
-            table.ledger = Ledger(None, given or default_total, dataset=table.dataset)
+            book = Ledger(None, given or default_total, dataset=name)
         else:
             name = resolve_dataset(dataset, None, engine.describe(), ledger_file=True)
-            table.ledger = _open_ledger(Path(str(ledger)), given, default_total, name)
-            table.dataset = name
-        results, spent = release_plan(table, self.queries, preview, confidence, self.consistent)
+            book = _open_ledger(Path(str(ledger)), given, default_total, name)
+        results, spent = session.run(prepared, engine, book, name, rng=rng)
         files: tuple[Path, ...] = ()
         if out_dir is not None:
             files = (
                 *write_results(results, out_dir),
                 write_report(results, out_dir, preview, self.schema),
             )
-        return PlanRun(tuple(results), preview, files, table.ledger, spent)
+        return PlanRun(tuple(results), preview, files, book, spent)
 
     # -- checks ------------------------------------------------------------------------------
     def _check_query(self, i: int, pq: PlannedQuery) -> None:

@@ -69,6 +69,8 @@ def plan_document(plan: Plan) -> dict[str, Any]:
             data[key] = getattr(bounds, key)
     if plan.total_epsilon is not None:
         data["total_epsilon"] = plan.total_epsilon
+    if plan.consistent:
+        data["consistent"] = plan.consistent
     confidences = {pq.confidence for pq in plan.queries}
     if confidences != {DEFAULT_CONFIDENCE}:
         data["confidence"] = Decimal(repr(next(iter(confidences))))

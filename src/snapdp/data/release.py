@@ -22,7 +22,6 @@ The order of a release, and why nothing in it depends on the data but the noise 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -31,13 +30,12 @@ from typing import Any
 import numpy as np
 
 from snapdp._validation import check_epsilon
-from snapdp.data import consistency
-from snapdp.data.core import consistent_counts, count_groupings, hash_key, release_core
+from snapdp.data import session
 from snapdp.data.engines.base import Engine
 from snapdp.data.ledger import Ledger, resolve_dataset
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
-from snapdp.data.model.workload import _confidence, check_mode, check_unit
+from snapdp.data.model.workload import _confidence, check_unit
 from snapdp.data.refusals import check_release
 from snapdp.data.results import QueryResult
 from snapdp.data.statistics import (
@@ -168,17 +166,32 @@ class PrivateTable:
         """Raise the ParameterError :meth:`release` would raise for these arguments before it
         checks the budget (the declaration, the queries, ε, the source's column names, the
         consistent families); reads no values, spends nothing."""
-        mode = check_mode(consistent)
-        compiled, _, _, _ = self._compile(queries, epsilon, confidence, split)
-        self._check_columns(compiled)
-        if mode is not None:
-            consistency.check(count_groupings(compiled), mode)
+        self.prepare(queries, epsilon, confidence=confidence, split=split, consistent=consistent)
+
+    def prepare(
+        self,
+        queries: Sequence[Query] | Query,
+        epsilon: object,
+        *,
+        confidence: float = 0.95,
+        split: Sequence[object] | None = None,
+        consistent: bool | str = False,
+    ) -> session.Prepared:
+        """The first step of :meth:`release` (:func:`snapdp.data.session.prepare`): every
+        refusal that needs no data value; reads no values, opens no ledger, spends nothing."""
+        qs = _queries(queries)
+        conf, _ = _confidence(confidence)
+        shares = split_epsilon(epsilon, len(qs), split)
+        steps = [session.Step(q, e) for q, e in zip(qs, shares, strict=True)]
+        return session.prepare(
+            self.schema, steps, self.engine, confidence=conf, consistent=consistent
+        )
 
     # -- release -----------------------------------------------------------------------------
     def release(
         self,
-        queries: Sequence[Query] | Query,
-        epsilon: object,
+        queries: Sequence[Query] | Query | session.Prepared,
+        epsilon: object = None,
         *,
         confidence: float = 0.95,
         split: Sequence[object] | None = None,
@@ -188,54 +201,18 @@ class PrivateTable:
         a list of exact per-query ε. Spends their sum on the ledger, in one entry, committed
         before anything is returned; refuses, recording nothing, if the budget cannot pay.
         ``consistent``: True (or "nonnegative", "integer") fits nested counts jointly so that
-        margins add up (post-processing; docs/data.md, "Tables that add up")."""
-        mode = check_mode(consistent)
-        compiled, total, conf, alpha = self._compile(queries, epsilon, confidence, split)
-        compiled, counts = consistent_counts(compiled, mode)  # refuses before anything is spent
-        noises = [calibrate(c) for c in compiled]
-        self._check_columns(compiled)
-        self.ledger.check(total)
-        rng = self._rng
-        key = hash_key(rng)
-        released = release_core(
-            self.engine, self.schema, compiled, noises, rng=rng, key=key, confidence=conf,
-            alpha=alpha, mode=mode, counts=counts,
-        )  # fmt: skip
-        results = released.results
-        delta = math.fsum(r.delta for r in results)
-        ledger: Any = self.ledger  # its spend takes the exact ε (Fraction)
-        ledger.spend(
-            total,
-            math.nextafter(delta, math.inf) if delta > 0 else 0.0,
-            "; ".join(r.label for r in results),
-            self.dataset,
-            {
-                "queries": [r.label for r in results],
-                "epsilon": [str(r.epsilon) for r in results],
-                "confidence": conf,
-                "schema": self.schema.describe(),
-                "seeded": rng is not None,
-            },
-        )
+        margins add up (post-processing; docs/data.md, "Tables that add up"). ``queries`` may
+        also be what :meth:`prepare` returned (then nothing is compiled again)."""
+        if isinstance(queries, session.Prepared):
+            prepared = queries
+        else:
+            prepared = self.prepare(
+                queries, epsilon, confidence=confidence, split=split, consistent=consistent
+            )
+        results, _ = session.run(prepared, self.engine, self.ledger, self.dataset, rng=self._rng)
         return results
 
     # -- internals ---------------------------------------------------------------------------
-    def _check_columns(self, compiled: list[Compiled]) -> None:
-        """Every column the queries use is in the source (its header or schema: not its values)."""
-        present = set(self.engine.column_names())
-        used = [g.name for c in compiled for g in c.engine_groupings]
-        used += [c.value.column.name for c in compiled if c.value is not None]
-        used += [w.name for c in compiled for w in c.where_columns]
-        if self.schema.privacy_unit is not None:
-            used.append(self.schema.privacy_unit)
-        for name in dict.fromkeys(used):
-            if name not in present:
-                raise ParameterError(
-                    f"column {name!r} is not in {self.engine.describe()}; its columns are "
-                    + ", ".join(repr(c) for c in sorted(present)),
-                    parameter="data",
-                )
-
     def _compile(
         self,
         queries: Sequence[Query] | Query,
@@ -243,15 +220,20 @@ class PrivateTable:
         confidence: float,
         split: Sequence[object] | None,
     ) -> tuple[list[Compiled], Fraction, float, float]:
-        qs = [queries] if isinstance(queries, Query) else list(queries)
-        if not qs:
-            raise ParameterError("`queries` must hold at least one query", parameter="queries")
+        qs = _queries(queries)
         conf, alpha = _confidence(confidence)
         shares = split_epsilon(epsilon, len(qs), split)
         compiled = [compile_query(q, self.schema, e) for q, e in zip(qs, shares, strict=True)]
         for c in compiled:  # parameter-only refusals, the same in every path (docs/plans.md)
             check_release(c, calibrate(c))
         return compiled, sum(shares, Fraction(0)), conf, alpha
+
+
+def _queries(queries: Sequence[Query] | Query) -> list[Query]:
+    qs = [queries] if isinstance(queries, Query) else list(queries)
+    if not qs:
+        raise ParameterError("`queries` must hold at least one query", parameter="queries")
+    return qs
 
 
 def split_epsilon(epsilon: object, n: int, split: Sequence[object] | None = None) -> list[Fraction]:

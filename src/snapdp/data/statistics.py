@@ -246,6 +246,21 @@ def compile_query(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
     changes no part: it only removes rows, each on its own, before contribution bounding."""
     if not isinstance(query, Query):
         raise ParameterError(f"a query must be a Query, not {query!r}", parameter="queries")
+    try:
+        return _compiled(query, schema, Fraction(epsilon))
+    except TypeError:  # an unhashable part (never in a valid declaration): compile afresh
+        return _compile(query, schema, epsilon)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
+    """:func:`compile_query` of these public parameters, once per process: the planner's
+    preview, its refusals and the release session share one compilation (a pure function of
+    frozen values; an error is raised again on every call, never cached)."""
+    return _compile(query, schema, epsilon)
+
+
+def _compile(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
     compiled = _compile_parts(query, schema, epsilon)
     if query.where is None:
         return compiled

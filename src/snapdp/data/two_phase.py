@@ -13,7 +13,7 @@ the target is met, with that confidence, whenever ε₂ ≤ cap − ε₁ suffic
 spends cap − ε₁ and the result says the target was missed and what it would have needed.
 Quantiles release the top level of their tree first (its nodes add up to the rows of the cell;
 see :func:`phase_one_epsilon`) and plan the other levels for a lower confidence bound of the rows
-(:func:`_smallest_count`).
+(:func:`smallest_count`).
 
 **Privacy.** ε₂ is a function of the released phase-1 values and public parameters only, and
 ε₁ + ε₂ ≤ cap on every outcome. For pure ε-DP mechanisms chosen adaptively, the privacy loss of
@@ -31,15 +31,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from decimal import ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from snapdp.data import statistics
-from snapdp.data.core import Noisy, Progress, consistent_counts, hash_key, release_core
 from snapdp.data.model.schema import Schema
-from snapdp.data.model.workload import check_mode
 from snapdp.data.results import QueryResult
 from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
 from snapdp.data.statistics import AccuracyStatement, Compiled, Noise, Part
@@ -48,16 +46,17 @@ from snapdp.mechanism import SnappingMechanism
 
 if TYPE_CHECKING:
     from snapdp.data.model.workload import PlannedQuery
-    from snapdp.data.release import PrivateTable
 
 __all__ = [
     "TwoPhase",
+    "first_phase",
     "phase_one_epsilon",
     "phase_two_epsilon",
     "plan_two_phase",
-    "release_plan",
+    "smallest_count",
     "split_noises",
     "split_statement",
+    "with_target",
 ]
 
 
@@ -74,28 +73,7 @@ class TwoPhase:
     example: Fraction | None
 
 
-class _Allocation(Protocol):
-    """What the run reads of one of the planner's allocations (``plan.Allocation``)."""
-
-    @property
-    def epsilon(self) -> Fraction: ...
-
-    @property
-    def two_phase(self) -> TwoPhase | None: ...
-
-
-class _Preview(Protocol):
-    """What the run reads of the planner's answer (``plan.PlanPreview``): typed by its shape,
-    so that this module does not import the planner that imports it."""
-
-    @property
-    def allocations(self) -> Sequence[_Allocation]: ...
-
-    @property
-    def total(self) -> Fraction: ...
-
-
-def _first(part: Part) -> bool:
+def first_phase(part: Part) -> bool:
     """Whether a part is released in phase 1: a mean's or variance's count, a tree's top level
     (whose nodes add up to the rows of the cell)."""
     return part.source == "count" or part.name == "level1"
@@ -106,12 +84,12 @@ def phase_one_epsilon(compiled: Compiled, cap: Fraction) -> Fraction:
     a mean's or variance's count would get in one phase; a quantile tree's top level gets its
     whole share (the largest node ± of any level bounds the rank ±, so a smaller one could not
     be made up for by the other levels); all of ``cap`` for a tree of one level."""
-    weight = sum((p.weight for p in compiled.parts if _first(p)), Fraction(0))
+    weight = sum((p.weight for p in compiled.parts if first_phase(p)), Fraction(0))
     if weight == 0:
         raise ParameterError(
             f"{compiled.query.label} has no count to release first", parameter="group_size"
         )
-    if all(_first(p) for p in compiled.parts):
+    if all(first_phase(p) for p in compiled.parts):
         return cap
     exact = cap * weight if compiled.tree is not None else cap * weight / 2
     with localcontext() as ctx:
@@ -122,10 +100,10 @@ def phase_one_epsilon(compiled: Compiled, cap: Fraction) -> Fraction:
 
 
 def _split(compiled: Compiled, eps1: Fraction, eps2: Fraction) -> tuple[Compiled, Compiled]:
-    first = [p for p in compiled.parts if _first(p)]
+    first = [p for p in compiled.parts if first_phase(p)]
     total1 = sum((p.weight for p in first), Fraction(0))
     count = tuple(replace(p, weight=p.weight / total1) for p in first)
-    rest = [p for p in compiled.parts if not _first(p)]
+    rest = [p for p in compiled.parts if not first_phase(p)]
     total = sum((p.weight for p in rest), Fraction(0))
     others = tuple(replace(p, weight=p.weight / total) for p in rest)
     return replace(compiled, epsilon=eps1, parts=count), replace(
@@ -278,91 +256,8 @@ def _round_rows(n: int) -> int:
     return -(-n // scale) * scale
 
 
-# -- the run ----------------------------------------------------------------------------------
-def release_plan(
-    table: PrivateTable,
-    queries: Sequence[PlannedQuery],
-    preview: _Preview,
-    confidence: float,
-    consistent: bool | str = False,
-) -> tuple[list[QueryResult], Fraction]:
-    """Release a planned workload as ONE ledger entry: reserve the plan's cap, then the release
-    core (:func:`snapdp.data.core.release_core`, which :meth:`PrivateTable.release` runs too)
-    with a phase hook: phase 1 draws the counts of two-phase queries, the hook chooses each one's
-    ε₂ from its released counts, phase 2 draws the rest; then return the unused part of the cap
-    in the same entry. Returns (results in plan order, ε spent). A failure before any noise is
-    drawn returns the whole reservation; after, the cap stays spent (as it does if the process
-    dies). ``consistent``: nested counts are fitted jointly after release (docs/data.md, "Tables
-    that add up")."""
-    schema, rng = table.schema, table._rng
-    conf, alpha = confidence, float(1 - Fraction(repr(confidence)))
-    allocations = preview.allocations
-    compiled = [
-        statistics.compile_query(pq.query, schema, a.epsilon)
-        for pq, a in zip(queries, allocations, strict=True)
-    ]
-    mode = check_mode(consistent)
-    compiled, counts = consistent_counts(compiled, mode)  # refuses before anything is reserved
-    eps1: dict[int, Fraction] = {}
-    for i, a in enumerate(allocations):
-        if a.two_phase is not None:
-            eps1[i] = a.two_phase.phase1
-    # δ reserved: every mechanism at its largest ε (phase 2 at cap − ε₁)
-    planned_noises = [
-        split_noises(c, eps1[i], c.epsilon - eps1[i]) if i in eps1 else statistics.calibrate(c)
-        for i, c in enumerate(compiled)
-    ]
-    meta = {
-        "queries": [c.query.label for c in compiled],
-        "epsilon": [str(c.epsilon) for c in compiled],
-        "two_phase": [i in eps1 for i in range(len(compiled))],
-        "confidence": conf,
-        "schema": schema.describe(),
-        "seeded": rng is not None,
-    }
-    what = "; ".join(c.query.label for c in compiled)
-    ledger: Any = table.ledger
-    entry = ledger.reserve(preview.total, _up_delta(_delta(planned_noises)), what, table.dataset,
-                           meta)  # fmt: skip
-
-    def phase_two(
-        compiled: list[Compiled], noises: list[tuple[Noise, ...]], noisy: Noisy
-    ) -> dict[int, tuple[Compiled, tuple[Noise, ...]]]:
-        """Each two-phase query's ε₂ from its released counts (and public parameters only)."""
-        chosen = {}
-        for i, e1 in eps1.items():
-            left = compiled[i].epsilon - e1
-            smallest = _smallest_count(compiled[i], noises[i], noisy[i], alpha)
-            eps2, _ = phase_two_epsilon(schema, queries[i], e1, left, smallest)
-            needs[i] = (smallest, compiled[i])
-            c = replace(compiled[i], epsilon=e1 + eps2)
-            chosen[i] = (c, split_noises(c, e1, eps2))
-        return chosen
-
-    # per two-phase query: the count its ε₂ was chosen for (a released value), and the query
-    needs: dict[int, tuple[float, Compiled]] = {}
-    progress = Progress()
-    try:
-        released = release_core(
-            table.engine, schema, compiled, planned_noises, rng=rng, key=hash_key(rng),
-            confidence=conf, alpha=alpha, mode=mode, counts=counts,
-            first=_first if eps1 else None, hook=phase_two if eps1 else None, progress=progress,
-        )  # fmt: skip
-        results = [
-            _with_target(r, pq, a.epsilon, released.noisy[i], schema, needs.get(i))
-            for i, (r, pq, a) in enumerate(zip(released.results, queries, allocations, strict=True))
-        ]
-    except BaseException:
-        if not progress.noise_drawn:  # nothing released: the whole reservation comes back
-            ledger.settle(entry, Fraction(0), 0.0)
-        raise
-    spent = sum((c.epsilon for c in released.compiled), Fraction(0))
-    delta = math.fsum(r.delta for r in results)
-    ledger.settle(entry, spent, _up_delta(delta))
-    return results, spent
-
-
-def _smallest_count(
+# -- the run (used by snapdp.data.session) ----------------------------------------------------
+def smallest_count(
     compiled: Compiled,
     noises: Sequence[Noise],
     noisy: dict[str, npt.NDArray[np.float64]],
@@ -386,20 +281,7 @@ def _smallest_count(
     return float(np.min(totals)) - width * node.accuracy(alpha)
 
 
-def _delta(noises: Sequence[Sequence[Noise]]) -> float:
-    return math.fsum(
-        n.cells
-        * SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper).privacy.delta
-        for ns in noises
-        for n in ns
-    )
-
-
-def _up_delta(delta: float) -> float:
-    return min(1.0, math.nextafter(delta, math.inf)) if delta > 0 else 0.0
-
-
-def _with_target(
+def with_target(
     result: QueryResult,
     pq: PlannedQuery,
     allowed: Fraction,

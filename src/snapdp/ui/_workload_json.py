@@ -64,6 +64,7 @@ DATA_FIELDS = (
     "total_epsilon",
     "confidence",
     "group_size",
+    "consistent",
     # kept for a loaded plan, not shown by the page
     "max_rows",
     "rows",
@@ -234,8 +235,8 @@ def _toml_structure(doc: dict[str, Any], source: str) -> dict[str, Any]:
             continue
         if not text.strip():
             continue
-        if k == "header":
-            data[k] = {"true": True, "false": False}.get(text.strip().lower(), text)
+        if k in ("header", "consistent"):  # a mode of `consistent` stays text
+            data[k] = {"true": True, "false": False}.get(text.strip().lower(), text.strip())
         elif k == "column_names":
             data[k] = _items(text, f"data.{k}")
         else:

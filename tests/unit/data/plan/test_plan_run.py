@@ -99,8 +99,8 @@ def test_run_is_one_ledger_entry_and_writes_four_outputs(plan_dir: Path) -> None
 def test_a_failure_after_the_noise_leaves_the_cap_spent(
     plan_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A failure after the noise is drawn, before the results are assembled: the reservation
-    stays, the whole cap spent (never less), and nothing is written."""
+    """A failure after the noise is drawn, before the results are assembled: the whole ε is
+    spent (never less: the noise exists), and nothing is written."""
 
     def boom(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("injected failure after the noise")
@@ -111,14 +111,15 @@ def test_a_failure_after_the_noise_leaves_the_cap_spent(
     with pytest.raises(RuntimeError, match="injected"):
         plan.run(ledger=book, output=plan_dir / "out", rng=np.random.default_rng(7))
     [entry] = book.entries()
-    assert (entry.reserved, entry.settled, entry.epsilon, book.spent()) == (3, False, 3, 3)
+    assert (entry.reserved, entry.epsilon, book.spent()) == (None, 3, 3)
     assert not list((plan_dir / "out").iterdir())
 
 
 def test_a_failure_before_any_noise_returns_the_whole_reservation(
     plan_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The source fails while it is aggregated (nothing released): the entry is settled at 0."""
+    """The source fails while it is aggregated (no noise drawn, nothing released): a plan of
+    fixed ε records nothing."""
 
     class Unreadable:
         def __init__(self, inner: Any) -> None:
@@ -140,8 +141,7 @@ def test_a_failure_before_any_noise_returns_the_whole_reservation(
     book = Ledger(plan_dir / "b.sqlite", 10)
     with pytest.raises(OSError, match="injected"):
         plan.run(ledger=book, rng=np.random.default_rng(7))
-    [entry] = book.entries()
-    assert (entry.reserved, entry.settled, entry.epsilon, book.spent()) == (3, True, 0, 0)
+    assert (book.entries(), book.spent()) == ([], 0)
 
 
 def test_an_unwritable_output_spends_nothing(plan_dir: Path) -> None:
@@ -209,7 +209,7 @@ def test_statistics_assemble_is_the_patched_name() -> None:
     core, :mod:`snapdp.data.core`)."""
     import inspect
 
-    from snapdp.data import core, two_phase
+    from snapdp.data import core, session
 
-    assert "release_core(" in inspect.getsource(two_phase.release_plan)
+    assert "release_core(" in inspect.getsource(session.run)
     assert "statistics.assemble(" in inspect.getsource(core.release_core)

@@ -125,8 +125,9 @@ _POOL = (
 def test_a_run_spends_at_most_what_it_reserved(
     rows: int, seed: int, total: int, picks: list[int]
 ) -> None:
-    """Random plans, tables and noise: the one ledger entry reserves the plan's total and its
-    spend never exceeds it; each query spends at most its planned ε (a two-phase query's cap)."""
+    """Random plans, tables and noise: the one ledger entry reserves the plan's total (spends it,
+    without a two-phase query) and its spend never exceeds it; each query spends at most its
+    planned ε (a two-phase query's cap)."""
     import tempfile
 
     queries = [_POOL[i] for i in sorted(picks)]
@@ -141,8 +142,11 @@ def test_a_run_spends_at_most_what_it_reserved(
         book = Ledger(None, 100)
         done = plan.run(ledger=book, rng=np.random.default_rng(seed), preview=preview)
         [entry] = book.entries()
-        assert entry.reserved == preview.total <= total
-        assert entry.settled and entry.epsilon == done.spent <= preview.total
+        if preview.at_most:  # a two-phase query: the cap reserved, the spend settled in it
+            assert entry.reserved == preview.total <= total
+            assert entry.settled and entry.epsilon == done.spent <= preview.total
+        else:  # fixed ε only: one plain spend of the total
+            assert entry.reserved is None and entry.epsilon == done.spent == preview.total
         for r, a in zip(done.results, preview.allocations, strict=True):
             assert r.epsilon <= a.epsilon
             assert r.epsilon == a.epsilon or a.two_phase is not None

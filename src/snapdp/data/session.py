@@ -1,0 +1,251 @@
+"""The release session: the one path from a planned workload to released results (docs/data.md,
+"The order of a release"; docs/plans.md, "Running a plan").
+
+Every front end — :meth:`snapdp.data.Plan.run` (plan files and the page), ``snapdp release``,
+``snapdp sql``, :meth:`snapdp.data.PrivateTable.release` and :meth:`~snapdp.data.PrivateTable.sql`
+— releases through these two steps:
+
+1. :func:`prepare` (reads no data, opens no ledger): compiles each query ONCE at its planned ε,
+   checks the consistent families, calibrates the noise (a two-phase query's split at its cap,
+   never a one-phase calibration it would not use), runs the parameter-only refusals, and checks
+   that every column the queries use is in the source (its header or schema, not its values);
+2. :func:`run` (given the ledger, opened once by the caller after :func:`prepare` succeeded, so
+   a refused release creates no ledger file): a workload of fixed ε **spends** its total in one
+   entry, committed before any result is returned (a failure before any noise is drawn records
+   nothing; a failure after it still spends, since the noise exists); a workload with a
+   two-phase query **reserves** its cap before any noise is drawn and **settles** the unused
+   part in the same entry (a privacy filter, docs/plans.md). One δ rule (the sum of every
+   mechanism's δ, rounded up, at most 1) and one ledger ``meta`` serve both.
+
+Privacy (DESIGN §8.1): every step before the release core depends on the workload and the
+source's column names only; the core's engine calls and draws depend on the compiled queries;
+the phase-two hook sees released values only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from snapdp.data import statistics
+from snapdp.data.core import Noisy, Progress, consistent_counts, hash_key, release_core
+from snapdp.data.engines.base import Engine
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, Schema
+from snapdp.data.model.workload import PlannedQuery, check_mode
+from snapdp.data.refusals import check_release
+from snapdp.data.results import QueryResult
+from snapdp.data.statistics import Compiled, Noise
+from snapdp.data.two_phase import (
+    TwoPhase,
+    first_phase,
+    phase_two_epsilon,
+    smallest_count,
+    split_noises,
+    with_target,
+)
+from snapdp.errors import ParameterError
+from snapdp.mechanism import SnappingMechanism
+
+__all__ = ["Prepared", "Step", "check_columns", "prepare", "run", "up_delta"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One query as the session releases it: the planned query (its target, if any, is checked
+    against the result), its ε (a two-phase query's cap) and its two-phase plan."""
+
+    query: Query
+    epsilon: Fraction
+    two_phase: TwoPhase | None = None
+    planned: PlannedQuery | None = None  # for the two-phase search and the target's verdict
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A release ready to run: compiled once, calibrated, checked against the source's columns.
+    Nothing in it depends on the data."""
+
+    schema: Schema
+    steps: tuple[Step, ...]
+    compiled: tuple[Compiled, ...]
+    noises: tuple[tuple[Noise, ...], ...]
+    counts: tuple[tuple[Column, ...] | None, ...]
+    mode: str | None
+    confidence: float
+    alpha: float
+
+    @property
+    def total(self) -> Fraction:
+        """The ε the release spends (fixed ε), or reserves (its two-phase caps included)."""
+        return sum((s.epsilon for s in self.steps), Fraction(0))
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether some query chooses its ε from released values (reserve, then settle)."""
+        return any(s.two_phase is not None for s in self.steps)
+
+    def meta(self, seeded: bool) -> dict[str, Any]:
+        """The ledger entry's description: the one form every release writes."""
+        return {
+            "queries": [c.query.label for c in self.compiled],
+            "epsilon": [str(s.epsilon) for s in self.steps],
+            "two_phase": [s.two_phase is not None for s in self.steps],
+            "confidence": self.confidence,
+            "schema": self.schema.describe(),
+            "seeded": seeded,
+        }
+
+
+def prepare(
+    schema: Schema,
+    steps: Sequence[Step],
+    engine: Engine,
+    *,
+    confidence: float,
+    consistent: bool | str = False,
+) -> Prepared:
+    """Step 1 of a release (module docstring): every refusal that needs no data value, before
+    any ledger is opened. ``confidence``: every ± holds with it (α = 1 − the decimal written)."""
+    steps = tuple(steps)
+    if not steps:
+        raise ParameterError("a release needs at least one query", parameter="queries")
+    alpha = float(1 - Fraction(repr(float(confidence))))
+    mode = check_mode(consistent)
+    planned = [statistics.compile_query(s.query, schema, s.epsilon) for s in steps]
+    own: dict[int, tuple[Noise, ...]] = {}
+    for i, (s, c) in enumerate(zip(steps, planned, strict=True)):
+        if s.two_phase is None:  # the parameter-only refusals, as the planner states them
+            own[i] = statistics.calibrate(c)
+            check_release(c, own[i])
+    compiled, counts = consistent_counts(planned, mode)
+    noises: list[tuple[Noise, ...]] = []
+    for i, (s, c) in enumerate(zip(steps, compiled, strict=True)):
+        if s.two_phase is not None:  # every mechanism at its largest ε: phase 2 at cap − ε₁
+            noises.append(split_noises(c, s.two_phase.phase1, c.epsilon - s.two_phase.phase1))
+        else:
+            noises.append(own[i] if c is planned[i] else statistics.calibrate(c))
+    check_columns(engine, schema, compiled)
+    return Prepared(
+        schema, steps, tuple(compiled), tuple(noises), tuple(counts), mode, confidence, alpha
+    )
+
+
+def run(
+    prepared: Prepared,
+    engine: Engine,
+    ledger: Any,
+    dataset: str,
+    *,
+    rng: np.random.Generator | None = None,
+) -> tuple[list[QueryResult], Fraction]:
+    """Step 2 of a release (module docstring): (results in query order, ε spent)."""
+    p = prepared
+    what = "; ".join(c.query.label for c in p.compiled)
+    meta = p.meta(rng is not None)
+    if not p.adaptive:
+        ledger.check(p.total)
+        progress = Progress()
+        try:
+            released = release_core(
+                engine, p.schema, list(p.compiled), list(p.noises), rng=rng, key=hash_key(rng),
+                confidence=p.confidence, alpha=p.alpha, mode=p.mode, counts=list(p.counts),
+                progress=progress,
+            )  # fmt: skip
+            results = _with_targets(p, released.results, released.noisy, {})
+        except BaseException:
+            if progress.noise_drawn:  # noise exists: its ε counts, whatever happens next
+                ledger.spend(p.total, up_delta(_planned_delta(p.noises)), what, dataset, meta)
+            raise
+        ledger.spend(p.total, up_delta(_delta(results)), what, dataset, meta)
+        return results, p.total
+    entry = ledger.reserve(p.total, up_delta(_planned_delta(p.noises)), what, dataset, meta)
+    needs: dict[int, tuple[float, Compiled]] = {}
+    eps1 = {i: s.two_phase.phase1 for i, s in enumerate(p.steps) if s.two_phase is not None}
+
+    def phase_two(
+        compiled: list[Compiled], noises: list[tuple[Noise, ...]], noisy: Noisy
+    ) -> dict[int, tuple[Compiled, tuple[Noise, ...]]]:
+        """Each two-phase query's ε₂ from its released counts (and public parameters only)."""
+        chosen = {}
+        for i, e1 in eps1.items():
+            left = compiled[i].epsilon - e1
+            smallest = smallest_count(compiled[i], noises[i], noisy[i], p.alpha)
+            planned = p.steps[i].planned
+            assert planned is not None  # a two-phase step carries its planned query
+            eps2, _ = phase_two_epsilon(p.schema, planned, e1, left, smallest)
+            needs[i] = (smallest, compiled[i])
+            c = replace(compiled[i], epsilon=e1 + eps2)
+            chosen[i] = (c, split_noises(c, e1, eps2))
+        return chosen
+
+    progress = Progress()
+    try:
+        released = release_core(
+            engine, p.schema, list(p.compiled), list(p.noises), rng=rng, key=hash_key(rng),
+            confidence=p.confidence, alpha=p.alpha, mode=p.mode, counts=list(p.counts),
+            first=first_phase, hook=phase_two, progress=progress,
+        )  # fmt: skip
+        results = _with_targets(p, released.results, released.noisy, needs)
+    except BaseException:
+        if not progress.noise_drawn:  # nothing released: the whole reservation comes back
+            ledger.settle(entry, Fraction(0), 0.0)
+        raise
+    spent = sum((c.epsilon for c in released.compiled), Fraction(0))
+    ledger.settle(entry, spent, up_delta(_delta(results)))
+    return results, spent
+
+
+def check_columns(engine: Engine, schema: Schema, compiled: Sequence[Compiled]) -> None:
+    """Every column the queries use is in the source (its header or schema: not its values)."""
+    present = set(engine.column_names())
+    used = [g.name for c in compiled for g in c.engine_groupings]
+    used += [c.value.column.name for c in compiled if c.value is not None]
+    used += [w.name for c in compiled for w in c.where_columns]
+    if schema.privacy_unit is not None:
+        used.append(schema.privacy_unit)
+    for name in dict.fromkeys(used):
+        if name not in present:
+            raise ParameterError(
+                f"column {name!r} is not in {engine.describe()}; its columns are "
+                + ", ".join(repr(c) for c in sorted(present)),
+                parameter="data",
+            )
+
+
+def up_delta(delta: float) -> float:
+    """The δ recorded for a release: the exact sum rounded up to a double, at most 1."""
+    return min(1.0, math.nextafter(delta, math.inf)) if delta > 0 else 0.0
+
+
+def _delta(results: Sequence[QueryResult]) -> float:
+    return math.fsum(r.delta for r in results)
+
+
+def _planned_delta(noises: Sequence[Sequence[Noise]]) -> float:
+    return math.fsum(
+        n.cells
+        * SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper).privacy.delta
+        for ns in noises
+        for n in ns
+    )
+
+
+def _with_targets(
+    p: Prepared,
+    results: list[QueryResult],
+    noisy: Noisy,
+    needs: dict[int, tuple[float, Compiled]],
+) -> list[QueryResult]:
+    """Each result with its target's verdict (released values and public parameters only)."""
+    out = []
+    for i, (r, s) in enumerate(zip(results, p.steps, strict=True)):
+        if s.planned is not None:
+            r = with_target(r, s.planned, s.epsilon, noisy[i], p.schema, needs.get(i))
+        out.append(r)
+    return out
