@@ -29,6 +29,7 @@ from fractions import Fraction
 from typing import Any, Literal, TypeAlias
 
 from snapdp._rational import format_rational
+from snapdp._validation import NumberSizeError, check_number_size, exact_decimal
 from snapdp.data.schema import Schema, typed_key
 from snapdp.errors import ParameterError
 
@@ -196,6 +197,7 @@ def _rational(value: object) -> Fraction | None:
     """A numeric literal as an exact rational (None: not a number)."""
     if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
         return None
+    check_number_size("where", value)
     return Fraction(value)
 
 
@@ -432,6 +434,8 @@ def predicate_from_dict(data: object) -> Predicate:
         if op in ("and", "or"):
             terms = tuple(predicate_from_dict(t) for t in data["terms"])
             return And(terms) if op == "and" else Or(terms)
+    except NumberSizeError:  # a ParameterError, so a TypeError too: named as it is
+        raise
     except (KeyError, TypeError):
         raise ParameterError(f"a malformed filter: {data!r}", parameter="where") from None
     raise ParameterError(f"unknown filter operator {op!r}", parameter="where")
@@ -459,11 +463,16 @@ def _literal_from_json(data: object) -> LiteralValue:
         return value
     if kind in ("integer", "decimal", "date") and isinstance(value, str):
         try:
-            if kind == "integer":
-                return int(value)
-            if kind == "decimal":
-                return Fraction(value)
+            if kind in ("integer", "decimal"):
+                number = exact_decimal(value, name="where", rational=True)
+                if kind == "decimal":
+                    return number
+                if number.denominator == 1 and value.strip().lstrip("+-").isdigit():
+                    return int(number)
+                raise ValueError(value)
             return _dt.date.fromisoformat(value)
-        except ValueError:
+        except NumberSizeError:
+            raise
+        except (ValueError, ParameterError):
             pass
     raise ParameterError(f"a malformed literal: {data!r}", parameter="where")

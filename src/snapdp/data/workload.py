@@ -25,7 +25,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from snapdp._validation import check_count, check_epsilon
+from snapdp._validation import NumberSizeError, check_count, check_epsilon, exact_value
 from snapdp.data.consistency import check_mode
 from snapdp.data.plan import DEFAULT_CONFIDENCE, Plan, PlannedQuery, resolved_source
 from snapdp.data.predicate import predicate_from_dict, predicate_to_dict
@@ -103,9 +103,9 @@ class Declaration:
         size = {} if self.group_size is None else {"group_size": self.group_size}
         return PlannedQuery(
             query,
-            epsilon=None if epsilon is None else Fraction(str(epsilon)),
-            accuracy=None if accuracy is None else Fraction(str(accuracy)),
-            weight=None if weight is None else Fraction(str(weight)),
+            epsilon=None if epsilon is None else exact_value(epsilon, name="epsilon"),
+            accuracy=None if accuracy is None else exact_value(accuracy, name="accuracy"),
+            weight=None if weight is None else exact_value(weight, name="weight"),
             confidence=self.confidence,
             **size,
         )
@@ -236,8 +236,10 @@ def _frac(value: object, key: str) -> Fraction:
             parameter=key,
         )
     try:
-        return Fraction(str(value).strip())
-    except (ValueError, ZeroDivisionError):
+        return exact_value(value, name=key)
+    except NumberSizeError:
+        raise
+    except ParameterError:
         raise ParameterError(f"`{key}` must be a number, not {value!r}", parameter=key) from None
 
 

@@ -113,7 +113,7 @@ def test_consistent_margins_state_about_their_own_accuracy() -> None:
     """PUMS-like: the total, by g, by g × h (2 × 16 cells) at ε = 1/3 each. The fitted values'
     ± was 1.30× (total, by g) and 1.16× (cells) a count's own ± before the tighter bound."""
     top = 1 << 63  # bins over all of int64 and nulls imputed: every row has a cell, so the
-    # three counts count the same rows and are fitted together (docs/data.md, "Which counts")
+    # three counts count the same rows and are fitted together (docs/data.md, "Tables that add up")
     g = Column("g", "integer", bins=(-top, 1, top), nulls=NullRule("impute", 0))
     h = Column("h", "integer", bins=(-top, *range(1, 16), top), nulls=NullRule("impute", 0))
     rows = [{"g": i % 2, "h": (i * 7) % 16} for i in range(1000)]

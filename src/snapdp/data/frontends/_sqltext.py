@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+from snapdp._validation import SIZE_RULE, NumberSizeError, exact_decimal, shown_text
 from snapdp.data.frontends.names import sql_word_for
 from snapdp.errors import ParameterError
 
@@ -98,6 +99,22 @@ class SqlText:
         start, end = self.span(node)
         return self.error(start, end, message, parameter)
 
+    def exact(self, node: Any, text: str | None = None, *, rational: bool = False) -> Fraction:
+        """A number literal's exact value (``text``, else the node's), its digits and exponent
+        checked before anything is built from it; an error with the caret under it otherwise."""
+        start, end = self.span(node)
+        return self.exact_span(str(node.this) if text is None else text, start, end, rational)
+
+    def exact_span(self, written: str, start: int, end: int, rational: bool = False) -> Fraction:
+        """The number ``written`` at [start, end] of the text, as :meth:`exact`."""
+        try:
+            return exact_decimal(written, name="number", rational=rational)
+        except NumberSizeError:
+            message = f"a number here has {SIZE_RULE}, not {shown_text(written)}"
+        except ParameterError:
+            message = f"a number is expected here, not {shown_text(written)}"
+        raise self.error(start, end, message)
+
     def span(self, node: Any) -> tuple[int, int]:
         """The text span of ``node``: its own position, or that of the first position below."""
         meta = getattr(node, "meta", None) or {}
@@ -141,7 +158,9 @@ class SqlText:
                 self.options[_OPTION_NAMES[name]] = (value, where)
             text = text[: m.start(2)] + _blank(m.group(2)) + text[m.end(2) :]
         for b in _BOUNDS.finditer(text):
-            self.bounds_at.append((b.start(), Fraction(b.group(1)), Fraction(b.group(2))))
+            lo = self.exact_span(b.group(1), b.start(1), b.end(1) - 1)
+            hi = self.exact_span(b.group(2), b.start(2), b.end(2) - 1)
+            self.bounds_at.append((b.start(), lo, hi))
         return _BOUNDS.sub(lambda b: _blank(b.group(0)), text)
 
     # -- parsing ---------------------------------------------------------------------------

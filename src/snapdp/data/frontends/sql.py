@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from snapdp._validation import SIZE_RULE, NumberSizeError, exact_value
 from snapdp.data.frontends._sqltext import SqlError, SqlText
 from snapdp.data.frontends.names import sql_word_for
 from snapdp.data.plan import PlannedQuery
@@ -254,6 +255,8 @@ class _Parser(SqlText):
                     )
                 unit = text
                 continue
+            if text.isdigit():
+                self.exact_span(text, where, where)  # its size, before int() reads it
             if not text.isdigit() or int(text) < 1:
                 word = sql_word_for(key) or key
                 raise self.error(where, where, f"{word} must be an integer >= 1, not {text!r}")
@@ -400,7 +403,7 @@ class _Parser(SqlText):
         if isinstance(node, exp.Neg):
             sign, node = -1, node.this
         if isinstance(node, exp.Literal) and not node.is_string:
-            return sign * Fraction(str(node.this))
+            return sign * self.exact(node)
         raise self.at(node, "a number is expected here")
 
     # -- WHERE -----------------------------------------------------------------------------
@@ -484,7 +487,7 @@ class _Parser(SqlText):
             if node.is_string:
                 return str(node.this)
             text = str(node.this)
-            value = Fraction(text)
+            value = self.exact(node)
             return int(value) if re.fullmatch(r"[+-]?[0-9]+", text) else value
         if isinstance(node, exp.Neg):
             inner = self.literal(node.this)
@@ -573,7 +576,8 @@ class _Parser(SqlText):
         for item in order.expressions:
             node = item.this if isinstance(item, exp.Ordered) else item
             if isinstance(node, exp.Literal) and not node.is_string:
-                index = int(str(node.this)) - 1
+                position = self.exact(node)
+                index = int(position) - 1 if position.denominator == 1 else -1
                 if not 0 <= index < len(outputs):
                     raise self.at(node, "ORDER BY position is not a SELECT item")
                 name = outputs[index].name
@@ -594,10 +598,13 @@ class _Parser(SqlText):
         if "epsilon" in self.options:
             text, where = self.options["epsilon"]
             try:
-                option = Fraction(str(text))
-            except (ValueError, ZeroDivisionError):
+                option = exact_value(str(text), name="epsilon")
+            except NumberSizeError:
+                message = f"epsilon must have {SIZE_RULE}"
+                raise self.error(where, where, message, "epsilon") from None
+            except ParameterError:
                 raise self.error(where, where, f"epsilon must be a number, not {text!r}") from None
-            if epsilon is not None and Fraction(str(epsilon)) != option:
+            if epsilon is not None and exact_value(epsilon, name="epsilon") != option:
                 raise self.error(
                     where, where, f"OPTIONS(epsilon = {text}) differs from the ε given ({epsilon})",
                     "epsilon",
@@ -615,11 +622,11 @@ class _Parser(SqlText):
         out = []
         for q in queries:
             if epsilon is not None:
-                out.append(declaration.planned(q, epsilon=Fraction(str(epsilon)) / n))
+                out.append(declaration.planned(q, epsilon=exact_value(epsilon, name="epsilon") / n))
             elif accuracy is not None:
                 out.append(declaration.planned(q, accuracy=accuracy))
             else:
-                out.append(declaration.planned(q, weight=Fraction(str(weight)) / n))
+                out.append(declaration.planned(q, weight=exact_value(weight, name="weight") / n))
         return out
 
     def _assign_bounds(self, tree: Any) -> None:
