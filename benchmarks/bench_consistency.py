@@ -39,8 +39,9 @@ def main() -> None:
         np.array([sum(cells[(s, e)] for e in educs) for s in sexes], dtype=float),
         np.array([cells[(s, e)] for s in sexes for e in educs], dtype=float),
     ]
-    # bins over all of int64 with nulls imputed: every row has a cell of each grouping column, so
-    # the three counts count the same rows and are fitted together (docs/data.md, "Tables that add up")
+    # bins over all of int64 with nulls imputed: every row has a cell of each grouping column,
+    # so the three counts count the same rows and are fitted together (docs/data.md, "Tables
+    # that add up")
     top, impute = 1 << 63, NullRule("impute", 0)
     schema = Schema(
         (
