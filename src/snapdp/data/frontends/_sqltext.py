@@ -110,7 +110,7 @@ class SqlText:
         try:
             return exact_decimal(written, name="number", rational=rational)
         except NumberSizeError:
-            message = f"a number here has {SIZE_RULE}, not {shown_text(written)}"
+            message = f"a number here must have {SIZE_RULE}, not {shown_text(written)}"
         except ParameterError:
             message = f"a number is expected here, not {shown_text(written)}"
         raise self.error(start, end, message)
