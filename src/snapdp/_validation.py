@@ -14,7 +14,21 @@ import numpy as np
 from snapdp._rational import shown_number
 from snapdp.errors import ParameterError
 
-__all__ = ["check_count", "check_epsilon", "check_positive_finite", "check_real", "check_value"]
+__all__ = [
+    "MAX_DIGITS",
+    "MAX_EXPONENT",
+    "SIZE_RULE",
+    "NumberSizeError",
+    "check_count",
+    "check_epsilon",
+    "check_number_size",
+    "check_positive_finite",
+    "check_real",
+    "check_value",
+    "exact_decimal",
+    "exact_value",
+    "shown_text",
+]
 
 Number = int | float | Fraction
 
@@ -110,20 +124,112 @@ def check_probability(name: str, x: object) -> float:
 
 _DECIMAL_TEXT = re.compile(r"[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
+#: The most significant digits a number written by a user may have (leading zeros not counted)
+#: and the largest exponent of its leading digit in size, so 1e-1000 <= |x| < 1e1001 (docs/data.md,
+#: "Numbers"): every real bound, key,
+#: edge, ε or confidence fits with room to spare, and a number is checked against these before
+#: it is built, so that no input can make the exact arithmetic build an integer of millions of
+#: digits (``1e30000000``) or run into Python's limit on converting long digit strings.
+MAX_DIGITS = 100
+MAX_EXPONENT = 1000
+_NUMBER_TEXT = re.compile(
+    r"(?P<sign>[+-]?)(?P<mantissa>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE](?P<exp>[+-]?[0-9]+))?"
+)
+_RATIONAL_TEXT = re.compile(r"(?P<num>[+-]?[0-9]+)/(?P<den>[0-9]+)")
 
-_MAX_DECIMAL_EXPONENT = 4000  # ε beyond 10**±4000 is no privacy parameter; its Fraction is huge
+
+def shown_text(text: str) -> str:
+    """``text`` as an error message shows it: a long one cut to its ends and its length."""
+    return text if len(text) <= 32 else f"{text[:12]}…{text[-8:]} ({len(text):,} characters)"
 
 
-def _decimal_fraction(name: str, d: Decimal, shown: object) -> Fraction:
-    """A finite Decimal as a Fraction, refusing exponents so large that the conversion would
-    build an integer of millions of digits (e.g. ``"1e999999999"``)."""
-    if d != 0 and abs(d.adjusted()) > _MAX_DECIMAL_EXPONENT:
+class NumberSizeError(ParameterError):
+    """A number beyond :data:`MAX_DIGITS` / :data:`MAX_EXPONENT` (a front end re-raises it at
+    the place it was written; one that reads "not a number" as another rule lets it pass).
+    ``shown``: the number as the message shows it."""
+
+    shown: str = ""
+
+
+#: The size rule in words, for messages that locate the number themselves (SQL's caret).
+SIZE_RULE = (
+    f"at most {MAX_DIGITS} digits with an exponent of at most {MAX_EXPONENT} "
+    '(docs/data.md, "Numbers")'
+)
+
+
+def _too_large(name: str, shown: str) -> NumberSizeError:
+    message = f"`{name}` must be a number of {SIZE_RULE}, not {shown}"
+    error = NumberSizeError(message, parameter=name)
+    error.shown = shown
+    return error
+
+
+def check_number_size(name: str, value: object, *, shown: str | None = None) -> None:
+    """Refuse a number larger than the limits (:data:`MAX_DIGITS`, :data:`MAX_EXPONENT`):
+    an int of more digits, or a Decimal or Fraction whose digits or exponent exceed them (a
+    Fraction's numerator and denominator each), as a ParameterError naming ``name``. Other
+    values pass (their own checks follow)."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if abs(value) >= 10**MAX_DIGITS:
+            raise _too_large(name, f"an integer of more than {MAX_DIGITS} digits")
+    elif isinstance(value, Fraction):
+        for part in (value.numerator, value.denominator):
+            if abs(part) >= 10 ** (MAX_DIGITS + MAX_EXPONENT):
+                raise _too_large(
+                    name, f"a fraction of more than {MAX_DIGITS + MAX_EXPONENT} digits"
+                )
+    elif isinstance(value, Decimal) and value.is_finite():
+        digits = value.as_tuple().digits
+        if len(digits) > MAX_DIGITS or (value != 0 and abs(value.adjusted()) > MAX_EXPONENT):
+            raise _too_large(name, shown_text(str(value) if shown is None else shown))
+
+
+def exact_decimal(text: str, *, name: str, rational: bool = False) -> Fraction:
+    """The number written in ``text`` exactly (``"0.1"`` is 1/10; with ``rational``, ``"1/3"``
+    too), checked against the limits on its digits and exponent *before* anything is built from
+    it, so that it returns in microseconds for any text. A ParameterError naming ``name`` for
+    text that is no number, or too large a one. Spaces around the number are ignored; a sign,
+    digits with an optional point, and an optional exponent (``e`` or ``E``) are accepted."""
+    t = text.strip()
+    m = _NUMBER_TEXT.fullmatch(t)
+    if m is None and rational:
+        r = _RATIONAL_TEXT.fullmatch(t)
+        if r is not None:
+            num, den = r.group("num").lstrip("+-"), r.group("den")
+            if len(num) > MAX_DIGITS or len(den) > MAX_DIGITS:
+                raise _too_large(name, shown_text(t))
+            if int(den) == 0:
+                raise ParameterError(
+                    f"`{name}` must be a number, not {shown_text(t)} (a zero denominator)",
+                    parameter=name,
+                )
+            return Fraction(int(r.group("num")), int(den))
+    if m is None:
         raise ParameterError(
-            f"`{name}` must be between 1e-{_MAX_DECIMAL_EXPONENT} and 1e{_MAX_DECIMAL_EXPONENT}, "
-            f"not {shown!r}",
+            f"`{name}` must be a number such as 3, 0.5 or 1e-3, not {shown_text(t) or 'nothing'}",
             parameter=name,
         )
-    return Fraction(d)
+    exp = m.group("exp")
+    if exp is not None and len(exp.lstrip("+-").lstrip("0")) > len(str(MAX_EXPONENT)) + 1:
+        raise _too_large(name, shown_text(t))  # before Decimal sees an exponent of any size
+    d = Decimal(t)  # linear in the text; nothing of the number's size is built yet
+    check_number_size(name, d, shown=t)
+    return Fraction(0) if d == 0 else Fraction(d)
+
+
+def exact_value(value: object, *, name: str) -> Fraction:
+    """An exact number from an int, a Fraction, or anything whose text is a number (a str such
+    as ``"0.1"`` or ``"1/3"``, a Decimal, a float by its shortest repr), size-checked first
+    (:func:`exact_decimal`); a ParameterError naming ``name`` otherwise."""
+    if isinstance(value, bool):
+        raise ParameterError(f"`{name}` must be a number, not {value}", parameter=name)
+    if isinstance(value, (int, Fraction)):
+        check_number_size(name, value)
+        return Fraction(value)
+    return exact_decimal(value if isinstance(value, str) else str(value), name=name, rational=True)
 
 
 def check_epsilon(name: str, x: object) -> Fraction:
@@ -142,13 +248,14 @@ def check_epsilon(name: str, x: object) -> Fraction:
                 f"`{name}` must be a positive decimal number such as 0.5 or 1e-3, not {x!r}",
                 parameter=name,
             )
-        value = _decimal_fraction(name, Decimal(text), x)
+        value = exact_decimal(text, name=name)
     elif isinstance(x, Decimal):
         if not x.is_finite():
             raise ParameterError(
                 f"`{name}` must be finite and > 0, not {shown_number(x)}", parameter=name
             )
-        value = _decimal_fraction(name, x, x)
+        check_number_size(name, x)
+        value = Fraction(x)
     else:
         v = check_positive_finite(name, x)
         value = Fraction(v)

@@ -82,10 +82,13 @@ def consistent_statements(
         results, [counts[i] for i in members], mechs, alpha, mode, schema.max_rows
     )
     for i, before, after in zip(members, results, fitted, strict=True):
-        if after is before:  # not in a family
+        if after is before:  # not a nested count
+            continue
+        added = tuple(n for n in after.notes if n not in before.notes)
+        if all(row.independent is None for row in after.rows):  # left out: released on its own
+            statements[i] = replace(statements[i], notes=(*statements[i].notes, *added))
             continue
         least = min(row.accuracy for row in after.rows)
-        added = tuple(n for n in after.notes if n not in before.notes)
         statements[i] = replace(
             statements[i], accuracy=least, notes=(*statements[i].notes, *added, NOTE)
         )

@@ -93,7 +93,7 @@ def release_core(
     confidence: float,
     alpha: float,
     mode: str | None = None,
-    counts: list[tuple[Column, ...] | None] | None = None,
+    counts: list[consistency.Counted | None] | None = None,
     first: Callable[[Part], bool] | None = None,
     hook: PhaseHook | None = None,
     progress: Progress | None = None,
@@ -227,7 +227,7 @@ def aggregate_plans(
 
 def consistent_counts(
     compiled: list[Compiled], mode: str | None
-) -> tuple[list[Compiled], list[tuple[Column, ...] | None]]:
+) -> tuple[list[Compiled], list[consistency.Counted | None]]:
     """With a ``consistent`` mode: (``compiled`` with its families' counts given open bounds, each
     query's count grouping or None); refuses an invalid family. Without: (``compiled``, [])."""
     if mode is None:
@@ -239,7 +239,7 @@ def consistent_counts(
 
 def fit_counts(
     results: list[QueryResult],
-    counts: list[tuple[Column, ...] | None],
+    counts: list[consistency.Counted | None],
     mechs: Sequence[Sequence[Any]],
     alpha: float,
     mode: str | None,
@@ -266,9 +266,13 @@ def _open_counts(compiled: list[Compiled], members: list[int]) -> list[Compiled]
     return out
 
 
-def count_groupings(compiled: list[Compiled]) -> list[tuple[Column, ...] | None]:
-    """Each query's grouping when it is a count (it can join a consistent family), else None."""
-    return [c.groupings if c.query.statistic == "count" else None for c in compiled]
+def count_groupings(compiled: list[Compiled]) -> list[consistency.Counted | None]:
+    """Each query's rows (grouping and row filter) when it is a count (it can join a consistent
+    family), else None."""
+    return [
+        consistency.Counted(c.groupings, c.where) if c.query.statistic == "count" else None
+        for c in compiled
+    ]
 
 
 def _unit_column(schema: Schema) -> Column | None:

@@ -33,10 +33,11 @@ from typing import Any
 import numpy as np
 
 from snapdp.data import statistics
+from snapdp.data.consistency import Counted
 from snapdp.data.core import Noisy, Progress, consistent_counts, hash_key, release_core
 from snapdp.data.engines.base import Engine
 from snapdp.data.model.query import Query
-from snapdp.data.model.schema import Column, Schema
+from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import PlannedQuery, check_mode
 from snapdp.data.refusals import check_release
 from snapdp.data.results import QueryResult
@@ -75,7 +76,7 @@ class Prepared:
     steps: tuple[Step, ...]
     compiled: tuple[Compiled, ...]
     noises: tuple[tuple[Noise, ...], ...]
-    counts: tuple[tuple[Column, ...] | None, ...]
+    counts: tuple[Counted | None, ...]
     mode: str | None
     confidence: float
     alpha: float

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._rational import format_rational
+from snapdp._validation import SIZE_RULE, NumberSizeError, check_number_size
 from snapdp.data.frontends.toml import load_workload
 from snapdp.data.model.codec import workload_to_dict
 from snapdp.data.model.schema import CsvOptions
@@ -164,19 +165,27 @@ def _check_shape(doc: object) -> dict[str, Any]:
     }
 
 
-def _number(text: str) -> object:
+def _number(text: str, field: str) -> object:
     """A typed number as a Decimal keeping its digits; anything else as the text itself (the
-    loader then names the rule it breaks)."""
+    loader then names the rule it breaks). A number beyond the size limits is a FieldError
+    naming ``field``, before anything of its size is built (docs/data.md, "Numbers")."""
     t = text.strip()
     try:
         d = Decimal(t)
     except InvalidOperation:
         return t
-    return d if d.is_finite() and "_" not in t else t
+    if not d.is_finite() or "_" in t:
+        return t
+    try:
+        check_number_size(field, d, shown=t)
+    except NumberSizeError as exc:
+        message = f"must be a number of {SIZE_RULE}, not {exc.shown}"
+        raise FieldError(message, field=field, parameter=field.rsplit(".", 1)[-1]) from None
+    return d
 
 
-def _integer(text: str) -> object:
-    n = _number(text)
+def _integer(text: str, field: str) -> object:
+    n = _number(text, field)
     if (
         isinstance(n, Decimal)
         and n == n.to_integral_value()
@@ -216,9 +225,9 @@ def _list_text(items: list[object]) -> str:
     return json.dumps(texts, ensure_ascii=False)
 
 
-def _key_value(kind: str, text: str) -> object:
+def _key_value(kind: str, text: str, field: str) -> object:
     if kind in ("integer", "decimal"):
-        return _integer(text) if kind == "integer" else _number(text)
+        return _integer(text, field) if kind == "integer" else _number(text, field)
     if kind == "boolean" and text.lower() in ("true", "false"):
         return text.lower() == "true"
     return text
@@ -240,7 +249,8 @@ def _toml_structure(doc: dict[str, Any], source: str) -> dict[str, Any]:
         elif k == "column_names":
             data[k] = _items(text, f"data.{k}")
         else:
-            data[k] = _integer(text) if k in _INTEGER_FIELDS else _number(text)
+            field = f"data.{k}"
+            data[k] = _integer(text, field) if k in _INTEGER_FIELDS else _number(text, field)
     columns: dict[str, Any] = {}
     for i, c in enumerate(doc["columns"]):
         name = c["name"]
@@ -260,15 +270,18 @@ def _toml_structure(doc: dict[str, Any], source: str) -> dict[str, Any]:
         kind = entry.get("type", "")
         for k in ("lower", "upper"):
             if c[k].strip():
-                entry[k] = _integer(c[k]) if kind == "integer" else _number(c[k])
+                field = f"columns[{i}].{k}"
+                entry[k] = _integer(c[k], field) if kind == "integer" else _number(c[k], field)
         if c["keys"].strip():
             items = _items(c["keys"], f"columns[{i}].keys")
-            entry["keys"] = [_key_value(kind, v) for v in items]
+            entry["keys"] = [_key_value(kind, v, f"columns[{i}].keys") for v in items]
         if c["bins"].strip():
-            entry["bins"] = [_number(v) for v in _items(c["bins"], f"columns[{i}].bins")]
+            field = f"columns[{i}].bins"
+            entry["bins"] = [_number(v, field) for v in _items(c["bins"], field)]
         if c["nulls"].strip():
             nulls = c["nulls"]
-            entry["nulls"] = "drop" if nulls.strip() == "drop" else _key_value(kind, nulls)
+            field = f"columns[{i}].nulls"
+            entry["nulls"] = "drop" if nulls.strip() == "drop" else _key_value(kind, nulls, field)
         columns[name] = entry
     queries = []
     for i, q in enumerate(doc["queries"]):
@@ -283,11 +296,11 @@ def _toml_structure(doc: dict[str, Any], source: str) -> dict[str, Any]:
             entry["by"] = _items(q["by"], where + "by")
         for k in ("bins", "quantiles"):
             if q[k].strip():
-                entry[k] = [_number(v) for v in _items(q[k], where + k)]
+                entry[k] = [_number(v, where + k) for v in _items(q[k], where + k)]
         if q["resolution"].strip():
-            entry["resolution"] = _number(q["resolution"])
+            entry["resolution"] = _number(q["resolution"], where + "resolution")
         if q["group_size"].strip():
-            entry["group_size"] = _integer(q["group_size"])
+            entry["group_size"] = _integer(q["group_size"], where + "group_size")
         how = q["how"].strip()
         if q["value"].strip():
             if how not in _HOW:
@@ -296,7 +309,7 @@ def _toml_structure(doc: dict[str, Any], source: str) -> dict[str, Any]:
                     field=where + "how",
                     parameter="how",
                 )
-            entry[how] = _number(q["value"])
+            entry[how] = _number(q["value"], where + "value")
         queries.append(entry)
     return {"data": data, "columns": columns, "query": queries}
 

@@ -26,28 +26,33 @@ from scipy.stats import binom
 from tests.data_oracle import OracleEngine
 
 from snapdp.cli import main
-from snapdp.data import Column, Plan, PrivateTable, Query, Schema
+from snapdp.data import Column, NullRule, Plan, PrivateTable, Query, Schema, consistency
 from snapdp.data.consistency import _largest_remainder, _simplex
+from snapdp.data.model.predicate import Compare
 from snapdp.data.model.workload import check_mode
 from snapdp.errors import ParameterError
 
-G = Column("g", "integer", keys=(0, 1))
-H = Column("h", "text", keys=("x", "y", "z"))
+# Only counts over the same rows are fitted together: each grouping column gives every row a cell
+# (bins over all of int64, nulls imputed), so the total, by g and by g × h count the same rows.
+_I64 = 1 << 63
+G = Column("g", "integer", bins=(-_I64, 1, _I64), nulls=NullRule("impute", 0))
+H = Column("h", "integer", bins=(-_I64, 1, 2, _I64), nulls=NullRule("impute", 0))
+G_KEYS, H_KEYS = (0, 1), ("x", "y", "z")
 SCHEMA = Schema((G, H), max_rows=10_000)
 QUERIES = [Query("count"), Query("count", by=("g",)), Query("count", by=("g", "h"))]
 
 
 def _rows(counts: dict[tuple[int, str], int]) -> list[dict[str, Any]]:
-    return [{"g": g, "h": h} for (g, h), n in counts.items() for _ in range(n)]
+    return [{"g": g, "h": "xyz".index(h)} for (g, h), n in counts.items() for _ in range(n)]
 
 
 def _truth(rows: list[dict[str, Any]]) -> list[list[int]]:
-    cells = Counter((r["g"], r["h"]) for r in rows)
+    cells = Counter((r["g"], "xyz"[r["h"]]) for r in rows)
     by_g = Counter(r["g"] for r in rows)
     return [
         [len(rows)],
-        [by_g[g] for g in G.keys or ()],
-        [cells[(g, h)] for g in G.keys or () for h in H.keys or ()],
+        [by_g[g] for g in G_KEYS],
+        [cells[(g, h)] for g in G_KEYS for h in H_KEYS],
     ]
 
 
@@ -156,7 +161,7 @@ def test_refusals_name_consistent() -> None:
 def test_neighbours_look_alike() -> None:
     rows = _rows(TABLES["spread"])
     a = _release(rows, 9, "integer")
-    b = _release([*rows, {"g": 1, "h": "y"}], 9, "integer")
+    b = _release([*rows, {"g": 1, "h": 1}], 9, "integer")
     for x, y in zip(a, b, strict=True):
         assert x.notes == y.notes and x.key_columns == y.key_columns
         assert [r.keys for r in x.rows] == [r.keys for r in y.rows]
@@ -184,8 +189,9 @@ total_epsilon = 3
 consistent = {consistent}
 
 [columns]
-sex = {{ type = "integer", keys = [0, 1] }}
-educ = {{ type = "integer", keys = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16] }}
+sex = {{ type = "integer", bins = [-1e19, 1, 1e19], nulls = 0 }}
+educ = {{ type = "integer", bins = [-1e19, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+                                   1e19], nulls = 1 }}
 
 [[query]]
 statistic = "count"
@@ -206,7 +212,7 @@ epsilon = 1
 def _pums(tmp_path: Path) -> Path:
     rows = _rows(TABLES["spread"])
     path = tmp_path / "t.csv"
-    path.write_text("sex,educ\n" + "".join(f"{r['g']},{'xyz'.index(r['h']) + 1}\n" for r in rows))
+    path.write_text("sex,educ\n" + "".join(f"{r['g']},{r['h'] + 1}\n" for r in rows))
     return path
 
 
@@ -226,7 +232,8 @@ def test_plan_key_consistent(tmp_path: Path) -> None:
 
 def test_cli_flag_consistent(tmp_path: Path) -> None:
     source = _pums(tmp_path)
-    keys = ["--keys", "sex=0,1", "--keys", "educ=1,2,3"]
+    keys = ["--bins", "sex=-1e309,1,1e309", "--bins", "educ=-1e309,2,3,1e309"]  # decimal columns
+    keys += ["--nulls", "sex=0", "--nulls", "educ=1"]
     args = ["release", str(source), "--epsilon", "1", "--count", "--by", "sex,educ", *keys]
     out = CliRunner().invoke(main, [*args, "--consistent", "--json"])
     assert out.exit_code == 0, out.output
@@ -254,7 +261,7 @@ def test_lattice_without_the_finest_count() -> None:
 
 def test_a_large_family_states_the_triangle_bound() -> None:
     """Beyond MAX_FIT_BOUND released counts: ± = |v − z| + a(α), the count's own ± at α."""
-    big = Column("b", "integer", keys=tuple(range(300)))
+    big = Column("b", "integer", bins=(-_I64, *range(1, 300), _I64), nulls=NullRule("impute", 0))
     schema = Schema((G, big), max_rows=10_000)
     rows = [{"g": i % 2, "b": i % 300} for i in range(900)]
     table = PrivateTable(
@@ -300,3 +307,82 @@ def test_the_statement_is_chosen_without_the_released_values(
         stated.append(np.concatenate(out.accuracy))
     assert stated[0].min() > 10.5  # the fit bound was stated (the values add up: ŷ = z)
     np.testing.assert_allclose(stated[1], stated[0], rtol=0, atol=1e-3)
+
+
+# -- which counts are fitted together: only counts over the same rows -------------------------
+AGE = Column("age", "integer", lower=0, upper=120)
+
+
+def _ages() -> list[dict[str, Any]]:
+    return [{"age": a % 100, "g": a % 2, "h": a % 3} for a in range(1000)]
+
+
+def _age_release(queries: list[Query], seed: int, consistent: object) -> list[Any]:
+    table = PrivateTable(
+        engine=OracleEngine(_ages()),
+        schema=Schema((AGE, G, H), max_rows=10_000),
+        total_epsilon=100,
+        rng=np.random.default_rng(seed),
+    )
+    return table.release(queries, 2, consistent=consistent)
+
+
+def test_a_filtered_count_is_not_fitted_with_the_total() -> None:
+    """`count where age >= 90` with the total (consistent): not one family, so the filtered count
+    is its own estimate (the same value as released without `consistent`), and says why."""
+    old = Compare("age", ">=", 90)
+    queries = [Query("count"), Query("count", where=old)]
+    truth = sum(1 for r in _ages() if r["age"] >= 90)
+    for seed in range(5):
+        total, filtered = _age_release(queries, seed, True)
+        _, alone = _age_release(queries, seed, False)
+        assert [r.value for r in filtered.rows] == [r.value for r in alone.rows]
+        assert all(r.independent is None for r in filtered.rows)
+        assert abs(filtered.rows[0].value - truth) <= filtered.rows[0].accuracy
+        for r in (total, filtered):
+            assert any("not fitted with" in n and "different rows" in n for n in r.notes)
+
+
+def test_families_split_by_row_filter() -> None:
+    young, old = Compare("age", "<", 50), Compare("age", ">=", 50)
+    queries = [Query("count", where=young), Query("count", by=("g",), where=young),
+               Query("count", where=old), Query("count", by=("g",), where=old)]  # fmt: skip
+    a, b, c, d = _age_release(queries, 1, True)
+    assert math.isclose(a.rows[0].value, sum(r.value for r in b.rows), rel_tol=1e-12)
+    assert math.isclose(c.rows[0].value, sum(r.value for r in d.rows), rel_tol=1e-12)
+    assert all(r.independent is not None for q in (a, b, c, d) for r in q.rows)
+    counted = consistency.Counted
+    fam = consistency.families(
+        [counted((), young), counted((G,), young), counted((), old), counted((G,), old)]
+    )
+    assert fam == [[0, 1], [2, 3]]
+    # a filter written as the same tree is the same rows
+    assert consistency.same_rows(
+        consistency.Counted((), Compare("age", "<", 50)), consistency.Counted((G,), young)
+    )
+
+
+def test_families_split_by_keys_that_can_miss_a_row() -> None:
+    """A grouping column whose declaration can leave a row without a cell (keys that are not
+    every value, bins short of the type's range, nulls dropped) does not nest under a coarser
+    count: it counts fewer rows."""
+    keyed = Column("k", "integer", keys=(0, 1))
+    short = Column("s", "integer", bins=(0, 50, 100), nulls=NullRule("impute", 0))
+    dropped = Column("d", "integer", bins=(-_I64, 1, _I64))
+    text = Column("t", "text", keys=("a", "b"), nulls=NullRule("impute", "a"))
+    both = Column("b", "boolean", keys=(True, False), nulls=NullRule("impute", False))
+    wide = Column("w", "decimal", bins=("-1e309", 0, "1e309"), nulls=NullRule("impute", 0))
+    assert not any(consistency.holds_every_row(c) for c in (keyed, short, dropped, text))
+    assert all(consistency.holds_every_row(c) for c in (G, H, both, wide))
+    for c in (keyed, short, dropped, text):
+        assert consistency.families([consistency.Counted(()), consistency.Counted((c,))]) == []
+    assert consistency.families([consistency.Counted(()), consistency.Counted((both,))]) == [[0, 1]]
+    table = PrivateTable(
+        engine=OracleEngine([{"age": a % 100, "k": a % 3} for a in range(300)]),
+        schema=Schema((AGE, keyed), max_rows=10_000),
+        total_epsilon=100,
+        rng=np.random.default_rng(3),
+    )
+    total, by_k = table.release([Query("count"), Query("count", by=("k",))], 2, consistent=True)
+    assert all(r.independent is None for q in (total, by_k) for r in q.rows)
+    assert any("not fitted with" in n for n in by_k.notes)

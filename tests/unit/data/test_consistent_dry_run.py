@@ -19,16 +19,18 @@ from snapdp.cli import main
 from snapdp.data import Plan
 
 ROWS = [(s, e) for s in (0, 1) for e in (1, 2, 3) for _ in range(5 + 7 * s + e)]
-ARGS = ["--epsilon", "3", "--count", "--by", "sex,educ", "--keys", "sex=0,1",
-        "--keys", "educ=1,2,3"]  # fmt: skip
+# grouping columns that give every row a cell (bins over every double, nulls imputed): the
+# total, by sex and by sex × educ count the same rows, so they are fitted together
+ARGS = ["--epsilon", "3", "--count", "--by", "sex,educ", "--bins", "sex=-1e309,1,1e309",
+        "--bins", "educ=-1e309,2,3,1e309", "--nulls", "sex=0", "--nulls", "educ=1"]  # fmt: skip
 PLAN = """[data]
 source = "{source}"
 total_epsilon = 3
 consistent = {consistent}
 
 [columns]
-sex = {{ type = "integer", keys = [0, 1] }}
-educ = {{ type = "integer", keys = [1, 2, 3] }}
+sex = {{ type = "integer", bins = [-1e19, 1, 1e19], nulls = 0 }}
+educ = {{ type = "integer", bins = [-1e19, 2, 3, 1e19], nulls = 1 }}
 
 [[query]]
 statistic = "count"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from tests.data_oracle import OracleEngine
 
-from snapdp.data import Column, PrivateTable, Query, Schema
+from snapdp.data import Column, NullRule, PrivateTable, Query, Schema
 from snapdp.data.consistency import open_bound
 from snapdp.data.sum_bound import NoiseKind, _log_mgf, noise_kind, sum_accuracy
 from snapdp.mechanism import SnappingMechanism
@@ -112,8 +112,10 @@ def test_moment_table_bounds_every_offset() -> None:
 def test_consistent_margins_state_about_their_own_accuracy() -> None:
     """PUMS-like: the total, by g, by g × h (2 × 16 cells) at ε = 1/3 each. The fitted values'
     ± was 1.30× (total, by g) and 1.16× (cells) a count's own ± before the tighter bound."""
-    g = Column("g", "integer", keys=(0, 1))
-    h = Column("h", "integer", keys=tuple(range(16)))
+    top = 1 << 63  # bins over all of int64 and nulls imputed: every row has a cell, so the
+    # three counts count the same rows and are fitted together (docs/data.md, "Tables that add up")
+    g = Column("g", "integer", bins=(-top, 1, top), nulls=NullRule("impute", 0))
+    h = Column("h", "integer", bins=(-top, *range(1, 16), top), nulls=NullRule("impute", 0))
     rows = [{"g": i % 2, "h": (i * 7) % 16} for i in range(1000)]
     table = PrivateTable(
         engine=OracleEngine(rows),
@@ -126,5 +128,6 @@ def test_consistent_margins_state_about_their_own_accuracy() -> None:
     own = table.accuracy([queries[0]], Fraction(1, 3))[0].accuracy
     assert own is not None
     for r in fitted:
+        assert all(row.independent is not None for row in r.rows)  # fitted
         ratio = max(row.accuracy for row in r.rows) / own
         assert ratio <= 1.1, (r.label, ratio)

@@ -1,6 +1,8 @@
 """One planner states every ± (docs/plans.md, docs/ui.md): a plan with ``consistent = true``
 shows the same ε and ± in `snapdp plan`, the library's preview and the page (in process and in a
-real browser), and the page keeps ``consistent`` through load, export and run."""
+real browser), and the page keeps ``consistent`` through load, export and run. The columns give
+every row a cell (bins over all of int64, nulls imputed), so the three counts form one family
+(docs/data.md, "Which counts")."""
 
 from __future__ import annotations
 
@@ -25,8 +27,8 @@ consistent = true
 
 [columns]
 age = { type = "integer", lower = 0, upper = 100 }
-sex = { type = "integer", keys = [0, 1] }
-grp = { type = "integer", keys = [0, 1, 2] }
+sex = { type = "integer", bins = [-1e19, 1, 1e19], nulls = 0 }
+grp = { type = "integer", bins = [-1e19, 1, 2, 1e19], nulls = 0 }
 
 [[query]]
 statistic = "count"

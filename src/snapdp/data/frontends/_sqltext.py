@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+from snapdp._validation import SIZE_RULE, NumberSizeError, exact_decimal, shown_text
 from snapdp.data.model.names import sql_word_for
 from snapdp.errors import ParameterError
 
@@ -98,6 +99,22 @@ class SqlText:
     def at(self, node: Any, message: str, parameter: str = "query") -> SqlError:
         start, end = self.span(node)
         return self.error(start, end, message, parameter)
+
+    def exact(self, node: Any, text: str | None = None, *, rational: bool = False) -> Fraction:
+        """A number literal's exact value (``text``, else the node's), its digits and exponent
+        checked before anything is built from it; an error with the caret under it otherwise."""
+        start, end = self.span(node)
+        return self.exact_span(str(node.this) if text is None else text, start, end, rational)
+
+    def exact_span(self, written: str, start: int, end: int, rational: bool = False) -> Fraction:
+        """The number ``written`` at [start, end] of the text, as :meth:`exact`."""
+        try:
+            return exact_decimal(written, name="number", rational=rational)
+        except NumberSizeError:
+            message = f"a number here must have {SIZE_RULE}, not {shown_text(written)}"
+        except ParameterError:
+            message = f"a number is expected here, not {shown_text(written)}"
+        raise self.error(start, end, message)
 
     def span(self, node: Any) -> tuple[int, int]:
         """The text span of ``node``: its own position, or that of the first position below."""
@@ -183,7 +200,12 @@ class SqlText:
             raise self.error(start, end, f"OPTIONS gives {name} twice: give it once")
         value = item[2:]
         kinds = [t.token_type.name for t in value]
-        if kinds in (["NUMBER"], ["DASH", "NUMBER"], ["PLUS", "NUMBER"]):
+        if kinds in (
+            ["NUMBER"],
+            ["DASH", "NUMBER"],
+            ["PLUS", "NUMBER"],
+            ["NUMBER", "SLASH", "NUMBER"],
+        ):
             text = "".join(t.text for t in value).lstrip("+")
         elif kinds in (["VAR"], ["IDENTIFIER"], ["STRING"]):
             text = value[0].text
@@ -209,7 +231,13 @@ class SqlText:
                 )  # fmt: skip
             (lo, hi), end = found
             comma = tokens[i - 1].start
-            self.bounds_at.append((comma, _signed(lo), _signed(hi)))
+            self.bounds_at.append(
+                (
+                    comma,
+                    self.exact_span(lo, token.start, end),
+                    self.exact_span(hi, token.start, end),
+                )
+            )
             spans.append((comma, end))
         return spans
 

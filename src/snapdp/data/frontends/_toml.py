@@ -18,6 +18,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from snapdp._validation import SIZE_RULE
 from snapdp.data.model.names import Path_, PlanFileError, describe_key
 
 if sys.version_info >= (3, 11):
@@ -35,6 +36,7 @@ _DOTTED = rf"{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*"
 _ASSIGN = re.compile(rf"^\s*({_DOTTED})\s*=")
 _INLINE_KEY = re.compile(rf"(?:^|[{{,])\s*({_DOTTED})\s*=")
 _SYNTAX_LINE = re.compile(r"\(at line (\d+), column \d+\)")
+_LONG_NUMBER = re.compile(r"[0-9_]{101,}")
 
 
 def _split_dotted(text: str) -> list[str]:
@@ -113,4 +115,10 @@ def load_toml(path: Path) -> tuple[dict[str, Any], KeyLocator]:
         where = f"{path}, line {m.group(1)}" if m else str(path)
         reason = _SYNTAX_LINE.sub("", message).strip()
         raise PlanFileError(f"{where}: not valid TOML: {reason}", parameter="plan") from None
+    except ValueError:  # an integer of more digits than Python converts (over 4,300)
+        long = _LONG_NUMBER.search(text)
+        line = "" if long is None else f", line {text.count(chr(10), 0, long.start()) + 1}"
+        raise PlanFileError(
+            f"{path}{line}: a number must have {SIZE_RULE}", parameter="plan"
+        ) from None
     return data, KeyLocator(text)

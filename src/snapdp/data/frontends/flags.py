@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
+from snapdp._validation import NumberSizeError, exact_decimal
 from snapdp.data.model.names import flag_for
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import (
@@ -148,8 +149,10 @@ def _quantiles_spec(spec: str) -> tuple[str, tuple[Fraction, ...]]:
     """``COL[:LO:HI]:P1,P2`` → (the value spec, the probabilities, exactly)."""
     head, sep, tail = spec.rpartition(":")
     try:
-        probs = tuple(Fraction(p.strip()) for p in tail.split(","))
-    except (ValueError, ZeroDivisionError):
+        probs = tuple(exact_decimal(p, name="--quantiles", rational=True) for p in tail.split(","))
+    except NumberSizeError:
+        raise
+    except ParameterError:
         probs = ()
     if not sep or not head or not probs or any(not 0 < p < 1 for p in probs):
         raise ParameterError(
@@ -299,10 +302,11 @@ def _is_int_literal(text: str) -> bool:
 
 def _number(text: str, flag: str, spec: str) -> Fraction:
     try:
-        value = Fraction(text.strip())
-    except (ValueError, ZeroDivisionError):
+        return exact_decimal(text, name=flag, rational=True)
+    except NumberSizeError:
+        raise
+    except ParameterError:
         raise ParameterError(f"`{flag}` bounds must be numbers, not {spec!r}") from None
-    return value
 
 
 def _column_spec(spec: str) -> tuple[str, str, Fraction | None, Fraction | None]:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from snapdp._validation import SIZE_RULE, NumberSizeError, exact_value
 from snapdp.data.frontends._sqlallow import CLAUSES, KEYWORDS, first_refused
 from snapdp.data.frontends._sqltext import SqlError, SqlText
 from snapdp.data.model.predicate import (
@@ -285,13 +286,15 @@ class _Parser(SqlText):
         d = self.declaration
         schema = d.schema
         bounds = schema.bounds
-        for key, (value, _) in self.options.items():
+        for key, (value, where) in self.options.items():
             text = str(value)
             if key == "epsilon":
                 continue
             if key == "privacy_unit":
                 self._restated_unit(text)
                 continue
+            if text.isdigit():
+                self.exact_span(text, where, where)  # its size, before int() reads it
             if not text.isdigit() or int(text) < 1:
                 raise self.option_error(key, f"{self.option_words[key]} must be an integer >= 1, "
                                         f"not {text}")  # fmt: skip
@@ -464,7 +467,7 @@ class _Parser(SqlText):
         if isinstance(node, exp.Neg):
             sign, node = -1, node.this
         if isinstance(node, exp.Literal) and not node.is_string:
-            return sign * Fraction(str(node.this))
+            return sign * self.exact(node)
         raise self.at(node, "a number is expected here")
 
     # -- WHERE -----------------------------------------------------------------------------
@@ -548,7 +551,7 @@ class _Parser(SqlText):
             if node.is_string:
                 return str(node.this)
             text = str(node.this)
-            value = Fraction(text)
+            value = self.exact(node)
             return int(value) if re.fullmatch(r"[+-]?[0-9]+", text) else value
         if isinstance(node, exp.Neg):
             inner = self.literal(node.this)
@@ -637,7 +640,8 @@ class _Parser(SqlText):
         for item in order.expressions:
             node = item.this if isinstance(item, exp.Ordered) else item
             if isinstance(node, exp.Literal) and not node.is_string:
-                index = int(str(node.this)) - 1
+                position = self.exact(node)
+                index = int(position) - 1 if position.denominator == 1 else -1
                 if not 0 <= index < len(outputs):
                     raise self.at(node, "ORDER BY position is not a SELECT item")
                 name = outputs[index].name
@@ -669,23 +673,27 @@ class _Parser(SqlText):
         out = []
         for q in queries:
             if epsilon is not None:
-                out.append(declaration.planned(q, epsilon=Fraction(str(epsilon)) / n))
+                out.append(declaration.planned(q, epsilon=exact_value(epsilon, name="epsilon") / n))
             elif accuracy is not None:
                 out.append(declaration.planned(q, accuracy=accuracy))
             else:
-                out.append(declaration.planned(q, weight=Fraction(str(weight)) / n))
+                out.append(declaration.planned(q, weight=exact_value(weight, name="weight") / n))
         return out
 
     def _option_epsilon(self, given: object) -> Fraction:
         """``OPTIONS(epsilon = …)``: a number > 0, the same as an ε given beside it."""
         text = str(self.options["epsilon"][0])
         try:
-            option = Fraction(text)
-        except (ValueError, ZeroDivisionError):
+            option = exact_value(text, name="epsilon")
+        except NumberSizeError:
+            raise self.option_error(
+                "epsilon", f"epsilon must have {SIZE_RULE}", "epsilon"
+            ) from None
+        except (ParameterError, ValueError, ZeroDivisionError):
             raise self.option_error("epsilon", f"epsilon must be a number, not {text}") from None
         if option <= 0:
             raise self.option_error("epsilon", f"epsilon must be > 0, not {text}", "epsilon")
-        if given is not None and Fraction(str(given)) != option:
+        if given is not None and exact_value(given, name="epsilon") != option:
             raise self.option_error(
                 "epsilon", f"OPTIONS(epsilon = {text}) differs from the ε given ({given})",
                 "epsilon",

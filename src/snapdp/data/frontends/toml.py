@@ -20,7 +20,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from snapdp._validation import check_epsilon
+from snapdp._validation import SIZE_RULE, NumberSizeError, check_epsilon, check_number_size
 from snapdp.data.frontends._toml import KeyLocator, load_toml
 from snapdp.data.model.names import Path_, PlanFileError, located, toml_keys
 from snapdp.data.model.query import STATISTICS, Query
@@ -51,6 +51,23 @@ class _Loader:
         self.path = path
         self.data = data
         self.locator = locator
+        self.sizes((), data)
+
+    def sizes(self, key: Path_, value: object) -> None:
+        """Refuse any number of the file beyond the size limits (docs/data.md, "Numbers")
+        before one is used: a bound of ``1e10000000`` would otherwise take minutes to expand."""
+        if isinstance(value, dict):
+            for k, v in value.items():
+                self.sizes((*key, k), v)
+        elif isinstance(value, list):  # an array of tables by index, a list of numbers as one
+            for i, v in enumerate(value):
+                self.sizes((*key, i) if isinstance(v, dict) else key, v)
+        else:
+            try:
+                check_number_size(str(key[-1]) if key else "plan", value)
+            except NumberSizeError as exc:
+                message = f"must be a number of {SIZE_RULE}, not {exc.shown}"
+                raise self.error(key, message, exc.parameter) from None
 
     def error(self, key: Path_, message: str, parameter: str | None = None) -> PlanFileError:
         return located(self.path, self.locator, key, message, parameter)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._rational import format_rational, shown_number
+from snapdp._validation import NumberSizeError, exact_decimal, exact_value
 from snapdp.data.model.predicate import (
     OPERATORS,
     And,
@@ -97,9 +98,13 @@ def _frac(value: object, key: str) -> Fraction:
             parameter=key,
         )
     try:
-        return Fraction(str(value).strip())
-    except (ValueError, ZeroDivisionError):
-        raise ParameterError(f"`{key}` must be a number, not {value!r}", parameter=key) from None
+        return exact_value(value, name=key)
+    except NumberSizeError:
+        raise
+    except ParameterError:
+        raise ParameterError(
+            f"`{key}` must be a number, not {shown_number(value)}", parameter=key
+        ) from None
 
 
 def _mapping(data: object, key: str) -> Mapping[str, Any]:
@@ -355,6 +360,8 @@ def predicate_from_dict(data: object) -> Predicate:
         if op in ("and", "or"):
             terms = tuple(predicate_from_dict(t) for t in data["terms"])
             return And(terms) if op == "and" else Or(terms)
+    except NumberSizeError:  # a ParameterError, so a TypeError too: named as it is
+        raise
     except (KeyError, TypeError):
         raise ParameterError(f"a malformed filter: {data!r}", parameter="where") from None
     raise ParameterError(f"unknown filter operator {op!r}", parameter="where")
@@ -382,11 +389,16 @@ def _literal_from_json(data: object) -> LiteralValue:
         return value
     if kind in ("integer", "decimal", "date") and isinstance(value, str):
         try:
-            if kind == "integer":
-                return int(value)
-            if kind == "decimal":
-                return Fraction(value)
+            if kind in ("integer", "decimal"):
+                number = exact_decimal(value, name="where", rational=True)
+                if kind == "decimal":
+                    return number
+                if number.denominator == 1 and value.strip().lstrip("+-").isdigit():
+                    return int(number)
+                raise ValueError(value)
             return _dt.date.fromisoformat(value)
-        except ValueError:
+        except NumberSizeError:
+            raise
+        except (ValueError, ParameterError):
             pass
     raise ParameterError(f"a malformed literal: {data!r}", parameter="where")

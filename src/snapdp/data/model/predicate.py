@@ -29,6 +29,7 @@ from fractions import Fraction
 from typing import Any, Literal, TypeAlias
 
 from snapdp._rational import format_rational, shown_rational
+from snapdp._validation import check_number_size
 from snapdp.data.model.schema import Schema, typed_key
 from snapdp.errors import ParameterError
 
@@ -193,6 +194,7 @@ def _rational(value: object) -> Fraction | None:
     """A numeric literal as an exact rational (None: not a number)."""
     if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
         return None
+    check_number_size("where", value)
     return Fraction(value)
 
 

@@ -29,7 +29,14 @@ from fractions import Fraction
 from typing import Literal, TypeAlias
 
 from snapdp._rational import shown_rational
-from snapdp._validation import check_count
+from snapdp._validation import (
+    MAX_DIGITS,
+    SIZE_RULE,
+    NumberSizeError,
+    check_count,
+    check_number_size,
+    exact_decimal,
+)
 from snapdp.errors import ParameterError
 
 __all__ = [
@@ -421,6 +428,12 @@ def typed_key(kind: str, value: object, column: str = "?") -> Key:
         if isinstance(value, str):
             text = value.strip()
             if text and (text.lstrip("+-").isdigit()) and text.count("-") + text.count("+") <= 1:
+                if len(text.lstrip("+-").lstrip("0")) > MAX_DIGITS:  # before int() reads it
+                    raise NumberSizeError(
+                        f"{where}: a key must be an integer of {SIZE_RULE}, not one of "
+                        f"{len(text):,} characters",
+                        parameter="keys",
+                    )
                 return int(text)
         raise ParameterError(
             f"{where}: a key must be an integer such as 3, not {value!r}", parameter="keys"
@@ -460,10 +473,18 @@ def _exact_number(name: str, value: object) -> Fraction:
     at their exact binary value."""
     if isinstance(value, bool):
         raise ParameterError(f"`{name}` must be a number, not {value!r}", parameter=name)
+    if isinstance(value, str):
+        try:
+            return exact_decimal(value, name=name)
+        except NumberSizeError:
+            raise
+        except ParameterError:
+            raise ParameterError(
+                f"`{name}` must be a finite number, not {value!r}", parameter=name
+            ) from None
+    check_number_size(name, value)  # before a Decimal's exponent is expanded
     try:
-        if isinstance(value, str):
-            result = Fraction(Decimal(value.strip()))
-        elif isinstance(value, (int, Fraction, Decimal)):
+        if isinstance(value, (int, Fraction, Decimal)):
             result = Fraction(value)
         elif isinstance(value, float):
             if not math.isfinite(value):

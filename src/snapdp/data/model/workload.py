@@ -28,7 +28,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from snapdp._rational import shown_number
-from snapdp._validation import check_count, check_epsilon
+from snapdp._validation import check_count, check_epsilon, exact_value
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
 from snapdp.errors import ParameterError
@@ -185,9 +185,9 @@ class Declaration:
         size = {} if self.group_size is None else {"group_size": self.group_size}
         return PlannedQuery(
             query,
-            epsilon=None if epsilon is None else Fraction(str(epsilon)),
-            accuracy=None if accuracy is None else Fraction(str(accuracy)),
-            weight=None if weight is None else Fraction(str(weight)),
+            epsilon=None if epsilon is None else exact_value(epsilon, name="epsilon"),
+            accuracy=None if accuracy is None else exact_value(accuracy, name="accuracy"),
+            weight=None if weight is None else exact_value(weight, name="weight"),
             confidence=self.confidence,
             **size,
         )
