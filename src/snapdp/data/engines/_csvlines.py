@@ -101,11 +101,15 @@ def check_delimiter(delimiter: str, encoding: str) -> None:
         )
 
 
-def _open(path: Path) -> tuple[IO[bytes], IO[bytes]]:
-    """(the decompressed stream, the file on disk) of ``path``; a gzip file (found by its
-    magic bytes, whatever its name) is gunzipped."""
+def _open(path: Path, header: bool = True) -> tuple[IO[bytes], IO[bytes]]:
+    """(the decompressed stream, the file on disk) of ``path``; a gzip file is gunzipped. With
+    a ``header`` it is found by its magic bytes, whatever its name (the file then starts with
+    the public header or with compression); without one the first line is a record, so one
+    unit's line must not decide how the whole file is read: it is found by its name (``.gz``).
+    """
     raw = open(path, "rb")  # noqa: SIM115 - closed by the caller
-    if raw.peek(2)[:2] == _GZIP_MAGIC:
+    gz = raw.peek(2)[:2] == _GZIP_MAGIC if header else path.name.lower().endswith(".gz")
+    if gz:
         return cast("IO[bytes]", gzip.GzipFile(fileobj=raw, mode="rb")), raw
     return raw, raw
 
@@ -666,7 +670,7 @@ class CsvLines:
         out: list[tuple[Path, int, str]] = []
         encoding = "UTF-8" if self.utf8 else "latin-1"
         for path, fields in zip(self.paths, self.fields, strict=True):
-            stream, raw = _open(path)
+            stream, raw = _open(path, self.header)
             try:
                 with raw:
                     header = self.header
@@ -737,7 +741,7 @@ class CsvLines:
             groups = list(self.groups)
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="snapdp-csv") as pool:
             for path, fields, group in zip(self.paths, self.fields, groups, strict=True):
-                stream, raw = _open(path)
+                stream, raw = _open(path, self.header)
                 try:
                     with raw:
                         header = self.header

@@ -316,3 +316,21 @@ def test_a_gzip_file_is_found_by_its_content(tmp_path: Path, name: str) -> None:
         engine = DuckDBEngine(path)
         assert engine.column_names() == ["a", "b", "c"]
         assert engine.aggregate(PLAN) == want
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_without_a_header_a_first_line_like_gzip_changes_nothing(
+    tmp_path: Path, encoding: str
+) -> None:
+    """Without a header the first line is a record (DESIGN §8.1): one unit's line that starts
+    with the gzip magic bytes must not turn the whole file into a gzip stream (an error for D',
+    results for D). Compression is found by content only where the first line is the public
+    header; a header-less file is gunzipped by its name (docs/data.md, "CSV input")."""
+    options = CsvOptions(header=False, column_names=("a", "b", "c"), encoding=encoding)
+    d, d2 = tmp_path / "d.csv", tmp_path / "d2.csv"
+    d.write_bytes(D)
+    d2.write_bytes(b"\x1f\x8b,2,3\n" + D)
+    want = DuckDBEngine(d, csv=options).aggregate(PLAN)
+    got = DuckDBEngine(d2, csv=options).aggregate(PLAN)
+    assert got.rows == want.rows  # the added line is no key of `a`: the same aggregates
+    assert got.sums == want.sums
