@@ -32,7 +32,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "snapdp.data.consistent_accuracy", "snapdp.data.core", "snapdp.data.session",
     )),
     ("statistics", (
-        "snapdp.data.statistics", "snapdp.data.sample_variance", "snapdp.data.quantiles",
+        "snapdp.data.statistics", "snapdp.data.statistics.*", "snapdp.data.sample_variance",
+        "snapdp.data.quantiles",
         "snapdp.data.calibration", "snapdp.data.consistency", "snapdp.data.postprocess",
         "snapdp.data.refusals", "snapdp.data.bounding", "snapdp.data.sensitivity",
         "snapdp.data.ledger", "snapdp.data.results",

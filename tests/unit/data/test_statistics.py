@@ -1,4 +1,4 @@
-"""Exact fixed point, mechanism inputs and the variance split (src/snapdp/data/statistics.py,
+"""Exact fixed point, mechanism inputs and the variance split (src/snapdp/data/statistics/,
 sensitivity.py; docs/data.md, "Statistics")."""
 
 from __future__ import annotations

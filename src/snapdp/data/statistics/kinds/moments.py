@@ -1,0 +1,349 @@
+"""Count, sum, mean (ratio and substitute), variance and std with their sample forms: the kinds
+whose parts are exact sums per cell (docs/data.md, "Statistics").
+
+* count: the rows; one cell moves by r; bounds [0, N].
+* sum: Σq; moves by r·max(|L_q|, |U_q|); bounds [N·min(L_q, 0), N·max(U_q, 0)].
+* mean (ratio): Σq (ε/2) and the number of values (ε/2), as sum and count.
+* mean (substitute): Σq/n with the declared public n (all of ε); moves by (U_q − L_q)/n;
+  bounds [L_q, U_q].
+* variance, std: Σw² (ε·0.24), Σw (ε·0.34) and the number of values (ε·0.42), with
+  w = 2q − L_q − U_q and W = U_q − L_q; moves by r·W², r·W, r; bounds [0, N·W²], [−N·W, N·W],
+  [0, N]. The sample forms (var_samp, std_samp) release the same parts and divide by ñ − 1
+  (post-processing, :mod:`snapdp.data.sample_variance`).
+
+The variance split is the one that minimises its stated error: that error is
+(a_Σw² + 2W·a_Σw + 3W²·a_n)/(4ñ), and each a is proportional to 1/ε of its part, so
+εᵢ ∝ √(1, 2, 3), taken as the rationals 1000:1414:1732.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+
+from snapdp.data import sample_variance
+from snapdp.data.bounding import Reach
+from snapdp.data.engines.base import Aggregates, ValueColumn
+from snapdp.data.model.query import ROOT_STATISTICS, SPREAD_STATISTICS, Query
+from snapdp.data.model.schema import Column, Key, Schema
+from snapdp.data.results import ResultRow
+from snapdp.data.sensitivity import FixedPoint, fixed_point
+from snapdp.data.statistics.types import (
+    AccuracyStatement,
+    Compiled,
+    Kind,
+    Noise,
+    Noisy,
+    Part,
+    check_magnitudes,
+    numeric_column,
+    part_accuracies,
+    up,
+)
+from snapdp.errors import ParameterError
+
+__all__ = ["COUNT", "MEAN", "SPREAD", "SUBSTITUTE_MEAN", "SUM"]
+
+_VARIANCE_SPLIT = (Fraction(1000, 4146), Fraction(1414, 4146), Fraction(1732, 4146))
+_Parts = Callable[[Query, Schema, FixedPoint, Reach, int], tuple[Part, ...]]
+
+
+# -- compiling --------------------------------------------------------------------------------
+def _compile_count(
+    query: Query, schema: Schema, epsilon: Fraction, groupings: tuple[Column, ...],
+    n_cells: int, r: Reach,
+) -> Compiled:  # fmt: skip
+    part = Part("count", "rows", Fraction(1), r.per_cell, r.l1, 0, schema.max_rows)
+    return Compiled(query, epsilon, groupings, None, None, (part,), r, schema)
+
+
+def _compiler(
+    parts_of: _Parts,
+) -> Callable[[Query, Schema, Fraction, tuple[Column, ...], int, Reach], Compiled]:
+    """The compile step of a kind over a numeric value column, its parts from ``parts_of``."""
+
+    def compile_(
+        query: Query, schema: Schema, epsilon: Fraction, groupings: tuple[Column, ...],
+        n_cells: int, r: Reach,
+    ) -> Compiled:  # fmt: skip
+        col = numeric_column(query, schema)
+        squares = query.statistic in SPREAD_STATISTICS
+        fp = fixed_point(col, schema.max_rows, squares=squares)
+        impute = None
+        if col.nulls.action == "impute":
+            assert col.nulls.value is not None
+            q = round(Fraction(col.nulls.value) * 10**fp.decimals)  # type: ignore[arg-type]
+            impute = min(max(q, fp.lower_q), fp.upper_q)
+        value = ValueColumn(col, fp.decimals, fp.lower_q, fp.upper_q, impute, squares)
+        parts = parts_of(query, schema, fp, r, n_cells)
+        check_magnitudes(col, parts)
+        return Compiled(query, epsilon, groupings, value, fp, parts, r, schema)
+
+    return compile_
+
+
+def _sum_parts(
+    query: Query, schema: Schema, fp: FixedPoint, r: Reach, cells: int
+) -> tuple[Part, ...]:
+    lo, hi = fp.sum_bounds(schema.max_rows)
+    return (Part("sum", "sum", Fraction(1), r.per_cell * fp.magnitude,
+                 r.l1 * fp.magnitude, lo, hi),)  # fmt: skip
+
+
+def _mean_parts(
+    query: Query, schema: Schema, fp: FixedPoint, r: Reach, cells: int
+) -> tuple[Part, ...]:
+    n = schema.max_rows
+    lo, hi = fp.sum_bounds(n)
+    half = Fraction(1, 2)
+    return (
+        Part("sum", "sum", half, r.per_cell * fp.magnitude, r.l1 * fp.magnitude, lo, hi),
+        Part("count", "count", half, r.per_cell, r.l1, 0, n),
+    )
+
+
+def _spread_parts(
+    query: Query, schema: Schema, fp: FixedPoint, r: Reach, cells: int
+) -> tuple[Part, ...]:
+    n, w = schema.max_rows, fp.width
+    sq, cs, ct = _VARIANCE_SPLIT
+    return (
+        Part("squares", "squares", sq, r.per_cell * w * w, r.l1 * w * w, 0, n * w * w),
+        Part("csum", "csum", cs, r.per_cell * w, r.l1 * w, -n * w, n * w),
+        Part("count", "count", ct, r.per_cell, r.l1, 0, n),
+    )
+
+
+def _substitute_parts(
+    query: Query, schema: Schema, fp: FixedPoint, r: Reach, cells: int
+) -> tuple[Part, ...]:
+    if schema.rows is None:
+        raise ParameterError(
+            "a substitute mean needs the public row count declared (Schema.rows; CLI --rows)",
+            parameter="rows",
+        )
+    if cells != 1:
+        raise ParameterError(
+            "a substitute mean cannot be grouped (group sizes are not public)", parameter="by"
+        )
+    if r.l1 != 1:
+        raise ParameterError(
+            "a substitute mean needs one row per unit (max_rows_per_unit=1)",
+            parameter="max_rows_per_unit",
+        )
+    # Substituting one row moves Σq by at most the span of what one row can add: [L_q, U_q] when
+    # a null is imputed, and also 0 when a null (or unreadable) cell is dropped from the sum.
+    span = fp.width
+    if schema.column(query.column or "").nulls.action != "impute":
+        span = max(fp.upper_q, 0) - min(fp.lower_q, 0)
+    sens = Fraction(span, schema.rows)
+    return (Part("mean", "mean", Fraction(1), sens, sens, fp.lower_q, fp.upper_q),)
+
+
+# -- accuracy ---------------------------------------------------------------------------------
+def _statement(
+    compiled: Compiled, confidence: float, notes: tuple[str, ...], accuracy: float
+) -> AccuracyStatement:
+    return AccuracyStatement(compiled.query, compiled.epsilon, confidence, accuracy, notes=notes)
+
+
+def _count_accuracy(
+    compiled: Compiled, noises: Sequence[Noise], confidence: float, alpha: float,
+    notes: tuple[str, ...], targets: bool,
+) -> AccuracyStatement:  # fmt: skip
+    return _statement(
+        compiled, confidence, notes, part_accuracies(compiled, noises, alpha)["count"]
+    )
+
+
+def _sum_accuracy(
+    compiled: Compiled, noises: Sequence[Noise], confidence: float, alpha: float,
+    notes: tuple[str, ...], targets: bool,
+) -> AccuracyStatement:  # fmt: skip
+    a, fp = part_accuracies(compiled, noises, alpha), compiled.fixed
+    assert fp is not None
+    return _statement(compiled, confidence, notes, up(a["sum"] * float(fp.quantum)))
+
+
+def _substitute_accuracy(
+    compiled: Compiled, noises: Sequence[Noise], confidence: float, alpha: float,
+    notes: tuple[str, ...], targets: bool,
+) -> AccuracyStatement:  # fmt: skip
+    a, fp = part_accuracies(compiled, noises, alpha), compiled.fixed
+    assert fp is not None
+    acc = min(up(a["mean"] * float(fp.quantum)), float(fp.width * fp.quantum))
+    return _statement(compiled, confidence, notes, acc)
+
+
+def _mean_accuracy(
+    compiled: Compiled, noises: Sequence[Noise], confidence: float, alpha: float,
+    notes: tuple[str, ...], targets: bool,
+) -> AccuracyStatement:  # fmt: skip
+    a, fp = part_accuracies(compiled, noises, alpha), compiled.fixed
+    assert fp is not None
+    num = up((a["sum"] + fp.magnitude * a["count"]) * float(fp.quantum))
+    cap = float(fp.width * fp.quantum)
+    return AccuracyStatement(compiled.query, compiled.epsilon, confidence, None, num, cap, notes)
+
+
+def _spread_accuracy(
+    compiled: Compiled, noises: Sequence[Noise], confidence: float, alpha: float,
+    notes: tuple[str, ...], targets: bool,
+) -> AccuracyStatement:  # fmt: skip
+    a, fp, stat = part_accuracies(compiled, noises, alpha), compiled.fixed, compiled.query.statistic
+    assert fp is not None
+    q, w = float(fp.quantum), fp.width
+    num = up((a["squares"] + 2 * w * a["csum"] + 3 * w * w * a["count"]) / 4 * q * q)
+    largest = Fraction(w * w, 4) * fp.quantum**2  # V: the largest population variance
+    cap = float(largest)
+    if stat == "std":
+        cap = float(Fraction(w, 2) * fp.quantum)
+    if stat in ("var_samp", "std_samp"):  # docs/sql.md, "Sample variance"
+        cap = float(2 * largest) if stat == "var_samp" else up(math.sqrt(float(2 * largest)))
+        notes = (*notes, sample_variance.FALLBACK_NOTE)
+        return AccuracyStatement(
+            compiled.query, compiled.epsilon, confidence, None, num, cap, notes,
+            count_accuracy=a["count"], largest=up(float(largest)),
+        )  # fmt: skip
+    return AccuracyStatement(compiled.query, compiled.epsilon, confidence, None, num, cap, notes)
+
+
+# -- exact inputs -----------------------------------------------------------------------------
+def _read_sum(c: Compiled, agg: Aggregates, j: int) -> list[int | Fraction]:
+    return list(agg.sums[j])
+
+
+def _read_count(c: Compiled, agg: Aggregates, j: int) -> list[int | Fraction]:
+    return list(agg.counts[j])
+
+
+def _read_squares(c: Compiled, agg: Aggregates, j: int) -> list[int | Fraction]:
+    squares = agg.squares[j]
+    assert squares is not None
+    return list(squares)
+
+
+def _read_csum(c: Compiled, agg: Aggregates, j: int) -> list[int | Fraction]:
+    assert c.fixed is not None
+    mid2 = c.fixed.lower_q + c.fixed.upper_q
+    return [2 * s - n * mid2 for s, n in zip(agg.sums[j], agg.counts[j], strict=True)]
+
+
+def _read_mean(c: Compiled, agg: Aggregates, j: int) -> list[int | Fraction]:
+    rows = c.schema.rows  # Σq / n with the declared public n
+    assert rows is not None
+    return [Fraction(s, rows) for s in agg.sums[j]]
+
+
+#: A part's source: how its exact values per cell are read, and its unit given the quantum.
+_SOURCES: dict[
+    str, tuple[Callable[[Compiled, Aggregates, int], list[int | Fraction]], Callable[[str], str]]
+] = {
+    "sum": (_read_sum, lambda q: q),
+    "count": (_read_count, lambda q: "1 row"),
+    "squares": (_read_squares, lambda q: f"({q})² (centred, doubled)"),
+    "csum": (_read_csum, lambda q: f"{q} (centred, doubled)"),
+    "mean": (_read_mean, lambda q: q),
+}
+
+
+def _count_inputs(
+    compiled: Compiled, aggregates: Aggregates, value_index: int | None
+) -> dict[str, list[int | Fraction]]:
+    return {part.name: list(aggregates.rows) for part in compiled.parts}
+
+
+def _value_inputs(
+    compiled: Compiled, aggregates: Aggregates, value_index: int | None
+) -> dict[str, list[int | Fraction]]:
+    assert value_index is not None and compiled.fixed is not None
+    return {
+        p.name: _SOURCES[p.source][0](compiled, aggregates, value_index) for p in compiled.parts
+    }
+
+
+def _count_unit(part: Part, fp: FixedPoint | None) -> str:
+    return "1 row"
+
+
+def _value_unit(part: Part, fp: FixedPoint | None) -> str:
+    assert fp is not None
+    return _SOURCES[part.source][1](str(fp.quantum))
+
+
+# -- results ----------------------------------------------------------------------------------
+def _scale(compiled: Compiled) -> tuple[FixedPoint, float, float, float]:
+    fp = compiled.fixed
+    assert fp is not None
+    scale = float(10**fp.decimals)
+    return fp, scale, float(fp.lower_q) / scale, float(fp.upper_q) / scale
+
+
+def _count_rows(
+    compiled: Compiled, statement: AccuracyStatement, noisy: Noisy, i: int,
+    keys: tuple[Key | str, ...],
+) -> list[ResultRow]:  # fmt: skip
+    assert statement.accuracy is not None
+    return [ResultRow(keys, float(noisy["count"][i]), statement.accuracy)]
+
+
+def _rows_of(key: str) -> Callable[..., list[ResultRow]]:
+    """The rows of a kind whose ± depends on public parameters only (sum, substitute mean)."""
+
+    def rows(
+        compiled: Compiled, statement: AccuracyStatement, noisy: Noisy, i: int,
+        keys: tuple[Key | str, ...],
+    ) -> list[ResultRow]:  # fmt: skip
+        _fp, scale, _lo, _hi = _scale(compiled)
+        assert statement.accuracy is not None
+        return [ResultRow(keys, float(noisy[key][i]) / scale, statement.accuracy)]
+
+    return rows
+
+
+def _mean_rows(
+    compiled: Compiled, statement: AccuracyStatement, noisy: Noisy, i: int,
+    keys: tuple[Key | str, ...],
+) -> list[ResultRow]:  # fmt: skip
+    _fp, scale, lo, hi = _scale(compiled)
+    assert statement.cap is not None
+    n = float(noisy["count"][i])
+    if not n > 0:
+        return [ResultRow(keys, (lo + hi) / 2, statement.cap)]
+    value = min(max(float(noisy["sum"][i]) / scale / n, lo), hi)
+    return [ResultRow(keys, value, statement.at(n))]
+
+
+def _spread_rows(
+    compiled: Compiled, statement: AccuracyStatement, noisy: Noisy, i: int,
+    keys: tuple[Key | str, ...],
+) -> list[ResultRow]:  # fmt: skip
+    fp, scale, _lo, _hi = _scale(compiled)
+    stat = compiled.query.statistic
+    assert statement.cap is not None
+    n = float(noisy["count"][i])
+    w = float(fp.width)
+    if not n > 0:
+        var_q = w * w / 8
+    else:
+        m1 = min(max(float(noisy["csum"][i]) / n, -w), w)
+        m2 = min(max(float(noisy["squares"][i]) / n, 0.0), w * w)
+        var_q = min(max(m2 - m1 * m1, 0.0), w * w) / 4
+    var = var_q / (scale * scale)
+    if statement.largest is not None:  # a sample form (docs/sql.md, "Sample variance")
+        root = stat in ROOT_STATISTICS
+        value = sample_variance.sample_value(var, n, w * w / 4 / (scale * scale), root=root)
+        return [ResultRow(keys, value, statement.at(n))]
+    acc = statement.at(n) if n > 0 else statement.cap
+    return [ResultRow(keys, (math.sqrt(var) if stat == "std" else var), acc)]
+
+
+COUNT = Kind(_compile_count, _count_accuracy, _count_inputs, _count_rows, _count_unit)
+SUM = Kind(_compiler(_sum_parts), _sum_accuracy, _value_inputs, _rows_of("sum"), _value_unit)
+MEAN = Kind(_compiler(_mean_parts), _mean_accuracy, _value_inputs, _mean_rows, _value_unit)
+SUBSTITUTE_MEAN = Kind(
+    _compiler(_substitute_parts), _substitute_accuracy, _value_inputs, _rows_of("mean"),
+    _value_unit,
+)  # fmt: skip
+SPREAD = Kind(_compiler(_spread_parts), _spread_accuracy, _value_inputs, _spread_rows, _value_unit)

@@ -1,0 +1,277 @@
+"""The values a statistic passes along its pipeline: parts, calibrated noises, compiled queries,
+accuracy statements, the :class:`Kind` each statistic family registers, and number helpers
+(docs/data.md, "Statistics")."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from snapdp._rational import shown_rational
+from snapdp.accuracy import accuracy_bound
+from snapdp.data import sample_variance
+from snapdp.data.bounding import Reach
+from snapdp.data.engines.base import Aggregates, ValueColumn
+from snapdp.data.model.predicate import Predicate
+from snapdp.data.model.query import ROOT_STATISTICS, Query
+from snapdp.data.model.schema import Column, Key, Schema
+from snapdp.data.results import ResultRow
+from snapdp.data.sensitivity import FixedPoint
+from snapdp.errors import ParameterError
+from snapdp.parameters import SnappingParameters
+from snapdp.rescaling import mechanism_parameters
+
+
+@dataclass(frozen=True)
+class Part:
+    """One exact aggregate per cell, released by one mechanism per cell.
+
+    ``source``: ``"rows"``, ``"sum"``, ``"count"`` (non-null values), ``"squares"``, ``"csum"``
+    (Σ(2q − L_q − U_q)) or ``"mean"`` (Σq/n, substitute). ``per_cell``/``l1``: sensitivities in
+    the part's units; [``lower``, ``upper``]: the mechanism's bounds.
+    """
+
+    name: str
+    source: str
+    weight: Fraction
+    per_cell: int | Fraction
+    l1: int | Fraction
+    lower: int
+    upper: int
+    cells: int | None = None  # cells one unit touches, when not the query's (tree levels)
+    probability: Fraction | None = None  # source "exponential": the quantile's p
+
+
+@dataclass(frozen=True)
+class Noise:
+    """A part's calibrated mechanism parameters (exact) and how they were chosen."""
+
+    part: Part
+    epsilon: Fraction
+    sensitivity: int | Fraction
+    cells: int
+    calibrated: bool
+    note: str | None = None
+    presumed: bool = False  # the planner's search: certificates presumed, never for a release
+    slack: Fraction = Fraction(0)  # calibrated: the certificate's per-cell slack s
+
+    @property
+    def spent(self) -> Fraction:
+        """The ε the part costs: ε per cell times the cells one unit touches, or, calibrated to
+        the L1 sensitivity, ε_cal + cells·s (the certificate's composition; DESIGN §8.4)."""
+        if self.calibrated:
+            return self.epsilon + self.cells * self.slack
+        return self.epsilon * self.cells
+
+    def parameters(self) -> SnappingParameters:
+        """The exact parameters the part's :class:`~snapdp.SnappingMechanism` runs with
+        (rescaled, docs/mechanism.md "No power-of-two penalty"); for its accuracy. A ε that the
+        mechanism refuses (too small) is a ParameterError naming ``epsilon``, as the mechanism's
+        own constructor says it."""
+        try:
+            return mechanism_parameters(
+                self.epsilon, self.sensitivity, self.part.lower, self.part.upper,
+                presume_certified=self.presumed,
+            )  # fmt: skip
+        except ParameterError:
+            raise
+        except ValueError as exc:
+            raise ParameterError(str(exc), parameter="epsilon") from None
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A query checked against the declaration: its grouping, value column and parts."""
+
+    query: Query
+    epsilon: Fraction
+    groupings: tuple[Column, ...]
+    value: ValueColumn | None
+    fixed: FixedPoint | None
+    parts: tuple[Part, ...]
+    reach: Reach
+    schema: Schema = field(repr=False)
+    leaf: Column | None = None  # quantiles: the value column binned at the tree's leaves
+    tree: Any = None  # quantiles: the tree (snapdp.data.quantiles.TreeSpec)
+    where: Predicate | None = None  # the row filter, literals typed by the declaration
+    where_columns: tuple[Column, ...] = ()  # the declared columns it reads
+    grid: Any = None  # exponential quantiles: the candidates (exponential_quantiles.QuantileGrid)
+
+    @property
+    def engine_groupings(self) -> tuple[Column, ...]:
+        """The grouping the engine counts: the query's, then the leaves for quantiles."""
+        return self.groupings if self.leaf is None else (*self.groupings, self.leaf)
+
+    @property
+    def n_cells(self) -> int:
+        """The number of cells (1 when ungrouped)."""
+        n = 1
+        for g in self.groupings:
+            n *= g.n_cells
+        return n
+
+
+@dataclass(frozen=True)
+class AccuracyStatement:
+    """The accuracy a query will have, stated before anything is spent (DESIGN §4).
+
+    ``accuracy``: the ± of every released value at ``confidence``, when it depends on public
+    parameters only (count, sum, substitute mean); else None and ``per_count`` is the numerator
+    c such that the ± of a cell with noisy count ñ is c/ñ (ratio mean, variance; for a std,
+    √(c/ñ)), capped at ``cap`` (the width of the value range). ``epsilon``: the query's exact ε.
+    """
+
+    query: Query
+    epsilon: Fraction
+    confidence: float
+    accuracy: float | None
+    per_count: float | None = None
+    cap: float | None = None
+    notes: tuple[str, ...] = ()
+    rank: float | None = None
+    leaf_width: float | None = None
+    targets: tuple[float, ...] = ()  # quantiles: per probability, the bound the value ± uses
+    count_accuracy: float | None = None  # sample forms: the count's ± (docs/sql.md)
+    largest: float | None = None  # sample forms: V, the largest population variance
+
+    @property
+    def label(self) -> str:
+        """The query's label."""
+        return self.query.label
+
+    def at(self, n: int | float) -> float:
+        """The ± for a cell of ``n`` rows (n > 0): exact statement for count-independent
+        statistics; for ratio forms, the bound with ñ = n (a planning figure)."""
+        if self.accuracy is not None:
+            return self.accuracy
+        assert self.per_count is not None and self.cap is not None
+        if not n > 0:
+            return self.cap
+        if self.leaf_width is not None:
+            return min(self.cap, up(self.leaf_width + self.per_count / n))
+        if self.count_accuracy is not None and self.largest is not None:
+            root = self.query.statistic in ROOT_STATISTICS
+            return sample_variance.sample_accuracy(
+                self.per_count, self.count_accuracy, self.largest, float(n), root=root
+            )
+        a = up(self.per_count / n)
+        if self.query.statistic == "std":
+            a = up(math.sqrt(a))
+        return min(self.cap, a)
+
+    def describe(self) -> str:
+        """The accuracy in words."""
+        if self.accuracy is not None:
+            return f"±{num(self.accuracy)}"
+        if self.rank is not None and self.query.method == "exponential":
+            return (
+                f"rank ±{num(self.rank)} (for every n); in values ±({num(self.leaf_width or 0.0)}"
+                f" + {num(self.per_count or 0.0)}/n) if n rows are evenly spread"
+            )
+        if self.rank is not None:
+            return (
+                f"rank ±{num(self.rank)}; in values ±({num(self.leaf_width or 0.0)} + "
+                f"{num(self.per_count or 0.0)}/ñ) if evenly spread, ñ the noisy count of the cell"
+            )
+        if self.count_accuracy is not None:
+            c, a = num(self.per_count or 0.0), num(self.count_accuracy)
+            v = num(self.largest or 0.0)
+            core = f"{c}/(ñ − 1) + {v}·{a}/((ñ − 1)·max(1, ñ − 1 − {a}))"
+            if self.query.statistic in ROOT_STATISTICS:
+                return f"±√({core}), ñ the noisy count of the cell"
+            return f"±{core}, ñ the noisy count of the cell"
+        if self.query.statistic == "std":
+            return f"±√({num(self.per_count or 0.0)}/ñ), ñ the noisy count of the cell"
+        return f"±{num(self.per_count or 0.0)}/ñ, ñ the noisy count of the cell"
+
+
+#: The noisy arrays of a query's parts, by part name.
+Noisy = dict[str, npt.NDArray[np.float64]]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One statistic family's share of the pipeline (:mod:`snapdp.data.statistics.kinds`).
+
+    ``compile``: the parts of a checked query (query, schema, ε, groupings, cells, reach of the
+    grouping); ``accuracy``: its statement (compiled, noises, confidence, α, notes, targets?);
+    ``inputs``: the parts' exact aggregates per cell (compiled, aggregates, value index);
+    ``rows``: the released rows of one cell (compiled, statement, noisy, cell index, keys);
+    ``unit``: what one unit of a part's mechanism is worth in the data's units.
+    """
+
+    compile: Callable[[Query, Schema, Fraction, tuple[Column, ...], int, Reach], Compiled]
+    accuracy: Callable[
+        [Compiled, Sequence[Noise], float, float, tuple[str, ...], bool], AccuracyStatement
+    ]
+    inputs: Callable[[Compiled, Aggregates, int | None], dict[str, list[int | Fraction]]]
+    rows: Callable[
+        [Compiled, AccuracyStatement, Noisy, int, tuple[Key | str, ...]], list[ResultRow]
+    ]
+    unit: Callable[[Part, FixedPoint | None], str]
+
+
+def numeric_column(query: Query, schema: Schema) -> Column:
+    """The query's value column, refused unless it is numeric."""
+    assert query.column is not None
+    col = schema.column(query.column)
+    if col.type not in ("integer", "decimal"):
+        raise ParameterError(
+            f"a {query.statistic} needs a numeric column; {col.name!r} is declared {col.type}",
+            parameter="column",
+        )
+    return col
+
+
+def check_magnitudes(col: Column, parts: Sequence[Part]) -> None:
+    """Mechanism parameters must stay far inside the double range (the accuracy and the
+    outputs are doubles)."""
+    limit = 1 << 1000
+    for p in parts:
+        values: list[Fraction] = [Fraction(p.lower), Fraction(p.upper)]
+        values += [Fraction(p.per_cell), Fraction(p.l1)]
+        if max(abs(v) for v in values) >= limit:
+            raise ParameterError(
+                f"column {col.name!r}: bounds [{frac(col.lower)}, {frac(col.upper)}] are too "
+                "large for the row bound (every bound times the row bound must stay below 1e300)",
+                parameter="upper",
+            )
+
+
+def part_accuracies(compiled: Compiled, noises: Sequence[Noise], alpha: float) -> dict[str, float]:
+    each = alpha / len(noises)
+    return {n.part.name: noise_accuracy(n, each) for n in noises}
+
+
+@functools.lru_cache(maxsize=4096)
+def noise_accuracy(noise: Noise, alpha: float) -> float:
+    """``accuracy_bound`` of the part's mechanism at ``alpha``, cached per noise (a pure function
+    of public parameters: a two-phase search asks again for its fixed phase-1 counts)."""
+    return accuracy_bound(noise.parameters(), alpha)
+
+
+def up(x: float) -> float:
+    """x rounded up generously (a few ulps) for stated bounds computed in doubles."""
+    return math.nextafter(x * (1 + 2**-50), math.inf)
+
+
+def num(x: float) -> str:
+    return f"{x:,.6g}"
+
+
+def frac(x: Fraction | None) -> str:
+    if x is None:
+        return "?"
+    return shown_rational(x)  # as typed, exactly (capped in length)
+
+
+def key_label(key: Key | str) -> str:
+    """A typed key as text (for tables)."""
+    return str(key)
