@@ -20,8 +20,8 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-from snapdp.data import ledger
-from snapdp.data.ledger import Ledger
+from snapdp.data.budget import ledger
+from snapdp.data.budget.ledger import Ledger
 
 _QUERY = {
     "statistics": ["count", "mean(income)"],

@@ -55,7 +55,7 @@ from snapdp.data.engines.base import Aggregates, ValueColumn
 from snapdp.data.model.predicate import Predicate, check_predicate, columns_of
 from snapdp.data.model.query import ROOT_STATISTICS, SPREAD_STATISTICS, Query
 from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, Key, Schema, keys_product
-from snapdp.data.results import QueryResult, ResultRow
+from snapdp.data.output.results import QueryResult, ResultRow
 from snapdp.data.sensitivity import FixedPoint, fits_int64, fixed_point
 from snapdp.data.sum_bound import noise_kind
 from snapdp.errors import ParameterError
