@@ -1,5 +1,6 @@
 """The ledger's SQLite file: its formats (v1 of snapdp 0.1, v2), reading and validating them,
-the hash chain, the migration, the writes and the file errors (docs/data.md, "Budgets and the ledger").
+the hash chain, the migration, the writes and the file errors (docs/data.md, "Budgets and the
+ledger").
 
 :mod:`snapdp.data.budget.ledger` is the API over it (check, spend, reserve, settle).
 """
