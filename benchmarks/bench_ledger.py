@@ -20,8 +20,8 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-from snapdp.data import ledger
-from snapdp.data.ledger import Ledger
+from snapdp.data.budget import store
+from snapdp.data.budget.ledger import Ledger
 
 _QUERY = {
     "statistics": ["count", "mean(income)"],
@@ -35,24 +35,24 @@ def _build(path: Path, n: int) -> None:
     """A valid ledger of ``n`` spends of 1/1000 on dataset "default" (total n + 10)."""
     con = sqlite3.connect(path, isolation_level=None)
     con.execute("BEGIN")
-    for statement in ledger._SCHEMA:
+    for statement in store._SCHEMA:
         con.execute(statement)
-    ledger._init_meta(con)
-    ledger._insert_budget(con, ledger.DEFAULT_DATASET, Fraction(n + 10))
+    store._init_meta(con)
+    store._insert_budget(con, store.DEFAULT_DATASET, Fraction(n + 10))
     created = con.execute("SELECT value FROM meta WHERE key = 'created'").fetchone()[0]
-    head = ledger._genesis(created)
+    head = store._genesis(created)
     query = json.dumps(_QUERY, sort_keys=True)
     for _ in range(n):
         fields = [
-            ledger._now(),
+            store._now(),
             "1/1000",
             "0.0",
             "count",
-            ledger.DEFAULT_DATASET,
+            store.DEFAULT_DATASET,
             "data.csv",
             query,
         ]
-        head = ledger._digest(head, fields)
+        head = store._digest(head, fields)
         con.execute(
             "INSERT INTO spends (time, epsilon, delta, what, dataset, label, query, digest) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -28,19 +28,23 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("front ends", ("snapdp.data.frontends", "snapdp.data.frontends.*", "snapdp.data.plan_toml")),
     ("planner", (
         "snapdp.data.plan", "snapdp.data.two_phase", "snapdp.data.search", "snapdp.data.release",
-        "snapdp.data.report", "snapdp.data.demo", "snapdp.data.check",
+        "snapdp.data.demo",
         "snapdp.data.consistent_accuracy", "snapdp.data.core", "snapdp.data.session",
     )),
+    # the data owner's tools that read the data without privacy (snapdp check), beside the planner
+    ("owner", ("snapdp.data.owner", "snapdp.data.owner.*")),
     ("statistics", (
         "snapdp.data.statistics", "snapdp.data.statistics.*", "snapdp.data.sample_variance",
         "snapdp.data.quantiles",
-        "snapdp.data.calibration", "snapdp.data.consistency", "snapdp.data.postprocess",
+        "snapdp.data.calibration", "snapdp.data.consistency",
         "snapdp.data.refusals", "snapdp.data.bounding", "snapdp.data.sensitivity",
-        "snapdp.data.ledger", "snapdp.data.results",
         "snapdp.data.sum_bound", "snapdp.data.exponential_quantiles",
         "snapdp.data.quantile_values",
     )),
     ("engines", ("snapdp.data.engines", "snapdp.data.engines.*")),
+    # what a release hands back (results, writers, report) and the budget ledger: only model/ below
+    ("output", ("snapdp.data.output", "snapdp.data.output.*")),
+    ("budget", ("snapdp.data.budget", "snapdp.data.budget.*")),
     # the declaration and the workload IR: schema, predicate, query, workload, codec, names
     ("model", ("snapdp.data.model", "snapdp.data.model.*")),
     ("analysis", (

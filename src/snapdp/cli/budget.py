@@ -17,7 +17,7 @@ from rich.table import Table
 
 from snapdp._rational import format_rational, storage_text
 from snapdp.cli._common import json_option, library_errors, plain_number
-from snapdp.data.ledger import DatasetBudget, LedgerEntry, LedgerReport, read_ledger
+from snapdp.data.budget.ledger import DatasetBudget, LedgerEntry, LedgerReport, read_ledger
 from snapdp.errors import ParameterError
 
 _CSV_COLUMNS = (

@@ -1,6 +1,6 @@
 """``snapdp check``: what in a table does not fit its declaration, WITHOUT privacy (docs/data.md).
 
-Thin glue over :func:`snapdp.data.check.check`, with the same declaration flags as
+Thin glue over :func:`snapdp.data.owner.check.check`, with the same declaration flags as
 ``snapdp release`` (:func:`snapdp.cli._data.declaration_options`), so that an owner checks exactly
 the declaration a release will use.
 """
@@ -14,7 +14,7 @@ import click
 
 from snapdp.cli._common import json_option, library_errors
 from snapdp.cli._data import declaration_options, schema_from_options
-from snapdp.data.check import check as check_table
+from snapdp.data.owner.check import check as check_table
 
 __all__ = ["check"]
 

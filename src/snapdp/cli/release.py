@@ -269,7 +269,7 @@ def _single(
     accuracy = mechanism.accuracy(alpha)
     book = None
     if budget.ledger is not None:
-        from snapdp.data.ledger import Ledger
+        from snapdp.data.budget.ledger import Ledger
 
         book = Ledger(budget.ledger, budget.total_epsilon, dataset=budget.dataset)
         if not dry_run:

@@ -69,9 +69,9 @@ def sql(
         make_engine,
         usefulness,
     )
+    from snapdp.data.budget.ledger import Ledger
     from snapdp.data.frontends.sql import SqlError, apply_post_processing, parse_sql
     from snapdp.data.frontends.toml import load_declaration
-    from snapdp.data.ledger import Ledger
     from snapdp.data.release import PrivateTable
 
     decl = load_declaration(declaration)

@@ -8,11 +8,11 @@ This package's namespace is the API layer above the front ends (docs/architectur
 from __future__ import annotations
 
 from snapdp.data.api import Plan, PrivateTable, load_plan
-from snapdp.data.ledger import DatasetBudget, Ledger, LedgerEntry, LedgerReport, read_ledger
+from snapdp.data.budget.ledger import DatasetBudget, Ledger, LedgerEntry, LedgerReport, read_ledger
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.model.workload import Declaration, PlannedQuery, Workload
-from snapdp.data.results import QueryResult, ResultRow
+from snapdp.data.output.results import QueryResult, ResultRow
 from snapdp.data.statistics import AccuracyStatement
 
 __all__ = [

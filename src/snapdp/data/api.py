@@ -20,7 +20,7 @@ from snapdp.data import session
 from snapdp.data.frontends.sql import apply_post_processing, parse_sql
 from snapdp.data.frontends.toml import load_plan
 from snapdp.data.model.workload import Declaration, check_unit
-from snapdp.data.results import QueryResult
+from snapdp.data.output.results import QueryResult
 
 __all__ = ["Plan", "PrivateTable", "load_plan"]
 

@@ -65,7 +65,7 @@ import numpy.typing as npt
 
 from snapdp.accuracy import noise_envelope
 from snapdp.data.model.schema import Column
-from snapdp.data.results import QueryResult
+from snapdp.data.output.results import QueryResult
 from snapdp.data.sum_bound import MAX_NOISES, NoiseKind, noise_kind, sum_accuracies
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism

@@ -38,7 +38,7 @@ import numpy.typing as npt
 from snapdp.data import consistency, statistics
 from snapdp.data.engines.base import AggregatePlan, Engine, ExecutorNoiseEngine, NoiseRequest
 from snapdp.data.model.schema import Column, Schema
-from snapdp.data.results import QueryResult
+from snapdp.data.output.results import QueryResult
 from snapdp.data.statistics import Compiled, Noise, Part
 from snapdp.mechanism import SnappingMechanism
 from snapdp.randomness import bit_source_from

@@ -57,7 +57,7 @@ from snapdp.data.model.workload import (
     check_mode,
     resolved_source,
 )
-from snapdp.data.results import QueryResult
+from snapdp.data.output.results import QueryResult
 from snapdp.data.search import TOLERANCE, smallest_epsilon  # noqa: F401 (public here too)
 from snapdp.data.search import eps_text as _eps_text
 from snapdp.data.search import fraction_text as _text
@@ -656,17 +656,17 @@ class Plan:
         """Release every query as ONE ledger entry and, with ``output``, write
         ``results.csv``, ``results.parquet``, ``results.json`` and ``report.html`` there.
 
-        ``ledger``: a path or :class:`~snapdp.data.ledger.Ledger` (None: in memory);
+        ``ledger``: a path or :class:`~snapdp.data.budget.ledger.Ledger` (None: in memory);
         ``total_epsilon``: the ledger's total when it is created (default: the plan's
         ``total_epsilon``, else the plan's total). The output folder is created and checked
         writable before anything is spent. ``rng``: seeded noise, NOT private (tests only).
         ``preview``: this plan's :meth:`preview`, to skip planning again.
         """
         from snapdp.data import session
-        from snapdp.data.ledger import Ledger, resolve_dataset
+        from snapdp.data.budget.ledger import Ledger, resolve_dataset
         from snapdp.data.model.workload import check_unit
-        from snapdp.data.report import write_report
-        from snapdp.data.results import write_results
+        from snapdp.data.output.report import write_report
+        from snapdp.data.output.writers import write_results
 
         if preview is None:
             preview = self.preview()
@@ -752,7 +752,7 @@ def _calibrated(compiled: Any) -> Any:
 def _open_ledger(path: Path, given: Fraction | None, default: Fraction, dataset: str) -> Any:
     """The ledger at ``path`` for ``dataset``: with the total given, or the one it already keeps
     for the dataset, or else (a new budget) the plan's total."""
-    from snapdp.data.ledger import Ledger
+    from snapdp.data.budget.ledger import Ledger
 
     if given is not None:
         return Ledger(path, given, dataset=dataset)

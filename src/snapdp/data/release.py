@@ -31,13 +31,13 @@ import numpy as np
 
 from snapdp._validation import check_epsilon
 from snapdp.data import session
+from snapdp.data.budget.ledger import Ledger, resolve_dataset
 from snapdp.data.engines.base import Engine
-from snapdp.data.ledger import Ledger, resolve_dataset
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import _confidence, check_unit
+from snapdp.data.output.results import QueryResult
 from snapdp.data.refusals import check_release
-from snapdp.data.results import QueryResult
 from snapdp.data.statistics import (
     AccuracyStatement,
     Compiled,

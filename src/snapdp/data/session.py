@@ -39,8 +39,8 @@ from snapdp.data.engines.base import Engine
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import PlannedQuery, check_mode
+from snapdp.data.output.results import QueryResult
 from snapdp.data.refusals import check_release
-from snapdp.data.results import QueryResult
 from snapdp.data.statistics import Compiled, Noise
 from snapdp.data.two_phase import (
     TwoPhase,

@@ -20,7 +20,8 @@ see :func:`phase_one_epsilon`) and plan the other levels for a lower confidence 
 the whole transcript is the sum of each step's loss, each bounded by the ε chosen from the
 previous outputs; a sum bounded by the cap on every path is cap-DP (the basic-composition privacy
 filter of Rogers, Roth, Ullman and Vadhan, 2016, which also sums the δ of approximate-DP steps).
-The ledger reserves the cap before any noise is drawn (:meth:`snapdp.data.ledger.Ledger.reserve`).
+The ledger reserves the cap before any noise is drawn
+(:meth:`snapdp.data.budget.ledger.Ledger.reserve`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ import numpy.typing as npt
 
 from snapdp.data import statistics
 from snapdp.data.model.schema import Schema
-from snapdp.data.results import QueryResult
+from snapdp.data.output.results import QueryResult
 from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
 from snapdp.data.statistics import AccuracyStatement, Compiled, Noise, Part
 from snapdp.errors import ParameterError

@@ -44,8 +44,8 @@ from typing import Any
 
 from snapdp._rational import format_rational
 from snapdp._validation import check_epsilon
+from snapdp.data.budget.ledger import Ledger, resolve_dataset
 from snapdp.data.frontends.toml import load_workload
-from snapdp.data.ledger import Ledger, resolve_dataset
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 from snapdp.ui import _workload_json as wj
 from snapdp.ui._header import MAX_HEADER_NAMES, MAX_NAME_CHARS, column_names

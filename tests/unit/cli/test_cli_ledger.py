@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 from snapdp.cli import main
 from snapdp.cli._common import FLAGS, _flags_in, plain_number
 from snapdp.data import Ledger
-from snapdp.data.ledger import read_ledger
+from snapdp.data.budget.ledger import read_ledger
 from snapdp.data.model.names import flag_for
 from snapdp.mechanism import SnappingMechanism
 

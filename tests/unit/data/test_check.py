@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from snapdp.cli import main
-from snapdp.data.check import WARNING, check
 from snapdp.data.model.schema import Column, ContributionBounds, NullRule, Schema
+from snapdp.data.owner.check import WARNING, check
 
 CSV = (
     "g,v,u,t,d\n"

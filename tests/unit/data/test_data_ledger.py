@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from snapdp.data import Column, Ledger, PrivateTable, Query, Schema
-from snapdp.data.ledger import read_ledger
+from snapdp.data.budget.ledger import read_ledger
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 from snapdp.mechanism import SnappingMechanism
 
@@ -451,7 +451,7 @@ def test_parallel_processes_never_exceed_the_budget(tmp_path: Path) -> None:
 
 
 def _release_then_die(path: str, csv: str, stage: str) -> None:
-    from snapdp.data import ledger as ledger_module
+    from snapdp.data.budget import ledger as ledger_module
 
     def die() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -487,7 +487,7 @@ def test_a_process_killed_while_creating_the_file_leaves_no_ledger(tmp_path: Pat
     path = str(tmp_path / "b.sqlite")
 
     def create_then_die() -> None:
-        from snapdp.data import ledger as ledger_module
+        from snapdp.data.budget import ledger as ledger_module
 
         ledger_module._before_commit = lambda: os.kill(os.getpid(), signal.SIGKILL)
         Ledger(path, 1).spend("0.5", 0.0, "x", "t", {})

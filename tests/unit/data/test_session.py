@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from snapdp.cli import main
 from snapdp.data import Plan, PrivateTable, statistics
-from snapdp.data.ledger import Ledger
+from snapdp.data.budget.ledger import Ledger
 from snapdp.ui import _workload_json as wj
 
 PLAN = """[data]

@@ -15,7 +15,7 @@ import pytest
 from tests.unit.ui._helpers import write_people
 
 from snapdp.data import Plan
-from snapdp.data.ledger import Ledger
+from snapdp.data.budget.ledger import Ledger
 from snapdp.data.plan_toml import plan_to_toml
 
 CHROMIUM = os.environ.get("SNAPDP_CHROMIUM", "/usr/bin/chromium")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from tests.unit.ui._helpers import document, query, write_people
 
-from snapdp.data.ledger import Ledger
+from snapdp.data.budget.ledger import Ledger
 from snapdp.ui import server as ui_server
 from snapdp.ui.server import TOKEN_HEADER
 

@@ -15,7 +15,7 @@ import pytest
 from tests.unit.ui._helpers import SENTINEL_NUMBER, SENTINEL_TEXT, document, query, write_people
 
 from snapdp.data import Plan
-from snapdp.data.ledger import Ledger
+from snapdp.data.budget.ledger import Ledger
 from snapdp.ui.server import MAX_BODY, TOKEN_HEADER
 
 

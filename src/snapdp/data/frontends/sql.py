@@ -42,9 +42,9 @@ from snapdp.data.model.predicate import (
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import ContributionBounds, Schema
 from snapdp.data.model.workload import Declaration, PlannedQuery, Workload
-from snapdp.data.postprocess import Output, PostProcessing
-from snapdp.data.postprocess import apply_post_processing as _apply
-from snapdp.data.results import QueryResult
+from snapdp.data.output.postprocess import Output, PostProcessing
+from snapdp.data.output.postprocess import apply_post_processing as _apply
+from snapdp.data.output.results import QueryResult
 from snapdp.errors import ParameterError
 
 __all__ = ["SqlError", "SqlQuery", "apply_post_processing", "parse_predicate", "parse_sql"]
@@ -125,7 +125,7 @@ def parse_predicate(text: str, declaration: Declaration, label: str = "where") -
 
 def apply_post_processing(query: SqlQuery, results: Sequence[QueryResult]) -> list[QueryResult]:
     """HAVING and ORDER BY of ``query`` over its released ``results`` (post-processing; see
-    :mod:`snapdp.data.postprocess`)."""
+    :mod:`snapdp.data.output.postprocess`)."""
     return _apply(query.post, results)
 
 

@@ -31,7 +31,7 @@ from snapdp.data.bounding import reach
 from snapdp.data.engines.base import Aggregates
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, Schema, keys_product
-from snapdp.data.results import QueryResult, ResultRow
+from snapdp.data.output.results import QueryResult, ResultRow
 from snapdp.data.sensitivity import fits_int64
 from snapdp.data.statistics.kinds import kind_of
 from snapdp.data.statistics.types import AccuracyStatement, Compiled, Noise, Part, frac, up

@@ -22,7 +22,7 @@ from snapdp.data.engines.base import Aggregates, ValueColumn
 from snapdp.data.model.predicate import Predicate
 from snapdp.data.model.query import ROOT_STATISTICS, Query
 from snapdp.data.model.schema import Column, Key, Schema
-from snapdp.data.results import ResultRow
+from snapdp.data.output.results import ResultRow
 from snapdp.data.sensitivity import FixedPoint
 from snapdp.errors import ParameterError
 from snapdp.parameters import SnappingParameters

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 from tests.data_oracle import OracleEngine, csv_lines, parse_line
 from tests.unit.data.engines._csv_cases import AWKWARD, FILES, random_lines, records, write
 
-from snapdp.data.check import check
 from snapdp.data.engines._csvlines import (
     CsvLines,
     _Lines,
@@ -36,6 +35,7 @@ from snapdp.data.engines._csvlines import (
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
 from snapdp.data.engines.duckdb import DuckDBEngine
 from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, Schema
+from snapdp.data.owner.check import check
 from snapdp.errors import ParameterError
 
 KEY = "00112233445566778899aabbccddeeff"

@@ -18,7 +18,7 @@ from tests.unit.data._engines import oracle_engine
 from snapdp.cli import main
 from snapdp.data import Plan, statistics
 from snapdp.data import plan as plan_module
-from snapdp.data.ledger import Ledger
+from snapdp.data.budget.ledger import Ledger
 
 ROWS = "pid,age,sex\n" + "".join(f"{i},{20 + i % 50},{i % 2}\n" for i in range(60))
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from snapdp.cli import main
 from snapdp.data import statistics
-from snapdp.data.ledger import Ledger, read_ledger
+from snapdp.data.budget.ledger import Ledger, read_ledger
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.model.workload import PlannedQuery

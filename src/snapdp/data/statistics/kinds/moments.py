@@ -27,7 +27,7 @@ from snapdp.data.bounding import Reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
 from snapdp.data.model.query import ROOT_STATISTICS, SPREAD_STATISTICS, Query
 from snapdp.data.model.schema import Column, Key, Schema
-from snapdp.data.results import ResultRow
+from snapdp.data.output.results import ResultRow
 from snapdp.data.sensitivity import FixedPoint, fixed_point
 from snapdp.data.statistics.types import (
     AccuracyStatement,

@@ -15,7 +15,7 @@ from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Key, Schema
-from snapdp.data.results import ResultRow
+from snapdp.data.output.results import ResultRow
 from snapdp.data.sensitivity import FixedPoint
 from snapdp.data.statistics.types import (
     AccuracyStatement,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from snapdp.data.model.predicate import Predicate, evaluate
-from snapdp.data.results import QueryResult, ResultRow
+from snapdp.data.output.results import QueryResult, ResultRow
 
 __all__ = ["Output", "PostProcessing", "apply_post_processing"]
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Protocol
 
 from snapdp.data.model.schema import Schema
-from snapdp.data.results import QueryResult, _atomic, _fraction_text, _json_value
+from snapdp.data.output.results import QueryResult, _fraction_text, _json_value
+from snapdp.data.output.writers import _atomic
 
 
 class PlanPreview(Protocol):
