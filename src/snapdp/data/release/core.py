@@ -28,7 +28,7 @@ compiled queries and public parameters only; the hook sees released values only.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -46,7 +46,6 @@ from snapdp.randomness import bit_source_from
 __all__ = [
     "Progress",
     "aggregate_plans",
-    "consistent_counts",
     "fit_counts",
     "hash_key",
     "release_core",
@@ -225,16 +224,6 @@ def aggregate_plans(
     return out
 
 
-def consistent_counts(
-    compiled: list[Compiled], mode: str | None
-) -> tuple[list[Compiled], list[tuple[Column, ...] | None]]:
-    """With a ``consistent`` mode: (``compiled`` with its families' counts given open bounds, each
-    query's count grouping or None); refuses an invalid family. Without: (``compiled``, [])."""
-    if mode is None:
-        return compiled, []
-    counts = count_groupings(compiled)
-    families = consistency.check(counts, mode)
-    return _open_counts(compiled, [i for f in families for i in f]), counts
 
 
 def fit_counts(
@@ -253,22 +242,8 @@ def fit_counts(
     return consistency.make_consistent(results, counts, count_mechs, alpha, mode, max_rows)
 
 
-def _open_counts(compiled: list[Compiled], members: list[int]) -> list[Compiled]:
-    """The counts of consistent families with bounds their noise never reaches (symmetric noise,
-    no clamp at 0; :func:`snapdp.data.consistency.open_bound`)."""
-    out = list(compiled)
-    for i in members:
-        c = compiled[i]
-        (part,) = c.parts
-        cells = c.reach.cells if part.cells is None else part.cells
-        b = consistency.open_bound(part.per_cell, cells, c.epsilon * part.weight, c.schema.max_rows)
-        out[i] = replace(c, parts=(replace(part, lower=-b, upper=b),))
-    return out
 
 
-def count_groupings(compiled: list[Compiled]) -> list[tuple[Column, ...] | None]:
-    """Each query's grouping when it is a count (it can join a consistent family), else None."""
-    return [c.groupings if c.query.statistic == "count" else None for c in compiled]
 
 
 def _unit_column(schema: Schema) -> Column | None:
