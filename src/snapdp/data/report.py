@@ -20,7 +20,8 @@ from snapdp.data.results import QueryResult, _atomic, _fraction_text, _json_valu
 
 class PlanPreview(Protocol):
     """What the report reads of a plan's preview: the assumptions it printed (the planner's
-    :class:`~snapdp.data.plan.PlanPreview` is one; the report does not import the planner)."""
+    :class:`~snapdp.data.planner.preview.PlanPreview` is one; the report does not import the
+    planner)."""
 
     @property
     def assumptions(self) -> Sequence[str]:

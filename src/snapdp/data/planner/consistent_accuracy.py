@@ -58,7 +58,7 @@ def consistent_statements(
     """Each query's accuracy statement as a release with ``consistent`` states it (module
     docstring); without a mode, the independent statements. ``presume_certified``: the
     planner's draft (L1 certificates taken for granted, as in
-    :meth:`snapdp.data.plan.Plan.preview`)."""
+    :meth:`snapdp.data.planner.plan.Plan.preview`)."""
     mode = check_mode(consistent)
     alpha = float(1 - Fraction(repr(float(confidence))))
     compiled = [compile_query(q, schema, e) for q, e in zip(queries, epsilons, strict=True)]

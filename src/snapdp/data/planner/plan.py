@@ -22,14 +22,15 @@ most (1 + 1/400)² < 1.006 times the smallest ε that meets its target, and so i
 a plan never promises a ± on a guess about it (DESIGN §8.7). A target query either declares a
 public lower bound ``group_size`` (a fact the data owner vouches for; the ± is then stated for
 that size, ``AccuracyStatement.at(n)`` of :mod:`snapdp.data.statistics`), or it is released in
-two phases under a cap (:mod:`snapdp.data.two_phase`): its counts first, then the rest with an ε
-chosen from the released counts. A two-phase query's cap is its share of what ``total_epsilon``
-leaves after the fixed and one-phase target queries, shared with the weighted queries as if it
-had weight 1; the plan's total is then "at most".
+two phases under a cap (:mod:`snapdp.data.planner.two_phase`): its counts first, then the rest
+with an ε chosen from the released counts. A two-phase query's cap is its share of what
+``total_epsilon`` leaves after the fixed and one-phase target queries, shared with the weighted
+queries as if it had weight 1; the plan's total is then "at most".
 
 **Speed.** Every accuracy the planner computes is a pure function of hashable public parameters
-(schema, query, ε, confidence, group size) and cached across plans (:func:`_statement`,
-:func:`_target_epsilon`), so re-planning after one query's change re-plans only that query.
+(schema, query, ε, confidence, group size) and cached across plans (``_statement`` and
+``_target_epsilon`` of :mod:`snapdp.data.planner.epsilons`), so re-planning after one query's change
+re-plans only that query.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from snapdp._validation import check_epsilon
 from snapdp.data.model.names import Locator, Path_, PlanFileError, describe_key
@@ -61,6 +62,8 @@ __all__ = ["Plan"]
 
 #: The reference group size a planned query takes when none is declared (the planner's).
 _PLANNER_GROUP_SIZE = next(f.default for f in fields(PlannedQuery) if f.name == "group_size")
+
+_PlanT = TypeVar("_PlanT", bound="Plan")
 
 
 # -- plans ------------------------------------------------------------------------------------
@@ -108,8 +111,8 @@ class Plan:
 
     # -- the workload (the one IR: docs/sql.md, "One workload") -------------------------------
     @classmethod
-    def from_workload(cls, workload: Workload) -> Plan:
-        """The planner's view of ``workload``."""
+    def from_workload(cls: type[_PlanT], workload: Workload) -> _PlanT:
+        """The planner's view of ``workload``, as ``cls`` (``snapdp.data.Plan``: one that runs)."""
         d = workload.declaration
         return cls(d.schema, workload.queries, source=d.source, total_epsilon=d.total_epsilon,
                    base=d.base, consistent=d.consistent)  # fmt: skip
@@ -187,11 +190,11 @@ class Plan:
 
     def _consistent(self, preview: PlanPreview, presume_certified: bool) -> PlanPreview:
         """With ``consistent``, the ± a consistent release states for its fitted counts
-        (:mod:`snapdp.data.consistent_accuracy`), its assumption said once: the planner states
-        it, so every caller (``snapdp plan``, the page, the API) shows the same numbers."""
+        (:mod:`snapdp.data.planner.consistent_accuracy`), its assumption said once: the planner
+        states it, so every caller (``snapdp plan``, the page, the API) shows the same numbers."""
         if not self.consistent:
             return preview
-        from snapdp.data.consistent_accuracy import NOTE, consistent_statements
+        from snapdp.data.planner.consistent_accuracy import NOTE, consistent_statements
 
         statements = consistent_statements(
             self.schema,
@@ -271,5 +274,3 @@ def _calibrated(compiled: Any) -> Any:
     from snapdp.data import statistics
 
     return statistics.calibrate(compiled, presume_certified=True)
-
-

@@ -25,7 +25,6 @@ __all__ = ["AccuracyAt", "Allocation", "PlanPreview", "usefulness_flags"]
 AccuracyAt = Callable[[PlannedQuery, Fraction], float]
 
 
-
 def usefulness_flags(schema: Schema, allocation: Allocation) -> list[str]:
     """Warnings about a planned query's usefulness (``snapdp.usefulness.flags`` of each of its
     mechanisms at its planned ε), from public parameters only; one plain sentence each."""

@@ -1,5 +1,5 @@
 """The release core: aggregate, draw the noise (in phases), assemble — shared by
-:meth:`snapdp.data.release.PrivateTable.release` and plan runs (docs/data.md, "Statistics";
+:meth:`snapdp.data.release.table.PrivateTable.release` and plan runs (docs/data.md, "Statistics";
 docs/plans.md, "Two-phase targets").
 
 :func:`release_core` takes compiled queries and their calibrated noise and
@@ -12,8 +12,8 @@ docs/plans.md, "Two-phase targets").
    there, with the same mechanisms, and its exact aggregates never leave the engine;
 3. **phase 1**: draws the parts ``first`` selects (none without a hook);
 4. calls ``hook`` with the released phase-1 values: it returns the queries whose ε it chose
-   from them (a two-phase query's phase 2, :mod:`snapdp.data.two_phase`), recompiled, and their
-   noise;
+   from them (a two-phase query's phase 2, :mod:`snapdp.data.planner.two_phase`), recompiled, and
+   their noise;
 5. **phase 2**: draws every other part;
 6. assembles the results (post-processing of the noise) and fits consistent families.
 
@@ -224,8 +224,6 @@ def aggregate_plans(
     return out
 
 
-
-
 def fit_counts(
     results: list[QueryResult],
     counts: list[tuple[Column, ...] | None],
@@ -240,10 +238,6 @@ def fit_counts(
         return results
     count_mechs = [m[0] if g is not None else None for g, m in zip(counts, mechs, strict=True)]
     return consistency.make_consistent(results, counts, count_mechs, alpha, mode, max_rows)
-
-
-
-
 
 
 def _unit_column(schema: Schema) -> Column | None:

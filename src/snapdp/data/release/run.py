@@ -41,8 +41,6 @@ class PlanRun:
     spent: Fraction = Fraction(0)
 
 
-
-
 def run_plan(
     plan: Plan,
     *,
