@@ -25,14 +25,14 @@ import click
 from snapdp._validation import check_epsilon
 from snapdp.cli._common import mark_spent
 from snapdp.data.budget.ledger import Ledger
-from snapdp.data.consistent_accuracy import NOTE as CONSISTENT_NOTE
-from snapdp.data.consistent_accuracy import consistent_statements
 from snapdp.data.frontends.flags import default_by, workload_from_flags
 from snapdp.data.frontends.flags import schema_from_options as _schema_from_options
 from snapdp.data.model.names import flags
 from snapdp.data.model.schema import COLUMN_TYPES, DEFAULT_MAX_LINE_BYTES, Schema
 from snapdp.data.output.results import QueryResult
-from snapdp.data.release import PrivateTable
+from snapdp.data.planner.consistent_accuracy import NOTE as CONSISTENT_NOTE
+from snapdp.data.planner.consistent_accuracy import consistent_statements
+from snapdp.data.release.table import PrivateTable
 from snapdp.data.statistics import AccuracyStatement
 from snapdp.errors import ParameterError
 

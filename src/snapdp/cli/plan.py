@@ -1,7 +1,7 @@
 """``snapdp plan`` and ``snapdp run``: release plans from a TOML file (docs/plans.md).
 
-Thin glue over :mod:`snapdp.data.plan`: ``plan`` shows each query's ε and ± and spends nothing;
-``run`` releases the whole plan as one ledger entry and writes the results as files.
+Thin glue over :mod:`snapdp.data.planner.plan`: ``plan`` shows each query's ε and ± and spends
+nothing; ``run`` releases the whole plan as one ledger entry and writes the results as files.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import click
 
 from snapdp.cli._common import json_option, library_errors
 from snapdp.data import Plan
-from snapdp.data.plan import usefulness_flags
+from snapdp.data.planner.preview import usefulness_flags
 
 __all__ = ["plan", "run"]
 

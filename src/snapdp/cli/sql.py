@@ -72,7 +72,7 @@ def sql(
     from snapdp.data.budget.ledger import Ledger
     from snapdp.data.frontends.sql import SqlError, apply_post_processing, parse_sql
     from snapdp.data.frontends.toml import load_declaration
-    from snapdp.data.release import PrivateTable
+    from snapdp.data.release.table import PrivateTable
 
     decl = load_declaration(declaration)
     if confidence is not None:

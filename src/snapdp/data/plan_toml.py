@@ -1,7 +1,7 @@
 """Writing a release plan as a TOML plan file (docs/plans.md, "The plan file"; docs/ui.md).
 
-:func:`plan_to_toml` writes a :class:`~snapdp.data.plan.Plan` so that ``Plan.load`` of the text
-gives the same declaration, queries, source and budget (tested with hypothesis).
+:func:`plan_to_toml` writes a :class:`~snapdp.data.planner.plan.Plan` so that ``Plan.load`` of the
+text gives the same declaration, queries, source and budget (tested with hypothesis).
 :func:`dumps` writes the plan file's structure — ``{"data": {...}, "columns": {name: {...}},
 "query": [{...}, ...]}`` — from Python values: ``Decimal`` numbers are written as their own
 digits (``Decimal("0.50")`` stays ``0.50``: decimals exactly as typed), ``Fraction`` numbers as
@@ -25,7 +25,7 @@ from snapdp.data.model.workload import DEFAULT_CONFIDENCE
 from snapdp.errors import ParameterError
 
 if TYPE_CHECKING:
-    from snapdp.data.plan import Plan
+    from snapdp.data.planner.plan import Plan
 
 __all__ = ["dumps", "plan_document", "plan_to_toml"]
 
@@ -41,7 +41,7 @@ def plan_to_toml(plan: Plan) -> str:
 def plan_document(plan: Plan) -> dict[str, Any]:
     """The plan file's structure of ``plan`` (see :func:`dumps`); a ParameterError when the plan
     holds something a plan file cannot (a source that is not a path, a non-decimal number)."""
-    from snapdp.data import plan as _plan
+    from snapdp.data.planner import plan as _plan
 
     schema = plan.schema
     _known_fields(schema, _SCHEMA_FIELDS)

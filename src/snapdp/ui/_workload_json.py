@@ -34,12 +34,13 @@ from typing import Any
 
 from snapdp._rational import format_rational
 from snapdp._validation import SIZE_RULE, NumberSizeError, check_number_size
+from snapdp.data.api import Plan
 from snapdp.data.frontends.toml import load_workload
 from snapdp.data.model.codec import workload_to_dict
 from snapdp.data.model.schema import CsvOptions
 from snapdp.data.model.workload import Workload
-from snapdp.data.plan import Plan, PlanPreview, usefulness_flags
 from snapdp.data.plan_toml import dumps
+from snapdp.data.planner.preview import PlanPreview, usefulness_flags
 from snapdp.errors import ParameterError
 
 __all__ = [

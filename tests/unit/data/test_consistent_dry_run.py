@@ -1,5 +1,5 @@
 """``--dry-run`` and ``snapdp plan`` state the ± a consistent release states
-(src/snapdp/data/consistent_accuracy.py; docs/data.md, "Tables that add up").
+(src/snapdp/data/planner/consistent_accuracy.py; docs/data.md, "Tables that add up").
 
 Before, both showed an independent count's ±, which a consistent release never states (its
 counts have other mechanisms and a fitted ±). Now the statement before the release is the

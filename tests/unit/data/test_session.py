@@ -1,6 +1,6 @@
 """The one release session (docs/data.md, "The order of a release"): every front end releases
-through :mod:`snapdp.data.session`, which compiles each query once, and with one seed they all
-release the same values."""
+through :mod:`snapdp.data.release.session`, which compiles each query once, and with one seed they
+all release the same values."""
 
 from __future__ import annotations
 

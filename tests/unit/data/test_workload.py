@@ -9,12 +9,12 @@ from fractions import Fraction
 
 import pytest
 
+from snapdp.data.api import Plan
 from snapdp.data.model.codec import workload_from_dict, workload_to_dict
 from snapdp.data.model.predicate import And, Compare, IsNull, Not
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, ContributionBounds, NullRule, Schema
 from snapdp.data.model.workload import Declaration, PlannedQuery, Workload, table_name
-from snapdp.data.plan import Plan
 from snapdp.errors import ParameterError
 
 SCHEMA = Schema(

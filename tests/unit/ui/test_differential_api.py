@@ -30,7 +30,7 @@ from tests.differential import (
 )
 from tests.unit.ui._helpers import column, query
 
-from snapdp.data import plan as plan_module
+from snapdp.data import api as plan_module
 
 pytestmark = pytest.mark.slow
 

@@ -2,8 +2,8 @@
 
 A plan file (``[data]``, ``[columns]``, ``[[query]]``) becomes a
 :class:`~snapdp.data.model.workload.Workload` (:func:`load_workload`) or the planner's
-:class:`~snapdp.data.plan.Plan` (:func:`load_plan`, which keeps the file's key positions so that
-the planner's later errors still name the line); a declaration file (``[data]`` and
+:class:`~snapdp.data.planner.plan.Plan` (:func:`load_plan`, which keeps the file's key positions
+so that the planner's later errors still name the line); a declaration file (``[data]`` and
 ``[columns]`` only) becomes a :class:`~snapdp.data.model.workload.Declaration`
 (:func:`load_declaration`, for ``snapdp sql``). A query is written with keys (``statistic``,
 ``column``, ``by``, …, and ``where = "SQL condition"``) or as ``sql = "SELECT …"``, which the SQL
@@ -32,7 +32,7 @@ from snapdp.data.model.workload import (
     Workload,
     check_mode,
 )
-from snapdp.data.plan import Plan
+from snapdp.data.planner.plan import Plan
 from snapdp.errors import ParameterError
 
 __all__ = ["load_declaration", "load_plan", "load_workload"]
@@ -430,7 +430,7 @@ def load_declaration(path: str | Path) -> Declaration:
 
 
 def load_plan(path: str | Path, plan_class: type[Plan] = Plan) -> Plan:
-    """A plan file as the planner's :class:`~snapdp.data.plan.Plan` (SQL keys included);
+    """A plan file as the planner's :class:`~snapdp.data.planner.plan.Plan` (SQL keys included);
     ``plan_class``: a subclass to build instead (:class:`snapdp.data.Plan`)."""
     p = Path(path)
     data, locator = load_toml(p)

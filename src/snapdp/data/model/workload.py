@@ -12,8 +12,8 @@ only it. A workload is
 
 This module also holds the checks every front end shares (a consistency mode, a confidence, the
 privacy unit's type, a positive number). It imports nothing of the planner: a front end never
-computes a sensitivity or an ε; ``Plan.from_workload`` (:mod:`snapdp.data.plan`) hands a workload
-to the planner. :func:`~snapdp.data.model.codec.workload_to_dict` /
+computes a sensitivity or an ε; ``Plan.from_workload`` (:mod:`snapdp.data.planner.plan`) hands a
+workload to the planner. :func:`~snapdp.data.model.codec.workload_to_dict` /
 :func:`~snapdp.data.model.codec.workload_from_dict` give a JSON form that round-trips exactly
 (every rational as exact decimal text, or ``p/q``).
 """
@@ -128,8 +128,8 @@ class Declaration:
     """What is public about one table and its budget: a plan file's ``[data]`` and ``[columns]``.
 
     ``source``: a path (relative ones resolve against ``base``) or any data
-    :class:`~snapdp.data.release.PrivateTable` accepts. ``total_epsilon``: the budget (None: the
-    ledger's, or the workload's total). ``confidence``: of every stated ±. ``group_size``: the
+    :class:`~snapdp.data.release.table.PrivateTable` accepts. ``total_epsilon``: the budget (None:
+    the ledger's, or the workload's total). ``confidence``: of every stated ±. ``group_size``: the
     reference group size of the ± of means, variances and quantiles (None: the planner's
     default). ``dataset``: the name the budget is kept under, and the table's name in SQL.
     """

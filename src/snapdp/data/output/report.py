@@ -21,7 +21,8 @@ from snapdp.data.output.writers import _atomic
 
 class PlanPreview(Protocol):
     """What the report reads of a plan's preview: the assumptions it printed (the planner's
-    :class:`~snapdp.data.plan.PlanPreview` is one; the report does not import the planner)."""
+    :class:`~snapdp.data.planner.preview.PlanPreview` is one; the report does not import the
+    planner)."""
 
     @property
     def assumptions(self) -> Sequence[str]:

@@ -13,12 +13,12 @@ import pytest
 
 from snapdp import shift
 from snapdp.data import refusals, statistics
+from snapdp.data.api import Plan
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, ContributionBounds, Schema
 from snapdp.data.model.workload import PlannedQuery
-from snapdp.data.plan import Plan
+from snapdp.data.planner.search import TOLERANCE, smallest_epsilon
 from snapdp.data.refusals import DELTA_LIMIT, check_release
-from snapdp.data.search import TOLERANCE, smallest_epsilon
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 

@@ -16,10 +16,10 @@ from scipy.stats import binom
 from tests.unit.data._engines import oracle_engine
 
 from snapdp.cli import main
+from snapdp.data.api import Plan
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.model.workload import PlannedQuery
-from snapdp.data.plan import Plan
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "docs" / "examples" / "plan.toml"
 RUNS = 25

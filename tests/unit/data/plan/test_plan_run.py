@@ -17,8 +17,8 @@ from tests.unit.data._engines import oracle_engine
 
 from snapdp.cli import main
 from snapdp.data import Plan, statistics
-from snapdp.data import plan as plan_module
 from snapdp.data.budget.ledger import Ledger
+from snapdp.data.release import run as run_module
 
 ROWS = "pid,age,sex\n" + "".join(f"{i},{20 + i % 50},{i % 2}\n" for i in range(60))
 
@@ -64,9 +64,7 @@ def plan_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "d.csv").write_text(ROWS, encoding="utf-8")
     (tmp_path / "plan.toml").write_text(PLAN, encoding="utf-8")
     # the oracle engine stands for the data (the DuckDB engine is tested on its own)
-    monkeypatch.setattr(
-        plan_module, "_default_engine", lambda source, schema: oracle_engine(source)
-    )
+    monkeypatch.setattr(run_module, "_default_engine", lambda source, schema: oracle_engine(source))
     return tmp_path
 
 
@@ -135,7 +133,7 @@ def test_a_failure_before_any_noise_returns_the_whole_reservation(
             raise OSError("injected: the source cannot be read")
 
     monkeypatch.setattr(
-        plan_module, "_default_engine", lambda source, schema: Unreadable(oracle_engine(source))
+        run_module, "_default_engine", lambda source, schema: Unreadable(oracle_engine(source))
     )
     plan = Plan.load(plan_dir / "plan.toml")
     book = Ledger(plan_dir / "b.sqlite", 10)
@@ -206,10 +204,10 @@ def test_cli_bad_plan_is_one_clean_line(plan_dir: Path) -> None:
 
 def test_statistics_assemble_is_the_patched_name() -> None:
     """The failure injection above patches the name the plan run calls (through the release
-    core, :mod:`snapdp.data.core`)."""
+    core, :mod:`snapdp.data.release.core`)."""
     import inspect
 
-    from snapdp.data import core, session
+    from snapdp.data.release import core, session
 
     assert "release_core(" in inspect.getsource(session.run)
     assert "statistics.assemble(" in inspect.getsource(core.release_core)

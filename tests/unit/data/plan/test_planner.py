@@ -11,7 +11,8 @@ from snapdp.accuracy import accuracy_bound
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, ContributionBounds, Schema
 from snapdp.data.model.workload import PlannedQuery
-from snapdp.data.plan import plan_epsilons, smallest_epsilon, statement_accuracy
+from snapdp.data.planner.epsilons import plan_epsilons, statement_accuracy
+from snapdp.data.planner.search import smallest_epsilon
 from snapdp.errors import ParameterError
 from snapdp.parameters import compute_parameters
 

@@ -1,4 +1,4 @@
-"""One release core for PrivateTable.release and plan runs (snapdp.data.core; docs/plans.md,
+"""One release core for PrivateTable.release and plan runs (snapdp.data.release.core; docs/plans.md,
 "Two-phase targets"): plan runs draw their noise where the aggregates live when the engine can
 (Spark executors), and a plan run without two-phase queries is PrivateTable.release of the same
 queries, value for value, with the same seed."""
@@ -12,9 +12,9 @@ import numpy as np
 from tests.unit.data._engines import oracle_engine
 
 from snapdp.data import Column, ContributionBounds, PrivateTable, Query, Schema
+from snapdp.data.api import Plan
 from snapdp.data.engines.base import AggregatePlan, Aggregates
 from snapdp.data.model.workload import PlannedQuery
-from snapdp.data.plan import Plan
 
 SCHEMA = Schema(
     (

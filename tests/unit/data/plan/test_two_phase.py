@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 
 from snapdp.cli import main
 from snapdp.data import statistics
+from snapdp.data.api import Plan
 from snapdp.data.budget.ledger import Ledger, read_ledger
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.model.workload import PlannedQuery
-from snapdp.data.plan import Plan
-from snapdp.data.two_phase import phase_one_epsilon, phase_two_epsilon
+from snapdp.data.planner.two_phase import phase_one_epsilon, phase_two_epsilon
 
 SCHEMA = Schema(
     (
@@ -193,7 +193,8 @@ def test_a_killed_run_leaves_the_whole_cap_spent(tmp_path: Path) -> None:
 import os
 from fractions import Fraction
 from snapdp.data import statistics
-from snapdp.data.plan import Plan, PlannedQuery
+from snapdp.data.api import Plan
+from snapdp.data.model.workload import PlannedQuery
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema
 statistics.assemble = lambda *a, **k: os._exit(9)
@@ -244,13 +245,13 @@ def _unreadable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A source no engine can read (a folder named like a CSV file), and every engine
     constructor of the CLI and the plans replaced by one that fails the test."""
     from snapdp.cli import _data
-    from snapdp.data import plan as plan_module
+    from snapdp.data.release import run as run_module
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("the data was opened")
 
     monkeypatch.setattr(_data, "make_engine", never)
-    monkeypatch.setattr(plan_module, "_default_engine", never)
+    monkeypatch.setattr(run_module, "_default_engine", never)
     folder = tmp_path / "data.csv"
     folder.mkdir()
     return folder

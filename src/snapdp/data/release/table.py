@@ -15,7 +15,7 @@ The order of a release, and why nothing in it depends on the data but the noise 
 4. the engine aggregates (exact integers; it raises only when the source cannot be read as a
    whole);
 5. the noise (one mechanism per part, see :mod:`snapdp.data.statistics`; steps 4 and 5 are the
-   release core, :mod:`snapdp.data.core`, which plan runs share);
+   release core, :mod:`snapdp.data.release.core`, which plan runs share);
 6. commit the spend to the ledger, one entry for the whole call (all or nothing);
 7. return the results (post-processing of the noise).
 """
@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from snapdp._validation import check_epsilon
-from snapdp.data import session
 from snapdp.data.budget.ledger import Ledger, resolve_dataset
 from snapdp.data.engines.base import Engine
 from snapdp.data.model.query import Query
@@ -38,6 +37,7 @@ from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import _confidence, check_unit
 from snapdp.data.output.results import QueryResult
 from snapdp.data.refusals import check_release
+from snapdp.data.release import session
 from snapdp.data.statistics import (
     AccuracyStatement,
     Compiled,
@@ -177,7 +177,7 @@ class PrivateTable:
         split: Sequence[object] | None = None,
         consistent: bool | str = False,
     ) -> session.Prepared:
-        """The first step of :meth:`release` (:func:`snapdp.data.session.prepare`): every
+        """The first step of :meth:`release` (:func:`snapdp.data.release.session.prepare`): every
         refusal that needs no data value; reads no values, opens no ledger, spends nothing."""
         qs = _queries(queries)
         conf, _ = _confidence(confidence)

@@ -1,5 +1,6 @@
 """The planner's search for the smallest ε meeting a target (docs/plans.md, "The planner"), and
-how plans write ε and ± (shared by :mod:`snapdp.data.plan` and :mod:`snapdp.data.two_phase`)."""
+how plans write ε and ± (shared by :mod:`snapdp.data.planner.epsilons`,
+:mod:`snapdp.data.planner.preview` and :mod:`snapdp.data.planner.two_phase`)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ independent count's) and states each fitted value's ± from the fit
 own ± plus the fit's shift |v − z| (each with the fit's rounding |v − ŷ| in the rounding
 modes). The shift is known only once the noise is drawn, so the statement shown before the
 release is the one the release makes when the fit moves no count, which is the least it states:
-this module runs the release's own steps — :func:`snapdp.data.release.consistent_counts`, the
+this module runs the release's own steps — :func:`consistent_counts`, the
 calibration, :func:`snapdp.data.statistics.assemble` and the fit — on a table of zeros (a
 consistent table, read from nowhere), and keeps, per query, the smallest ± of its cells. Every
 value of the release states at least that ± (each of its two bounds only grows with the shift and
@@ -22,13 +22,14 @@ from fractions import Fraction
 
 import numpy as np
 
+from snapdp.data import consistency
 from snapdp.data.consistency import make_consistent
-from snapdp.data.core import consistent_counts
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import check_mode
 from snapdp.data.statistics import (
     AccuracyStatement,
+    Compiled,
     accuracy_of,
     assemble,
     calibrate,
@@ -36,7 +37,7 @@ from snapdp.data.statistics import (
     mechanisms,
 )
 
-__all__ = ["NOTE", "consistent_statements"]
+__all__ = ["NOTE", "consistent_counts", "consistent_statements"]
 
 NOTE = (
     "consistent: ± as stated when the joint fit moves no count, the least the release states; "
@@ -57,7 +58,7 @@ def consistent_statements(
     """Each query's accuracy statement as a release with ``consistent`` states it (module
     docstring); without a mode, the independent statements. ``presume_certified``: the
     planner's draft (L1 certificates taken for granted, as in
-    :meth:`snapdp.data.plan.Plan.preview`)."""
+    :meth:`snapdp.data.planner.plan.Plan.preview`)."""
     mode = check_mode(consistent)
     alpha = float(1 - Fraction(repr(float(confidence))))
     compiled = [compile_query(q, schema, e) for q, e in zip(queries, epsilons, strict=True)]
@@ -93,3 +94,37 @@ def consistent_statements(
             statements[i], accuracy=least, notes=(*statements[i].notes, *added, NOTE)
         )
     return statements
+
+
+def consistent_counts(
+    compiled: list[Compiled], mode: str | None
+) -> tuple[list[Compiled], list[consistency.Counted | None]]:
+    """With a ``consistent`` mode: (``compiled`` with its families' counts given open bounds, each
+    query's count grouping or None); refuses an invalid family. Without: (``compiled``, [])."""
+    if mode is None:
+        return compiled, []
+    counts = count_groupings(compiled)
+    families = consistency.check(counts, mode)
+    return _open_counts(compiled, [i for f in families for i in f]), counts
+
+
+def _open_counts(compiled: list[Compiled], members: list[int]) -> list[Compiled]:
+    """The counts of consistent families with bounds their noise never reaches (symmetric noise,
+    no clamp at 0; :func:`snapdp.data.consistency.open_bound`)."""
+    out = list(compiled)
+    for i in members:
+        c = compiled[i]
+        (part,) = c.parts
+        cells = c.reach.cells if part.cells is None else part.cells
+        b = consistency.open_bound(part.per_cell, cells, c.epsilon * part.weight, c.schema.max_rows)
+        out[i] = replace(c, parts=(replace(part, lower=-b, upper=b),))
+    return out
+
+
+def count_groupings(compiled: list[Compiled]) -> list[consistency.Counted | None]:
+    """Each query's rows (grouping and row filter) when it is a count (it can join a consistent
+    family), else None."""
+    return [
+        consistency.Counted(c.groupings, c.where) if c.query.statistic == "count" else None
+        for c in compiled
+    ]

@@ -40,7 +40,7 @@ import numpy.typing as npt
 from snapdp.data import statistics
 from snapdp.data.model.schema import Schema
 from snapdp.data.output.results import QueryResult
-from snapdp.data.search import EPS_MAX, eps_text, num, smallest_epsilon
+from snapdp.data.planner.search import EPS_MAX, eps_text, num, smallest_epsilon
 from snapdp.data.statistics import AccuracyStatement, Compiled, Noise, Part
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
@@ -257,7 +257,7 @@ def _round_rows(n: int) -> int:
     return -(-n // scale) * scale
 
 
-# -- the run (used by snapdp.data.session) ----------------------------------------------------
+# -- the run (used by snapdp.data.release.session) ----------------------------------------
 def smallest_count(
     compiled: Compiled,
     noises: Sequence[Noise],

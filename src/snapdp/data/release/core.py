@@ -1,5 +1,5 @@
 """The release core: aggregate, draw the noise (in phases), assemble — shared by
-:meth:`snapdp.data.release.PrivateTable.release` and plan runs (docs/data.md, "Statistics";
+:meth:`snapdp.data.release.table.PrivateTable.release` and plan runs (docs/data.md, "Statistics";
 docs/plans.md, "Two-phase targets").
 
 :func:`release_core` takes compiled queries and their calibrated noise and
@@ -12,8 +12,8 @@ docs/plans.md, "Two-phase targets").
    there, with the same mechanisms, and its exact aggregates never leave the engine;
 3. **phase 1**: draws the parts ``first`` selects (none without a hook);
 4. calls ``hook`` with the released phase-1 values: it returns the queries whose ε it chose
-   from them (a two-phase query's phase 2, :mod:`snapdp.data.two_phase`), recompiled, and their
-   noise;
+   from them (a two-phase query's phase 2, :mod:`snapdp.data.planner.two_phase`), recompiled, and
+   their noise;
 5. **phase 2**: draws every other part;
 6. assembles the results (post-processing of the noise) and fits consistent families.
 
@@ -28,7 +28,7 @@ compiled queries and public parameters only; the hook sees released values only.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -46,7 +46,6 @@ from snapdp.randomness import bit_source_from
 __all__ = [
     "Progress",
     "aggregate_plans",
-    "consistent_counts",
     "fit_counts",
     "hash_key",
     "release_core",
@@ -225,18 +224,6 @@ def aggregate_plans(
     return out
 
 
-def consistent_counts(
-    compiled: list[Compiled], mode: str | None
-) -> tuple[list[Compiled], list[consistency.Counted | None]]:
-    """With a ``consistent`` mode: (``compiled`` with its families' counts given open bounds, each
-    query's count grouping or None); refuses an invalid family. Without: (``compiled``, [])."""
-    if mode is None:
-        return compiled, []
-    counts = count_groupings(compiled)
-    families = consistency.check(counts, mode)
-    return _open_counts(compiled, [i for f in families for i in f]), counts
-
-
 def fit_counts(
     results: list[QueryResult],
     counts: list[consistency.Counted | None],
@@ -251,28 +238,6 @@ def fit_counts(
         return results
     count_mechs = [m[0] if g is not None else None for g, m in zip(counts, mechs, strict=True)]
     return consistency.make_consistent(results, counts, count_mechs, alpha, mode, max_rows)
-
-
-def _open_counts(compiled: list[Compiled], members: list[int]) -> list[Compiled]:
-    """The counts of consistent families with bounds their noise never reaches (symmetric noise,
-    no clamp at 0; :func:`snapdp.data.consistency.open_bound`)."""
-    out = list(compiled)
-    for i in members:
-        c = compiled[i]
-        (part,) = c.parts
-        cells = c.reach.cells if part.cells is None else part.cells
-        b = consistency.open_bound(part.per_cell, cells, c.epsilon * part.weight, c.schema.max_rows)
-        out[i] = replace(c, parts=(replace(part, lower=-b, upper=b),))
-    return out
-
-
-def count_groupings(compiled: list[Compiled]) -> list[consistency.Counted | None]:
-    """Each query's rows (grouping and row filter) when it is a count (it can join a consistent
-    family), else None."""
-    return [
-        consistency.Counted(c.groupings, c.where) if c.query.statistic == "count" else None
-        for c in compiled
-    ]
 
 
 def _unit_column(schema: Schema) -> Column | None:

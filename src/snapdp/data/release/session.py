@@ -34,15 +34,13 @@ import numpy as np
 
 from snapdp.data import statistics
 from snapdp.data.consistency import Counted
-from snapdp.data.core import Noisy, Progress, consistent_counts, hash_key, release_core
 from snapdp.data.engines.base import Engine
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import PlannedQuery, check_mode
 from snapdp.data.output.results import QueryResult
-from snapdp.data.refusals import check_release
-from snapdp.data.statistics import Compiled, Noise
-from snapdp.data.two_phase import (
+from snapdp.data.planner.consistent_accuracy import consistent_counts
+from snapdp.data.planner.two_phase import (
     TwoPhase,
     first_phase,
     phase_two_epsilon,
@@ -50,6 +48,9 @@ from snapdp.data.two_phase import (
     split_noises,
     with_target,
 )
+from snapdp.data.refusals import check_release
+from snapdp.data.release.core import Noisy, Progress, hash_key, release_core
+from snapdp.data.statistics import Compiled, Noise
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
