@@ -52,14 +52,6 @@ from typing import Any
 
 from snapdp._validation import check_count
 from snapdp.data.engines._cells import declared_columns, frame_to_arrow
-from snapdp.data.engines._csvlines import (
-    FIELDS_COLUMN,
-    GROUP_COLUMN,
-    RECORD_COLUMN,
-    CsvLines,
-    check_delimiter,
-    csv_encoding,
-)
 from snapdp.data.engines.base import (
     GROUP_TAG,
     INT64_MAX,
@@ -79,6 +71,16 @@ from snapdp.data.engines.base import (
     lane_count,
     row_chunks,
     row_radices,
+)
+from snapdp.data.engines.csv.lines import (
+    check_delimiter,
+    csv_encoding,
+)
+from snapdp.data.engines.csv.records import (
+    FIELDS_COLUMN,
+    GROUP_COLUMN,
+    RECORD_COLUMN,
+    CsvLines,
 )
 from snapdp.data.engines.filter_sql import render
 from snapdp.data.engines.header import csv_header
@@ -738,7 +740,7 @@ def _by_name(name: str, headers: list[list[str]]) -> str:
 
 def _unquote_sql(field: str) -> str:
     """SQL: a CSV field as text: a quoted field without its quotes, each doubled quote as one
-    quote (the line was split by :func:`~snapdp.data.engines._csvlines.split_fields`)."""
+    quote (the line was split by :func:`~snapdp.data.engines.csv.lines.split_fields`)."""
     return (
         f"(CASE WHEN starts_with({field}, '\"') "
         f"THEN replace(substring({field}, 2, length({field}) - 2), '\"\"', '\"') "

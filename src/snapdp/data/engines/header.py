@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from snapdp.data.engines._csvlines import (
+from snapdp.data.engines.csv.lines import (
     LONG_LINE,
     check_delimiter,
     column_names,

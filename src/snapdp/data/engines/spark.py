@@ -51,7 +51,6 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp.data.engines._cells import declared_columns, frame_to_arrow
-from snapdp.data.engines._csvlines import check_delimiter, column_names, csv_encoding, unquote
 from snapdp.data.engines.base import (
     GROUP_TAG,
     INT64_MAX,
@@ -72,6 +71,12 @@ from snapdp.data.engines.base import (
     lane_count,
     row_chunks,
     row_radices,
+)
+from snapdp.data.engines.csv.lines import (
+    check_delimiter,
+    column_names,
+    csv_encoding,
+    unquote,
 )
 from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Predicate
 from snapdp.data.model.schema import Column, CsvOptions

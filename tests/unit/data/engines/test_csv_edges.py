@@ -229,7 +229,10 @@ def test_blocks_read_past_each_long_line_and_hold_little() -> None:
     import io
     import random
 
-    from snapdp.data.engines._csvlines import LONG_LINE, _blocks
+    from snapdp.data.engines.csv.lines import (
+        LONG_LINE,
+        _blocks,
+    )
 
     rng = random.Random(21)
     for _ in range(5000):

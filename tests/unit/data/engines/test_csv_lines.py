@@ -23,16 +23,18 @@ from hypothesis import strategies as st
 from tests.data_oracle import OracleEngine, csv_lines, parse_line
 from tests.unit.data.engines._csv_cases import AWKWARD, FILES, random_lines, records, write
 
-from snapdp.data.engines._csvlines import (
-    CsvLines,
+from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
+from snapdp.data.engines.csv.lines import (
     _Lines,
-    _plain,
-    _plain_records,
-    _records,
     split_fields,
     utf8_errors,
 )
-from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
+from snapdp.data.engines.csv.records import (
+    CsvLines,
+    _plain,
+    _plain_records,
+    _records,
+)
 from snapdp.data.engines.duckdb import DuckDBEngine
 from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, Schema
 from snapdp.data.owner.check import check

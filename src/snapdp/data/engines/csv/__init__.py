@@ -1,0 +1,1 @@
+"""Reading CSV files one record per line (docs/data.md, "CSV input")."""
