@@ -310,11 +310,6 @@ def _bounds_after(tokens: list[Any], i: int) -> tuple[tuple[str, str], int] | No
     return (numbers[0], numbers[1]), tokens[i + j].end
 
 
-def _signed(text: str) -> Fraction:
-    """A bound as written (an optional sign and a number token)."""
-    return Fraction(text)
-
-
 def _blank(text: str) -> str:
     return "".join(ch if ch == "\n" else " " for ch in text)
 
