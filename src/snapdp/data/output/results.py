@@ -13,8 +13,8 @@ from fractions import Fraction
 from typing import Any
 
 from snapdp._rational import format_rational
+from snapdp.data.model.keys import Key
 from snapdp.data.model.query import Query
-from snapdp.data.model.schema import Key
 
 __all__ = ["QueryResult", "ResultRow"]
 
