@@ -31,7 +31,10 @@ ARGS = [
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("source", help="PUMS_dup.csv")
+    parser.add_argument(
+        "source", nargs="?", default=str(HERE / "PUMS_dup.csv"),
+        help="the plan's data (default: docs/examples/PUMS_dup.csv, the plan's own source)",
+    )
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args()
     figures = HERE.parent / "figures"
