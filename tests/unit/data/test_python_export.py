@@ -43,7 +43,8 @@ epsilon = 0.5
 [[query]]
 statistic = "mean"
 column = "income"
-accuracy = 100
+accuracy = 200
+group_size = 100
 
 [[query]]
 statistic = "quantiles"

@@ -118,7 +118,7 @@ def _code_cells(workload: Workload, ledger: str | None, output: str | None,
         plan_args.append(f"total_epsilon={_code(d.total_epsilon, imports, 1)}")
     if d.consistent:
         plan_args.append(f"consistent={d.consistent!r}")
-    run_args = ["ledger=LEDGER", "output=OUTPUT", "rng=rng"]
+    run_args = ["ledger=LEDGER", "output=OUTPUT", "rng=rng", "preview=preview"]
     if d.dataset is not None:
         run_args.append(f"dataset={d.dataset!r}")
     return [
@@ -129,7 +129,9 @@ def _code_cells(workload: Workload, ledger: str | None, output: str | None,
         f"SEED = {seed!r}  # keep None: a number makes the noise reproducible, NOT private\n",
         f"schema = {schema}\n",
         f"queries = {queries}\n",
-        f"plan = Plan({', '.join(plan_args)})\nprint(plan.preview().describe())\n",
+        f"plan = Plan({', '.join(plan_args)})\n"
+        "preview = plan.preview()  # every query's ε and ±; nothing read or spent\n"
+        "print(preview.describe())\n",
         "rng = None if SEED is None else np.random.default_rng(SEED)\n"
         f"done = plan.run({', '.join(run_args)})\n"
         'print(f"Spent ε = {done.spent}")\n'

@@ -71,7 +71,8 @@ class TableMethods:
 
         results = self._table_results()
         total = _fraction_text(sum((r.epsilon for r in results), Fraction(0)))
-        return frames.html_table(results, f"{len(results)} queries, ε = {total} in all")
+        noun = "query" if len(results) == 1 else "queries"
+        return frames.html_table(results, f"{len(results)} {noun}, ε = {total} in all")
 
 
 @dataclass(frozen=True)
