@@ -83,6 +83,16 @@ def test_plan_run_accepts_a_polars_source() -> None:
     again = Plan(SCHEMA, [PlannedQuery(QUERIES[0], epsilon=Fraction(1))], source=frame.to_pandas())
     assert done.results[0].rows == again.run(rng=np.random.default_rng(3)).results[0].rows
     assert done.to_pandas()["value"].tolist() == [float(r.value) for r in done.results[0].rows]
+    assert done._repr_html_().startswith('<table class="snapdp-results"><caption>1 query, ε = 1')
+
+
+def test_sql_results_have_the_notebook_methods() -> None:
+    table = PrivateTable(
+        pl.DataFrame(_data()), SCHEMA, total_epsilon=2, rng=np.random.default_rng(4)
+    )
+    results = table.sql("SELECT sex, COUNT(*) FROM people GROUP BY sex ORDER BY sex", 1)
+    df = results.to_polars()  # type: ignore[attr-defined]
+    assert df["sex"].to_list() == ["f", "m"] and df["statistic"].to_list() == ["count"] * 2
 
 
 def test_dataframe_columns_types_and_exact_values() -> None:
