@@ -16,7 +16,7 @@ from tests.unit.ui._helpers import SENTINEL_NUMBER, SENTINEL_TEXT, document, que
 
 from snapdp.data import Plan
 from snapdp.data.budget.ledger import Ledger
-from snapdp.ui.server import MAX_BODY, TOKEN_HEADER
+from snapdp.ui._http import MAX_BODY, TOKEN_HEADER
 
 
 def _entries(ledger: Path, source: Path) -> int:
@@ -497,17 +497,41 @@ def test_load_keeps_what_the_page_does_not_show(client: Any) -> None:
         assert line in out, (line, out)
 
 
-def test_a_plan_with_a_row_filter_is_refused_not_dropped(client: Any) -> None:
-    """The page has no field for a query's `where`: loading such a plan says so instead of
-    silently releasing over every row."""
+def test_a_plan_with_a_row_filter_loads_with_its_where_and_writes_it_back(client: Any) -> None:
+    """Was: refused ("the page has no field for `where`"). A query's `where` is a field of the
+    page now: it loads, previews and is written back to the plan file."""
     text = (
         '[data]\nsource = "x.csv"\ntotal_epsilon = 1\n'
         '[columns]\nage = { type = "integer", lower = 0, upper = 100 }\n'
         '[[query]]\nstatistic = "count"\nwhere = "age > 30"\nepsilon = 0.5\n'
     )
     r = client.api("load", {"toml": text})
-    assert r.status == 422, r.body
-    assert "where" in r.json()["error"]["message"]
+    assert r.status == 200, r.body
+    doc = r.json()["document"]
+    assert doc["queries"][0]["where"] == "age > 30"
+    assert client.api("preview", {"document": doc}).status == 200
+    assert 'where = "age > 30"' in client.api("export", {"document": doc}).json()["toml"]
+    doc["queries"][0]["where"] = "agee > 30"
+    error = client.api("preview", {"document": doc}).json()["error"]
+    assert error["field"] == "query[1].where" and "agee" in error["message"]
+
+
+def test_a_plan_binning_one_of_several_by_columns_loads_and_round_trips(client: Any) -> None:
+    """Was: refused ("the page edits the bins of a query grouped by one column")."""
+    text = (
+        '[data]\nsource = "x.csv"\ntotal_epsilon = 1\n[columns]\n'
+        'age = { type = "integer", lower = 0, upper = 100 }\n'
+        'sex = { type = "text", keys = ["F", "M"] }\n'
+        '[[query]]\nstatistic = "count"\nby = ["sex", "age"]\n'
+        "bins = { age = [0, 18, 65, 101] }\nepsilon = 0.5\n"
+    )
+    r = client.api("load", {"toml": text})
+    assert r.status == 200, r.body
+    doc = r.json()["document"]
+    assert doc["queries"][0]["bins"] == "age: 0, 18, 65, 101"
+    assert client.api("preview", {"document": doc}).status == 200
+    toml = client.api("export", {"document": doc}).json()["toml"]
+    assert client.api("load", {"toml": toml}).json()["document"] == doc
 
 
 def test_header_with_an_open_quote_sends_no_data_rows(start_server: Any, tmp_path: Path) -> None:
