@@ -74,7 +74,7 @@ def run(
     """Release every query of the plan file PLAN as ONE ledger entry and write the results (CSV,
     Parquet, columnar JSON) and an HTML report. The entry reserves the plan's cap before any
     noise is drawn and returns the unused part when the run ends. See docs/plans.md."""
-    from snapdp.cli._data import _exact_text, _print_results
+    from snapdp.cli._print import exact_text, print_results
 
     p = Plan.load(plan_file)
     out = (
@@ -90,8 +90,8 @@ def run(
                 {
                     "plan": plan_file,
                     "results": [r.as_dict() for r in results],
-                    "epsilon_spent": _exact_text(done.spent),
-                    "epsilon_reserved": _exact_text(done.preview.total),
+                    "epsilon_spent": exact_text(done.spent),
+                    "epsilon_reserved": exact_text(done.preview.total),
                     "ledger": ledger,
                     "files": [str(f) for f in done.files],
                 }
@@ -99,10 +99,10 @@ def run(
         )
         return
     remaining = done.ledger.remaining()
-    _print_results(str(p.source_path()), results, done.spent, ledger, remaining, p.schema)
+    print_results(str(p.source_path()), results, done.spent, ledger, remaining, p.schema)
     if done.spent != done.preview.total:
         click.echo(
-            f"Reserved ε = {_exact_text(done.preview.total)} (the plan's cap); the unused "
-            f"{_exact_text(done.preview.total - done.spent)} was returned to the budget."
+            f"Reserved ε = {exact_text(done.preview.total)} (the plan's cap); the unused "
+            f"{exact_text(done.preview.total - done.spent)} was returned to the budget."
         )
     click.echo("Wrote " + ", ".join(str(f) for f in done.files))

@@ -61,14 +61,8 @@ def sql(
     released values. See docs/sql.md."""
     from dataclasses import replace
 
-    from snapdp.cli._data import (
-        _exact_text,
-        _NoEngine,
-        _print_accuracy,
-        _print_results,
-        make_engine,
-        usefulness,
-    )
+    from snapdp.cli._data import _NoEngine, make_engine
+    from snapdp.cli._print import exact_text, print_accuracy, print_results, usefulness
     from snapdp.data.budget.ledger import Ledger
     from snapdp.data.frontends.sql import SqlError, apply_post_processing, parse_sql
     from snapdp.data.frontends.toml import load_declaration
@@ -98,7 +92,7 @@ def sql(
     blind = PrivateTable(schema=schema, engine=_NoEngine(str(source)), ledger=Ledger(None, total))
     statements = blind.accuracy(queries, epsilons, confidence=conf)
     if dry_run:
-        _print_accuracy(statements, as_json)
+        print_accuracy(statements, as_json)
         return
     table = PrivateTable(
         schema=schema,
@@ -130,11 +124,11 @@ def sql(
                     "results": [
                         {**r.as_dict(), "flags": usefulness(r, schema)[0]} for r in results
                     ],
-                    "epsilon_spent": _exact_text(total),
+                    "epsilon_spent": exact_text(total),
                     "ledger": ledger,
-                    "budget_remaining": _exact_text(remaining),
+                    "budget_remaining": exact_text(remaining),
                 }
             )
         )
         return
-    _print_results(str(source), results, total, ledger, remaining, schema)
+    print_results(str(source), results, total, ledger, remaining, schema)
