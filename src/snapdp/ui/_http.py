@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import hmac
 import json
+import sys
 from collections.abc import Callable
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, Protocol
 
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 from snapdp.ui._document import FieldError
 
-__all__ = ["MAX_BODY", "TOKEN_HEADER", "Api", "handler_for"]
+__all__ = ["MAX_BODY", "TOKEN_HEADER", "Api", "QuietServer", "handler_for"]
 
 
 class Api(Protocol):
@@ -38,6 +39,7 @@ _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
+    "/help": ("help.html", "text/html; charset=utf-8"),
 }
 _PAGE_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -57,6 +59,18 @@ _API: dict[str, str] = {
     "/api/load": "load",
     "/api/run": "run",
 }
+
+
+class QuietServer(ThreadingHTTPServer):
+    """A threading HTTP server that ends a connection its client closed (a closed tab: broken
+    pipe, reset) without a traceback on stderr; any other error is reported as usual."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
 
 
 def handler_for(ui: Api) -> type[BaseHTTPRequestHandler]:

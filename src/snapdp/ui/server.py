@@ -35,7 +35,6 @@ import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from http import HTTPStatus
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +47,8 @@ from snapdp.ui import _workload_json as wj
 from snapdp.ui._document import blank_document, csv_options
 from snapdp.ui._document_io import document_from_toml, document_from_workload, document_toml
 from snapdp.ui._header import column_names
-from snapdp.ui._http import handler_for
+from snapdp.ui._http import QuietServer, handler_for
+from snapdp.ui._two_phase import group_sizes, two_phase_json
 
 __all__ = ["UiConfig", "UiServer"]
 
@@ -116,8 +116,7 @@ class UiServer:
             src = workload.declaration.source_path()
             if self._source is None and isinstance(src, str):
                 self._source = str(Path(src).expanduser().resolve())
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", config.port), handler_for(self))
-        self.httpd.daemon_threads = True
+        self.httpd = QuietServer(("127.0.0.1", config.port), handler_for(self))
         self.port = int(self.httpd.server_address[1])
         self.allowed_hosts = (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
         self.allowed_origins = tuple(f"http://{h}" for h in self.allowed_hosts)
@@ -207,11 +206,16 @@ class UiServer:
             plan, planned, digest = wj.plan_and_preview(
                 body.get("document"), self.source(), self.workdir, draft=True
             )
-        return {
-            "preview": wj.preview_json(plan, planned),
-            "digest": digest,
-            "ledger": self._ledger_view(planned.total),
-        }
+        shown = wj.preview_json(plan, planned)
+        sizes = group_sizes(body.get("sizes"))
+        for entry, extra in zip(
+            shown.get("queries", []), two_phase_json(plan.schema, planned, sizes), strict=False
+        ):
+            if extra is not None:
+                entry["two_phase"].update(extra)
+        fixed = sum((a.epsilon for a in planned.allocations if a.two_phase is None), Fraction(0))
+        shown["fixed_epsilon"] = format_rational(fixed, max_digits=None)
+        return {"preview": shown, "digest": digest, "ledger": self._ledger_view(planned.total)}
 
     def export(self, body: dict[str, Any]) -> dict[str, Any]:
         wj.load_plan(body.get("document"), self.source(), self.workdir)  # refuse a broken plan
