@@ -27,6 +27,7 @@ from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = [
+    "COLUMN_FIELDS",
     "DATA_FIELDS",
     "HOW",
     "QUERY_FIELDS",

@@ -32,7 +32,7 @@ import secrets
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from http import HTTPStatus
 from pathlib import Path
@@ -41,9 +41,11 @@ from typing import Any
 from snapdp._rational import format_rational
 from snapdp._validation import check_epsilon
 from snapdp.data.budget.ledger import Ledger, resolve_dataset
+from snapdp.data.demo import DEMO_DATASET
 from snapdp.data.frontends.toml import load_workload
 from snapdp.errors import LedgerError, ParameterError
 from snapdp.ui import _workload_json as wj
+from snapdp.ui._demo import demo_document, write_demo
 from snapdp.ui._document import blank_document, csv_options
 from snapdp.ui._document_io import document_from_toml, document_from_workload, document_toml
 from snapdp.ui._header import column_names
@@ -79,6 +81,9 @@ class UiConfig:
     #: The dataset's lifetime budget, set by the data owner when ``snapdp ui`` starts (a ledger
     #: entry for the dataset works too): the page only spends from a budget, never sets one.
     total_epsilon: Fraction | None = None
+    #: Open snapdp's synthetic demo table (no source): a ledger in the server's private folder
+    #: and a budget of 1 unless given (docs/ui.md, "Try it without data").
+    demo: bool = False
 
 
 @dataclass
@@ -92,10 +97,21 @@ class UiServer:
     token in its fragment. :meth:`serve_forever` until :meth:`shutdown`."""
 
     def __init__(self, config: UiConfig) -> None:
-        self.config = config
         self.token = secrets.token_urlsafe(32)
         self._workdir = tempfile.TemporaryDirectory(prefix="snapdp-ui-")
         self.workdir = Path(self._workdir.name)
+        if config.demo:
+            if config.source is not None:
+                raise ParameterError(
+                    "`--demo` opens the demo table: give no --source", parameter="source"
+                )
+            config = replace(
+                config,
+                source=str(write_demo(self.workdir)),
+                ledger=config.ledger or self.workdir / "demo-ledger.sqlite",
+                total_epsilon=config.total_epsilon or Fraction(1),
+            )
+        self.config = config
         self._nonces: set[str] = set()
         self._nonce_lock = threading.Lock()
         self.run_lock = threading.Lock()
@@ -104,7 +120,7 @@ class UiServer:
         self._ticket_lock = threading.Lock()
         self._ticket = 0
         self._runs: dict[str, _Run] = {}
-        self.initial = blank_document()
+        self.initial = demo_document() if config.demo and config.plan is None else blank_document()
         if config.total_epsilon is not None:
             check_epsilon("total_epsilon", config.total_epsilon)
         self._source: str | None = None
@@ -251,7 +267,7 @@ class UiServer:
                 parameter="source" if source is None else "ledger",
             )
         with self.run_lock:
-            dataset = _dataset(source)
+            dataset = self._dataset(source)
             budget = self._owner_budget(ledger, dataset)
             if budget is None:
                 return HTTPStatus.CONFLICT, {
@@ -285,6 +301,12 @@ class UiServer:
         path = run.files[name]
         return path.read_bytes(), _REPORT_TYPES.get(path.suffix, "application/octet-stream")
 
+    def _dataset(self, source: str) -> str:
+        """The dataset the ledger keeps the source's budget under (the demo's: "demo")."""
+        if self.config.demo:
+            return DEMO_DATASET
+        return resolve_dataset(None, source, source, ledger_file=True)
+
     def _owner_budget(self, path: Path, dataset: str) -> Ledger | None:
         """The dataset's budget in the ledger at ``path`` as the data owner set it: the one
         given when ``snapdp ui`` started (checked against the ledger's), else the ledger's own
@@ -308,7 +330,7 @@ class UiServer:
         if source is None:
             return {**view, "error": "no data source was given: the ledger's dataset is unknown"}
         try:
-            ledger = self._owner_budget(path, _dataset(source))
+            ledger = self._owner_budget(path, self._dataset(source))
         except (ParameterError, LedgerError) as exc:
             return {**view, "error": str(exc)}
         if ledger is None:
@@ -329,10 +351,6 @@ class UiServer:
             "after": None if after < 0 else text(after, max_digits=None),
             "short": after < 0,
         }
-
-
-def _dataset(source: str) -> str:
-    return resolve_dataset(None, source, source, ledger_file=True)
 
 
 def _new_folder(output: Path) -> Path:

@@ -543,3 +543,21 @@ def test_header_with_an_open_quote_sends_no_data_rows(start_server: Any, tmp_pat
     r = c.api("header", {"document": document()})
     assert SENTINEL_TEXT.encode() not in r.body
     assert r.status == 422 and r.json()["error"]["parameter"] == "source"
+
+
+def test_the_demo_table_opens_and_runs_without_a_source(start_server: Any, tmp_path: Path) -> None:
+    """`snapdp ui --demo`: snapdp's synthetic table, declared, with queries to start from; it
+    plans and runs into a private ledger under the dataset "demo" (issue 34, item 5)."""
+    c = start_server(demo=True, output=tmp_path / "out")
+    state = c.api("state", {}).json()
+    assert state["can_run"] and state["source"].endswith("demo.parquet")
+    doc = state["document"]
+    assert [col["name"] for col in doc["columns"]] == ["age", "sex", "income", "region"]
+    assert "region" in c.api("header", {"document": doc}).json()["columns"]
+    doc["queries"] = doc["queries"][:1]
+    got = c.api("preview", {"document": doc}).json()
+    assert got["ledger"]["total"] == "1"
+    nonce = "n" * 32
+    r = c.api("run", {"document": doc, "digest": got["digest"], "nonce": nonce})
+    assert r.status == 200, r.body
+    assert r.json()["results"][0]["by"] == ["sex"]

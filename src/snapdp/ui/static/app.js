@@ -451,7 +451,7 @@ function showResults(r) {
       el("td", {}, v == null ? "—" : Number(v).toLocaleString("en-US", { maximumFractionDigits: 4 })),
       el("td", {}, showAcc(q.accuracy[i]))));
     const verdict = q.target_met == null ? [] : [el("div", { class: "verdict " + (q.target_met ? "met" : "missed"), "data-verdict": q.target_met ? "met" : "missed" },
-      q.target_met ? "✓ target met" : "✗ target missed" + (q.target && q.target !== "target met" ? ": " + q.target : ""))];
+      q.target_met ? "✓ target met" : "✗ " + (q.target && /^target missed/.test(q.target) ? q.target : "target missed" + (q.target ? ": " + q.target : "")))];
     const pct = Math.round(100 * q.confidence);
     const notes = q.notes && q.notes.length
       ? [el("details", { class: "meta" }, el("summary", {}, "technical notes"), ...q.notes.map((n) => el("div", {}, n)))] : [];
