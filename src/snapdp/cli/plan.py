@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from snapdp.cli._common import json_option, library_errors
+from snapdp.cli._common import check_source, json_option, library_errors
 from snapdp.data import Plan
 from snapdp.data.planner.preview import usefulness_flags
 
@@ -49,7 +49,7 @@ def plan(plan_file: str, as_json: bool) -> None:
     "--ledger",
     type=click.Path(dir_okay=False),
     required=True,
-    help="SQLite budget ledger file (created if absent). [required]",
+    help="SQLite budget ledger file (created if absent).",
 )
 @click.option(
     "--total-epsilon",
@@ -77,6 +77,7 @@ def run(
     from snapdp.cli._print import exact_text, print_results
 
     p = Plan.load(plan_file)
+    check_source(p.source_path(), plan_file)
     out = (
         Path(output)
         if output is not None

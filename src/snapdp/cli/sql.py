@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import click
 
-from snapdp.cli._common import epsilon_type, json_option, library_errors, mark_spent
+from snapdp.cli._common import check_source, epsilon_type, json_option, library_errors, mark_spent
 from snapdp.errors import ParameterError
 
 __all__ = ["sql"]
@@ -26,7 +26,7 @@ __all__ = ["sql"]
     "--declaration",
     type=click.Path(dir_okay=False),
     required=True,
-    help="TOML file with [data] (source, privacy unit, bounds) and [columns]. [required]",
+    help="TOML file with [data] (source, privacy unit, bounds) and [columns].",
 )
 @click.option(
     "--epsilon",
@@ -68,6 +68,12 @@ def sql(
     from snapdp.data.frontends.toml import load_declaration
     from snapdp.data.release.table import PrivateTable
 
+    if epsilon is None and "OPTIONS" not in query.upper():
+        raise ParameterError(
+            "`snapdp sql` needs an ε: give --epsilon, or OPTIONS(epsilon = …) in the query "
+            "(docs/sql.md)",
+            parameter="epsilon",
+        )
     decl = load_declaration(declaration)
     if confidence is not None:
         decl = replace(decl, confidence=confidence)
@@ -94,6 +100,7 @@ def sql(
     if dry_run:
         print_accuracy(statements, as_json)
         return
+    check_source(source, declaration)
     table = PrivateTable(
         schema=schema,
         engine=make_engine("duckdb", source, schema),

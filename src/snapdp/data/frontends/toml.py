@@ -33,7 +33,7 @@ from snapdp.data.model.workload import (
     check_mode,
 )
 from snapdp.data.planner.plan import Plan
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, did_you_mean
 
 __all__ = ["load_declaration", "load_plan", "load_workload", "loads_workload"]
 
@@ -85,8 +85,9 @@ class _Loader:
         out: dict[str, tuple[Any, Path_]] = {}
         for k, v in table.items():
             if k not in alias:
+                hint = did_you_mean(k, alias)
                 raise self.error(
-                    (*key, k), f"unknown key {k!r}; known: {', '.join(known)}", parameter=k
+                    (*key, k), f"unknown key {k!r}{hint} (known: {', '.join(known)})", parameter=k
                 )
             name = alias[k]
             if name in out:
