@@ -287,7 +287,7 @@ class UiServer:
             self._runs[key] = _Run(folder, {f.name: f for f in done.files})
             return HTTPStatus.OK, {
                 "results": wj.results_json(done.results),
-                "epsilon_spent": format_rational(planned.total, max_digits=None),
+                "epsilon_spent": format_rational(done.spent, max_digits=None),
                 "ledger": self._ledger_view(Fraction(0)),
                 "folder": str(folder),
                 "files": {name: f"/report/{key}/{name}" for name in self._runs[key].files},

@@ -561,3 +561,21 @@ def test_the_demo_table_opens_and_runs_without_a_source(start_server: Any, tmp_p
     r = c.api("run", {"document": doc, "digest": got["digest"], "nonce": nonce})
     assert r.status == 200, r.body
     assert r.json()["results"][0]["by"] == ["sex"]
+
+
+def test_a_two_phase_run_reports_what_it_spent_not_its_cap(
+    start_server: Any, tmp_path: Path
+) -> None:
+    """Was: "ε spent" showed the plan's cap (20) while the ledger recorded 13.813."""
+    from snapdp.data.demo import DEMO_DATASET
+
+    ledger = tmp_path / "l.sqlite"
+    c = start_server(demo=True, ledger=ledger, output=tmp_path / "out")
+    doc = c.api("state", {}).json()["document"]
+    doc["queries"] = doc["queries"][:2]  # a count and a two-phase mean
+    doc["queries"][1]["value"] = "50000"  # a target its groups meet with part of the cap
+    got = c.api("preview", {"document": doc}).json()
+    r = c.api("run", {"document": doc, "digest": got["digest"], "nonce": "m" * 32})
+    assert r.status == 200, r.body
+    spent = Ledger(ledger, None, dataset=DEMO_DATASET).spent()
+    assert Fraction(r.json()["epsilon_spent"]) == spent < 1
