@@ -53,6 +53,7 @@ def browser() -> Iterator[Any]:
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)")
+    sync_api.expect.set_options(timeout=TIMEOUT_MS)  # waits for a shared machine's planner
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         yield b
