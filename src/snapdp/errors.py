@@ -7,7 +7,19 @@ Each carries ``parameter``: the library parameter at fault when there is one (``
 
 from __future__ import annotations
 
-__all__ = ["LedgerError", "ParameterError", "PrivacyBudgetError"]
+import difflib
+from collections.abc import Iterable
+
+__all__ = ["LedgerError", "ParameterError", "PrivacyBudgetError", "did_you_mean"]
+
+
+def did_you_mean(word: object, known: Iterable[str]) -> str:
+    """``"; did you mean 'age'?"`` when ``word`` is close to one of ``known`` (a misspelt
+    column, statistic or key), else ``""``: for the end of a refusal's first clause."""
+    if not isinstance(word, str):
+        return ""
+    found = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {found[0]!r}?" if found else ""
 
 
 class ParameterError(ValueError, TypeError):

@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import click
@@ -38,6 +39,7 @@ __all__ = [
     "FLAGS",
     "BoundaryGroup",
     "EpsilonType",
+    "check_source",
     "epsilon_type",
     "json_option",
     "library_errors",
@@ -119,6 +121,21 @@ def plain_number(x: float | int | Fraction, *, digits: int | None = None) -> str
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return "0" if text in ("-0", "") else text
+
+
+def check_source(source: object, origin: str) -> None:
+    """Refuse a source path that does not exist, naming where it was given (``origin``: the
+    plan or declaration file) and the path it resolves to; before anything is read or spent.
+    A file pattern (``*``, ``?``, ``[``) and any non-path source are left to the reader."""
+    if not isinstance(source, (str, Path)) or any(ch in str(source) for ch in "*?["):
+        return
+    path = Path(source).expanduser()
+    if not path.exists():
+        raise ParameterError(
+            f"{origin}: [data] `source` {str(path.resolve())!r} does not exist (a relative path "
+            "is read from the file's own folder; docs/plans.md); nothing was spent",
+            parameter="source",
+        )
 
 
 def mark_spent(note: str, result: str | None = None) -> None:

@@ -13,10 +13,8 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-import math
-import threading
 from collections.abc import Callable, Sequence
-from fractions import Fraction
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -24,14 +22,20 @@ import click
 
 from snapdp._validation import check_epsilon
 from snapdp.cli._common import mark_spent
+from snapdp.cli._print import (
+    exact_text,
+    print_accuracy,
+    print_results,
+    usefulness,
+    with_progress,
+)
 from snapdp.data.budget.ledger import Ledger
 from snapdp.data.frontends.flags import default_by, workload_from_flags
 from snapdp.data.frontends.flags import schema_from_options as _schema_from_options
 from snapdp.data.model.names import flags
 from snapdp.data.model.schema import COLUMN_TYPES, DEFAULT_MAX_LINE_BYTES, Schema
-from snapdp.data.output.results import QueryResult
+from snapdp.data.model.workload import Workload
 from snapdp.data.planner.consistent_accuracy import NOTE as CONSISTENT_NOTE
-from snapdp.data.planner.consistent_accuracy import consistent_statements
 from snapdp.data.release.table import PrivateTable
 from snapdp.data.statistics import AccuracyStatement
 from snapdp.errors import ParameterError
@@ -40,7 +44,6 @@ __all__ = [
     "FLAGS",
     "declaration_options",
     "flag_errors",
-    "plain_number",
     "run_table_release",
     "schema_from_options",
 ]
@@ -184,13 +187,8 @@ def run_table_release(
     # (the same refusals as --dry-run and `snapdp plan`; docs/plans.md).
     blind = PrivateTable(schema=schema, engine=_NoEngine(label), ledger=Ledger(None, eps))
     statements = blind.accuracy(queries, eps, confidence=confidence)
-    if workload.declaration.consistent:  # the ± a consistent release states (docs/data.md)
-        statements = consistent_statements(
-            schema, queries, [pq.epsilon or Fraction(0) for pq in workload.queries],
-            confidence, workload.declaration.consistent,
-        )  # fmt: skip
     if dry_run:
-        _print_accuracy(statements, as_json)
+        print_accuracy(_planned(workload, statements), as_json)
         return
     total = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
     table = PrivateTable(
@@ -207,7 +205,7 @@ def run_table_release(
     table.ledger = book
     before = len(book.entries())
     try:
-        results = _with_progress(
+        results = with_progress(
             table.engine,
             lambda: table.release(prepared),
             as_json,
@@ -225,62 +223,30 @@ def run_table_release(
                     "results": [
                         {**r.as_dict(), "flags": usefulness(r, schema)[0]} for r in results
                     ],
-                    "epsilon_spent": _exact_text(eps),
+                    "epsilon_spent": exact_text(eps),
                     "ledger": ledger,
-                    "budget_remaining": _exact_text(remaining),
+                    "budget_remaining": exact_text(remaining),
                 }
             )
         )
         return
-    _print_results(label, results, eps, ledger, remaining, schema)
+    print_results(label, results, eps, ledger, remaining, schema)
 
 
-def progress_columns() -> tuple[Any, ...]:
-    """The progress bar's columns: the bar, the percentage and the time left. Never a count of
-    bytes or rows: with fixed-width rows a file's size is its row count (docs/data.md)."""
-    from rich.progress import BarColumn, TaskProgressColumn, TextColumn, TimeRemainingColumn
+def _planned(workload: Workload, statements: list[AccuracyStatement]) -> list[AccuracyStatement]:
+    """``statements`` with the ± the planner states for a consistent release (the numbers of
+    ``snapdp plan`` and the page; docs/data.md, "Tables that add up")."""
+    if not workload.declaration.consistent:
+        return statements
+    from snapdp.data.planner.plan import Plan
 
-    return (
-        TextColumn("reading"),
-        BarColumn(),
-        TaskProgressColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
-
-
-def _with_progress(engine: Any, run: Callable[[], R], quiet: bool) -> R:
-    """Run the release with a progress bar on stderr (:func:`progress_columns`: percentage and
-    time left, out of 100) when the engine reports ``progress() -> percent | None``; else
-    without one."""
-    report = getattr(engine, "progress", None)
-    if quiet or not callable(report):
-        return run()
-    from rich.console import Console
-    from rich.progress import Progress
-
-    stop = threading.Event()
-    with Progress(*progress_columns(), console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("reading", total=None)
-
-        def update() -> None:
-            percent = report()
-            if percent is not None:
-                bar.update(task, completed=min(max(int(percent), 0), 100), total=100)
-
-        def poll() -> None:
-            while not stop.wait(0.1):
-                update()
-
-        update()
-        thread = threading.Thread(target=poll, daemon=True)
-        thread.start()
-        try:
-            return run()
-        finally:
-            stop.set()
-            thread.join()
-            update()
+    planned = Plan.from_workload(workload).preview()
+    return [
+        s
+        if a.accuracy is None or a.accuracy == s.accuracy
+        else replace(s, accuracy=a.accuracy, notes=(*s.notes, CONSISTENT_NOTE))
+        for s, a in zip(statements, planned.allocations, strict=True)
+    ]
 
 
 def _demo(
@@ -349,156 +315,3 @@ class _NoEngine:
 
     def describe(self) -> str:
         return self._label
-
-
-# -- printing ---------------------------------------------------------------------------------
-def plain_number(x: float, significant: int = 6) -> str:
-    """``x`` in plain digits with thousands separators, never in scientific notation."""
-    if not math.isfinite(x):
-        return str(x)
-    if x == 0:
-        return "0"
-    if float(x).is_integer() and abs(x) >= 10 ** (significant - 1):
-        return f"{int(x):,}"
-    places = max(0, significant - 1 - math.floor(math.log10(abs(x))))
-    text = f"{x:,.{places}f}"
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return text
-
-
-def _exact_text(x: Fraction) -> str:
-    from snapdp.data.output.results import _fraction_text
-
-    return _fraction_text(x)
-
-
-def _key_text(k: object) -> str:
-    if isinstance(k, Fraction):
-        return plain_number(float(k))
-    return str(k)
-
-
-def usefulness(result: QueryResult, schema: Schema) -> tuple[list[dict[str, Any]], str | None]:
-    """Flags and a plain summary for a result, from its public parameters only
-    (:mod:`snapdp.usefulness`, docs/utility.md): the grid and δ flags of each part's mechanism;
-    for a substitute mean (whose ± is fixed by public parameters), "almost pure noise" when the
-    ± is at least half the declared value range and, at 95% confidence, the one-sentence
-    summary. (A mechanism's own bounds come from the row bound, too generous to judge by.)"""
-    from snapdp.mechanism import SnappingMechanism
-    from snapdp.usefulness import flags as mechanism_flags
-    from snapdp.usefulness import plain_summary
-
-    alpha = float(1 - Fraction(repr(result.confidence)))
-    found: dict[str, dict[str, Any]] = {}
-    for part in result.mechanisms.values():
-        if "lower" not in part:  # the exact exponential mechanism (quantiles): no snapping grid
-            continue
-        mech = SnappingMechanism(
-            Fraction(part["epsilon"]),
-            Fraction(part["sensitivity"]),
-            Fraction(part["lower"]),
-            Fraction(part["upper"]),
-        )
-        for flag in mechanism_flags(mech, alpha):
-            if flag.code != "almost_pure_noise":
-                found.setdefault(flag.code, flag.as_dict())
-    query = result.query
-    summary = None
-    # Only a ± fixed by public parameters is judged (a ratio mean's or a quantile's depends on
-    # the noisy count: judging it would make the messages vary with the noise).
-    if query.statistic == "mean" and query.method == "substitute" and result.rows:
-        assert query.column is not None
-        column = schema.column(query.column)
-        if column.lower is not None and column.upper is not None:
-            lo, hi = float(column.lower), float(column.upper)
-            worst = result.rows[0].accuracy
-            if 2 * worst >= hi - lo:
-                found.setdefault(
-                    "almost_pure_noise",
-                    {
-                        "code": "almost_pure_noise",
-                        "message": "the ± is at least half the declared range: these values "
-                        "are almost pure noise; a larger ε or narrower bounds would help",
-                        "threshold": 1.0,
-                        "value": 2 * worst / (hi - lo),
-                    },
-                )
-            if result.confidence == 0.95:
-                summary = plain_summary(_exact_text(result.epsilon), lo, hi, worst)
-    return list(found.values()), summary
-
-
-def _print_accuracy(statements: list[AccuracyStatement], as_json: bool) -> None:
-    if as_json:
-        doc = [
-            {
-                "query": s.label,
-                "epsilon": _exact_text(s.epsilon),
-                "confidence": s.confidence,
-                "accuracy": s.accuracy,
-                "accuracy_per_count": s.per_count,
-                "accuracy_cap": s.cap,
-                "rank_accuracy": s.rank,
-                "notes": list(s.notes),
-            }
-            for s in statements
-        ]
-        click.echo(json.dumps({"dry_run": True, "queries": doc}))
-        return
-    click.echo("Dry run: nothing is read, drawn or spent.")
-    for s in statements:
-        click.echo(
-            f"{s.label:<28} ε = {_exact_text(s.epsilon):<10} {s.describe()} "
-            f"(confidence {s.confidence:g})"
-        )
-    consistent = {n for s in statements for n in s.notes if n == CONSISTENT_NOTE}
-    for note in consistent:
-        click.echo(f"assumes: {note}")
-
-
-def _print_results(
-    label: str,
-    results: list[QueryResult],
-    eps: Fraction,
-    ledger: str | None,
-    remaining: Fraction,
-    schema: Schema,
-) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    console.print(f"Private release from {label}")
-    for r in results:
-        shown = Table(title=f"{r.label}, ε = {_exact_text(r.epsilon)}")
-        for k in r.key_columns:
-            shown.add_column(k)
-        quantiles = r.query.statistic == "quantiles"
-        if quantiles:
-            shown.add_column("p", justify="right")
-        shown.add_column("value", justify="right")
-        shown.add_column(f"± ({r.confidence:.0%})", justify="right")
-        for row in r.rows:
-            shown.add_row(
-                *[_key_text(k) for k in row.keys],
-                *([plain_number(float(row.quantile or 0))] if quantiles else []),
-                plain_number(row.value),
-                "±" + plain_number(row.accuracy, 4),
-            )
-        console.print(shown)
-        if r.target_note is not None:
-            console.print(f"  {'✓' if r.target_met else '✗'} {r.target_note}")
-        for note in r.notes:
-            console.print(f"  · {note}")
-        flags, summary = usefulness(r, schema)
-        for flag in flags:
-            console.print(f"  ⚑ {flag['message']}")
-        if summary:
-            console.print(f"  {summary}")
-    console.print(
-        f"Each value is within its ± of the true statistic (of the declared, bounded table) with "
-        f"probability ≥ {results[0].confidence:g}."
-    )
-    where = f"ledger {ledger}" if ledger else "no ledger (one-off budget)"
-    console.print(f"Spent ε = {_exact_text(eps)}; {where}; remaining ε = {_exact_text(remaining)}.")

@@ -91,7 +91,10 @@ def budget(
                 format_rational(e.epsilon),
                 f"{e.delta:.3g}",
             )
-        console.print(table)
+        # as wide as its rows need, never cut at a pipe's 80 columns (a dataset is a full path)
+        need = console.measure(table, options=console.options.update_width(10_000)).maximum
+        console.width = max(console.width, need)
+        console.print(table, crop=False)
     else:
         console.print(f"no releases recorded in {ledger}")
     for d in datasets:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from snapdp.cli._common import json_option, library_errors
+from snapdp.cli._common import check_source, json_option, library_errors
 from snapdp.data import Plan
 from snapdp.data.planner.preview import usefulness_flags
 
@@ -72,7 +72,7 @@ def _export(p: Plan, python: str | None, notebook: str | None) -> None:
     "--ledger",
     type=click.Path(dir_okay=False),
     required=True,
-    help="SQLite budget ledger file (created if absent). [required]",
+    help="SQLite budget ledger file (created if absent).",
 )
 @click.option(
     "--total-epsilon",
@@ -97,9 +97,10 @@ def run(
     """Release every query of the plan file PLAN as ONE ledger entry and write the results (CSV,
     Parquet, columnar JSON) and an HTML report. The entry reserves the plan's cap before any
     noise is drawn and returns the unused part when the run ends. See docs/plans.md."""
-    from snapdp.cli._data import _exact_text, _print_results
+    from snapdp.cli._print import exact_text, print_results
 
     p = Plan.load(plan_file)
+    check_source(p.source_path(), plan_file)
     out = (
         Path(output)
         if output is not None
@@ -113,8 +114,8 @@ def run(
                 {
                     "plan": plan_file,
                     "results": [r.as_dict() for r in results],
-                    "epsilon_spent": _exact_text(done.spent),
-                    "epsilon_reserved": _exact_text(done.preview.total),
+                    "epsilon_spent": exact_text(done.spent),
+                    "epsilon_reserved": exact_text(done.preview.total),
                     "ledger": ledger,
                     "files": [str(f) for f in done.files],
                 }
@@ -122,10 +123,10 @@ def run(
         )
         return
     remaining = done.ledger.remaining()
-    _print_results(str(p.source_path()), results, done.spent, ledger, remaining, p.schema)
+    print_results(str(p.source_path()), results, done.spent, ledger, remaining, p.schema)
     if done.spent != done.preview.total:
         click.echo(
-            f"Reserved ε = {_exact_text(done.preview.total)} (the plan's cap); the unused "
-            f"{_exact_text(done.preview.total - done.spent)} was returned to the budget."
+            f"Reserved ε = {exact_text(done.preview.total)} (the plan's cap); the unused "
+            f"{exact_text(done.preview.total - done.spent)} was returned to the budget."
         )
     click.echo("Wrote " + ", ".join(str(f) for f in done.files))

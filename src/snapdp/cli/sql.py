@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import click
 
-from snapdp.cli._common import epsilon_type, json_option, library_errors, mark_spent
+from snapdp.cli._common import check_source, epsilon_type, json_option, library_errors, mark_spent
 from snapdp.errors import ParameterError
 
 __all__ = ["sql"]
@@ -26,7 +26,7 @@ __all__ = ["sql"]
     "--declaration",
     type=click.Path(dir_okay=False),
     required=True,
-    help="TOML file with [data] (source, privacy unit, bounds) and [columns]. [required]",
+    help="TOML file with [data] (source, privacy unit, bounds) and [columns].",
 )
 @click.option(
     "--epsilon",
@@ -61,19 +61,19 @@ def sql(
     released values. See docs/sql.md."""
     from dataclasses import replace
 
-    from snapdp.cli._data import (
-        _exact_text,
-        _NoEngine,
-        _print_accuracy,
-        _print_results,
-        make_engine,
-        usefulness,
-    )
+    from snapdp.cli._data import _NoEngine, make_engine
+    from snapdp.cli._print import exact_text, print_accuracy, print_results, usefulness
     from snapdp.data.budget.ledger import Ledger
     from snapdp.data.frontends.sql import SqlError, apply_post_processing, parse_sql
     from snapdp.data.frontends.toml import load_declaration
     from snapdp.data.release.table import PrivateTable
 
+    if epsilon is None and "OPTIONS" not in query.upper():
+        raise ParameterError(
+            "`snapdp sql` needs an ε: give --epsilon, or OPTIONS(epsilon = …) in the query "
+            "(docs/sql.md)",
+            parameter="epsilon",
+        )
     decl = load_declaration(declaration)
     if confidence is not None:
         decl = replace(decl, confidence=confidence)
@@ -98,8 +98,9 @@ def sql(
     blind = PrivateTable(schema=schema, engine=_NoEngine(str(source)), ledger=Ledger(None, total))
     statements = blind.accuracy(queries, epsilons, confidence=conf)
     if dry_run:
-        _print_accuracy(statements, as_json)
+        print_accuracy(statements, as_json)
         return
+    check_source(source, declaration)
     table = PrivateTable(
         schema=schema,
         engine=make_engine("duckdb", source, schema),
@@ -130,11 +131,11 @@ def sql(
                     "results": [
                         {**r.as_dict(), "flags": usefulness(r, schema)[0]} for r in results
                     ],
-                    "epsilon_spent": _exact_text(total),
+                    "epsilon_spent": exact_text(total),
                     "ledger": ledger,
-                    "budget_remaining": _exact_text(remaining),
+                    "budget_remaining": exact_text(remaining),
                 }
             )
         )
         return
-    _print_results(str(source), results, total, ledger, remaining, schema)
+    print_results(str(source), results, total, ledger, remaining, schema)

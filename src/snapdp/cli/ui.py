@@ -54,6 +54,12 @@ __all__ = ["ui"]
     "already budgets: the page spends from a budget, never sets one.",
 )
 @click.option(
+    "--demo",
+    is_flag=True,
+    help="Open snapdp's synthetic demo table (100,000 made-up people) instead of a source, with "
+    "a private ledger and a budget of 1 unless --ledger / --total-epsilon are given.",
+)
+@click.option(
     "--no-browser",
     is_flag=True,
     help="Print the URL only; do not open a browser. (A browser is opened on a private file that "
@@ -67,6 +73,7 @@ def ui(
     output: str | None,
     port: int,
     total_epsilon: str | None,
+    demo: bool,
     no_browser: bool,
 ) -> None:
     """Serve a local web page (127.0.0.1 only) to build a plan, see each query's ε and ± as you
@@ -87,10 +94,18 @@ def ui(
         total_epsilon=None
         if total_epsilon is None
         else check_epsilon("total_epsilon", total_epsilon),
+        demo=demo,
     )
     server = UiServer(config)
     click.echo(server.url)
     sys.stdout.flush()
+    found = server.source()
+    if found is None:
+        click.echo("snapdp ui: no data source (--source, the plan's, or --demo): the page plans "
+                   "but cannot run.", err=True)  # fmt: skip
+    elif not Path(found).exists():
+        click.echo(f"snapdp ui: the source {found} does not exist (yet): a run will fail until "
+                   "it does.", err=True)  # fmt: skip
     click.echo("snapdp ui: serving on 127.0.0.1 only; Ctrl-C stops it.", err=True)
     if not no_browser:
         import webbrowser

@@ -27,54 +27,38 @@ from __future__ import annotations
 
 import hmac
 import html
-import json
 import os
 import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from snapdp._rational import format_rational
 from snapdp._validation import check_epsilon
 from snapdp.data.budget.ledger import Ledger, resolve_dataset
+from snapdp.data.demo import DEMO_DATASET
 from snapdp.data.frontends.toml import load_workload
-from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
+from snapdp.errors import LedgerError, ParameterError
 from snapdp.ui import _workload_json as wj
-from snapdp.ui._header import MAX_HEADER_NAMES, MAX_NAME_CHARS, column_names
+from snapdp.ui._demo import demo_document, write_demo
+from snapdp.ui._document import blank_document, csv_options
+from snapdp.ui._document_io import document_from_toml, document_from_workload, document_toml
+from snapdp.ui._header import column_names
+from snapdp.ui._http import QuietServer, handler_for
+from snapdp.ui._two_phase import group_sizes, two_phase_json
 
-__all__ = ["MAX_BODY", "MAX_HEADER_NAMES", "MAX_NAME_CHARS", "TOKEN_HEADER", "UiConfig", "UiServer"]
+__all__ = ["UiConfig", "UiServer"]
 
-#: The largest request body accepted, in bytes.
-MAX_BODY = 1 << 20
-#: The header that carries the token.
-TOKEN_HEADER = "X-Snapdp-Token"
 #: Why a run from the page is refused on a dataset whose owner set no budget.
 _NO_BUDGET = (
     "this dataset has no privacy budget in the ledger, and the page cannot set one: the data "
     "owner sets it by starting snapdp ui with `--total-epsilon`, or by a first release with "
     "`--total-epsilon` into this ledger (docs/ui.md); nothing was spent"
-)
-_STATIC = {
-    "/": ("index.html", "text/html; charset=utf-8"),
-    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
-    "/style.css": ("style.css", "text/css; charset=utf-8"),
-}
-_PAGE_CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; "
-    "connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'"
-)
-#: The report is one self-contained file: inline styles and SVG, no script.
-_REPORT_CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
-    "form-action 'none'; frame-ancestors 'none'"
 )
 _REPORT_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -97,6 +81,9 @@ class UiConfig:
     #: The dataset's lifetime budget, set by the data owner when ``snapdp ui`` starts (a ledger
     #: entry for the dataset works too): the page only spends from a budget, never sets one.
     total_epsilon: Fraction | None = None
+    #: Open snapdp's synthetic demo table (no source): a ledger in the server's private folder
+    #: and a budget of 1 unless given (docs/ui.md, "Try it without data").
+    demo: bool = False
 
 
 @dataclass
@@ -110,10 +97,21 @@ class UiServer:
     token in its fragment. :meth:`serve_forever` until :meth:`shutdown`."""
 
     def __init__(self, config: UiConfig) -> None:
-        self.config = config
         self.token = secrets.token_urlsafe(32)
         self._workdir = tempfile.TemporaryDirectory(prefix="snapdp-ui-")
         self.workdir = Path(self._workdir.name)
+        if config.demo:
+            if config.source is not None:
+                raise ParameterError(
+                    "`--demo` opens the demo table: give no --source", parameter="source"
+                )
+            config = replace(
+                config,
+                source=str(write_demo(self.workdir)),
+                ledger=config.ledger or self.workdir / "demo-ledger.sqlite",
+                total_epsilon=config.total_epsilon or Fraction(1),
+            )
+        self.config = config
         self._nonces: set[str] = set()
         self._nonce_lock = threading.Lock()
         self.run_lock = threading.Lock()
@@ -122,7 +120,7 @@ class UiServer:
         self._ticket_lock = threading.Lock()
         self._ticket = 0
         self._runs: dict[str, _Run] = {}
-        self.initial = wj.blank_document()
+        self.initial = demo_document() if config.demo and config.plan is None else blank_document()
         if config.total_epsilon is not None:
             check_epsilon("total_epsilon", config.total_epsilon)
         self._source: str | None = None
@@ -130,12 +128,11 @@ class UiServer:
             self._source = str(Path(config.source).expanduser().resolve())
         if config.plan is not None:
             workload = load_workload(config.plan)
-            self.initial = wj.document_from_workload(workload)
+            self.initial = document_from_workload(workload)
             src = workload.declaration.source_path()
             if self._source is None and isinstance(src, str):
                 self._source = str(Path(src).expanduser().resolve())
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", config.port), _handler_for(self))
-        self.httpd.daemon_threads = True
+        self.httpd = QuietServer(("127.0.0.1", config.port), handler_for(self))
         self.port = int(self.httpd.server_address[1])
         self.allowed_hosts = (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
         self.allowed_origins = tuple(f"http://{h}" for h in self.allowed_hosts)
@@ -205,7 +202,7 @@ class UiServer:
         source = self.source()
         if source is None:
             raise ParameterError("no source was given on the command line", parameter="source")
-        options = wj.csv_options(body.get("document"))
+        options = csv_options(body.get("document"))
         if not options.header:  # its first line is data: the names are the declared ones
             return {"columns": list(options.column_names or ())}
         return {"columns": column_names(Path(source), options)}
@@ -225,22 +222,27 @@ class UiServer:
             plan, planned, digest = wj.plan_and_preview(
                 body.get("document"), self.source(), self.workdir, draft=True
             )
-        return {
-            "preview": wj.preview_json(plan, planned),
-            "digest": digest,
-            "ledger": self._ledger_view(planned.total),
-        }
+        shown = wj.preview_json(plan, planned)
+        sizes = group_sizes(body.get("sizes"))
+        for entry, extra in zip(
+            shown.get("queries", []), two_phase_json(plan.schema, planned, sizes), strict=False
+        ):
+            if extra is not None:
+                entry["two_phase"].update(extra)
+        fixed = sum((a.epsilon for a in planned.allocations if a.two_phase is None), Fraction(0))
+        shown["fixed_epsilon"] = format_rational(fixed, max_digits=None)
+        return {"preview": shown, "digest": digest, "ledger": self._ledger_view(planned.total)}
 
     def export(self, body: dict[str, Any]) -> dict[str, Any]:
         wj.load_plan(body.get("document"), self.source(), self.workdir)  # refuse a broken plan
-        text = wj.document_toml(body.get("document"), self.source())
+        text = document_toml(body.get("document"), self.source())
         return {"toml": text, "filename": "plan.toml"}
 
     def load(self, body: dict[str, Any]) -> dict[str, Any]:
         text = body.get("toml")
         if not isinstance(text, str):
             raise ParameterError("`toml` must be the text of a plan file", parameter="toml")
-        return {"document": wj.document_from_toml(text, self.source(), self.workdir)}
+        return {"document": document_from_toml(text, self.source())}
 
     def run(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         nonce, expected = body.get("nonce"), body.get("digest")
@@ -265,7 +267,7 @@ class UiServer:
                 parameter="source" if source is None else "ledger",
             )
         with self.run_lock:
-            dataset = _dataset(source)
+            dataset = self._dataset(source)
             budget = self._owner_budget(ledger, dataset)
             if budget is None:
                 return HTTPStatus.CONFLICT, {
@@ -285,7 +287,7 @@ class UiServer:
             self._runs[key] = _Run(folder, {f.name: f for f in done.files})
             return HTTPStatus.OK, {
                 "results": wj.results_json(done.results),
-                "epsilon_spent": format_rational(planned.total, max_digits=None),
+                "epsilon_spent": format_rational(done.spent, max_digits=None),
                 "ledger": self._ledger_view(Fraction(0)),
                 "folder": str(folder),
                 "files": {name: f"/report/{key}/{name}" for name in self._runs[key].files},
@@ -298,6 +300,12 @@ class UiServer:
             return None
         path = run.files[name]
         return path.read_bytes(), _REPORT_TYPES.get(path.suffix, "application/octet-stream")
+
+    def _dataset(self, source: str) -> str:
+        """The dataset the ledger keeps the source's budget under (the demo's: "demo")."""
+        if self.config.demo:
+            return DEMO_DATASET
+        return resolve_dataset(None, source, source, ledger_file=True)
 
     def _owner_budget(self, path: Path, dataset: str) -> Ledger | None:
         """The dataset's budget in the ledger at ``path`` as the data owner set it: the one
@@ -322,7 +330,7 @@ class UiServer:
         if source is None:
             return {**view, "error": "no data source was given: the ledger's dataset is unknown"}
         try:
-            ledger = self._owner_budget(path, _dataset(source))
+            ledger = self._owner_budget(path, self._dataset(source))
         except (ParameterError, LedgerError) as exc:
             return {**view, "error": str(exc)}
         if ledger is None:
@@ -345,10 +353,6 @@ class UiServer:
         }
 
 
-def _dataset(source: str) -> str:
-    return resolve_dataset(None, source, source, ledger_file=True)
-
-
 def _new_folder(output: Path) -> Path:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     for n in range(1000):
@@ -356,200 +360,3 @@ def _new_folder(output: Path) -> Path:
         if not folder.exists():
             return folder
     raise ParameterError(f"`output` {str(output)!r} holds too many runs", parameter="output")
-
-
-# -- HTTP ---------------------------------------------------------------------------------------
-_API: dict[str, str] = {
-    "/api/state": "state",
-    "/api/header": "header",
-    "/api/preview": "preview",
-    "/api/export": "export",
-    "/api/load": "load",
-    "/api/run": "run",
-}
-
-
-def _handler_for(ui: UiServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(_Handler):
-        server_ui = ui
-
-    return Handler
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server_ui: UiServer
-    server_version = "snapdp-ui"
-    sys_version = ""
-    protocol_version = "HTTP/1.1"
-    #: Seconds a connection may wait on the client (a request line, headers, a body, or room to
-    #: send the answer): then it is closed, so a half-sent request holds no thread for long.
-    timeout = 10.0
-
-    def handle(self) -> None:
-        """Serve the connection; a client that went away or stalled past :attr:`timeout` ends it
-        quietly (no traceback on the server's stderr)."""
-        try:
-            super().handle()
-        except (ConnectionError, TimeoutError):
-            self.close_connection = True
-
-    def version_string(self) -> str:
-        return "snapdp-ui"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: stdout's first line is the URL, and requests are nobody's business."""
-
-    # -- checks ------------------------------------------------------------------------------
-    def _trusted_origin(self) -> bool:
-        ui = self.server_ui
-        if self.headers.get("Host", "") not in ui.allowed_hosts:
-            self._send_json(HTTPStatus.FORBIDDEN, {"error": {"message": "forbidden Host"}})
-            return False
-        origin = self.headers.get("Origin")
-        if origin is not None and origin not in ui.allowed_origins:
-            self._send_json(HTTPStatus.FORBIDDEN, {"error": {"message": "forbidden Origin"}})
-            return False
-        site = self.headers.get("Sec-Fetch-Site")
-        if site is not None and site not in ("same-origin", "none"):
-            self._send_json(HTTPStatus.FORBIDDEN, {"error": {"message": "cross-site request"}})
-            return False
-        return True
-
-    # -- verbs -------------------------------------------------------------------------------
-    def do_GET(self) -> None:
-        if not self._trusted_origin():
-            return
-        path = self.path.split("?", 1)[0]
-        if path == "/favicon.ico":
-            self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
-            return
-        if path in _STATIC:
-            name, ctype = _STATIC[path]
-            body = resources.files("snapdp.ui").joinpath("static").joinpath(name).read_bytes()
-            self._send(HTTPStatus.OK, body, ctype)
-            return
-        parts = path.split("/")
-        if len(parts) == 4 and parts[1] == "report":
-            found = self.server_ui.report_file(parts[2], parts[3])
-            if found is not None:
-                body, ctype = found
-                extra = {}
-                if ctype.startswith("application/octet-stream"):
-                    extra["Content-Disposition"] = f'attachment; filename="{parts[3]}"'
-                self._send(HTTPStatus.OK, body, ctype, csp=_REPORT_CSP, extra=extra)
-                return
-        self._send_json(HTTPStatus.NOT_FOUND, {"error": {"message": "not found"}})
-
-    def do_POST(self) -> None:
-        if not self._trusted_origin():
-            return
-        ui = self.server_ui
-        token = self.headers.get(TOKEN_HEADER, "")
-        if not hmac.compare_digest(token.encode("utf-8", "replace"), ui.token.encode()):
-            self._send_json(HTTPStatus.FORBIDDEN, {"error": {"message": "missing or bad token"}})
-            return
-        ctype = self.headers.get("Content-Type", "").split(";", 1)[0].strip().lower()
-        if ctype != "application/json":
-            self._send_json(
-                HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"error": {"message": "JSON bodies only"}}
-            )
-            return
-        try:
-            length = int(self.headers.get("Content-Length", ""))
-        except ValueError:
-            self._send_json(HTTPStatus.LENGTH_REQUIRED, {"error": {"message": "no length"}})
-            return
-        if not 0 <= length <= MAX_BODY:
-            self._send_json(
-                HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": {"message": "body too large"}}
-            )
-            return
-        try:
-            body = json.loads(self.rfile.read(length).decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            self._send_json(HTTPStatus.BAD_REQUEST, {"error": {"message": "not JSON"}})
-            return
-        method = _API.get(self.path)
-        if method is None:
-            self._send_json(HTTPStatus.NOT_FOUND, {"error": {"message": "not found"}})
-            return
-        if not isinstance(body, dict):
-            self._send_json(HTTPStatus.BAD_REQUEST, {"error": {"message": "not an object"}})
-            return
-        self._answer(getattr(ui, method), body)
-
-    def _answer(self, call: Callable[[dict[str, Any]], Any], body: dict[str, Any]) -> None:
-        try:
-            answer = call(body)
-        except wj.FieldError as exc:
-            self._send_json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": exc.as_dict()})
-            return
-        except PrivacyBudgetError as exc:
-            self._send_json(HTTPStatus.CONFLICT, {"error": {"message": str(exc)}})
-            return
-        except (ParameterError, LedgerError) as exc:
-            error = {"message": str(exc), "parameter": exc.parameter}
-            self._send_json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": error})
-            return
-        except Exception as exc:  # one line for the page, never a traceback
-            message = f"internal error ({type(exc).__name__}); see docs/ui.md"
-            self._send_json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": {"message": message}})
-            return
-        status, payload = answer if isinstance(answer, tuple) else (HTTPStatus.OK, answer)
-        self._send_json(status, payload)
-
-    def do_PUT(self) -> None:
-        self._refuse()
-
-    def do_DELETE(self) -> None:
-        self._refuse()
-
-    def do_OPTIONS(self) -> None:
-        self._refuse()
-
-    def do_PATCH(self) -> None:
-        self._refuse()
-
-    def do_HEAD(self) -> None:
-        self._refuse()
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """The base class's errors (a malformed request, an unknown verb) with this server's
-        headers and a JSON body."""
-        text = message or HTTPStatus(code).phrase
-        self._send_json(code, {"error": {"message": text}})
-
-    def _refuse(self) -> None:
-        self._send_json(HTTPStatus.METHOD_NOT_ALLOWED, {"error": {"message": "GET or POST"}})
-
-    # -- responses -----------------------------------------------------------------------------
-    def _send_json(self, status: int, payload: object) -> None:
-        body = json.dumps(payload, default=str).encode("utf-8")
-        self._send(status, body, "application/json")
-
-    def _send(
-        self,
-        status: int,
-        body: bytes,
-        ctype: str,
-        *,
-        csp: str = _PAGE_CSP,
-        extra: dict[str, str] | None = None,
-    ) -> None:
-        self.send_response(status)
-        if status >= 400:  # the body may be unread: never reuse this connection
-            self.close_connection = True
-            self.send_header("Connection", "close")
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Content-Security-Policy", csp)
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "no-referrer")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("X-Frame-Options", "DENY")
-        self.send_header("Cross-Origin-Opener-Policy", "same-origin")
-        self.send_header("Cross-Origin-Resource-Policy", "same-origin")
-        for k, v in (extra or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)

@@ -80,7 +80,8 @@ def test_epsilon_zero_in_a_plan_file_names_its_key(tmp_path: Path) -> None:
 
 
 def test_epsilon_zero_on_the_page_names_its_field(tmp_path: Path) -> None:
-    from snapdp.ui._workload_json import FieldError, blank_document, load_plan
+    from snapdp.ui._document import FieldError, blank_document
+    from snapdp.ui._workload_json import load_plan
 
     doc = blank_document()
     doc["data"]["total_epsilon"] = "1"
@@ -167,7 +168,8 @@ def test_a_too_small_epsilon_is_shown_as_typed() -> None:
 
 
 def test_a_quantile_bound_error_on_the_page_is_refused_at_the_preview(tmp_path: Path) -> None:
-    from snapdp.ui._workload_json import FieldError, blank_document, plan_and_preview
+    from snapdp.ui._document import FieldError, blank_document
+    from snapdp.ui._workload_json import plan_and_preview
 
     doc = blank_document()
     doc["data"]["total_epsilon"] = "1"

@@ -242,7 +242,7 @@ def test_flags(tmp_path: Path, number: str) -> None:
 
 # -- the page ------------------------------------------------------------------------------------
 def _document(**fields: str) -> dict[str, object]:
-    from snapdp.ui._workload_json import blank_document
+    from snapdp.ui._document import blank_document
 
     doc = blank_document()
     doc["data"] = {**doc["data"], "total_epsilon": "3"}  # type: ignore[dict-item]
@@ -253,7 +253,8 @@ def _document(**fields: str) -> dict[str, object]:
 
 @pytest.mark.parametrize("number", TOO_LARGE, ids=IDS)
 def test_page_fields(tmp_path: Path, number: str) -> None:
-    from snapdp.ui._workload_json import FieldError, load_plan
+    from snapdp.ui._document import FieldError
+    from snapdp.ui._workload_json import load_plan
 
     for field, value in (("upper", number), ("keys", f"1, {number}"), ("bins", f"0, {number}")):
         doc = _document(lower="0", **{field: value})

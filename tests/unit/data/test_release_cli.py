@@ -13,8 +13,10 @@ from tests.unit.data._engines import local_engine
 from tests.unit.data.engines._csv_cases import AWKWARD as CSV_AWKWARD
 
 import snapdp.cli._data as cli_data
+import snapdp.cli._print as cli_print
 from snapdp.cli import main
-from snapdp.cli._data import plain_number, schema_from_options
+from snapdp.cli._data import schema_from_options
+from snapdp.cli._print import plain_number
 from snapdp.data import read_ledger
 from snapdp.data.model.schema import Schema
 from snapdp.errors import ParameterError
@@ -235,7 +237,7 @@ def test_progress_shows_a_percentage_and_time_never_bytes(
     assert code == 0, out
     assert shown[0] == (0, 100) and shown[-1] == (100, 100)
     allowed = (BarColumn, TaskProgressColumn, TextColumn, TimeRemainingColumn)
-    columns = cli_data.progress_columns()
+    columns = cli_print.progress_columns()
     assert all(type(c) in allowed for c in columns)  # no Download/FileSize/MofN/Speed column
     texts = [c.text_format for c in columns if type(c) is TextColumn]
     assert all("{task." not in t for t in texts)  # the fixed labels, no task field

@@ -17,6 +17,7 @@ from snapdp.cli import main
 from snapdp.data import Plan, PrivateTable, statistics
 from snapdp.data.budget.ledger import Ledger
 from snapdp.ui import _workload_json as wj
+from snapdp.ui._document_io import document_from_toml
 
 PLAN = """[data]
 source = "people.csv"
@@ -88,7 +89,7 @@ def test_every_front_end_releases_the_same_values_through_the_session(plan_dir: 
     by_plan = values(plan.run(rng=np.random.default_rng(11)).results)
     table = PrivateTable(source, plan.schema, total_epsilon=3, rng=np.random.default_rng(11))
     by_api = values(table.release([pq.query for pq in plan.queries], [Fraction(1, 2)] * 3))
-    doc = wj.document_from_toml(PLAN, source, plan_dir)
+    doc = document_from_toml(PLAN, source)
     page_plan, preview, _ = wj.plan_and_preview(doc, source, plan_dir)
     by_page = values(page_plan.run(preview=preview, rng=np.random.default_rng(11)).results)
     sql_table = PrivateTable(source, plan.schema, total_epsilon=3, rng=np.random.default_rng(11))

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from snapdp.ui.server import TOKEN_HEADER, UiServer
+from snapdp.ui._http import TOKEN_HEADER
+from snapdp.ui.server import UiServer
 
 #: A value that appears in the test data and must never reach the page before a run.
 SENTINEL_TEXT = "ZQXSENTINEL"

@@ -19,6 +19,7 @@ from tests.unit.ui.test_browser import TIMEOUT_MS, browser  # noqa: F401 (the fi
 from snapdp.cli import main
 from snapdp.data import Plan
 from snapdp.ui import _workload_json as wj
+from snapdp.ui._document_io import document_from_toml, document_toml
 
 CONSISTENT = """[data]
 source = "people.csv"
@@ -68,7 +69,7 @@ def test_plan_cli_library_and_page_state_the_same_consistent_pm(tmp_path: Path) 
     alone = [a.accuracy for a in independent.preview().allocations]
     assert library != alone  # the consistent ± is the fit's, not an independent count's
     assert _cli_accuracies(path) == library
-    doc = wj.document_from_toml(CONSISTENT, str(tmp_path / "people.csv"), tmp_path)
+    doc = document_from_toml(CONSISTENT, str(tmp_path / "people.csv"))
     assert doc["data"]["consistent"] == "true"
     for draft in (True, False):
         plan, preview, _ = wj.plan_and_preview(doc, str(tmp_path / "people.csv"), tmp_path,
@@ -82,9 +83,9 @@ def test_plan_cli_library_and_page_state_the_same_consistent_pm(tmp_path: Path) 
 @pytest.mark.parametrize("mode", ["true", "nonnegative", "integer", ""])
 def test_the_page_keeps_consistent_through_export(tmp_path: Path, mode: str) -> None:
     _plan(tmp_path)
-    doc = wj.document_from_toml(CONSISTENT, str(tmp_path / "people.csv"), tmp_path)
+    doc = document_from_toml(CONSISTENT, str(tmp_path / "people.csv"))
     doc["data"]["consistent"] = mode
-    toml = wj.document_toml(doc, str(tmp_path / "people.csv"))
+    toml = document_toml(doc, str(tmp_path / "people.csv"))
     (tmp_path / "back.toml").write_text(toml, encoding="utf-8")
     want = {"true": True, "": False}.get(mode, mode)
     assert Plan.load(tmp_path / "back.toml").consistent == want

@@ -19,7 +19,7 @@ from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.plan_toml import dumps, plan_to_toml
 from snapdp.errors import ParameterError
-from snapdp.ui._workload_json import document_from_plan, document_toml
+from snapdp.ui._document_io import document_from_plan, document_toml
 
 _names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=8)
 _decimals = st.decimals(

@@ -16,7 +16,7 @@ from tests.unit.ui._helpers import SENTINEL_NUMBER, SENTINEL_TEXT, document, que
 
 from snapdp.data import Plan
 from snapdp.data.budget.ledger import Ledger
-from snapdp.ui.server import MAX_BODY, TOKEN_HEADER
+from snapdp.ui._http import MAX_BODY, TOKEN_HEADER
 
 
 def _entries(ledger: Path, source: Path) -> int:
@@ -497,17 +497,41 @@ def test_load_keeps_what_the_page_does_not_show(client: Any) -> None:
         assert line in out, (line, out)
 
 
-def test_a_plan_with_a_row_filter_is_refused_not_dropped(client: Any) -> None:
-    """The page has no field for a query's `where`: loading such a plan says so instead of
-    silently releasing over every row."""
+def test_a_plan_with_a_row_filter_loads_with_its_where_and_writes_it_back(client: Any) -> None:
+    """Was: refused ("the page has no field for `where`"). A query's `where` is a field of the
+    page now: it loads, previews and is written back to the plan file."""
     text = (
         '[data]\nsource = "x.csv"\ntotal_epsilon = 1\n'
         '[columns]\nage = { type = "integer", lower = 0, upper = 100 }\n'
         '[[query]]\nstatistic = "count"\nwhere = "age > 30"\nepsilon = 0.5\n'
     )
     r = client.api("load", {"toml": text})
-    assert r.status == 422, r.body
-    assert "where" in r.json()["error"]["message"]
+    assert r.status == 200, r.body
+    doc = r.json()["document"]
+    assert doc["queries"][0]["where"] == "age > 30"
+    assert client.api("preview", {"document": doc}).status == 200
+    assert 'where = "age > 30"' in client.api("export", {"document": doc}).json()["toml"]
+    doc["queries"][0]["where"] = "agee > 30"
+    error = client.api("preview", {"document": doc}).json()["error"]
+    assert error["field"] == "query[1].where" and "agee" in error["message"]
+
+
+def test_a_plan_binning_one_of_several_by_columns_loads_and_round_trips(client: Any) -> None:
+    """Was: refused ("the page edits the bins of a query grouped by one column")."""
+    text = (
+        '[data]\nsource = "x.csv"\ntotal_epsilon = 1\n[columns]\n'
+        'age = { type = "integer", lower = 0, upper = 100 }\n'
+        'sex = { type = "text", keys = ["F", "M"] }\n'
+        '[[query]]\nstatistic = "count"\nby = ["sex", "age"]\n'
+        "bins = { age = [0, 18, 65, 101] }\nepsilon = 0.5\n"
+    )
+    r = client.api("load", {"toml": text})
+    assert r.status == 200, r.body
+    doc = r.json()["document"]
+    assert doc["queries"][0]["bins"] == "age: 0, 18, 65, 101"
+    assert client.api("preview", {"document": doc}).status == 200
+    toml = client.api("export", {"document": doc}).json()["toml"]
+    assert client.api("load", {"toml": toml}).json()["document"] == doc
 
 
 def test_header_with_an_open_quote_sends_no_data_rows(start_server: Any, tmp_path: Path) -> None:
@@ -519,3 +543,39 @@ def test_header_with_an_open_quote_sends_no_data_rows(start_server: Any, tmp_pat
     r = c.api("header", {"document": document()})
     assert SENTINEL_TEXT.encode() not in r.body
     assert r.status == 422 and r.json()["error"]["parameter"] == "source"
+
+
+def test_the_demo_table_opens_and_runs_without_a_source(start_server: Any, tmp_path: Path) -> None:
+    """`snapdp ui --demo`: snapdp's synthetic table, declared, with queries to start from; it
+    plans and runs into a private ledger under the dataset "demo" (issue 34, item 5)."""
+    c = start_server(demo=True, output=tmp_path / "out")
+    state = c.api("state", {}).json()
+    assert state["can_run"] and state["source"].endswith("demo.parquet")
+    doc = state["document"]
+    assert [col["name"] for col in doc["columns"]] == ["age", "sex", "income", "region"]
+    assert "region" in c.api("header", {"document": doc}).json()["columns"]
+    doc["queries"] = doc["queries"][:1]
+    got = c.api("preview", {"document": doc}).json()
+    assert got["ledger"]["total"] == "1"
+    nonce = "n" * 32
+    r = c.api("run", {"document": doc, "digest": got["digest"], "nonce": nonce})
+    assert r.status == 200, r.body
+    assert r.json()["results"][0]["by"] == ["sex"]
+
+
+def test_a_two_phase_run_reports_what_it_spent_not_its_cap(
+    start_server: Any, tmp_path: Path
+) -> None:
+    """Was: "ε spent" showed the plan's cap (20) while the ledger recorded 13.813."""
+    from snapdp.data.demo import DEMO_DATASET
+
+    ledger = tmp_path / "l.sqlite"
+    c = start_server(demo=True, ledger=ledger, output=tmp_path / "out")
+    doc = c.api("state", {}).json()["document"]
+    doc["queries"] = doc["queries"][:2]  # a count and a two-phase mean
+    doc["queries"][1]["value"] = "50000"  # a target its groups meet with part of the cap
+    got = c.api("preview", {"document": doc}).json()
+    r = c.api("run", {"document": doc, "digest": got["digest"], "nonce": "m" * 32})
+    assert r.status == 200, r.body
+    spent = Ledger(ledger, None, dataset=DEMO_DATASET).spent()
+    assert Fraction(r.json()["epsilon_spent"]) == spent < 1

@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the package needs Python 3.11 for plan files
     tomllib = None
 
-__all__ = ["KeyLocator", "Path_", "PlanFileError", "describe_key", "load_toml"]
+__all__ = ["KeyLocator", "Path_", "PlanFileError", "describe_key", "load_toml", "parse_toml"]
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\[\]]+?)\s*\]\]?\s*(#.*)?$")
 _BARE = r"[A-Za-z0-9_-]+"
@@ -107,6 +107,14 @@ def load_toml(path: Path) -> tuple[dict[str, Any], KeyLocator]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise PlanFileError(f"{path}: the plan file is not UTF-8 text", parameter="plan") from None
+    return parse_toml(text, path)
+
+
+def parse_toml(text: str, path: Path) -> tuple[dict[str, Any], KeyLocator]:
+    """The parsed text (floats as exact ``Decimal``) and its key locator; errors name ``path``
+    (the file, or what the text is called) and the line."""
+    if tomllib is None:  # pragma: no cover
+        raise PlanFileError("plan files need Python 3.11 or later (tomllib)", parameter="plan")
     try:
         data = tomllib.loads(text, parse_float=Decimal)
     except tomllib.TOMLDecodeError as exc:

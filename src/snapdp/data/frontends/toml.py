@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._validation import SIZE_RULE, NumberSizeError, check_epsilon, check_number_size
-from snapdp.data.frontends._toml import KeyLocator, load_toml
+from snapdp.data.frontends._toml import KeyLocator, load_toml, parse_toml
 from snapdp.data.model.names import Path_, PlanFileError, located, toml_keys
 from snapdp.data.model.query import STATISTICS, Query
 from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
@@ -33,9 +33,9 @@ from snapdp.data.model.workload import (
     check_mode,
 )
 from snapdp.data.planner.plan import Plan
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, did_you_mean
 
-__all__ = ["load_declaration", "load_plan", "load_workload"]
+__all__ = ["load_declaration", "load_plan", "load_workload", "loads_workload"]
 
 _DATA_KEYS: Mapping[str, tuple[str, ...]] = toml_keys("data")
 _COLUMN_KEYS: Mapping[str, tuple[str, ...]] = toml_keys("columns")
@@ -85,8 +85,9 @@ class _Loader:
         out: dict[str, tuple[Any, Path_]] = {}
         for k, v in table.items():
             if k not in alias:
+                hint = did_you_mean(k, alias)
                 raise self.error(
-                    (*key, k), f"unknown key {k!r}; known: {', '.join(known)}", parameter=k
+                    (*key, k), f"unknown key {k!r}{hint} (known: {', '.join(known)})", parameter=k
                 )
             name = alias[k]
             if name in out:
@@ -441,6 +442,22 @@ def load_workload(path: str | Path) -> Workload:
     """A plan file as a :class:`~snapdp.data.model.workload.Workload`."""
     p = Path(path)
     data, locator = load_toml(p)
+    return _workload(p, data, locator)
+
+
+def loads_workload(text: str, name: Path, source: str | None = None) -> Workload:
+    """The text of a plan file as a :class:`~snapdp.data.model.workload.Workload`; errors name
+    ``name`` (what the text is called; relative sources resolve against its folder) and the
+    line. ``source``: one that replaces the text's own (the page's, fixed on its command line)."""
+    data, locator = parse_toml(text, name)
+    if source is not None and isinstance(data.get("data"), dict):
+        for alias in ("source", "path", "file"):
+            data["data"].pop(alias, None)
+        data["data"] = {"source": source, **data["data"]}
+    return _workload(name, data, locator)
+
+
+def _workload(p: Path, data: dict[str, Any], locator: KeyLocator) -> Workload:
     loader = _Loader(p, data, locator)
     plan = loader.plan()
     dataset = data.get("data", {}).get("dataset") or data.get("data", {}).get("name")

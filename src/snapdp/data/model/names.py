@@ -23,6 +23,7 @@ from snapdp.errors import ParameterError
 
 __all__ = [
     "NAMES",
+    "KeyedError",
     "Locator",
     "Name",
     "Path_",
@@ -162,7 +163,17 @@ def sql_word_for(parameter: str) -> str | None:
 Path_ = tuple[str | int, ...]
 
 
-class PlanFileError(ParameterError):
+class KeyedError(ParameterError):
+    """A rule broken at one key of a workload: ``key`` is its path (``("query", 1, "by")``),
+    which a front end's origin map turns into the user's own place for it (a plan file's line,
+    a field of the page)."""
+
+    def __init__(self, message: str, *, parameter: str | None = None, key: Path_ = ()) -> None:
+        super().__init__(message, parameter=parameter)
+        self.key = key
+
+
+class PlanFileError(KeyedError):
     """A plan file breaks a rule; the message names the file, the line and the key."""
 
 
@@ -191,4 +202,5 @@ def located(
     """``message`` as a PlanFileError naming ``path``, the line of ``key`` and ``key``."""
     line = None if locator is None else locator.line(key)
     where = str(path) + ("" if line is None else f", line {line}")
-    return PlanFileError(f"{where}, key `{describe_key(key)}`: {message}", parameter=parameter)
+    text = f"{where}, key `{describe_key(key)}`: {message}"
+    return PlanFileError(text, parameter=parameter, key=key)

@@ -15,7 +15,7 @@ from typing import Literal, TypeAlias
 
 from snapdp._rational import shown_number
 from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Or, Predicate, to_sql
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, did_you_mean
 
 __all__ = ["ROOT_STATISTICS", "SPREAD_STATISTICS", "STATISTICS", "Query", "StatisticName"]
 
@@ -61,7 +61,8 @@ class Query:
     def __post_init__(self) -> None:
         if self.statistic not in STATISTICS:
             raise ParameterError(
-                f"`statistic` must be one of {', '.join(STATISTICS)}, not {self.statistic!r}",
+                f"`statistic` must be one of {', '.join(STATISTICS)}, not {self.statistic!r}"
+                + did_you_mean(self.statistic, STATISTICS),
                 parameter="statistic",
             )
         if isinstance(self.by, str):

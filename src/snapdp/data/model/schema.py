@@ -31,7 +31,7 @@ from snapdp._validation import (
     check_count,
 )
 from snapdp.data.model.keys import Key, exact_number, typed_key
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, did_you_mean
 
 __all__ = [
     "COLUMN_TYPES",
@@ -348,7 +348,9 @@ class Schema:
                 return c
         declared = ", ".join(repr(c.name) for c in self.columns) or "none"
         raise ParameterError(
-            f"column {name!r} is not declared (declared: {declared})", parameter="columns"
+            f"column {name!r} is not declared{did_you_mean(name, (c.name for c in self.columns))} "
+            f"(declared: {declared})",
+            parameter="columns",
         )
 
     def with_columns(self, columns: Iterable[Column]) -> Schema:

@@ -100,10 +100,23 @@ def _parquet_bytes(header: list[str], rows: list[list[object]]) -> bytes:
     return buf.getvalue()
 
 
+def _umask() -> int:
+    """The process's umask (read once: setting it back at once is the only portable way)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: New result files get the mode an ordinary ``open`` would give them (0666 less the umask),
+#: not the private 0600 of a temporary file.
+_FILE_MODE = 0o666 & ~_umask()
+
+
 def _atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` whole or not at all."""
+    """Write ``data`` to ``path`` whole or not at all, with the user's umask."""
     fd, tmp = tempfile.mkstemp(prefix="." + path.name, dir=path.parent)
     try:
+        os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)

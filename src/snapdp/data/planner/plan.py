@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from snapdp._validation import check_epsilon
-from snapdp.data.model.names import Locator, Path_, PlanFileError, describe_key
+from snapdp.data.model.names import KeyedError, Locator, Path_, describe_key
 from snapdp.data.model.names import located as _located
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.model.workload import (
@@ -161,7 +161,7 @@ class Plan:
             )
             self._refuse(preview)
             return self._consistent(preview, presume_certified)
-        except PlanFileError:
+        except KeyedError:
             raise
         except _QueryError as exc:
             key = self._query_key(exc.index, exc.parameter)
@@ -264,8 +264,8 @@ class Plan:
             raise self._error(key, str(exc), "columns") from None
 
     def _error(self, key: Path_, message: str, parameter: str | None) -> ParameterError:
-        if self.path is None:
-            return ParameterError(message, parameter=parameter)
+        if self.path is None:  # no file: the key alone (a front end's origin map places it)
+            return KeyedError(message, parameter=parameter, key=key)
         return _located(self.path, self._locator, key, message, parameter)
 
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -71,7 +72,32 @@ def run_plan(
         preview = plan.preview()
     elif tuple(a.planned for a in preview.allocations) != tuple(plan.queries):
         raise ParameterError("`preview` is not this plan's preview", parameter="preview")
+    fresh = [] if output is None else _missing(Path(output))
     out_dir = None if output is None else _prepare_output(Path(output))
+    try:
+        return _release(plan, preview, out_dir, ledger, total_epsilon, engine, rng, dataset)
+    except BaseException:  # a failed run leaves no output folder it created
+        for folder in fresh:
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty
+        raise
+
+
+def _missing(out: Path) -> list[Path]:
+    """The folders of ``out`` that do not exist yet, deepest first."""
+    return [p for p in (out, *out.parents) if not p.exists()]
+
+
+def _release(
+    plan: Plan,
+    preview: PlanPreview,
+    out_dir: Path | None,
+    ledger: object,
+    total_epsilon: object,
+    engine: Engine | None,
+    rng: np.random.Generator | None,
+    dataset: str | None,
+) -> PlanRun:
     if engine is None:
         engine = _default_engine(plan.source_path(), plan.schema)
     given = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)

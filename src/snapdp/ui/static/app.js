@@ -110,13 +110,15 @@ function renderQueries() {
       cell(input(p + "by", q.by, { list: "column-names", placeholder: "e.g. sex, educ" })),
       cell(input(p + "bins", q.bins, { placeholder: "edges" })),
       cell(input(p + "quantiles", q.quantiles, { placeholder: q.statistic === "quantiles" ? "0.25, 0.5, 0.75" : "" })),
+      cell(input(p + "where", q.where || "", { placeholder: "e.g. age >= 18", class: "wide" })),
+      cell(input(p + "group_size", q.group_size || "", { inputmode: "numeric", placeholder: doc.data.group_size || "" })),
       cell(select(p + "how", q.how, HOW)),
       cell(input(p + "value", q.value, { inputmode: "decimal" })),
       el("td", { class: "out", "data-out": "epsilon" }, "—"),
       el("td", { class: "out", "data-out": "accuracy" }, "—"),
       cell(el("button", { type: "button", class: "remove", title: "remove query",
         onclick: () => { doc.queries.splice(i, 1); renderAll(); schedule(); } }, "×"))));
-    body.append(el("tr", { class: "flags", "data-flags": String(i) }, el("td", { colspan: "11" })));
+    body.append(el("tr", { class: "flags", "data-flags": String(i) }, el("td", { colspan: "13" })));
   });
 }
 
@@ -136,10 +138,23 @@ function setField(field, value) {
   else if ((m = field.match(/^query\[(\d+)\]\.(\w+)$/))) doc.queries[+m[1] - 1][m[2]] = value;
 }
 
+function getField(field) {
+  let m;
+  if ((m = field.match(/^data\.(\w+)$/))) return doc.data[m[1]];
+  if ((m = field.match(/^columns\[(\d+)\]\.(\w+)$/))) return (doc.columns[+m[1]] || {})[m[2]];
+  if ((m = field.match(/^query\[(\d+)\]\.(\w+)$/))) return (doc.queries[+m[1] - 1] || {})[m[2]];
+  return undefined;
+}
+let lastSizes = null;
 function onEdit(event) {
   const field = event.target.dataset && event.target.dataset.field;
   if (!field) return;
+  // a "change" after "input" changes nothing: planning again would disable "Review and run"
+  // under the pointer of a user who clicks it straight after typing
+  if (field === "sizes") { if (event.target.value === lastSizes) return; lastSizes = event.target.value; }
+  else if (getField(field) === event.target.value) return;
   setField(field, event.target.value);
+  if (field === "data.total_epsilon") showBand(event.target.value.trim() || null);
   if (/\.name$/.test(field)) renderColumnsDatalist();
   schedule();
 }
@@ -162,7 +177,7 @@ async function plan() {
   const sent = JSON.parse(JSON.stringify(doc));
   let answer;
   try {
-    answer = await api("/api/preview", { document: sent }, inflight.signal);
+    answer = await api("/api/preview", { document: sent, sizes: $("group-sizes").value }, inflight.signal);
   } catch (e) {
     if (e.name === "AbortError") return;
     if (mine === seq) setStatus("the server does not answer (is snapdp ui still running?)", "bad");
@@ -198,40 +213,87 @@ function showPreview(p, staleOnly) {
     const q = qs[i];
     const eps = tr.querySelector('[data-out="epsilon"]');
     const acc = tr.querySelector('[data-out="accuracy"]');
-    eps.textContent = q ? showEps(q.epsilon) : "—";
-    eps.title = q ? "exact ε = " + q.epsilon : "";
+    eps.textContent = q ? (q.two_phase ? "≤ " + showEps(q.two_phase.cap) : showEps(q.epsilon)) : "—";
+    eps.title = q ? (q.two_phase ? "two-phase: spends what its smallest group needs, at most " + q.two_phase.cap : "exact ε = " + q.epsilon) : "";
     acc.textContent = accuracyText(q);
     acc.title = q ? `at confidence ${q.confidence}` + (q.group_size ? `, for a group of ${q.group_size.toLocaleString("en-US")} rows` : "") : "";
     eps.classList.toggle("stale", !!staleOnly);
     acc.classList.toggle("stale", !!staleOnly);
     const flagCell = document.querySelector(`tr[data-flags="${i}"] td`);
     const notes = ((q && q.flags) || []).map((f) => el("span", { class: "flag" }, "⚠ " + f));
-    if (q && q.two_phase) {
-      const tp = q.two_phase;
-      const parts = [`two-phase: ε at most ${showEps(tp.cap)}`];
-      if (tp.phase1_epsilon != null) parts.push(`phase 1 ε ${showEps(tp.phase1_epsilon)}`);
-      if (tp.target_met_from_rows != null) parts.push(`target met for groups of ${Number(tp.target_met_from_rows).toLocaleString("en-US")}+ rows`);
-      notes.unshift(el("span", { class: "note" }, parts.join(" · ")));
-    }
+    if (q && q.two_phase) notes.unshift(...twoPhaseNotes(q));
     flagCell.replaceChildren(...notes);
   });
   const used = p.preview.total_epsilon_used, cap = p.preview.total_epsilon;
-  $("total-used").textContent = (p.preview.total_is_cap ? "at most " : "") + showEps(used);
+  $("total-used").textContent = totalText(p.preview);
   $("total-used").title = "exact: " + used;
   $("total-cap").textContent = cap ? `of ${showEps(cap)}` : "(no cap declared)";
   const frac = cap ? Math.min(1, fraction(used) / fraction(cap)) : 0;
   $("meter-bar").style.width = (100 * frac).toFixed(1) + "%";
   $("assumptions").replaceChildren(...p.preview.assumptions.map((a) => el("li", {}, "assumes " + a)));
   showLedger(p.ledger, used);
-  $("to-run").disabled = !!staleOnly || !(state && state.can_run);
-  $("to-run").title = state && state.can_run ? "" : "start snapdp ui with a source and --ledger to run";
+  showBand(cap || used);
+  const refused = !!(p.ledger && (p.ledger.short || p.ledger.error));
+  $("to-run").disabled = !!staleOnly || !(state && state.can_run) || refused;
+  $("to-run").title = !(state && state.can_run) ? "start snapdp ui with a source and --ledger to run"
+    : refused ? "the ledger would refuse this run: " + ledgerText(p.ledger, used) : "";
+}
+
+// The total: a two-phase query spends what its smallest group needs, up to its cap.
+function totalText(pv) {
+  const twoPhase = pv.queries.some((q) => q.two_phase);
+  if (!twoPhase) return showEps(pv.total_epsilon_used);
+  const fixed = fraction(pv.fixed_epsilon || "0"), used = fraction(pv.total_epsilon_used);
+  const up = Number((used - fixed).toPrecision(6));
+  return (fixed > 0 ? showEps(pv.fixed_epsilon) + " + " : "") + "up to " + up + " (two-phase targets)";
+}
+
+// Per two-phase query: what it would spend and reach for the group sizes the user set.
+function twoPhaseNotes(q) {
+  const tp = q.two_phase;
+  const out = [];
+  const target = showAcc(q.target);
+  if (tp.out_of_reach) {
+    const where = tp.floor == null ? "at any group size under its cap"
+      : `unless its smallest group has ${Number(tp.floor).toLocaleString("en-US")}+ rows (more than ${Number(tp.realistic_rows).toLocaleString("en-US")})`;
+    out.push(el("span", { class: "flag out-of-reach" }, `⚠ target ${target} is out of reach ${where}: raise the total ε or the target`));
+  } else if (tp.floor != null) {
+    out.push(el("span", { class: "note" }, `two-phase: target ${target} met when the smallest group has ${Number(tp.floor).toLocaleString("en-US")}+ rows`));
+  }
+  for (const s of tp.sizes || []) {
+    out.push(el("span", { class: "size " + (s.met ? "met" : "missed") },
+      `groups of ${Number(s.rows).toLocaleString("en-US")}: ε ${showEps(s.epsilon)} → ${showAcc(s.accuracy)} ${s.met ? "✓" : "✗"}`));
+  }
+  return out;
+}
+
+// How much protection the total ε gives, in plain words (docs/ui.md, "What ε and ± mean").
+function showBand(text) {
+  const band = $("eps-band");
+  const e = text == null ? NaN : fraction(text);
+  band.className = "band";
+  if (!isFinite(e)) { band.classList.add("hidden"); return; }
+  const times = Math.exp(Math.min(e, 700));
+  const odds = times < 1e6 ? Number(times.toPrecision(3)).toLocaleString("en-US") : times.toExponential(1);
+  let level, words;
+  if (e <= 1) { level = "strong"; words = "strong protection"; }
+  else if (e <= 5) { level = "moderate"; words = "moderate protection"; }
+  else { level = "weak"; words = "weak protection: a person in the data is barely protected"; }
+  band.classList.add(level);
+  band.textContent = `Total ε = ${showEps(text)}: ${words}. Whatever anyone concludes about one person from all these results is at most ${odds}× more likely than had that person not been in the data.`;
 }
 
 function accuracyText(q) {
   if (!q) return "—";
+  if (q.two_phase) {
+    const sizes = q.two_phase.sizes || [];
+    const best = sizes.find((s) => s.met);
+    if (q.two_phase.out_of_reach || !best) return `target ${showAcc(q.target)}: out of reach`;
+    return `target ${showAcc(q.target)}, met from ${Number(q.two_phase.floor).toLocaleString("en-US")} rows`;
+  }
   if (q.accuracy != null) return showAcc(q.accuracy);
   if (q.accuracy_text) return q.accuracy_text;
-  if (q.target != null) return "target " + showAcc(q.target);  // two-phase: met or not, said after the run
+  if (q.target != null) return "target " + showAcc(q.target);
   return "—";
 }
 
@@ -333,12 +395,12 @@ function toRun() {
   $("run-error").classList.add("hidden");
   $("run").disabled = false;
   $("run").textContent = "Run and spend ε";
-  $("run-total").textContent = "ε = " + showEps(previewed.preview.total_epsilon_used);
+  $("run-total").textContent = (previewed.preview.total_is_cap ? "at most ε = " : "ε = ") + showEps(previewed.preview.total_epsilon_used);
   $("run-source").textContent = state.source || "—";
   $("run-ledger").textContent = ledgerText(previewed.ledger, previewed.preview.total_epsilon_used) || "—";
   const body = $("run-plan").tBodies[0];
   body.replaceChildren(...previewed.preview.queries.map((q) =>
-    el("tr", {}, el("td", {}, q.query), el("td", {}, showEps(q.epsilon)), el("td", {}, accuracyText(q)))));
+    el("tr", {}, el("td", {}, q.query), el("td", {}, q.two_phase ? "at most " + showEps(q.two_phase.cap) : showEps(q.epsilon)), el("td", {}, accuracyText(q)))));
 }
 function back() {
   runNonce = null;
@@ -388,11 +450,17 @@ function showResults(r) {
       ...(q.quantile ? [el("td", {}, String(q.quantile[i]))] : []),
       el("td", {}, v == null ? "—" : Number(v).toLocaleString("en-US", { maximumFractionDigits: 4 })),
       el("td", {}, showAcc(q.accuracy[i]))));
+    const verdict = q.target_met == null ? [] : [el("div", { class: "verdict " + (q.target_met ? "met" : "missed"), "data-verdict": q.target_met ? "met" : "missed" },
+      q.target_met ? "✓ target met" : "✗ " + (q.target && /^target missed/.test(q.target) ? q.target : "target missed" + (q.target ? ": " + q.target : "")))];
+    const pct = Math.round(100 * q.confidence);
+    const notes = q.notes && q.notes.length
+      ? [el("details", { class: "meta" }, el("summary", {}, "technical notes"), ...q.notes.map((n) => el("div", {}, n)))] : [];
     box.append(el("div", { class: "result" },
       el("h3", {}, q.query),
-      el("div", { class: "meta" }, `ε = ${showEps(q.epsilon)} · ± at confidence ${q.confidence}`),
-      ...(q.notes || []).map((n) => el("div", { class: "meta" }, n)),
-      el("table", { class: "plain" }, el("thead", {}, head), el("tbody", {}, ...rows))));
+      ...verdict,
+      el("div", { class: "meta" }, `ε = ${showEps(q.epsilon)} · each value is within its ± of the true one with probability ${pct}%`),
+      el("table", { class: "plain" }, el("thead", {}, head), el("tbody", {}, ...rows)),
+      ...notes));
   }
 }
 
@@ -415,7 +483,7 @@ async function start() {
     renderAll();
   });
   $("add-query").addEventListener("click", () => {
-    doc.queries.push({ statistic: "count", column: "", by: "", bins: "", quantiles: "", how: "weight", value: "1" });
+    doc.queries.push({ statistic: "count", column: "", by: "", bins: "", quantiles: "", where: "", group_size: "", how: "weight", value: "1" });
     renderAll();
     schedule();
   });
