@@ -75,6 +75,7 @@ def run(
     Parquet, columnar JSON) and an HTML report. The entry reserves the plan's cap before any
     noise is drawn and returns the unused part when the run ends. See docs/plans.md."""
     from snapdp.cli._data import _exact_text, _print_results
+    from snapdp.cli._progress import progress_bar
 
     p = Plan.load(plan_file)
     out = (
@@ -82,7 +83,8 @@ def run(
         if output is not None
         else Path(plan_file).with_name(Path(plan_file).stem + "-results")
     )
-    done = p.run(ledger=ledger, total_epsilon=total_epsilon, output=out)
+    with progress_bar(f"snapdp run {Path(plan_file).name}") as bar:
+        done = p.run(ledger=ledger, total_epsilon=total_epsilon, output=out, progress=bar)
     results = list(done.results)
     if as_json:
         click.echo(
