@@ -188,7 +188,7 @@ def phase_two_epsilon(
         return split_statement(schema, pq.query, eps1, eps2, pq.confidence, presume).at(n)
 
     certify = not presume_certified
-    found = _smallest(lambda e: at(e, True), target, left)
+    found = _grid_smallest(lambda e: at(e, True), target, left)
     if found is not None:
         found = _on_grid(lambda e: at(e, not certify), target, found, left)
     if found is not None:
@@ -225,6 +225,31 @@ def grid_values(low: Fraction, high: Fraction) -> list[Fraction]:
         out.append(e)
         e = grid_up(e * Fraction(1001, 1000))
     return out
+
+
+#: How far below the limit :func:`_grid_smallest` bisects the grid (four decades, ~100 values).
+_GRID_REACH = Fraction(1, 10**4)
+
+
+def _grid_smallest(
+    at: Callable[[Fraction], float], target: Fraction, limit: Fraction
+) -> Fraction | None:
+    """The smallest grid value ≤ ``limit`` whose ``at`` meets ``target`` (or ``limit`` when only
+    it does), by bisection over the grid (~8 evaluations); None when ``limit`` misses. Below
+    four decades under the limit it hands over to :func:`_smallest`."""
+    if Fraction(at(limit)) > target:
+        return None
+    values = grid_values(limit * _GRID_REACH, limit)
+    if not values or Fraction(at(values[0])) <= target:
+        return _smallest(at, target, limit)
+    lo, hi = 0, len(values)  # values[lo] misses; values[hi] (or the limit) meets
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if Fraction(at(values[mid])) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return values[hi] if hi < len(values) else limit
 
 
 def _on_grid(
