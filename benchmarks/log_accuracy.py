@@ -15,7 +15,7 @@ import math
 import gmpy2
 import numpy as np
 
-from snapdp.fast import _uniform
+from snapdp.fast_plan import uniform as _uniform
 
 
 def main() -> None:

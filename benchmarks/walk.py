@@ -60,7 +60,7 @@ epsilon = 1
 """
 
 
-_DATA_LEVEL = [name for name, _ in LAYERS].index("declaration")
+_DATA_LEVEL = [name for name, _ in LAYERS].index("model")
 
 
 def _module(frame: FrameType | None, data_level: bool = False) -> str | None:

@@ -1,6 +1,6 @@
 """The screenshots of docs/ui.md: `snapdp ui` on docs/examples/plan.toml, in headless Chromium.
 
-    python docs/examples/ui_screenshot.py PUMS_dup.csv [--chromium /usr/bin/chromium]
+    python docs/examples/ui_screenshot.py [SOURCE] [--chromium /usr/bin/chromium]
 
 Writes docs/figures/ui_plan.png (the plan screen) and docs/figures/ui_run.png (the results of a
 run against a temporary ledger). Needs Playwright for Python (the `test` extra) and a Chromium.
@@ -31,7 +31,12 @@ ARGS = [
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("source", help="PUMS_dup.csv")
+    parser.add_argument(
+        "source",
+        nargs="?",
+        default=str(HERE / "PUMS_dup.csv"),
+        help="the plan's data (default: docs/examples/PUMS_dup.csv, the plan's own source)",
+    )
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args()
     figures = HERE.parent / "figures"

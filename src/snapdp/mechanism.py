@@ -25,7 +25,8 @@ from snapdp._validation import (
     check_value,
 )
 from snapdp.errors import ParameterError
-from snapdp.fast import FastPlan, default_threads, plan_for, release_chunks, release_one
+from snapdp.fast import default_threads, release_chunks, release_one
+from snapdp.fast_plan import FastPlan, plan_for
 from snapdp.guarantee import PrivacyGuarantee
 from snapdp.parameters import SnappingParameters, compute_parameters
 from snapdp.randomness import BitSource, bit_source_from, draw_uniform, is_private
@@ -231,7 +232,7 @@ class SnappingMechanism:
 
         δ is the verifier's bound on the mass of one-sided outputs (``parameters.delta``) plus,
         when the vectorised path applies, ``timing_delta`` = (1 + e^ε)·q, q the probability that
-        a chunk of :data:`snapdp.fast.CHUNK` values needs more exact evaluations than its fixed
+        a chunk of :data:`snapdp.fast_plan.CHUNK` values needs more exact evaluations than its fixed
         number F, which makes the running time of ``release_many`` depend on the data (at most
         2**-80; docs/fast-path.md, "Constant work per chunk"). Counting it once per value is
         conservative: a chunk holds many values. A single ``release`` is not padded; its time
@@ -275,14 +276,14 @@ class SnappingMechanism:
         """Release each value independently; a float64 array of the same shape.
 
         Vectorised (DESIGN §7, :mod:`snapdp.fast`, docs/fast-path.md), bit for bit the exact
-        path's doubles. Up to :data:`snapdp.fast.CHUNK` values read the mechanism's bit source
+        path's doubles. Up to :data:`snapdp.fast_plan.CHUNK` values read the mechanism's bit source
         in order, exactly as :meth:`release` on each value in turn. Larger arrays are cut into
         chunks of ``CHUNK`` values, chunk i reading its own substream of the source (DRBG:
         children keyed from its output; seeded: ``SeedSequence`` children), run on ``threads``
         threads (default: all cores, ``os.cpu_count()``); the output does not depend on
         ``threads``. Each chunk does a fixed number of exact evaluations (constant work; the
         rare excess is in ``privacy.delta``). Parameters outside the vectorised path's range (see
-        :func:`snapdp.fast.plan_for`) use the exact path, on one thread.
+        :func:`snapdp.fast_plan.plan_for`) use the exact path, on one thread.
         """
         n_threads = _check_threads(threads)
         arr = as_value_array("values", values)

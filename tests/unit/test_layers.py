@@ -55,8 +55,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("mechanism", (
         "snapdp", "snapdp.mechanism", "snapdp.accuracy", "snapdp.rescaling", "snapdp.shift",
-        "snapdp.fast", "snapdp.snapping", "snapdp.distribution", "snapdp.parameters",
-        "snapdp.guarantee", "snapdp.exponential", "snapdp._certcache",
+        "snapdp.fast", "snapdp.fast_plan", "snapdp.snapping", "snapdp.distribution",
+        "snapdp.parameters", "snapdp.guarantee", "snapdp.exponential", "snapdp._certcache",
     )),
     ("randomness", ("snapdp.randomness",)),
     ("ieee", ("snapdp.ieee", "snapdp.errors", "snapdp._validation", "snapdp._rational",

@@ -12,7 +12,7 @@ import pytest
 from snapdp import SnappingMechanism
 from snapdp import rescaling as rescaling_module
 from snapdp.accuracy import accuracy_bound, epsilon_for_accuracy
-from snapdp.fast import plan_for
+from snapdp.fast_plan import plan_for
 from snapdp.parameters import compute_parameters
 from snapdp.rescaling import RATIO_STEPS, mechanism_parameters, rescaling_for
 from snapdp.shift import SLACK_BOUND

@@ -20,15 +20,28 @@ __all__ = ["plan", "run"]
 
 @click.command()
 @click.argument("plan_file", metavar="PLAN", type=click.Path(dir_okay=False))
+@click.option(
+    "--export-python",
+    type=click.Path(dir_okay=False),
+    help="Also write the plan as a runnable Python script (docs/notebooks.md).",
+)
+@click.option(
+    "--export-notebook",
+    type=click.Path(dir_okay=False),
+    help="Also write the plan as a Jupyter notebook (docs/notebooks.md).",
+)
 @json_option
 @library_errors
-def plan(plan_file: str, as_json: bool) -> None:
+def plan(
+    plan_file: str, export_python: str | None, export_notebook: str | None, as_json: bool
+) -> None:
     """Show every query's ε and ± (at its confidence) for the plan file PLAN, before anything
     is spent: queries with a target `accuracy` get the smallest ε that meets it, queries with a
     `weight` share what is left of `total_epsilon`. Reads no data; spends nothing. See
     docs/plans.md."""
     p = Plan.load(plan_file)
     preview = p.preview()
+    _export(p, export_python, export_notebook)
     flags = {a.planned.query.label: usefulness_flags(p.schema, a) for a in preview.allocations}
     if as_json:
         shown = preview.as_dict()
@@ -41,6 +54,16 @@ def plan(plan_file: str, as_json: bool) -> None:
     for label, found in flags.items():
         for text in found:
             click.echo(f"warning: {label}: {text}")
+
+
+def _export(p: Plan, python: str | None, notebook: str | None) -> None:
+    """Write the plan as a script and/or a notebook (docs/notebooks.md, "Export a plan")."""
+    from snapdp.data.frontends.python_export import export_notebook, export_python
+
+    for path, export in ((python, export_python), (notebook, export_notebook)):
+        if path is not None:
+            Path(path).write_text(export(p.to_workload()), encoding="utf-8")
+            click.echo(f"Wrote {path}", err=True)
 
 
 @click.command()

@@ -21,7 +21,7 @@ from snapdp.data.engines.base import Engine
 from snapdp.data.frontends.sql import apply_post_processing, parse_sql
 from snapdp.data.frontends.toml import load_plan as _load_plan
 from snapdp.data.model.workload import Declaration, check_unit
-from snapdp.data.output.results import QueryResult
+from snapdp.data.output.results import Results
 from snapdp.data.planner import plan as _plan
 from snapdp.data.planner.preview import PlanPreview
 from snapdp.data.release import session
@@ -85,9 +85,7 @@ class PrivateTable(_release.PrivateTable):
     """A table behind a privacy budget (:class:`snapdp.data.release.table.PrivateTable`) that also
     answers SQL (docs/sql.md)."""
 
-    def sql(
-        self, query: str, epsilon: object = None, *, confidence: float = 0.95
-    ) -> list[QueryResult]:
+    def sql(self, query: str, epsilon: object = None, *, confidence: float = 0.95) -> Results:
         """Release the aggregates of the SELECT ``query`` (docs/sql.md): one result per aggregate,
         in SELECT order, with HAVING and ORDER BY applied to the released values. ``epsilon``:
         the query's total, split equally between its aggregates (or BigQuery's
@@ -102,4 +100,4 @@ class PrivateTable(_release.PrivateTable):
         steps = [session.Step(q, e) for q, e in zip(parsed.queries, parsed.epsilons, strict=True)]
         prepared = session.prepare(schema, steps, self.engine, confidence=confidence)
         results = self.release(prepared)
-        return apply_post_processing(parsed, results)
+        return Results(apply_post_processing(parsed, results))

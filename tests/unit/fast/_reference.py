@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from snapdp.fast import CHUNK
+from snapdp.fast_plan import CHUNK
 from snapdp.parameters import SnappingParameters
 from snapdp.randomness import BitSource, _PushbackMixin, draw_uniform, substreams
 from snapdp.snapping import normalize, snapped_output

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from snapdp import SnappingMechanism, fast
-from snapdp.fast import CHUNK, fallback_probability, release_into
+from snapdp import SnappingMechanism, fast, fast_plan
+from snapdp.fast import release_into
+from snapdp.fast_plan import CHUNK, fallback_probability
 from snapdp.randomness import SeededSource
 
 from ._reference import ListSource, exact_releases, exact_releases_chunked, same_bits
@@ -108,7 +109,7 @@ def test_measured_fallback_rate_is_below_the_bound(eps: float, x: float) -> None
 
 @pytest.fixture
 def fresh_log_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fast, "_LOG_CHECKED", None)
+    monkeypatch.setattr(fast_plan, "_LOG_CHECKED", None)
 
 
 @pytest.mark.parametrize("which", ["np", "math"])
@@ -134,8 +135,8 @@ def test_a_bad_log_falls_back_to_the_exact_path_bit_for_bit(
 
 @pytest.mark.usefixtures("fresh_log_check")
 def test_the_real_log_passes_the_guard() -> None:
-    assert fast.log_premise_holds()
-    probe = fast._log_probe()
+    assert fast_plan.log_premise_holds()
+    probe = fast_plan._log_probe()
     assert probe.size > 4000 and np.all((probe > 0) & (probe < 1))
     assert np.any(probe == 1.0 - 2.0**-53) and np.any(probe == 2.0**-64)
 

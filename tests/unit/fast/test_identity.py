@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from snapdp import ParameterError, SnappingMechanism
-from snapdp.fast import CHUNK, plan_for, release_into
+from snapdp.fast import release_into
+from snapdp.fast_plan import CHUNK, plan_for
 from snapdp.randomness import SeededSource, draw_uniform
 from snapdp.snapping import normalize, snapped_output
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from snapdp import SnappingMechanism
-from snapdp.fast import _uniform, release_into, release_one
+from snapdp.fast import release_into, release_one
+from snapdp.fast_plan import uniform as _uniform
 from snapdp.randomness import SeededSource, draw_uniform, uniform_from_parts
 
 from ._reference import ListSource, exact_releases, same_bits

@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from snapdp._validation import NumberSizeError, exact_decimal
+from snapdp.data.model.keys import typed_key
 from snapdp.data.model.names import flag_for
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import (
@@ -28,7 +29,6 @@ from snapdp.data.model.schema import (
     CsvOptions,
     NullRule,
     Schema,
-    typed_key,
 )
 from snapdp.data.model.workload import Declaration, Workload
 from snapdp.errors import ParameterError

@@ -14,31 +14,23 @@ sqlglot's tokens (sqlglot does not parse them; comments and literals are never r
 blanks them with spaces, so every position stays where it was. OPTIONS may restate the declared
 privacy unit, never set or change it. Every node of the tree must be on the allow-list of
 :mod:`._sqlallow`: a clause the compiler does not read is refused, never dropped.
+The terms (aggregates, WHERE) are read by :mod:`._sqlterms`, HAVING and ORDER BY by
+:mod:`._sqlpost`.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
 from snapdp._validation import SIZE_RULE, NumberSizeError, exact_value
 from snapdp.data.frontends._sqlallow import CLAUSES, KEYWORDS, first_refused
-from snapdp.data.frontends._sqltext import SqlError, SqlText
-from snapdp.data.model.predicate import (
-    And,
-    Compare,
-    InList,
-    IsNull,
-    LiteralValue,
-    Not,
-    Or,
-    Predicate,
-    check_predicate,
-)
+from snapdp.data.frontends._sqlpost import SqlPostTerms
+from snapdp.data.frontends._sqlterms import canonical
+from snapdp.data.frontends._sqltext import SqlError
+from snapdp.data.model.predicate import Predicate
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import ContributionBounds, Schema
 from snapdp.data.model.workload import Declaration, PlannedQuery, Workload
@@ -48,23 +40,6 @@ from snapdp.data.output.results import QueryResult
 from snapdp.errors import ParameterError
 
 __all__ = ["SqlError", "SqlQuery", "apply_post_processing", "parse_predicate", "parse_sql"]
-
-_STATISTIC_OF = {
-    "Count": "count",
-    "Sum": "sum",
-    "Avg": "mean",
-    "VariancePop": "variance",
-    "Variance": "var_samp",  # DuckDB's VARIANCE is the sample form, as BigQuery's
-    "VarianceSamp": "var_samp",
-    "StddevPop": "std",
-    "Stddev": "std_samp",
-    "StddevSamp": "std_samp",
-    "PercentileCont": "quantiles",
-    "Median": "quantiles",
-}
-_ANONYMOUS = {"QUANTILE_CONT": "quantiles", "VAR_SAMP": "var_samp", "VAR_POP": "variance"}
-_COMPARE = {"EQ": "=", "NEQ": "<>", "LT": "<", "LTE": "<=", "GT": ">", "GTE": ">="}
-_FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 @dataclass(frozen=True)
@@ -130,22 +105,9 @@ def apply_post_processing(query: SqlQuery, results: Sequence[QueryResult]) -> li
 
 
 # -- the parser -----------------------------------------------------------------------------------
-class _Parser(SqlText):
-    """The grammar of docs/sql.md over the tree of :class:`SqlText`, against a declaration."""
-
-    def __init__(
-        self,
-        text: str,
-        declaration: Declaration,
-        display: str | None = None,
-        prefix: int = 0,
-        label: str = "query",
-    ) -> None:
-        super().__init__(text, display, prefix, label)
-        self.declaration = declaration
-        self.schema = declaration.schema
-        self.qualifiers: set[str] = set()  # what a column may be qualified with (FROM, alias)
-        self.owner: dict[int, tuple[Fraction, Fraction]] = {}
+class _Parser(SqlPostTerms):
+    """The statement of docs/sql.md (clauses, OPTIONS, ε) over the terms of
+    :class:`~._sqlpost.SqlPostTerms`."""
 
     def parse(self, epsilon: object, accuracy: object, weight: object) -> SqlQuery:
         from sqlglot import exp
@@ -180,7 +142,7 @@ class _Parser(SqlText):
             if isinstance(node, exp.Star):
                 raise self.at(node, "SELECT * is refused: name the aggregates")
             query = self.aggregate(node, tuple(groups), where, alias)
-            names[_canonical(node)] = len(queries)
+            names[canonical(node)] = len(queries)
             output = Output(alias or query.label, aggregate=len(queries))
             outputs.append(self._unique(output, outputs, item))
             queries.append(query)
@@ -360,296 +322,6 @@ class _Parser(SqlText):
             out.append(name)
         return out
 
-    def column_name(self, node: Any) -> str:
-        """A declared column's name (a qualifier must be the declared table's)."""
-        from sqlglot import exp
-
-        table = node.args.get("table")
-        known = self.qualifiers or {(self.declaration.table or str(table)).lower()}
-        if table is not None and table.name.lower() not in known:
-            raise self.at(table, f"{table.name!r} is not the declared table")
-        name = str(node.name)
-        names = [c.name for c in self.schema.columns]
-        quoted = isinstance(node.this, exp.Identifier) and node.this.args.get("quoted")
-        if name not in names and not quoted:  # an unquoted name ignores case, as in SQL
-            same = [n for n in names if n.lower() == name.lower()]
-            name = same[0] if len(same) == 1 else name
-        if name not in names:
-            declared = ", ".join(names) or "none"
-            raise self.at(node, f"column {name!r} is not declared (declared: {declared})")
-        return name
-
-    # -- aggregates ------------------------------------------------------------------------
-    def aggregate(
-        self, node: Any, by: tuple[str, ...], where: Predicate | None, alias: str | None
-    ) -> Query:
-        from sqlglot import exp
-
-        kind = type(node).__name__
-        probability: Fraction | None = None
-        if isinstance(node, exp.WithinGroup):  # PERCENTILE_CONT(p) WITHIN GROUP (ORDER BY col)
-            inner, order = node.this, node.expression
-            if not isinstance(inner, exp.PercentileCont) or not order.expressions:
-                raise self.at(node, "WITHIN GROUP is accepted for PERCENTILE_CONT only")
-            probability = self.number(inner.this)
-            target = order.expressions[0].this
-            kind, args = "PercentileCont", [target]
-        elif isinstance(node, exp.Anonymous):
-            name = str(node.this).upper()
-            if name not in _ANONYMOUS:
-                raise self.at(node, f"function {name} is not accepted here ({_LIST})")
-            kind, args = name, list(node.expressions)
-        elif kind in _STATISTIC_OF:
-            args = [a for a in (node.this, node.args.get("expression")) if a is not None]
-            if isinstance(node.this, exp.Distinct):
-                raise self.at(node, "DISTINCT in an aggregate is refused")
-        else:
-            raise self.at(node, f"{_describe(node)} is not accepted in SELECT ({_LIST})")
-        statistic = _STATISTIC_OF.get(kind) or _ANONYMOUS[kind]
-        if kind == "Median":
-            probability = Fraction(1, 2)
-        elif statistic == "quantiles" and probability is None:
-            if len(args) != 2:
-                raise self.at(node, "PERCENTILE_CONT takes (column, probability)")
-            probability = self.number(args[1])
-            args = args[:1]
-        if probability is not None and not 0 < probability < 1:
-            raise self.at(node, "a percentile's probability must lie strictly between 0 and 1")
-        if kind == "Count" and isinstance(node.this, (exp.Star, exp.Literal)):  # COUNT(1)
-            return Query("count", by=by, where=where, name=alias)
-        if len(args) != 1:
-            raise self.at(node, f"{kind.upper()} takes one column")
-        column, bounds = self.value_column(args[0], node)
-        if kind == "Count":  # COUNT(col): the rows where col is not null
-            extra: Predicate = Not(IsNull(column))
-            where = extra if where is None else And((where, extra))
-            return Query("count", by=by, where=where, name=alias)
-        if bounds is not None:
-            self._bounded(column, bounds, node)
-        quantiles = (probability,) if probability is not None else ()
-        try:
-            return Query(statistic, column, by, quantiles=quantiles, where=where,  # type: ignore[arg-type]
-                         name=alias)  # fmt: skip
-        except ParameterError as exc:
-            raise self.at(node, str(exc), exc.parameter or "query") from None
-
-    def value_column(self, arg: Any, node: Any) -> tuple[str, tuple[Fraction, Fraction] | None]:
-        from sqlglot import exp
-
-        bounds = self.owner.get(id(node))
-        if isinstance(arg, exp.Anonymous) and str(arg.this).upper() == "CLAMP":
-            if len(arg.expressions) != 3 or not isinstance(arg.expressions[0], exp.Column):
-                raise self.at(arg, "CLAMP takes (column, lower, upper)")
-            col, lo, hi = arg.expressions
-            return self.column_name(col), (self.number(lo), self.number(hi))
-        if not isinstance(arg, exp.Column):
-            raise self.at(arg, "an aggregate takes a declared column (or CLAMP(column, lo, hi))")
-        return self.column_name(arg), bounds
-
-    def _bounded(self, column: str, bounds: tuple[Fraction, Fraction], node: Any) -> None:
-        declared = self.schema.column(column)
-        if declared.lower is not None and (declared.lower, declared.upper) != bounds:
-            raise self.at(
-                node,
-                f"column {column!r} is declared with bounds [{declared.lower}, {declared.upper}]; "
-                "per-aggregate bounds must match them (or leave them out of the declaration)",
-            )
-        try:
-            new = replace(declared, lower=bounds[0], upper=bounds[1])
-        except ParameterError as exc:
-            raise self.at(node, str(exc), exc.parameter or "query") from None
-        self.schema = self.schema.with_columns([new])
-
-    def number(self, node: Any) -> Fraction:
-        from sqlglot import exp
-
-        sign = 1
-        if isinstance(node, exp.Neg):
-            sign, node = -1, node.this
-        if isinstance(node, exp.Literal) and not node.is_string:
-            return sign * self.exact(node)
-        raise self.at(node, "a number is expected here")
-
-    # -- WHERE -----------------------------------------------------------------------------
-    def predicate(self, node: Any) -> Predicate:
-        from sqlglot import exp
-
-        if isinstance(node, exp.Paren):
-            return self.predicate(node.this)
-        if isinstance(node, exp.And):
-            return And((self.predicate(node.this), self.predicate(node.expression)))
-        if isinstance(node, exp.Or):
-            return Or((self.predicate(node.this), self.predicate(node.expression)))
-        if isinstance(node, exp.Not):
-            return Not(self.predicate(node.this))
-        if isinstance(node, exp.Is):
-            if not isinstance(node.expression, exp.Null):
-                raise self.at(node.expression, "IS takes NULL (IS NULL, IS NOT NULL)")
-            return self._checked(node.this, lambda c: IsNull(c))
-        if isinstance(node, exp.Between):
-            low, high = node.args["low"], node.args["high"]
-            return self._checked(
-                node.this,
-                lambda c: And(
-                    (Compare(c, ">=", self.literal(low)), Compare(c, "<=", self.literal(high)))
-                ),
-            )
-        if isinstance(node, exp.In):
-            if node.args.get("query") is not None:
-                raise self.at(node, "subqueries are refused: IN takes a list of literals")
-            values = tuple(self.literal(v) for v in node.expressions)
-            return self._checked(node.this, lambda c: InList(c, values))
-        kind = type(node).__name__
-        if kind in _COMPARE:
-            op = _COMPARE[kind]
-            left, right = node.this, node.expression
-            if not isinstance(left, exp.Column) and isinstance(right, exp.Column):
-                left, right, op = right, left, _FLIP[op]
-            if isinstance(right, exp.Null):
-                raise self.at(left, "a comparison with NULL is never true: write IS NULL")
-            value = self.literal(right)
-            return self._checked(left, lambda c: Compare(c, op, value))  # type: ignore[arg-type]
-        raise self.at(
-            node,
-            f"{_describe(node)} is not accepted in WHERE (comparisons of a declared column with "
-            "literals, BETWEEN, IN, IS [NOT] NULL, AND, OR, NOT)",
-        )
-
-    def _checked(self, column: Any, build: Callable[[str], Predicate]) -> Predicate:
-        from sqlglot import exp
-
-        if not isinstance(column, exp.Column):
-            raise self.at(column, "WHERE compares a declared column with literals")
-        name = self.column_name(column)
-        try:
-            return check_predicate(build(name), self.schema)
-        except SqlError:  # a literal of the predicate, already located in the text
-            raise
-        except ParameterError as exc:
-            raise self.at(column, str(exc), "where") from None
-
-    def literal(self, node: Any) -> LiteralValue:
-        from sqlglot import exp
-
-        if isinstance(node, exp.Paren):
-            return self.literal(node.this)
-        if isinstance(node, exp.Boolean):
-            return bool(node.this)
-        if isinstance(node, exp.Null):
-            raise self.at(node, "a comparison with NULL is never true: write IS NULL")
-        if (
-            isinstance(node, exp.Cast)
-            and isinstance(node.this, exp.Literal)
-            and node.to.is_type("date")
-            and node.this.is_string
-        ):
-            try:
-                return _dt.date.fromisoformat(str(node.this.this))
-            except ValueError:
-                raise self.at(node.this, "not a date (YYYY-MM-DD)") from None
-        if isinstance(node, exp.Literal):
-            if node.is_string:
-                return str(node.this)
-            text = str(node.this)
-            value = self.exact(node)
-            return int(value) if re.fullmatch(r"[+-]?[0-9]+", text) else value
-        if isinstance(node, exp.Neg):
-            inner = self.literal(node.this)
-            if isinstance(inner, (int, Fraction)) and not isinstance(inner, bool):
-                return -inner
-        raise self.at(node, f"{_describe(node)} is not a literal")
-
-    # -- HAVING and ORDER BY ---------------------------------------------------------------
-    def _ref(
-        self, node: Any, outputs: list[Output], names: dict[str, int], groups: list[str],
-        clause: str,
-    ) -> tuple[str, str | None]:  # fmt: skip
-        """The output a HAVING/ORDER BY term names, and its grouping column (None: an
-        aggregate)."""
-        from sqlglot import exp
-
-        if isinstance(node, exp.Column) and not node.args.get("table"):
-            name = str(node.name)
-            for o in outputs:
-                if o.name == name:
-                    return (name, o.column)
-            if name in groups:
-                return (name, name)
-        key = _canonical(node)
-        if key in names:
-            return (f"#{names[key]}", None)
-        raise self.at(
-            node,
-            f"{clause} may use only the selected aggregates, their aliases and the GROUP BY "
-            "columns (anything else would need its own release)",
-        )
-
-    def _post(
-        self, node: Any, outputs: list[Output], names: dict[str, int], groups: list[str],
-        clause: str,
-    ) -> Predicate:  # fmt: skip
-        """HAVING as a predicate over output names (post-processing of released values)."""
-        from sqlglot import exp
-
-        def again(n: Any) -> Predicate:
-            return self._post(n, outputs, names, groups, clause)
-
-        if isinstance(node, exp.Paren):
-            return again(node.this)
-        if isinstance(node, exp.And):
-            return And((again(node.this), again(node.expression)))
-        if isinstance(node, exp.Or):
-            return Or((again(node.this), again(node.expression)))
-        if isinstance(node, exp.Not):
-            return Not(again(node.this))
-        kind = type(node).__name__
-        if not (isinstance(node, (exp.Between, exp.In)) or kind in _COMPARE):
-            raise self.at(node, f"{_describe(node)} is not accepted in {clause}")
-        left, right = node.this, node.args.get("expression")
-        op = _COMPARE.get(kind, "=")
-        if kind in _COMPARE and isinstance(left, (exp.Literal, exp.Neg)):
-            left, right, op = right, left, _FLIP[op]
-        ref, column = self._ref(left, outputs, names, groups, clause)
-        if column is not None:  # a grouping column: its keys are typed values
-            if self.schema.column(column).keys is None:
-                raise self.at(left, f"{clause} on a binned column is refused (its groups are bins)")
-            return self.predicate(_renamed(node, ref, column))
-        if isinstance(node, exp.Between):
-            lo, hi = node.args["low"], node.args["high"]
-            return And((Compare(ref, ">=", self._number_literal(lo)),
-                        Compare(ref, "<=", self._number_literal(hi))))  # fmt: skip
-        if isinstance(node, exp.In):
-            return InList(ref, tuple(self._number_literal(v) for v in node.expressions))
-        return Compare(ref, op, self._number_literal(right))  # type: ignore[arg-type]
-
-    def _number_literal(self, node: Any) -> Fraction:
-        """A released value is a number: it is compared with numbers only."""
-        value = self.literal(node)
-        if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
-            raise self.at(node, "a released value is compared with a number")
-        return Fraction(value)
-
-    def _order(self, tree: Any, outputs: list[Output], names: dict[str, int],
-               groups: list[str]) -> tuple[tuple[str, bool], ...]:  # fmt: skip
-        from sqlglot import exp
-
-        order = tree.args.get("order")
-        if order is None:
-            return ()
-        out = []
-        for item in order.expressions:
-            node = item.this if isinstance(item, exp.Ordered) else item
-            if isinstance(node, exp.Literal) and not node.is_string:
-                position = self.exact(node)
-                index = int(position) - 1 if position.denominator == 1 else -1
-                if not 0 <= index < len(outputs):
-                    raise self.at(node, "ORDER BY position is not a SELECT item")
-                name = outputs[index].name
-            else:
-                name = self._ref(node, outputs, names, groups, "ORDER BY")[0]
-            out.append((name, bool(item.args.get("desc"))))
-        return tuple(out)
-
     # -- ε ---------------------------------------------------------------------------------
     def _planned(
         self,
@@ -715,37 +387,3 @@ class _Parser(SqlText):
             if not before:
                 raise self.error(at, at, "contribution_bounds_per_group belongs in an aggregate")
             self.owner[id(max(before, key=lambda x: x[0])[1])] = (lo, hi)
-
-
-_LIST = (
-    "COUNT(*), COUNT(col), SUM, AVG, VAR_POP, VAR_SAMP, STDDEV_POP, STDDEV_SAMP, "
-    "PERCENTILE_CONT(col, p), QUANTILE_CONT(col, p), MEDIAN(col)"
-)
-
-
-def _describe(node: Any) -> str:
-    from sqlglot import exp
-
-    if isinstance(node, exp.Anonymous):
-        return f"function {str(node.this).upper()}"
-    if isinstance(node, exp.Func):
-        return f"function {node.sql_name()}"
-    return node.key.upper() if hasattr(node, "key") else type(node).__name__
-
-
-def _canonical(node: Any) -> str:
-    return str(node.sql()).upper()
-
-
-def _renamed(node: Any, alias: str, column: str) -> Any:
-    """A copy of ``node`` with the grouping ``column`` where its ``alias`` was written (positions
-    of the other parts kept)."""
-    from sqlglot import exp
-
-    copy = node.copy()
-    for ref in list(copy.find_all(exp.Column)):
-        if ref.name == alias and not ref.args.get("table"):
-            new = exp.column(column)
-            new.meta.update(ref.meta)
-            ref.replace(new)
-    return copy

@@ -17,6 +17,7 @@ from typing import Any
 
 from snapdp._rational import format_rational, shown_number
 from snapdp._validation import NumberSizeError, exact_decimal, exact_value
+from snapdp.data.model.keys import typed_key
 from snapdp.data.model.predicate import (
     OPERATORS,
     And,
@@ -29,14 +30,7 @@ from snapdp.data.model.predicate import (
     Predicate,
 )
 from snapdp.data.model.query import Query
-from snapdp.data.model.schema import (
-    Column,
-    ContributionBounds,
-    CsvOptions,
-    NullRule,
-    Schema,
-    typed_key,
-)
+from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.model.workload import DEFAULT_CONFIDENCE, Declaration, PlannedQuery, Workload
 from snapdp.errors import ParameterError
 

@@ -30,7 +30,8 @@ from typing import Any, Literal, TypeAlias
 
 from snapdp._rational import format_rational, shown_rational
 from snapdp._validation import check_number_size
-from snapdp.data.model.schema import Schema, typed_key
+from snapdp.data.model.keys import typed_key
+from snapdp.data.model.schema import Schema
 from snapdp.errors import ParameterError
 
 __all__ = [

@@ -21,22 +21,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from fractions import Fraction
 from typing import Literal, TypeAlias
 
 from snapdp._rational import shown_rational
 from snapdp._validation import (
-    MAX_DIGITS,
-    SIZE_RULE,
-    NumberSizeError,
     check_count,
-    check_number_size,
-    exact_decimal,
 )
+from snapdp.data.model.keys import Key, exact_number, typed_key
 from snapdp.errors import ParameterError
 
 __all__ = [
@@ -47,17 +41,12 @@ __all__ = [
     "ColumnType",
     "ContributionBounds",
     "CsvOptions",
-    "Key",
     "NullRule",
     "Schema",
-    "typed_key",
 ]
 
 ColumnType: TypeAlias = Literal["integer", "decimal", "text", "boolean", "date"]
 COLUMN_TYPES: tuple[str, ...] = ("integer", "decimal", "text", "boolean", "date")
-
-#: A typed grouping key: int (integer), Fraction (decimal), str (text), bool, date.
-Key: TypeAlias = int | Fraction | str | bool | _dt.date
 
 #: The row-count bound used when none is declared: larger than any real table. It costs precision
 #: bits, not accuracy (docs/data.md, "Bounds"); sums stay exact as 128-bit integers.
@@ -132,8 +121,8 @@ class Column:
                     f"column {self.name!r}: bounds need a numeric type, not {self.type!r}",
                     parameter="type",
                 )
-            object.__setattr__(self, "lower", _exact_number(f"{self.name}.lower", self.lower))
-            object.__setattr__(self, "upper", _exact_number(f"{self.name}.upper", self.upper))
+            object.__setattr__(self, "lower", exact_number(f"{self.name}.lower", self.lower))
+            object.__setattr__(self, "upper", exact_number(f"{self.name}.upper", self.upper))
             assert self.lower is not None and self.upper is not None
             if not self.lower < self.upper:
                 raise ParameterError(
@@ -162,7 +151,7 @@ class Column:
                     f"column {self.name!r}: bins need a numeric type, not {self.type!r}",
                     parameter="bins",
                 )
-            edges = tuple(_exact_number(f"{self.name}.bins", e) for e in self.bins)
+            edges = tuple(exact_number(f"{self.name}.bins", e) for e in self.bins)
             if len(edges) < 2 or any(a >= b for a, b in itertools.pairwise(edges)):
                 raise ParameterError(
                     f"column {self.name!r}: bins must be at least two strictly increasing edges",
@@ -399,104 +388,6 @@ class Schema:
             "max_rows": self.max_rows,
             "rows": self.rows,
         }
-
-
-# -- typed keys ------------------------------------------------------------------------------
-_TRUE = ("true", "t", "yes", "1")
-_FALSE = ("false", "f", "no", "0")
-
-
-def typed_key(kind: str, value: object, column: str = "?") -> Key:
-    """``value`` as a key of a column of type ``kind``, exactly; a ParameterError otherwise.
-
-    Strings are parsed as the declared type (the CLI's ``--keys sex=0,1`` on an integer column
-    gives the integers 0 and 1; "3.0" is not an integer key); values of the right Python type are
-    taken as they are. Keys are compared as these typed values, never as text.
-    """
-    where = f"column {column!r} ({kind})"
-    if kind == "text":
-        if isinstance(value, str):
-            return value
-        raise ParameterError(f"{where}: a key must be a string, not {value!r}", parameter="keys")
-    if kind == "integer":
-        if isinstance(value, bool):
-            raise ParameterError(
-                f"{where}: a key must be an integer, not {value!r}", parameter="keys"
-            )
-        if isinstance(value, int):
-            return value
-        if isinstance(value, str):
-            text = value.strip()
-            if text and (text.lstrip("+-").isdigit()) and text.count("-") + text.count("+") <= 1:
-                if len(text.lstrip("+-").lstrip("0")) > MAX_DIGITS:  # before int() reads it
-                    raise NumberSizeError(
-                        f"{where}: a key must be an integer of {SIZE_RULE}, not one of "
-                        f"{len(text):,} characters",
-                        parameter="keys",
-                    )
-                return int(text)
-        raise ParameterError(
-            f"{where}: a key must be an integer such as 3, not {value!r}", parameter="keys"
-        )
-    if kind == "decimal":
-        if isinstance(value, bool):
-            raise ParameterError(
-                f"{where}: a key must be a number, not {value!r}", parameter="keys"
-            )
-        return _exact_number(f"{column} key", value)
-    if kind == "boolean":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
-            return value.strip().lower() in _TRUE
-        raise ParameterError(
-            f"{where}: a key must be true or false, not {value!r}", parameter="keys"
-        )
-    if kind == "date":
-        if isinstance(value, _dt.datetime):
-            raise ParameterError(f"{where}: a key must be a date, not {value!r}", parameter="keys")
-        if isinstance(value, _dt.date):
-            return value
-        if isinstance(value, str):
-            try:
-                return _dt.date.fromisoformat(value.strip())
-            except ValueError:
-                pass
-        raise ParameterError(
-            f"{where}: a key must be a date such as 2024-01-31, not {value!r}", parameter="keys"
-        )
-    raise ParameterError(f"unknown column type {kind!r}", parameter="type")
-
-
-def _exact_number(name: str, value: object) -> Fraction:
-    """A finite number, exactly: ints, Fractions, Decimals and decimal strings as written; floats
-    at their exact binary value."""
-    if isinstance(value, bool):
-        raise ParameterError(f"`{name}` must be a number, not {value!r}", parameter=name)
-    if isinstance(value, str):
-        try:
-            return exact_decimal(value, name=name)
-        except NumberSizeError:
-            raise
-        except ParameterError:
-            raise ParameterError(
-                f"`{name}` must be a finite number, not {value!r}", parameter=name
-            ) from None
-    check_number_size(name, value)  # before a Decimal's exponent is expanded
-    try:
-        if isinstance(value, (int, Fraction, Decimal)):
-            result = Fraction(value)
-        elif isinstance(value, float):
-            if not math.isfinite(value):
-                raise ParameterError(f"`{name}` must be finite, not {value!r}", parameter=name)
-            result = Fraction(value)
-        else:
-            raise ParameterError(f"`{name}` must be a number, not {value!r}", parameter=name)
-    except (ValueError, ArithmeticError):
-        raise ParameterError(
-            f"`{name}` must be a finite number, not {value!r}", parameter=name
-        ) from None
-    return result
 
 
 def _fmt(x: Fraction) -> str:

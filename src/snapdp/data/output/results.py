@@ -8,15 +8,16 @@ See docs/data.md.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 from snapdp._rational import format_rational
+from snapdp.data.model.keys import Key
 from snapdp.data.model.query import Query
-from snapdp.data.model.schema import Key
 
-__all__ = ["QueryResult", "ResultRow"]
+__all__ = ["QueryResult", "ResultRow", "Results", "TableMethods"]
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,43 @@ class ResultRow:
     interval: tuple[float | int, float | int] | None = None
 
 
+class TableMethods:
+    """The notebook methods of a release's results (docs/notebooks.md): a DataFrame of one row
+    per released number (:mod:`snapdp.data.output.frames` says what each column holds) and an
+    HTML table for Jupyter. A subclass says which results it holds (:meth:`_table_results`)."""
+
+    def _table_results(self) -> Sequence[QueryResult]:
+        raise NotImplementedError
+
+    def to_arrow(self) -> Any:
+        """The results as a ``pyarrow.Table``."""
+        from snapdp.data.output import frames
+
+        return frames.to_arrow(self._table_results())
+
+    def to_pandas(self) -> Any:
+        """The results as a pandas DataFrame (needs ``snapdp[notebook]``)."""
+        from snapdp.data.output import frames
+
+        return frames.to_pandas(self._table_results())
+
+    def to_polars(self) -> Any:
+        """The results as a polars DataFrame (needs ``snapdp[notebook]``)."""
+        from snapdp.data.output import frames
+
+        return frames.to_polars(self._table_results())
+
+    def _repr_html_(self) -> str:
+        from snapdp.data.output import frames
+
+        results = self._table_results()
+        total = _fraction_text(sum((r.epsilon for r in results), Fraction(0)))
+        noun = "query" if len(results) == 1 else "queries"
+        return frames.html_table(results, f"{len(results)} {noun}, ε = {total} in all")
+
+
 @dataclass(frozen=True)
-class QueryResult:
+class QueryResult(TableMethods):
     """One query's release: its rows, the ε it spent (exact), δ, the confidence of every ±, and
     plain statements that qualify it (null rules applied, the row bound the ± holds for, a
     calibration fallback, flags for useless releases)."""
@@ -62,6 +98,17 @@ class QueryResult:
     def label(self) -> str:
         """The query's label."""
         return self.query.label
+
+    def _table_results(self) -> Sequence[QueryResult]:
+        return (self,)
+
+    def _repr_html_(self) -> str:
+        from snapdp.data.output import frames
+
+        caption = f"{self.label}: ε = {_fraction_text(self.epsilon)}"
+        if self.target_note is not None:
+            caption += f"; {self.target_note}"
+        return frames.html_table((self,), caption)
 
     def as_dict(self) -> dict[str, Any]:
         """The result in columnar JSON-ready form: one list per key column, ``value``,
@@ -97,6 +144,15 @@ class QueryResult:
         if self.target_met is not None:
             out.update(target_met=self.target_met, target=self.target_note)
         return out
+
+
+class Results(list[QueryResult], TableMethods):
+    """The list of results :meth:`snapdp.data.PrivateTable.release` (and ``sql``) returns: a
+    plain list, one :class:`QueryResult` per query, that also turns into one DataFrame
+    (``to_pandas()``, ``to_polars()``, ``to_arrow()``) and shows as a table in Jupyter."""
+
+    def _table_results(self) -> Sequence[QueryResult]:
+        return self
 
 
 def _fraction_text(x: Fraction) -> str:

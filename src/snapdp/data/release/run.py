@@ -19,7 +19,7 @@ from snapdp.data.engines.base import Engine
 from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import check_unit
 from snapdp.data.output.report import write_report
-from snapdp.data.output.results import QueryResult
+from snapdp.data.output.results import QueryResult, TableMethods
 from snapdp.data.output.writers import write_results
 from snapdp.data.planner.plan import Plan
 from snapdp.data.planner.preview import PlanPreview
@@ -36,16 +36,20 @@ labels follow from the plan alone, never from the data (docs/plans.md, "Progress
 
 
 @dataclass(frozen=True)
-class PlanRun:
+class PlanRun(TableMethods):
     """What :func:`run_plan` released: the results (one per query, plan order), the preview it
     followed, the files written (if any), the ledger it spent on and the ε it spent (at most the
-    preview's total: two-phase queries may spend less than their caps)."""
+    preview's total: two-phase queries may spend less than their caps). ``to_pandas()``,
+    ``to_polars()``, ``to_arrow()``: the results as one DataFrame (docs/notebooks.md)."""
 
     results: tuple[QueryResult, ...]
     preview: PlanPreview
     files: tuple[Path, ...] = ()
     ledger: Any = None
     spent: Fraction = Fraction(0)
+
+    def _table_results(self) -> tuple[QueryResult, ...]:
+        return self.results
 
 
 def run_plan(

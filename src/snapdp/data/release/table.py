@@ -35,9 +35,10 @@ from snapdp.data.engines.base import Engine
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import _confidence, check_unit
-from snapdp.data.output.results import QueryResult
+from snapdp.data.output.results import QueryResult, Results
 from snapdp.data.refusals import check_release
 from snapdp.data.release import session
+from snapdp.data.release.sources import arrow_source
 from snapdp.data.statistics import (
     AccuracyStatement,
     Compiled,
@@ -53,7 +54,8 @@ __all__ = ["PrivateTable", "split_epsilon"]
 class PrivateTable:
     """A table behind a privacy budget, described by a public :class:`Schema`.
 
-    ``data``: a CSV/Parquet path, a pandas DataFrame or an Arrow table (DuckDB engine), or a Spark
+    ``data``: a CSV/Parquet path, a pandas or polars DataFrame, a DuckDB relation or an Arrow
+    table (DuckDB engine; polars and DuckDB read into Arrow first, docs/notebooks.md), or a Spark
     DataFrame (Spark engine); or pass ``engine`` (any :class:`~snapdp.data.engines.base.Engine`).
     ``schema``: the declaration (columns, privacy unit, contribution bounds, public row facts);
     None declares nothing, which suits counts only. ``ledger`` (a path, a :class:`Ledger`, or None
@@ -202,7 +204,9 @@ class PrivateTable:
         before anything is returned; refuses, recording nothing, if the budget cannot pay.
         ``consistent``: True (or "nonnegative", "integer") fits nested counts jointly so that
         margins add up (post-processing; docs/data.md, "Tables that add up"). ``queries`` may
-        also be what :meth:`prepare` returned (then nothing is compiled again)."""
+        also be what :meth:`prepare` returned (then nothing is compiled again). Returns a list
+        of results, one per query (a :class:`~snapdp.data.output.results.Results`), with
+        ``to_pandas()``, ``to_polars()`` and ``to_arrow()`` (docs/notebooks.md)."""
         if isinstance(queries, session.Prepared):
             prepared = queries
         else:
@@ -210,7 +214,7 @@ class PrivateTable:
                 queries, epsilon, confidence=confidence, split=split, consistent=consistent
             )
         results, _ = session.run(prepared, self.engine, self.ledger, self.dataset, rng=self._rng)
-        return results
+        return Results(results)
 
     # -- internals ---------------------------------------------------------------------------
     def _compile(
@@ -261,11 +265,14 @@ def split_epsilon(epsilon: object, n: int, split: Sequence[object] | None = None
 
 
 def default_engine(data: object, schema: Schema) -> Engine:
-    """The engine for ``data``: Spark for a Spark DataFrame, else DuckDB (imported lazily)."""
+    """The engine for ``data``: Spark for a Spark DataFrame, else DuckDB (imported lazily); a
+    polars frame or a DuckDB relation is read into an Arrow table first
+    (:func:`snapdp.data.release.sources.arrow_source`)."""
     if data is None:
         raise ParameterError(
             "`data` is required (a path, a DataFrame or an Arrow table)", parameter="data"
         )
+    data = arrow_source(data)
     import importlib
 
     if type(data).__module__.startswith("pyspark"):

@@ -25,8 +25,9 @@ from fractions import Fraction
 from snapdp.data import sample_variance
 from snapdp.data.bounding import Reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
+from snapdp.data.model.keys import Key
 from snapdp.data.model.query import ROOT_STATISTICS, SPREAD_STATISTICS, Query
-from snapdp.data.model.schema import Column, Key, Schema
+from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import ResultRow
 from snapdp.data.sensitivity import FixedPoint, fixed_point
 from snapdp.data.statistics.types import (

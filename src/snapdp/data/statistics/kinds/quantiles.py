@@ -13,8 +13,9 @@ from snapdp.data import exponential_quantiles as expq
 from snapdp.data import quantile_values, quantiles
 from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates
+from snapdp.data.model.keys import Key
 from snapdp.data.model.query import Query
-from snapdp.data.model.schema import Column, Key, Schema
+from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import ResultRow
 from snapdp.data.sensitivity import FixedPoint
 from snapdp.data.statistics.types import (
