@@ -98,6 +98,7 @@ def run(
     Parquet, columnar JSON) and an HTML report. The entry reserves the plan's cap before any
     noise is drawn and returns the unused part when the run ends. See docs/plans.md."""
     from snapdp.cli._print import exact_text, print_results
+    from snapdp.cli._progress import progress_bar
 
     p = Plan.load(plan_file)
     check_source(p.source_path(), plan_file)
@@ -106,7 +107,8 @@ def run(
         if output is not None
         else Path(plan_file).with_name(Path(plan_file).stem + "-results")
     )
-    done = p.run(ledger=ledger, total_epsilon=total_epsilon, output=out)
+    with progress_bar(f"snapdp run {Path(plan_file).name}") as bar:
+        done = p.run(ledger=ledger, total_epsilon=total_epsilon, output=out, progress=bar)
     results = list(done.results)
     if as_json:
         click.echo(

@@ -26,7 +26,7 @@ from snapdp.data.planner import plan as _plan
 from snapdp.data.planner.preview import PlanPreview
 from snapdp.data.release import session
 from snapdp.data.release import table as _release
-from snapdp.data.release.run import PlanRun, run_plan
+from snapdp.data.release.run import PlanRun, ProgressCallback, run_plan
 
 __all__ = ["Plan", "PrivateTable", "load_plan"]
 
@@ -53,12 +53,14 @@ class Plan(_plan.Plan):
         rng: np.random.Generator | None = None,
         dataset: str | None = None,
         preview: PlanPreview | None = None,
+        progress: ProgressCallback | None = None,
     ) -> PlanRun:
         """Release every query as ONE ledger entry and, with ``output``, write
         ``results.csv``, ``results.parquet``, ``results.json`` and ``report.html`` there
         (:func:`snapdp.data.release.run.run_plan`, which says what each argument does)."""
         return run_plan(self, ledger=ledger, total_epsilon=total_epsilon, output=output,
-                        engine=engine, rng=rng, dataset=dataset, preview=preview)  # fmt: skip
+                        engine=engine, rng=rng, dataset=dataset, preview=preview,
+                        progress=progress)  # fmt: skip
 
     def __eq__(self, other: object) -> bool:
         """Equal to any plan (this class or the planner's) with equal fields."""

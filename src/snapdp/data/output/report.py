@@ -1,14 +1,13 @@
 """The HTML report of a release: one self-contained file (docs/plans.md, "Outputs").
 
 Each query gets a heading, its ε, confidence and notes, a table of its released values with ±,
-and a bar chart with error bars (±) drawn by matplotlib as inline SVG (no pyplot, no global
-state, no network). Everything shown is a function of the results (DESIGN §8.1).
+and a bar chart with error bars (±) as inline SVG text (:mod:`snapdp.data.output.svg_chart`: no
+matplotlib, no network). Everything shown is a function of the results (DESIGN §8.1).
 """
 
 from __future__ import annotations
 
 import html
-import io
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Protocol
 
 from snapdp.data.model.schema import Schema
 from snapdp.data.output.results import QueryResult, _fraction_text, _json_value
+from snapdp.data.output.svg_chart import bar_chart
 from snapdp.data.output.writers import _atomic
 
 
@@ -69,8 +69,6 @@ def _chart(result: QueryResult, bounds: tuple[float, float] | None = None) -> st
     """A horizontal bar chart of the values with ± error bars (points for quantiles), as inline
     SVG; ``bounds``: the value column's declared [L, U], where the error bars are cut (the true
     value lies in them)."""
-    from matplotlib.figure import Figure
-
     labels = _labels(result)
     values = [r.value for r in result.rows]
     below = [r.accuracy for r in result.rows]
@@ -78,32 +76,12 @@ def _chart(result: QueryResult, bounds: tuple[float, float] | None = None) -> st
     if bounds is not None:
         below = [max(0.0, min(e, v - bounds[0])) for e, v in zip(below, values, strict=True)]
         above = [max(0.0, min(e, bounds[1] - v)) for e, v in zip(above, values, strict=True)]
-    height = max(1.6, 0.28 * len(values) + 0.9)
-    fig = Figure(figsize=(6.2, height))
-    ax = fig.add_subplot()
-    ys = list(range(len(values)))
-    if result.query.statistic == "quantiles":
-        ax.errorbar(values, ys, xerr=[below, above], fmt="o", color="#4c78a8",
-                    ecolor="#333333", capsize=3)  # fmt: skip
-        if bounds is not None:
-            ax.set_xlim(bounds[0], bounds[1])
-    else:
-        ax.barh(ys, values, xerr=[below, above], color="#4c78a8", ecolor="#333333", capsize=3,
-                height=0.7)  # fmt: skip
-    ax.set_yticks(ys, labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.axvline(0, color="#999999", linewidth=0.8)
-    ax.set_xlabel(f"{result.query.statistic} (± at {result.confidence:g} confidence)", fontsize=9)
-    ax.tick_params(axis="x", labelsize=8)
-    ax.grid(axis="x", color="#e5e5e5", linewidth=0.6)
-    ax.set_axisbelow(True)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    fig.tight_layout()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg")
-    svg = buf.getvalue()
-    return svg[svg.find("<svg") :]
+    quantiles = result.query.statistic == "quantiles"
+    return bar_chart(
+        labels, values, below, above,
+        f"{result.query.statistic} (± at {result.confidence:g} confidence)",
+        points=quantiles, limits=bounds if quantiles else None,
+    )  # fmt: skip
 
 
 def _table(result: QueryResult) -> str:

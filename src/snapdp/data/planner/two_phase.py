@@ -188,11 +188,84 @@ def phase_two_epsilon(
         return split_statement(schema, pq.query, eps1, eps2, pq.confidence, presume).at(n)
 
     certify = not presume_certified
-    found = _smallest_checked(at, target, left, certify)
+    found = _grid_smallest(lambda e: at(e, True), target, left)
+    if found is not None:
+        found = _on_grid(lambda e: at(e, not certify), target, found, left)
     if found is not None:
         return found, found
     needed = _smallest(lambda e: at(e, not certify), target, EPS_MAX)
     return left, needed
+
+
+#: The public grid phase two's ε is chosen on (docs/plans.md, "Two-phase targets"): 25 round
+#: values per decade, each step at most 14% (1, 1.1, …, 2, 2.2, 2.5, …, 5, 5.5, …, 8, 9 times a
+#: power of ten). ε₂ depends on the released counts; on this grid it takes few values, so the
+#: certificates of its mechanisms are few, reused by later runs and can ship with the package.
+GRID = tuple(
+    Fraction(m, 10)
+    for m in (10, 11, 12, 13, 14, 15, 16, 18, 20, 22, 25, 28, 30, 32, 35, 40, 45, 50, 55, 60, 65,
+              70, 75, 80, 90)
+)  # fmt: skip
+
+
+def grid_up(eps: Fraction) -> Fraction:
+    """The smallest value of :data:`GRID` (times a power of ten) that is ≥ ``eps`` > 0."""
+    scale = Fraction(10) ** (len(str(eps.numerator)) - len(str(eps.denominator)) - 1)
+    while eps > scale * 10:
+        scale *= 10
+    while eps <= scale:
+        scale /= 10
+    return next((g * scale for g in GRID if g * scale >= eps), 10 * scale)
+
+
+def grid_values(low: Fraction, high: Fraction) -> list[Fraction]:
+    """Every grid value in [low, high] (``tools/make_certificates.py``)."""
+    out, e = [], grid_up(low)
+    while e <= high:
+        out.append(e)
+        e = grid_up(e * Fraction(1001, 1000))
+    return out
+
+
+#: How far below the limit :func:`_grid_smallest` bisects the grid (four decades, ~100 values).
+_GRID_REACH = Fraction(1, 10**4)
+
+
+def _grid_smallest(
+    at: Callable[[Fraction], float], target: Fraction, limit: Fraction
+) -> Fraction | None:
+    """The smallest grid value ≤ ``limit`` whose ``at`` meets ``target`` (or ``limit`` when only
+    it does), by bisection over the grid (~8 evaluations); None when ``limit`` misses. Below
+    four decades under the limit it hands over to :func:`_smallest`."""
+    if Fraction(at(limit)) > target:
+        return None
+    values = grid_values(limit * _GRID_REACH, limit)
+    if not values or Fraction(at(values[0])) <= target:
+        return _smallest(at, target, limit)
+    lo, hi = 0, len(values)  # values[lo] misses; values[hi] (or the limit) meets
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if Fraction(at(values[mid])) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return values[hi] if hi < len(values) else limit
+
+
+def _on_grid(
+    at: Callable[[Fraction], float], target: Fraction, found: Fraction, limit: Fraction
+) -> Fraction | None:
+    """The smallest grid value ≥ ``found`` whose ``at`` meets ``target``, or ``limit`` itself when
+    that grid value would pass it and ``limit`` meets it (ε₂ then takes the plan's public
+    ``cap − ε₁``); None when neither meets it. Rounding up keeps the target; the cap bounds it."""
+    eps = grid_up(found)
+    for _ in range(4):  # a certified ± misses a presumed one's target by a hair, if at all
+        if eps >= limit:
+            return limit if Fraction(at(limit)) <= target else None
+        if Fraction(at(eps)) <= target:
+            return eps
+        eps = grid_up(eps * Fraction(1001, 1000))
+    return _smallest(at, target, limit)
 
 
 def _smallest_checked(

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -27,7 +28,12 @@ from snapdp.data.release import session
 from snapdp.data.release.table import default_engine
 from snapdp.errors import ParameterError
 
-__all__ = ["PlanRun", "run_plan"]
+__all__ = ["PlanRun", "ProgressCallback", "run_plan"]
+
+ProgressCallback = Callable[[int, int, str], None]
+"""Called as ``callback(done, total, label)`` after each public step of a run (planning,
+preparing the mechanisms, releasing, each two-phase query's phase two, writing): ``total`` and the
+labels follow from the plan alone, never from the data (docs/plans.md, "Progress")."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ def run_plan(
     rng: np.random.Generator | None = None,
     dataset: str | None = None,
     preview: PlanPreview | None = None,
+    progress: ProgressCallback | None = None,
 ) -> PlanRun:
     """Release every query of ``plan`` as ONE ledger entry and, with ``output``, write
     ``results.csv``, ``results.parquet``, ``results.json`` and ``report.html`` there.
@@ -66,8 +73,10 @@ def run_plan(
     ``total_epsilon``, else the plan's total). The output folder is created and checked
     writable before anything is spent. ``rng``: seeded noise, NOT private (tests only).
     ``preview``: the plan's :meth:`~snapdp.data.planner.plan.Plan.preview`, to skip planning
-    again.
+    again. ``progress``: a :data:`ProgressCallback` (a bar in ``snapdp run``, a line on the page).
     """
+    tick = _Ticker(progress, 3 + (output is not None))
+    tick("planning")
     if preview is None:
         preview = plan.preview()
     elif tuple(a.planned for a in preview.allocations) != tuple(plan.queries):
@@ -104,6 +113,7 @@ def _release(
     default_total = plan.total_epsilon if plan.total_epsilon is not None else preview.total
     if plan.schema.privacy_unit is not None:
         check_unit(plan.schema)
+    tick("preparing the mechanisms")
     steps = [
         session.Step(a.planned.query, a.epsilon, a.two_phase, a.planned)
         for a in preview.allocations
@@ -123,14 +133,31 @@ def _release(
     else:
         name = resolve_dataset(dataset, None, engine.describe(), ledger_file=True)
         book = _open_ledger(Path(str(ledger)), given, default_total, name)
-    results, spent = session.run(prepared, engine, book, name, rng=rng)
+    tick.total += session.phase_two_steps(prepared)
+    tick("releasing")
+    results, spent = session.run(prepared, engine, book, name, rng=rng, on_step=tick)
     files: tuple[Path, ...] = ()
     if out_dir is not None:
+        tick("writing the results")
         files = (
             *write_results(results, out_dir),
             write_report(results, out_dir, preview, plan.schema),
         )
+    tick("done")
     return PlanRun(tuple(results), preview, files, book, spent)
+
+
+class _Ticker:
+    """Counts a run's public steps for a :data:`ProgressCallback`: each call reports the steps
+    finished so far and names the one starting ("done" at the end)."""
+
+    def __init__(self, callback: ProgressCallback | None, total: int) -> None:
+        self.callback, self.total, self.done = callback, total, -1
+
+    def __call__(self, label: str) -> None:
+        self.done += 1
+        if self.callback is not None:
+            self.callback(min(self.done, self.total), self.total, label)
 
 
 def _open_ledger(path: Path, given: Fraction | None, default: Fraction, dataset: str) -> Any:

@@ -25,7 +25,7 @@ the phase-two hook sees released values only.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -145,8 +145,11 @@ def run(
     dataset: str,
     *,
     rng: np.random.Generator | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> tuple[list[QueryResult], Fraction]:
-    """Step 2 of a release (module docstring): (results in query order, ε spent)."""
+    """Step 2 of a release (module docstring): (results in query order, ε spent).
+    ``on_step``: called with a public label as each two-phase query starts its phase two
+    (:func:`phase_two_steps` of them; their number never depends on the data)."""
     p = prepared
     what = "; ".join(c.query.label for c in p.compiled)
     meta = p.meta(rng is not None)
@@ -176,6 +179,8 @@ def run(
         """Each two-phase query's ε₂ from its released counts (and public parameters only)."""
         chosen = {}
         for i, e1 in eps1.items():
+            if on_step is not None:
+                on_step(f"phase two of {p.compiled[i].query.label}")
             left = compiled[i].epsilon - e1
             smallest = smallest_count(compiled[i], noises[i], noisy[i], p.alpha)
             planned = p.steps[i].planned
@@ -201,6 +206,11 @@ def run(
     spent = sum((c.epsilon for c in released.compiled), Fraction(0))
     ledger.settle(entry, spent, up_delta(_delta(results)))
     return results, spent
+
+
+def phase_two_steps(prepared: Prepared) -> int:
+    """How many times :func:`run` calls its ``on_step``: one per two-phase query (public)."""
+    return sum(s.two_phase is not None for s in prepared.steps)
 
 
 def check_columns(engine: Engine, schema: Schema, compiled: Sequence[Compiled]) -> None:

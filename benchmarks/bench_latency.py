@@ -1,0 +1,233 @@
+"""Interactive latency of a small release: snapdp beside OpenDP (and SmartNoise SQL where
+installed), in process and in a fresh process, from one run (docs/performance.md, "Latency").
+
+    PYTHONPATH=src python benchmarks/bench_latency.py [--repeats 7] [--data PATH/PUMS.csv]
+
+The workload (issue 32): PUMS.csv (1,000 rows); count by sex × educ, mean income by sex, median
+age; ε = 1 split three ways. "In process" is the median of ``--repeats`` runs after a warm-up;
+"fresh process" starts a new Python each time (snapdp: ``snapdp run`` of the plan file, OpenDP: a
+``python -c`` doing the same work) and reports the median. Also timed: the two-phase example plan
+(docs/examples/plan.toml) in a fresh process with an empty certificate cache, and the planner's
+re-plan after an edit (certificates presumed, as the page does). Prints a markdown table; the
+machine's load (``os.getloadavg``) is printed with it because a shared machine changes every row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import platform
+import shutil
+import statistics as stats
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EDUC = list(range(1, 17))
+
+PLAN = """[data]
+source = "{source}"
+total_epsilon = 1000000
+
+[columns]
+age = {{ type = "integer", lower = 0, upper = 100 }}
+income = {{ type = "decimal", lower = 0, upper = 500000 }}
+sex = {{ type = "integer", keys = [0, 1] }}
+educ = {{ type = "integer", keys = [{educ}] }}
+
+[[query]]
+statistic = "count"
+by = ["sex", "educ"]
+epsilon = 0.333
+
+[[query]]
+statistic = "mean"
+column = "income"
+by = ["sex"]
+epsilon = 0.333
+
+[[query]]
+statistic = "quantiles"
+column = "age"
+quantiles = [0.5]
+epsilon = 0.333
+"""
+
+OPENDP = """
+import csv, sys
+import opendp.prelude as dp
+dp.enable_features("contrib")
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+eps = 1 / 3
+cats = [f"{s},{e}" for s in (0, 1) for e in range(1, 17)]
+keyed = [f"{r['sex']},{r['educ']}" for r in rows]
+count = dp.t.make_count_by_categories(
+    dp.vector_domain(dp.atom_domain(T=str)), dp.symmetric_distance(), cats, MO=dp.L1Distance[int]
+)
+m = dp.binary_search_chain(lambda s: count >> dp.m.then_laplace(s), d_in=1, d_out=eps)
+m(keyed)
+for sex in ("0", "1"):
+    inc = [float(r["income"]) for r in rows if r["sex"] == sex]
+    n = len(inc)
+    space = (dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.symmetric_distance())
+    sp = (space >> dp.t.then_clamp((0.0, 500000.0))
+          >> dp.t.then_resize(n, 250000.0) >> dp.t.then_mean())
+    dp.binary_search_chain(lambda s: sp >> dp.m.then_laplace(s), d_in=1, d_out=eps / 2)(inc)
+ages = [float(r["age"]) for r in rows]
+dom = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+q = lambda s: dp.m.make_private_quantile(dom, dp.symmetric_distance(), dp.max_divergence(),
+                                         [float(x) for x in range(101)], 0.5, s)
+q(dp.binary_search_param(q, d_in=1, d_out=eps))(ages)
+"""
+
+
+def _median_time(fn: Callable[[], object], repeats: int, warm: bool = True) -> float:
+    if warm:
+        fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return stats.median(times)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _snapdp_in_process(plan_file: Path) -> Callable[[], object]:
+    sys.path.insert(0, str(ROOT / "src"))  # this checkout's snapdp, as the fresh processes use
+    from snapdp.data import Plan
+
+    def run() -> object:
+        return Plan.load(plan_file).run()
+
+    return run
+
+
+def _fresh(args: list[str], env: dict[str, str] | None = None) -> Callable[[], object]:
+    def run() -> object:
+        subprocess.run(args, check=True, capture_output=True, env=env or _env())
+        return None
+
+    return run
+
+
+def _snapdp_cli(plan_file: Path, work: Path) -> Callable[[], object]:
+    counter = iter(range(10**6))
+
+    def run() -> object:
+        k = next(counter)
+        args = [sys.executable, "-m", "snapdp.cli", "run", str(plan_file), "--ledger",
+                str(work / f"l{k}.db"), "--output", str(work / f"o{k}")]  # fmt: skip
+        subprocess.run(args, check=True, capture_output=True, env=_env())
+        return None
+
+    return run
+
+
+def _two_phase_cold(work: Path) -> float:
+    """``snapdp run`` of docs/examples/plan.toml with an empty certificate cache (one run)."""
+    example = work / "example"
+    example.mkdir()
+    shutil.copy(ROOT / "docs" / "examples" / "plan.toml", example / "plan.toml")
+    data = Path(os.environ.get("SNAPDP_SHARED_DATA", ROOT.parent / "shared" / "data"))
+    shutil.copy(data / "PUMS_dup.csv", example / "PUMS_dup.csv")
+    env = _env()
+    env["SNAPDP_CACHE_DIR"] = str(work / "empty-cache")
+    args = [sys.executable, "-m", "snapdp.cli", "run", str(example / "plan.toml"), "--ledger",
+            str(example / "l.db"), "--output", str(example / "out")]  # fmt: skip
+    t = time.perf_counter()
+    subprocess.run(args, check=True, capture_output=True, env=env)
+    return time.perf_counter() - t
+
+
+def _replan() -> float:
+    """The planner's draft (certificates presumed) of the example plan after an edit, with
+    nothing cached in the process: a fresh interpreter plans once to warm the imports, then the
+    edited plan is timed (the edit: the mean's target ± times 1.1)."""
+    code = (
+        "import time, sys\nfrom dataclasses import replace\nfrom fractions import Fraction\n"
+        "from snapdp.data import Plan\n"
+        "p = Plan.load(sys.argv[1])\n"
+        "q = [replace(x, accuracy=x.accuracy * Fraction(11, 10)) if x.accuracy else x "
+        "for x in p.queries]\n"
+        "e = Plan(p.schema, q, source=p.source, total_epsilon=p.total_epsilon)\n"
+        "t = time.perf_counter(); e.preview(presume_certified=True)\n"
+        "print(time.perf_counter() - t)\n"
+    )
+    env = _env()
+    env["SNAPDP_CACHE_DIR"] = "off"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT / "docs" / "examples" / "plan.toml")],
+        check=True, capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--data", type=Path, default=None, help="PUMS.csv (1,000 rows)")
+    args = parser.parse_args()
+    data = (
+        args.data
+        or Path(os.environ.get("SNAPDP_SHARED_DATA", ROOT.parent / "shared" / "data")) / "PUMS.csv"
+    )
+    work = Path(tempfile.mkdtemp(prefix="snapdp-latency-"))
+    plan_file = work / "plan.toml"
+    plan_file.write_text(
+        PLAN.format(source=data.as_posix(), educ=", ".join(map(str, EDUC))), encoding="utf-8"
+    )
+    load = os.getloadavg()[0]
+    rows: list[tuple[str, str, str, str]] = []
+    snap_in = _median_time(_snapdp_in_process(plan_file), args.repeats)
+    snap_fresh = _median_time(_snapdp_cli(plan_file, work), max(3, args.repeats // 2), False)
+    opendp_script = work / "opendp_work.py"
+    opendp_script.write_text(OPENDP, encoding="utf-8")
+    try:
+        import opendp  # noqa: F401
+
+        odp_fresh = _median_time(
+            _fresh([sys.executable, str(opendp_script), str(data)]),
+            max(3, args.repeats // 2), False,
+        )  # fmt: skip
+        ns: dict[str, object] = {}
+        code = compile(OPENDP, "opendp_work", "exec")
+        sys.argv = ["opendp_work", str(data)]
+        odp_in = _median_time(lambda: exec(code, ns), args.repeats)
+        odp = (f"{odp_in * 1e3:.0f} ms", f"{odp_fresh:.2f} s")
+    except ImportError:
+        odp = ("not installed", "not installed")
+    try:
+        import snsql  # noqa: F401
+
+        sn = ("installed, not measured by this script", "—")
+    except ImportError:
+        sn = ("not installed", "not installed")
+    rows.append(("in process, after a warm-up (median)", f"{snap_in * 1e3:.0f} ms", *odp[:1],
+                 sn[0]))  # fmt: skip
+    rows.append(("fresh process (snapdp: `snapdp run`)", f"{snap_fresh:.2f} s", odp[1], sn[1]))
+    cold = _two_phase_cold(work)
+    replan = _replan()
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"{platform.node()}: {os.cpu_count()} cores, load {load:.2f} → "
+          f"{os.getloadavg()[0]:.2f}, {when}, Python {platform.python_version()}\n")  # fmt: skip
+    print("| | snapdp | OpenDP | SmartNoise SQL |\n|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print(f"\ntwo-phase example plan, fresh process, empty certificate cache: {cold:.2f} s")
+    print(f"re-plan after an edit (planner draft, empty cache): {replan:.3f} s")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
