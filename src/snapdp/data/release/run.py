@@ -84,7 +84,7 @@ def run_plan(
     fresh = [] if output is None else _missing(Path(output))
     out_dir = None if output is None else _prepare_output(Path(output))
     try:
-        return _release(plan, preview, out_dir, ledger, total_epsilon, engine, rng, dataset)
+        return _release(plan, preview, out_dir, ledger, total_epsilon, engine, rng, dataset, tick)
     except BaseException:  # a failed run leaves no output folder it created
         for folder in fresh:
             with contextlib.suppress(OSError):
@@ -106,6 +106,7 @@ def _release(
     engine: Engine | None,
     rng: np.random.Generator | None,
     dataset: str | None,
+    tick: _Ticker,
 ) -> PlanRun:
     if engine is None:
         engine = _default_engine(plan.source_path(), plan.schema)
