@@ -63,10 +63,9 @@ def cut_block(
 
     The LFs, quotes and delimiter starts are found in one pass (``cuts``, in order); the line of
     each and the quotes before each are running counts over them."""
-    arr = np.frombuffer(buf, np.uint8)
-    n, width = len(arr), len(delimiter)
-    pad = np.zeros(n + 4, np.uint8)  # the bytes, 0 beyond the end (and at index −1)
-    pad[:n] = arr
+    pad = np.frombuffer(buf + bytes(4), np.uint8)  # the bytes, 0 beyond the end (and at −1)
+    n, width = len(buf), len(delimiter)
+    arr = pad[:n]
     table = bytearray(256)  # 1 for LF, quote and the delimiter's first byte
     table[10] = table[34] = table[delimiter[0]] = 1
     # every cut, and one more at the block's end: a last line without LF ends there, and
@@ -94,7 +93,7 @@ def cut_block(
         bom = (
             keep & (e - rs >= 3) & (pad[rs] == 0xEF) & (pad[rs + 1] == 0xBB) & (pad[rs + 2] == 0xBF)
         )
-        valid[np.searchsorted(rs, utf8_errors(arr), "right") - 1] = False
+        valid[np.searchsorted(rs, utf8_errors(arr, pad), "right") - 1] = False
     s = rs + 3 * bom
     dropped = False
     if header:  # the first block of a file only

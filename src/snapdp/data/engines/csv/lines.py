@@ -183,17 +183,17 @@ def _shorten(lines: bytes, max_line: int) -> bytes:
     return b"".join(parts)
 
 
-def utf8_errors(arr: _Bytes) -> _Ints:
+def utf8_errors(arr: _Bytes, pad: _Bytes | None = None) -> _Ints:
     """Positions (sorted) of the bytes where strict UTF-8 decoding fails, each within the line
     it belongs to: a byte that never starts or continues a character (80–BF where no sequence
     expects one, C0, C1, F5–FF), or the first byte of a sequence that is cut short, overlong
     (E0 80–9F, F0 80–8F), a surrogate (ED A0–BF) or above U+10FFFF (F4 90–BF). Python's decoder
     rejects exactly these (tested). The same steps for every block: the bytes above 0x7F are
     found in one pass, then checked with their next three bytes (a continuation byte of a
-    sequence is itself above 0x7F, so it is the next one found)."""
-    n = len(arr)
-    pad = np.zeros(n + 3, np.uint8)  # 0 beyond the end: never a continuation byte
-    pad[:n] = arr
+    sequence is itself above 0x7F, so it is the next one found). ``pad``: ``arr`` followed by at
+    least three 0s, if the caller has it."""
+    if pad is None:
+        pad = np.frombuffer(arr.tobytes() + bytes(3), np.uint8)  # 0s: never continuation bytes
     high = np.flatnonzero(arr >= 0x80)
     b = arr[high]
     b1, b2, b3 = pad[high + 1], pad[high + 2], pad[high + 3]
