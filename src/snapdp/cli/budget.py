@@ -16,8 +16,15 @@ from rich.console import Console
 from rich.table import Table
 
 from snapdp._rational import format_rational, storage_text
+from snapdp._validation import check_epsilon
 from snapdp.cli._common import json_option, library_errors, plain_number
-from snapdp.data.budget.ledger import DatasetBudget, LedgerEntry, LedgerReport, read_ledger
+from snapdp.data.budget.ledger import (
+    DatasetBudget,
+    Ledger,
+    LedgerEntry,
+    LedgerReport,
+    read_ledger,
+)
 from snapdp.errors import ParameterError
 
 _CSV_COLUMNS = (
@@ -42,6 +49,12 @@ _CSV_COLUMNS = (
     help="Write the whole history to FILE.csv or FILE.json (for audits).",
 )
 @click.option(
+    "--total-epsilon",
+    metavar="EPS",
+    help="Set --dataset's total ε in the ledger (the data owner's act; releases nothing). "
+    "A budget is set once and never changed.",
+)
+@click.option(
     "--lock-timeout",
     type=click.FloatRange(min=0, min_open=True, max=86_400),
     default=60.0,
@@ -51,12 +64,22 @@ _CSV_COLUMNS = (
 @json_option
 @library_errors
 def budget(
-    ledger: str, dataset: str | None, export: str | None, lock_timeout: float, as_json: bool
+    ledger: str,
+    dataset: str | None,
+    export: str | None,
+    total_epsilon: str | None,
+    lock_timeout: float,
+    as_json: bool,
 ) -> None:
     """Show a ledger: every dataset's total ε, what it spent and what remains (exactly), and every
     recorded release (when, what, the cap a plan run reserved, ε spent, δ). ε is shown as the
     decimal it was given (0.1), or as p/q when no short decimal is exact. See docs/data.md,
-    "Budgets and the ledger"."""
+    "Budgets and the ledger". With --total-epsilon, set a new dataset's budget instead (the data
+    owner's act: `snapdp run`, `snapdp ui` and the page spend only from a budget the owner set;
+    docs/plans.md)."""
+    if total_epsilon is not None:
+        _set_budget(ledger, dataset, total_epsilon, export, lock_timeout, as_json)
+        return
     report = read_ledger(ledger, timeout=lock_timeout)
     datasets, entries = report.datasets, report.entries
     if dataset is not None:
@@ -112,6 +135,55 @@ def budget(
             highlight=False,
             soft_wrap=True,
         )
+
+
+def _set_budget(
+    ledger: str,
+    dataset: str | None,
+    total_epsilon: str,
+    export: str | None,
+    lock_timeout: float,
+    as_json: bool,
+) -> None:
+    """Record ``dataset``'s budget in ``ledger`` with no release; refuse to change one."""
+    if dataset is None:
+        raise click.UsageError(
+            "`--total-epsilon` needs `--dataset`: the dataset whose budget it is"
+        )
+    if export is not None:
+        raise ParameterError(
+            "`--total-epsilon` sets a budget; use `--export` in a separate call", parameter="export"
+        )
+    total = check_epsilon("total_epsilon", total_epsilon)
+    known = {d.dataset: d.total_epsilon for d in _datasets(ledger, lock_timeout)}
+    if dataset in known and known[dataset] != total:
+        raise ParameterError(
+            f"`--total-epsilon`: dataset {dataset} already has total ε = "
+            f"{format_rational(known[dataset])} in ledger {ledger}; a budget is never changed "
+            '(docs/data.md, "Budgets and the ledger")',
+            parameter="total_epsilon",
+        )
+    book = Ledger(ledger, total, dataset=dataset, timeout=lock_timeout)
+    created = book.set_budget()
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"ledger": ledger, "dataset": dataset, "created": created,
+                 **_exact("total_epsilon", total)}
+            )
+        )  # fmt: skip
+        return
+    done = "set" if created else "was already"
+    click.echo(
+        f"dataset {dataset}: total ε {done} {format_rational(total)} in {ledger} (nothing spent)"
+    )
+
+
+def _datasets(ledger: str, timeout: float) -> list[DatasetBudget]:
+    """The ledger's budgets (none when the file does not exist yet)."""
+    if not Path(ledger).exists():
+        return []
+    return Ledger.datasets(ledger, timeout=timeout)
 
 
 def _reserved_text(e: LedgerEntry) -> str:

@@ -77,7 +77,8 @@ def _export(p: Plan, python: str | None, notebook: str | None) -> None:
 @click.option(
     "--total-epsilon",
     metavar="EPS",
-    help="Total budget when creating a new ledger (default: the plan's total_epsilon).",
+    help="The dataset's total budget, the owner's act, when the ledger has none for it yet "
+    "(the plan's total_epsilon never sets it; or use snapdp budget --total-epsilon).",
 )
 @click.option(
     "--output",

@@ -137,6 +137,6 @@ def test_a_plan_run_on_a_frame_engine_needs_a_dataset_name(tmp_path: Path) -> No
     with pytest.raises(ParameterError, match="`dataset` is needed"):
         plan.run(ledger=tmp_path / "b.sqlite", engine=engine)  # type: ignore[arg-type]
     assert not (tmp_path / "b.sqlite").exists()
-    run = plan.run(ledger=tmp_path / "b.sqlite", engine=engine, dataset="frame")  # type: ignore[arg-type]
+    run = plan.run(ledger=tmp_path / "b.sqlite", engine=engine, dataset="frame", total_epsilon=1)  # type: ignore[arg-type]
     assert [d.dataset for d in read_ledger(tmp_path / "b.sqlite").datasets] == ["frame"]
     assert run.results

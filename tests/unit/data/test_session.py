@@ -72,7 +72,7 @@ def test_a_plan_run_compiles_each_query_once(
     out = CliRunner().invoke(
         main,
         ["run", str(plan_dir / "plan.toml"), "--ledger", str(plan_dir / "l.sqlite"),
-         "--output", str(plan_dir / "out"), "--json"],
+         "--output", str(plan_dir / "out"), "--json", "--total-epsilon", "3"],
     )  # fmt: skip
     assert out.exit_code == 0, out.output
     assert len(json.loads(out.output)["results"]) == 3

@@ -292,6 +292,21 @@ class Ledger:
 
         return self._transaction(write, probe=False)
 
+    def set_budget(self) -> bool:
+        """Record this dataset's budget, ``total_epsilon``, with no release (the data owner's
+        act: ``snapdp budget --total-epsilon``). False when the ledger already keeps this very
+        budget; a different one was refused when the ledger was opened (a budget is never
+        changed)."""
+
+        def write(con: sqlite3.Connection, state: _State) -> bool:
+            self._refuse_if_short(Fraction(0), state)
+            if self.dataset in state.budgets or state.cap is not None:
+                return False
+            _insert_budget(con, self.dataset, self.total_epsilon)
+            return True
+
+        return self._transaction(write, probe=False)
+
     def reserve(
         self,
         epsilon: object,

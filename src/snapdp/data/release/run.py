@@ -68,10 +68,13 @@ def run_plan(
     """Release every query of ``plan`` as ONE ledger entry and, with ``output``, write
     ``results.csv``, ``results.parquet``, ``results.json`` and ``report.html`` there.
 
-    ``ledger``: a path or :class:`~snapdp.data.budget.ledger.Ledger` (None: in memory);
-    ``total_epsilon``: the ledger's total when it is created (default: the plan's
-    ``total_epsilon``, else the plan's total). The output folder is created and checked
-    writable before anything is spent. ``rng``: seeded noise, NOT private (tests only).
+    ``ledger``: a path or :class:`~snapdp.data.budget.ledger.Ledger` (None: in memory, with the
+    plan's ``total_epsilon`` or its total as budget). A ledger file spends only from a budget
+    the data owner set: the dataset's entry in it, or ``total_epsilon`` given here (the owner's
+    act: ``--total-epsilon`` of ``snapdp run``); a plan's ``total_epsilon`` only caps the plan
+    and never creates the ledger's budget (docs/plans.md, "Who sets the budget"). Without
+    either, the run is refused before the source is opened. The output folder is created and
+    checked writable before anything is spent. ``rng``: seeded noise, NOT private (tests only).
     ``preview``: the plan's :meth:`~snapdp.data.planner.plan.Plan.preview`, to skip planning
     again. ``progress``: a :data:`ProgressCallback` (a bar in ``snapdp run``, a line on the page).
     """
@@ -81,10 +84,12 @@ def run_plan(
         preview = plan.preview()
     elif tuple(a.planned for a in preview.allocations) != tuple(plan.queries):
         raise ParameterError("`preview` is not this plan's preview", parameter="preview")
+    given = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
+    book = _early_ledger(plan, ledger, given, dataset, engine)  # before the source is opened
     fresh = [] if output is None else _missing(Path(output))
     out_dir = None if output is None else _prepare_output(Path(output))
     try:
-        return _release(plan, preview, out_dir, ledger, total_epsilon, engine, rng, dataset, tick)
+        return _release(plan, preview, out_dir, ledger, given, book, engine, rng, dataset, tick)
     except BaseException:  # a failed run leaves no output folder it created
         for folder in fresh:
             with contextlib.suppress(OSError):
@@ -102,7 +107,8 @@ def _release(
     preview: PlanPreview,
     out_dir: Path | None,
     ledger: object,
-    total_epsilon: object,
+    given: Fraction | None,
+    book: Ledger | None,
     engine: Engine | None,
     rng: np.random.Generator | None,
     dataset: str | None,
@@ -110,7 +116,6 @@ def _release(
 ) -> PlanRun:
     if engine is None:
         engine = _default_engine(plan.source_path(), plan.schema)
-    given = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
     default_total = plan.total_epsilon if plan.total_epsilon is not None else preview.total
     if plan.schema.privacy_unit is not None:
         check_unit(plan.schema)
@@ -126,14 +131,16 @@ def _release(
         confidence=plan.queries[0].confidence,
         consistent=plan.consistent,
     )
-    name = resolve_dataset(dataset, None, engine.describe(), ledger_file=False)
-    if isinstance(ledger, Ledger):
+    in_file = ledger is not None and not isinstance(ledger, Ledger)
+    name = resolve_dataset(dataset, None, engine.describe(), ledger_file=in_file)
+    if book is not None:
+        name = book.dataset
+    elif isinstance(ledger, Ledger):
         book = ledger
     elif ledger is None:
         book = Ledger(None, given or default_total, dataset=name)
     else:
-        name = resolve_dataset(dataset, None, engine.describe(), ledger_file=True)
-        book = _open_ledger(Path(str(ledger)), given, default_total, name)
+        book = _owner_ledger(Path(str(ledger)), given, name)
     tick.total += session.phase_two_steps(prepared)
     tick("releasing")
     results, spent = session.run(prepared, engine, book, name, rng=rng, on_step=tick)
@@ -161,9 +168,25 @@ class _Ticker:
             self.callback(min(self.done, self.total), self.total, label)
 
 
-def _open_ledger(path: Path, given: Fraction | None, default: Fraction, dataset: str) -> Any:
-    """The ledger at ``path`` for ``dataset``: with the total given, or the one it already keeps
-    for the dataset, or else (a new budget) the plan's total."""
+def _early_ledger(
+    plan: Plan, ledger: object, given: Fraction | None, dataset: str | None, engine: object
+) -> Ledger | None:
+    """The ledger file's budget, opened before the source when the source is one file (its
+    dataset name is then its resolved path, as the engine would give it); else None (opened
+    once the engine names the source)."""
+    source = plan.source_path()
+    if engine is not None or ledger is None or isinstance(ledger, Ledger):
+        return None
+    if not isinstance(source, (str, Path)) or any(c in str(source) for c in "*?["):
+        return None
+    name = resolve_dataset(dataset, source, str(source), ledger_file=True)
+    return _owner_ledger(Path(str(ledger)), given, name)
+
+
+def _owner_ledger(path: Path, given: Fraction | None, dataset: str) -> Ledger:
+    """The ledger at ``path`` for ``dataset`` with the budget its owner set: ``given`` (the
+    owner's ``--total-epsilon``, checked against the ledger's) or the ledger's own entry. A plan
+    never sets one: without either the run is refused, and nothing is read or spent."""
     if given is not None:
         return Ledger(path, given, dataset=dataset)
     try:
@@ -171,7 +194,13 @@ def _open_ledger(path: Path, given: Fraction | None, default: Fraction, dataset:
     except ParameterError as exc:
         if exc.parameter != "total_epsilon":
             raise
-    return Ledger(path, default, dataset=dataset)
+    raise ParameterError(
+        f"dataset {dataset} has no privacy budget in ledger {path}, and a plan cannot set one: "
+        f"the data owner sets it with `snapdp budget --ledger {path} --dataset {dataset} "
+        "--total-epsilon E` or gives `--total-epsilon` to this run (the plan file's "
+        "total_epsilon key only caps the plan; docs/plans.md); nothing was read or spent",
+        parameter="total_epsilon",
+    )
 
 
 def _prepare_output(out: Path) -> Path:

@@ -72,7 +72,15 @@ def test_example_plan_end_to_end(pums: Path, tmp_path: Path) -> None:
     assert preview["assumptions"]
     ran = runner.invoke(
         main,
-        ["run", str(tmp_path / "plan.toml"), "--ledger", str(tmp_path / "b.sqlite"), "--json"],
+        [
+            "run",
+            str(tmp_path / "plan.toml"),
+            "--ledger",
+            str(tmp_path / "b.sqlite"),
+            "--json",
+            "--total-epsilon",
+            "20",
+        ],
     )
     assert ran.exit_code == 0, ran.output
     doc = json.loads(ran.output)

@@ -175,7 +175,7 @@ def test_cli_plan_and_run(plan_dir: Path) -> None:
     ran = runner.invoke(
         main,
         ["run", str(plan_dir / "plan.toml"), "--ledger", str(plan_dir / "b.sqlite"),
-         "--output", str(plan_dir / "o"), "--json"],
+         "--output", str(plan_dir / "o"), "--json", "--total-epsilon", "3"],
     )  # fmt: skip
     assert ran.exit_code == 0, ran.output
     out = json.loads(ran.output)
@@ -185,7 +185,15 @@ def test_cli_plan_and_run(plan_dir: Path) -> None:
     again = runner.invoke(main, [*args, "--output", str(plan_dir / "o2")])
     assert again.exit_code == 1 and "budget" in again.output.lower()
     shown_text = runner.invoke(
-        main, ["run", str(plan_dir / "plan.toml"), "--ledger", str(plan_dir / "b2.sqlite")]
+        main,
+        [
+            "run",
+            str(plan_dir / "plan.toml"),
+            "--ledger",
+            str(plan_dir / "b2.sqlite"),
+            "--total-epsilon",
+            "3",
+        ],
     )
     assert shown_text.exit_code == 0, shown_text.output
     assert "count by sex" in shown_text.output and "Wrote " in shown_text.output

@@ -25,7 +25,6 @@ tested against the reference parser of ``tests/data_oracle.py`` and against each
 
 from __future__ import annotations
 
-import codecs
 import gzip
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,108 +183,83 @@ def _shorten(lines: bytes, max_line: int) -> bytes:
     return b"".join(parts)
 
 
-def utf8_errors(arr: _Bytes) -> _Ints:
-    """Positions (sorted, perhaps repeated) of the bytes where strict UTF-8 decoding fails, each
-    within the line it belongs to: a byte that never starts or continues a character (80–BF
-    where no sequence expects one, C0, C1, F5–FF), or the first byte of a sequence that is cut
-    short, overlong (E0 80–9F, F0 80–8F), a surrogate (ED A0–BF) or above U+10FFFF (F4 90–BF).
-    Python's decoder rejects exactly these (tested)."""
-    n = len(arr)
-    pad = np.zeros(n + 3, np.uint8)  # 0 beyond the end: never a continuation byte
-    pad[:n] = arr
-    cont = (pad & 0xC0) == 0x80
-    lead2 = np.flatnonzero((arr >= 0xC2) & (arr <= 0xDF))
-    lead3 = np.flatnonzero((arr & 0xF0) == 0xE0)
-    lead4 = np.flatnonzero((arr >= 0xF0) & (arr <= 0xF4))
-    never = np.flatnonzero((arr == 0xC0) | (arr == 0xC1) | (arr >= 0xF5))
-    second3 = pad[lead3 + 1]
-    ok3 = (
-        cont[lead3 + 1]
-        & cont[lead3 + 2]
-        & ~((arr[lead3] == 0xE0) & (second3 < 0xA0))
-        & ~((arr[lead3] == 0xED) & (second3 > 0x9F))
-    )
-    second4 = pad[lead4 + 1]
-    ok4 = (
-        cont[lead4 + 1]
-        & cont[lead4 + 2]
-        & cont[lead4 + 3]
-        & ~((arr[lead4] == 0xF0) & (second4 < 0x90))
-        & ~((arr[lead4] == 0xF4) & (second4 > 0x8F))
-    )
-    ok2 = cont[lead2 + 1]
-    claimed = np.zeros(n + 3, np.bool_)  # continuation bytes of the well-formed sequences
-    claimed[lead2[ok2] + 1] = True
-    good3 = lead3[ok3]
-    claimed[good3 + 1] = True
-    claimed[good3 + 2] = True
-    good4 = lead4[ok4]
-    claimed[good4 + 1] = True
-    claimed[good4 + 2] = True
-    claimed[good4 + 3] = True
-    stray = np.flatnonzero(cont[:n] & ~claimed[:n])
-    return np.sort(np.concatenate([never, stray, lead2[~ok2], lead3[~ok3], lead4[~ok4]]))
+def utf8_errors(arr: _Bytes, pad: _Bytes | None = None) -> _Ints:
+    """Positions (sorted) of the bytes where strict UTF-8 decoding fails, each within the line
+    it belongs to: a byte that never starts or continues a character (80–BF where no sequence
+    expects one, C0, C1, F5–FF), or the first byte of a sequence that is cut short, overlong
+    (E0 80–9F, F0 80–8F), a surrogate (ED A0–BF) or above U+10FFFF (F4 90–BF). Python's decoder
+    rejects exactly these (tested). The same steps for every block: the bytes above 0x7F are
+    found in one pass, then checked with their next three bytes (a continuation byte of a
+    sequence is itself above 0x7F, so it is the next one found). ``pad``: ``arr`` followed by at
+    least three 0s, if the caller has it."""
+    if pad is None:
+        pad = np.frombuffer(arr.tobytes() + bytes(3), np.uint8)  # 0s: never continuation bytes
+    high = np.flatnonzero(arr >= 0x80)
+    b = arr[high]
+    b1, b2, b3 = pad[high + 1], pad[high + 2], pad[high + 3]
+    c1, c2, c3 = (b1 & 0xC0) == 0x80, (b2 & 0xC0) == 0x80, (b3 & 0xC0) == 0x80
+    lead2 = (b >= 0xC2) & (b <= 0xDF)
+    lead3 = (b & 0xF0) == 0xE0
+    lead4 = (b >= 0xF0) & (b <= 0xF4)
+    ok2 = lead2 & c1
+    ok3 = lead3 & c1 & c2 & ~((b == 0xE0) & (b1 < 0xA0)) & ~((b == 0xED) & (b1 > 0x9F))
+    ok4 = lead4 & c1 & c2 & c3 & ~((b == 0xF0) & (b1 < 0x90)) & ~((b == 0xF4) & (b1 > 0x8F))
+    h = len(high)
+    claimed = np.zeros(h + 3, np.bool_)  # continuation bytes of the well-formed sequences
+    claimed[1:] |= np.concatenate([ok2 | ok3 | ok4, np.zeros(2, np.bool_)])
+    claimed[2:] |= np.concatenate([ok3 | ok4, np.zeros(1, np.bool_)])
+    claimed[3:] |= ok4
+    never = (b == 0xC0) | (b == 0xC1) | (b >= 0xF5)
+    stray = ((b & 0xC0) == 0x80) & ~claimed[:h]
+    bad = never | stray | (lead2 & ~ok2) | (lead3 & ~ok3) | (lead4 & ~ok4)
+    found: _Ints = high[bad].astype(np.int64)
+    return found
 
 
 class _Lines:
     """The lines of one block: [start, end) byte ranges after the per-line rules, and which of
-    them are records (``keep``) and which decode (``valid``)."""
+    them are records (``keep``) and which decode (``valid``).
+
+    Every block goes through the same operations, whatever its lines hold (docs/data.md, "Run
+    time"): the trailing CR, blank-line, byte-order-mark and UTF-8 checks run over every line
+    of every block, never only when a byte of the block calls for them."""
 
     def __init__(self, buf: bytes, utf8: bool) -> None:
         arr = np.frombuffer(buf, np.uint8)
         n = len(arr)
+        pad = np.zeros(n + 4, np.uint8)  # the bytes, 0 beyond the end (index −1: a 0 too)
+        pad[:n] = arr
         ends = np.flatnonzero(arr == 10)
-        if n and arr[-1] != 10:
+        if n and arr[-1] != 10:  # the last line of a file that does not end with LF
             ends = np.append(ends, n)
         k = len(ends)
         starts = np.zeros(k, np.int64)
         starts[1:] = ends[:-1] + 1
         ends = ends.astype(np.int64)
         self.raw_starts, self.raw_ends = starts, ends
-        self.cr = False
-        if b"\r" in buf:  # one trailing CR is removed
-            nonempty = np.flatnonzero(ends > starts)
-            cr = np.zeros(k, np.int64)
-            cr[nonempty] = arr[ends[nonempty] - 1] == 13
-            if cr.any():
-                ends = ends - cr
-                self.cr = True
+        # one trailing CR is removed (an empty line ends at its start: pad[−1] is 0, no CR)
+        ends = ends - ((pad[ends - 1] == 13) & (ends > starts))
         # blank: no byte above 0x20
-        keep = ends > starts
-        first = np.flatnonzero(keep)
-        low = first[arr[starts[first]] <= 32]
-        if len(low):
-            dtype = np.int64 if n >= 1 << 31 else np.int32
-            above = np.zeros(n + 1, dtype)
-            np.cumsum(arr > 32, dtype=dtype, out=above[1:])
-            keep[low] = above[ends[low]] > above[starts[low]]
-        self.bom = False
-        if utf8 and _BOM in buf:  # a byte-order mark at the start of a line is removed
-            cand = np.flatnonzero(keep & (ends - starts >= 3))
-            s = starts[cand]
-            hit = cand[(arr[s] == 0xEF) & (arr[s + 1] == 0xBB) & (arr[s + 2] == 0xBF)]
-            if len(hit):
-                starts = starts.copy()
-                starts[hit] += 3
-                self.bom = True
+        dtype = np.int64 if n >= 1 << 31 else np.int32
+        above = np.zeros(n + 1, dtype)
+        np.cumsum(arr > 32, dtype=dtype, out=above[1:])
+        keep = above[ends] > above[starts]
         valid = np.ones(k, np.bool_)
-        if utf8 and not buf.isascii():
-            self._mark_undecodable(buf, valid)
-        self.arr, self.starts, self.ends, self.keep, self.valid = arr, starts, ends, keep, valid
-
-    def _mark_undecodable(self, buf: bytes, valid: npt.NDArray[np.bool_]) -> None:
-        """Mark the lines holding bytes that are not UTF-8 (a whole-block decode first: most
-        blocks are valid; else :func:`utf8_errors`, linear however many lines are bad). CR, LF
-        and BOM are whole characters and never part of another, so a line decodes alone exactly
-        when its bytes hold no error here."""
-        try:
-            codecs.utf_8_decode(buf, "strict", True)
-            return
-        except UnicodeDecodeError:
-            pass
-        errors = utf8_errors(np.frombuffer(buf, np.uint8))
-        if len(errors):
+        if utf8:  # the declaration's encoding, not the data, picks this
+            # a byte-order mark at the start of a line is removed
+            bom = (
+                keep
+                & (ends - starts >= 3)
+                & (pad[starts] == 0xEF)
+                & (pad[starts + 1] == 0xBB)
+                & (pad[starts + 2] == 0xBF)
+            )
+            starts = starts + 3 * bom
+            # CR, LF and BOM are whole characters and never part of another, so a line
+            # decodes alone exactly when its bytes hold no error here
+            errors = utf8_errors(arr)
             valid[np.searchsorted(self.raw_starts, errors, "right") - 1] = False
+        self.arr, self.starts, self.ends, self.keep, self.valid = arr, starts, ends, keep, valid
 
     def drop_first(self) -> bool:
         """Leave out the first non-blank line (a header); whether there was one."""
@@ -301,20 +275,14 @@ class _Lines:
         sel = np.flatnonzero(self.keep)
         s, e = self.starts[sel], self.ends[sel]
         valid = self.valid[sel]
-        all_valid = bool(valid.all())
-        if not all_valid:
-            e = np.where(valid, e, s)
+        e = np.where(valid, e, s)
         offsets = np.zeros(len(sel) + 1, np.int64)
         np.cumsum(e - s, out=offsets[1:])
-        arr = self.arr
-        if len(sel) == len(self.keep) and all_valid and not self.cr and not self.bom:
-            data = arr[arr != 10]  # every line whole: drop the line feeds
-        else:
-            marks = np.zeros(len(arr) + 1, np.int8)
-            nonempty = e > s
-            marks[s[nonempty]] = 1
-            marks[e[nonempty]] -= 1
-            data = arr[np.cumsum(marks[:-1], dtype=np.int8).view(np.bool_)]
+        marks = np.zeros(len(self.arr) + 1, np.int8)  # +1 where a kept range starts, −1 at its end
+        nonempty = e > s
+        marks[s[nonempty]] = 1
+        marks[e[nonempty]] -= 1
+        data = self.arr[np.cumsum(marks[:-1], dtype=np.int8).view(np.bool_)]
         return data, offsets, valid
 
 
@@ -361,40 +329,37 @@ def split_fields(
     dpos = np.flatnonzero(starts_d)
     is_quote = data == 34
     qpos = np.flatnonzero(is_quote)
-    if not len(qpos):
-        sep = dpos
-        per_line = _per_line(dpos, offsets, fields)
-    else:
-        quotes = np.zeros(size + 1, index)  # quotes before each byte
-        np.cumsum(is_quote, dtype=index, out=quotes[1:])
-        at_line = quotes[offsets]  # quotes before each line (and the end)
-        count = np.diff(at_line)  # quotes per line
-        dcount = np.diff(np.searchsorted(dpos, offsets))  # delimiters per line
-        even = ((quotes[dpos] - np.repeat(at_line[:-1], dcount)) & 1) == 0
-        sep = dpos[even]
-        line_of_d = np.repeat(np.arange(k, dtype=np.int64), dcount)
-        per_line = np.bincount(line_of_d[even], minlength=k).astype(np.int64)
-        ends_d = np.zeros(size + 2, np.bool_)  # a delimiter ends here
-        ends_d[width - 1 : size] = starts_d[: size - width + 1]
-        line_of_q = np.repeat(np.arange(k, dtype=np.int64), count)
-        opening = ((np.arange(len(qpos), dtype=index) - at_line[line_of_q]) & 1) == 0
-        padded = np.zeros(size + 2, np.uint8)  # the bytes, 0 beyond both ends
-        padded[:size] = data
-        left = np.where(
-            opening,
-            qpos == np.repeat(offsets[:-1], count),
-            qpos + 1 == np.repeat(offsets[1:], count),
-        )
-        near = np.where(opening, qpos - 1, qpos + 1)
-        fine = left | (padded[near] == 34) | np.where(opening, ends_d[near], starts_d[near])
-        bad = (count & 1) == 1
-        bad[line_of_q[~fine]] = True
-        ok = ok & ~bad
+    quotes = np.zeros(size + 1, index)  # quotes before each byte
+    np.cumsum(is_quote, dtype=index, out=quotes[1:])
+    at_line = quotes[offsets]  # quotes before each line (and the end)
+    count = np.diff(at_line)  # quotes per line
+    dcount = np.diff(np.searchsorted(dpos, offsets))  # delimiters per line
+    even = ((quotes[dpos] - np.repeat(at_line[:-1], dcount)) & 1) == 0
+    sep = dpos[even]
+    line_of_d = np.repeat(np.arange(k, dtype=np.int64), dcount)
+    per_line = np.bincount(line_of_d[even], minlength=k).astype(np.int64)
+    ends_d = np.zeros(size + 2, np.bool_)  # a delimiter ends here
+    span = max(size - width + 1, 0)  # (a block shorter than the delimiter has none)
+    ends_d[width - 1 : width - 1 + span] = starts_d[:span]
+    line_of_q = np.repeat(np.arange(k, dtype=np.int64), count)
+    opening = ((np.arange(len(qpos), dtype=index) - at_line[line_of_q]) & 1) == 0
+    padded = np.zeros(size + 2, np.uint8)  # the bytes, 0 beyond both ends
+    padded[:size] = data
+    left = np.where(
+        opening,
+        qpos == np.repeat(offsets[:-1], count),
+        qpos + 1 == np.repeat(offsets[1:], count),
+    )
+    near = np.where(opening, qpos - 1, qpos + 1)
+    fine = left | (padded[near] == 34) | np.where(opening, ends_d[near], starts_d[near])
+    bad = (count & 1) == 1
+    bad[line_of_q[~fine]] = True
+    ok = ok & ~bad
     if fields is not None:
         ok = ok & (per_line + 1 == fields)
     out = data.copy()
     out[sep] = 10
-    if width > 1 and len(sep):
+    if width > 1:
         keep = np.ones(size, np.bool_)
         for t in range(1, width):
             keep[sep + t] = False
@@ -404,19 +369,6 @@ def split_fields(
         offsets = offsets - (width - 1) * shift
         sep = sep - (width - 1) * np.arange(len(sep), dtype=np.int64)
     return Split(out, offsets, ok, sep, per_line)
-
-
-def _per_line(dpos: _Ints, offsets: _Ints, fields: int | None) -> _Ints:
-    """How many of the sorted positions ``dpos`` fall in each line. Fast when every line holds
-    ``fields`` − 1: then the i-th run of ``fields`` − 1 positions lies in line i."""
-    k = len(offsets) - 1
-    if fields is not None and len(dpos) == k * (fields - 1):
-        if fields == 1:
-            return np.zeros(k, np.int64)
-        runs = dpos.reshape(k, fields - 1)
-        if (runs[:, 0] >= offsets[:-1]).all() and (runs[:, -1] < offsets[1:]).all():
-            return np.full(k, fields - 1, np.int64)
-    return np.diff(np.searchsorted(dpos, offsets))
 
 
 def header_fields(line: str, delimiter: str) -> list[str] | None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import codecs
 from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -12,16 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from snapdp.data.engines.csv.block import block_records, cut_block
 from snapdp.data.engines.csv.lines import (
     _BLOCK,
-    _BOM,
     _MAX_LINE,
     LONG_LINE,
-    Split,
     _blocks,
     _Bools,
-    _Bytes,
-    _Ints,
     _Lines,
     _open,
     split_fields,
@@ -40,92 +36,6 @@ GROUP_COLUMN = "_snapdp_group"
 _AHEAD = 2  # blocks parsed ahead of the one DuckDB takes
 
 
-def _list_array(fields: _Ints, values: _Ints, data: _Bytes, ok: _Bools | None) -> Any:
-    """An Arrow large_list<large_string>: list i holds the strings ``fields[i]`` to
-    ``fields[i + 1]`` − 1, string j is ``data[values[j]:values[j + 1]]``; null where not ``ok``."""
-    import pyarrow as pa
-
-    strings = pa.Array.from_buffers(
-        pa.large_string(), len(values) - 1, [None, pa.py_buffer(values), pa.py_buffer(data)]
-    )
-    bitmap = None
-    if ok is not None and not ok.all():
-        bitmap = pa.py_buffer(np.packbits(ok, bitorder="little"))
-    return pa.Array.from_buffers(
-        pa.large_list(pa.large_string()),
-        len(fields) - 1,
-        [bitmap, pa.py_buffer(fields)],
-        null_count=0 if bitmap is None else -1,
-        children=[strings],
-    )
-
-
-def _plain_records(buf: bytes, delimiter: bytes, fields: int, lists: bool = True) -> Any | None:
-    """The fast path, for a block without CR or BOM whose bytes decode, ``fields`` >= 2 and a
-    one-byte delimiter above 0x20 (so that no blank line can hold ``fields`` − 1 of them). When
-    every line holds exactly ``fields`` − 1 delimiters and every field is either free of ``"``
-    or ``"…"`` with no ``"`` inside, the lines are records and their fields (quotes removed) are
-    cut in one pass: as Arrow lists, or without ``lists`` as an array of True per line. Else
-    None (the line-by-line path decides)."""
-    arr = np.frombuffer(buf, np.uint8)
-    n = len(arr)
-    cut = arr == 10
-    cut |= arr == delimiter[0]
-    seps = np.flatnonzero(cut)
-    final = bool(n) and arr[-1] != 10  # the last line has no LF: a cut at the end
-    total = len(seps) + int(final)
-    if total % fields or not total:
-        return None
-    kinds = arr[seps]
-    if final:
-        kinds = np.append(kinds, np.uint8(10))
-    grid = kinds.reshape(total // fields, fields)  # per line: fields − 1 delimiters, its LF
-    if not ((grid[:, -1] == 10).all() and (grid[:, :-1] != 10).all()):
-        return None
-    starts = np.empty(total, np.int64)  # each field's first byte; it ends at the next cut
-    starts[0] = 0
-    starts[1:] = seps[: total - 1] + 1
-    quoted = b'"' in buf
-    if quoted:
-        index = np.int32 if n < 1 << 31 else np.int64
-        is_quote = arr == 34
-        quotes = np.zeros(n + 1, index)  # quotes before each byte
-        np.cumsum(is_quote, dtype=index, out=quotes[1:])
-        ends = np.empty(total, np.int64)
-        ends[: len(seps)] = seps
-        if final:
-            ends[-1] = n
-        inside = quotes[ends] - quotes[starts]
-        padded = np.zeros(n + 1, np.uint8)
-        padded[:n] = arr
-        wrapped = (
-            (inside == 2)
-            & (ends - starts >= 2)
-            & (padded[starts] == 34)
-            & (padded[np.maximum(ends - 1, 0)] == 34)
-        )
-        if not ((inside == 0) | wrapped).all():
-            return None
-    if not lists:
-        return _flags(np.ones(total // fields, np.bool_))
-    if quoted:  # the cuts and the quotes go: a field starts where its first byte lands
-        gone = cut | is_quote
-        before = np.zeros(n + 1, index)
-        np.cumsum(gone, dtype=index, out=before[1:])
-        values = np.empty(total + 1, np.int64)
-        values[:-1] = starts - before[starts]
-        values[-1] = n - before[n]
-        data = np.frombuffer(buf.translate(None, b'\n"' + delimiter), np.uint8)
-    else:
-        values = np.empty(total + 1, np.int64)
-        values[0] = 0
-        values[1 : len(seps) + 1] = seps - np.arange(len(seps))
-        if final:
-            values[-1] = n - len(seps)
-        data = np.frombuffer(buf.translate(None, b"\n" + delimiter), np.uint8)
-    return _list_array(np.arange(0, total + 1, fields, dtype=np.int64), values, data, None)
-
-
 def _flags(ok: _Bools) -> Any:
     """An Arrow boolean array (whether each line is a record)."""
     import pyarrow as pa
@@ -133,36 +43,6 @@ def _flags(ok: _Bools) -> Any:
     return pa.Array.from_buffers(
         pa.bool_(), len(ok), [None, pa.py_buffer(np.packbits(ok, bitorder="little"))]
     )
-
-
-def _plain(buf: bytes, utf8: bool, delimiter: bytes, fields: int) -> bool:
-    """Whether the fast path may cut ``buf`` (see :func:`_plain_records`)."""
-    if fields < 2 or len(delimiter) != 1 or delimiter[0] <= 0x20:
-        return False
-    if b"\r" in buf or (utf8 and _BOM in buf):
-        return False
-    if utf8 and not buf.isascii():
-        try:
-            codecs.utf_8_decode(buf, "strict", True)
-        except UnicodeDecodeError:
-            return False
-    return True
-
-
-def _records(split: Split) -> Any:
-    """Lines from :func:`split_fields` as Arrow lists of their fields (null: no record)."""
-    data, offsets, ok, seps, count = split
-    k = len(offsets) - 1
-    before = np.zeros(k + 1, np.int64)  # separators before each line
-    np.cumsum(count, out=before[1:])
-    lists = np.arange(k + 1, dtype=np.int64) + before  # line i's first field
-    values = np.empty(k + len(seps) + 1, np.int64)
-    values[lists[:-1]] = offsets[:-1] - before[:-1]
-    j = np.arange(len(seps), dtype=np.int64)
-    values[j + np.repeat(np.arange(k, dtype=np.int64), count) + 1] = seps - j
-    values[-1] = len(data) - len(seps)
-    flat = np.frombuffer(data.tobytes().replace(b"\n", b""), np.uint8)
-    return _list_array(lists, values, flat, ok)
 
 
 class CsvLines:
@@ -270,21 +150,13 @@ class CsvLines:
 
     def _parse(self, buf: bytes, header: bool, fields: int) -> tuple[Any, bool]:
         """One block as Arrow lists of fields (or record flags, without ``lists``); whether a
-        header line was left out of it."""
-        if not self.utf8 and not buf.isascii():
+        header line was left out of it. Every block takes the same vectorised steps, whatever
+        its lines hold (docs/data.md, "Run time"): no step is skipped or added because of a
+        CR, a byte-order mark, a blank line, a quote, non-ASCII or undecodable bytes."""
+        if not self.utf8:  # the declaration, not the data, picks this
             buf = buf.decode("latin-1").encode("utf-8")
-        if not header:
-            plain = buf
-            if b"\r" in buf and buf.count(b"\r") == buf.count(b"\r\n"):
-                plain = buf.replace(b"\r\n", b"\n")  # every CR ends a line: CRLF as LF
-            if _plain(plain, self.utf8, self.delimiter, fields):
-                records = _plain_records(plain, self.delimiter, fields, self.lists)
-                if records is not None:
-                    return records, False
-        lines = _Lines(buf, self.utf8)
-        dropped = header and lines.drop_first()
-        split = split_fields(*lines.compact(), self.delimiter, fields)
-        return (_records(split) if self.lists else _flags(split.ok)), dropped
+        block = cut_block(buf, self.utf8, self.delimiter, fields, header, self.lists)
+        return (block_records(block) if self.lists else _flags(block.ok)), block.dropped
 
     def _batch(self, records: Any, schema: Any, group: int | None) -> Any:
         import pyarrow as pa
