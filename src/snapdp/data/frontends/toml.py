@@ -340,7 +340,7 @@ class _Loader:
         if "statistic" not in entries:
             raise self.error(key, f"a query needs a `statistic` ({', '.join(STATISTICS)})")
         kw: dict[str, Any] = {}
-        for k in ("statistic", "column", "method", "name"):
+        for k in ("statistic", "column", "method", "name", "grid_counts"):
             if k in entries:
                 kw[k] = entries[k][0]
         if "by" in entries:

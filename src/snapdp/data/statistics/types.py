@@ -140,6 +140,7 @@ class AccuracyStatement:
     targets: tuple[float, ...] = ()  # quantiles: per probability, the bound the value ± uses
     count_accuracy: float | None = None  # sample forms: the count's ± (docs/sql.md)
     largest: float | None = None  # sample forms: V, the largest population variance
+    sum_accuracy: float | None = None  # ratio mean: the ± of the released deviation sum (values)
 
     @property
     def label(self) -> str:
@@ -180,7 +181,7 @@ class AccuracyStatement:
                 f"rank ±{num(self.rank)}; in values ±({num(self.leaf_width or 0.0)} + "
                 f"{num(self.per_count or 0.0)}/ñ) if evenly spread, ñ the noisy count of the cell"
             )
-        if self.count_accuracy is not None:
+        if self.count_accuracy is not None and self.largest is not None:
             c, a = num(self.per_count or 0.0), num(self.count_accuracy)
             v = num(self.largest or 0.0)
             core = f"{c}/(ñ − 1) + {v}·{a}/((ñ − 1)·max(1, ñ − 1 − {a}))"
@@ -189,6 +190,13 @@ class AccuracyStatement:
             return f"±{core}, ñ the noisy count of the cell"
         if self.query.statistic == "std":
             return f"±√({num(self.per_count or 0.0)}/ñ), ñ the noisy count of the cell"
+        if self.sum_accuracy is not None and self.count_accuracy is not None:
+            s_, a = num(self.sum_accuracy), num(self.count_accuracy)
+            return (
+                f"±{num(self.per_count or 0.0)}/ñ, or less: ±({s_} + |d̂|·{a})/(ñ − {a}), ñ the "
+                "noisy count of the cell and d̂ the released mean's distance from the centre of "
+                "the bounds"
+            )
         return f"±{num(self.per_count or 0.0)}/ñ, ñ the noisy count of the cell"
 
 
