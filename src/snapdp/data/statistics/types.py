@@ -141,6 +141,7 @@ class AccuracyStatement:
     count_accuracy: float | None = None  # sample forms: the count's ± (docs/sql.md)
     largest: float | None = None  # sample forms: V, the largest population variance
     sum_accuracy: float | None = None  # ratio mean: the ± of the released deviation sum (values)
+    spread_parts: tuple[float, ...] = ()  # variance, std: the ± of Σw², Σw, n in their own units
 
     @property
     def label(self) -> str:
@@ -190,7 +191,7 @@ class AccuracyStatement:
             return f"±{core}, ñ the noisy count of the cell"
         if self.query.statistic == "std":
             return f"±√({num(self.per_count or 0.0)}/ñ), ñ the noisy count of the cell"
-        if self.sum_accuracy is not None and self.count_accuracy is not None:
+        if self.sum_accuracy is not None and self.count_accuracy is not None and not self.largest:
             s_, a = num(self.sum_accuracy), num(self.count_accuracy)
             return (
                 f"±{num(self.per_count or 0.0)}/ñ, or less: ±({s_} + |d̂|·{a})/(ñ − {a}), ñ the "

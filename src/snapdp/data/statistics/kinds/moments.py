@@ -212,7 +212,10 @@ def _spread_accuracy(
             compiled.query, compiled.epsilon, confidence, None, num, cap, notes,
             count_accuracy=a["count"], largest=up(float(largest)),
         )  # fmt: skip
-    return AccuracyStatement(compiled.query, compiled.epsilon, confidence, None, num, cap, notes)
+    parts = (a["squares"], a["csum"], a["count"])
+    return AccuracyStatement(
+        compiled.query, compiled.epsilon, confidence, None, num, cap, notes, spread_parts=parts
+    )
 
 
 # -- exact inputs -----------------------------------------------------------------------------
@@ -345,6 +348,7 @@ def _spread_rows(
     assert statement.cap is not None
     n = float(noisy["count"][i])
     w = float(fp.width)
+    m1 = m2 = 0.0
     if not n > 0:
         var_q = w * w / 8
     else:
@@ -356,8 +360,41 @@ def _spread_rows(
         root = stat in ROOT_STATISTICS
         value = sample_variance.sample_value(var, n, w * w / 4 / (scale * scale), root=root)
         return [ResultRow(keys, value, statement.at(n))]
-    acc = statement.at(n) if n > 0 else statement.cap
-    return [ResultRow(keys, (math.sqrt(var) if stat == "std" else var), acc)]
+    if not n > 0:
+        return [ResultRow(keys, (math.sqrt(var) if stat == "std" else var), statement.cap)]
+    # the variance's ± from the released moments (docs/utility.md, "Variance and std")
+    assert statement.per_count is not None
+    a_var = min(statement.cap if stat != "std" else statement.cap**2, up(statement.per_count / n))
+    if len(statement.spread_parts) == 3:
+        a_var = min(a_var, spread_accuracy(statement.spread_parts, n, m1, m2, w) / (scale * scale))
+    if stat != "std":
+        return [ResultRow(keys, var, a_var)]
+    return [ResultRow(keys, math.sqrt(var), std_accuracy(var, a_var, statement.cap))]
+
+
+def spread_accuracy(parts: Sequence[float], n: float, m1: float, m2: float, w: float) -> float:
+    """The ± of a population variance in quanta², from the parts' ± (a₂, a₁, a_n: Σw², Σw, n)
+    and the released (clamped) moments m1 = Σ̂w/ñ, m2 = Σ̂w²/ñ; the public bound when ñ <= a_n
+    (proof: docs/utility.md, "Variance and std")."""
+    a2, a1, an = parts
+    public = (a2 + 2 * w * a1 + 3 * w * w * an) / (4 * n)
+    if not n > an:
+        return up(public)
+    big2 = min(w * w, (n * m2 + a2) / (n - an))  # m2 <= m̂2 + (a2 + m2·a_n)/ñ, solved
+    big1 = min(w, (n * abs(m1) + a1) / (n - an))
+    d2 = (a2 + big2 * an) / n
+    d1 = (a1 + big1 * an) / n
+    return up(min(public, (d2 + d1 * (abs(m1) + big1)) / 4))
+
+
+def std_accuracy(var: float, a_var: float, cap: float) -> float:
+    """The ± of √v̂ when |v̂ − v| <= a_var: |√v̂ − √v| = |v̂ − v|/(√v̂ + √v) and
+    √v >= √max(v̂ − a_var, 0); never above √a_var nor the cap."""
+    root = math.sqrt(a_var)
+    den = math.sqrt(var) + math.sqrt(max(var - a_var, 0.0))
+    if den > 0:
+        root = min(root, a_var / den)
+    return min(cap, up(root))
 
 
 COUNT = Kind(_compile_count, _count_accuracy, _count_inputs, _count_rows, _count_unit)
