@@ -191,13 +191,6 @@ class AccuracyStatement:
             return f"±{core}, ñ the noisy count of the cell"
         if self.query.statistic == "std":
             return f"±√({num(self.per_count or 0.0)}/ñ), ñ the noisy count of the cell"
-        if self.sum_accuracy is not None and self.count_accuracy is not None and not self.largest:
-            s_, a = num(self.sum_accuracy), num(self.count_accuracy)
-            return (
-                f"±{num(self.per_count or 0.0)}/ñ, or less: ±({s_} + |d̂|·{a})/(ñ − {a}), ñ the "
-                "noisy count of the cell and d̂ the released mean's distance from the centre of "
-                "the bounds"
-            )
         return f"±{num(self.per_count or 0.0)}/ñ, ñ the noisy count of the cell"
 
 
