@@ -235,20 +235,21 @@ def exact_value(value: object, *, name: str) -> Fraction:
 def check_epsilon(name: str, x: object) -> Fraction:
     """A privacy parameter as an exact positive rational (DESIGN §2.3, §8.5; docs/mechanism.md).
 
-    Accepts an int, a ``Fraction``, a ``Decimal`` or a decimal string such as ``"0.1"`` (taken
-    exactly: ``"0.1"`` is 1/10), or a float (taken at its exact binary value: ``0.1`` is
-    0.1000000000000000055…). Anything else, non-finite or not > 0, is a ParameterError naming
-    ``name``.
+    Accepts an int, a ``Fraction``, a ``Decimal`` or a decimal or rational string such as
+    ``"0.1"`` or ``"1/3"`` (taken exactly: ``"0.1"`` is 1/10), or a float (taken at its exact
+    binary value: ``0.1`` is 0.1000000000000000055…). Anything else, non-finite or not > 0, is
+    a ParameterError naming ``name``.
     """
     value: Fraction
     if isinstance(x, str):
         text = x.strip()
-        if not _DECIMAL_TEXT.fullmatch(text):
+        if not (_DECIMAL_TEXT.fullmatch(text) or _RATIONAL_TEXT.fullmatch(text)):
             raise ParameterError(
-                f"`{name}` must be a positive decimal number such as 0.5 or 1e-3, not {x!r}",
+                f"`{name}` must be a positive number such as 0.5, 1e-3 or 1/3, not "
+                f"{shown_text(text) or 'nothing'}",
                 parameter=name,
             )
-        value = exact_decimal(text, name=name)
+        value = exact_decimal(text, name=name, rational=True)
     elif isinstance(x, Decimal):
         if not x.is_finite():
             raise ParameterError(

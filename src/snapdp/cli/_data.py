@@ -148,6 +148,7 @@ def run_table_release(
     quantile_method: str = "tree",
     var_samps: Sequence[str] = (),
     std_samps: Sequence[str] = (),
+    grid_counts: bool = False,
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -180,6 +181,7 @@ def run_table_release(
         dataset=dataset,
         where=where,
         consistent=consistent,
+        grid_counts=grid_counts,
     )
     schema = workload.schema
     queries = [pq.query for pq in workload.queries]

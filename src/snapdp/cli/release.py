@@ -126,6 +126,12 @@ from snapdp.mechanism import SnappingMechanism
     "…) and fit them jointly so they add up (free post-processing); optionally rounded to "
     "non-negative values or integers. See docs/data.md, 'Tables that add up'.",
 )
+@click.option(
+    "--grid-counts",
+    is_flag=True,
+    help="Release counts on the mechanism's grid (e.g. 2000.125) rather than as the nearest "
+    "integer. See docs/utility.md, 'Integer counts'.",
+)
 @library_errors
 def release(
     data: str | None,
@@ -157,6 +163,7 @@ def release(
     memory_limit: str | None,
     glob: bool,
     consistent: str | None,
+    grid_counts: bool,
     **declaration: Any,
 ) -> None:
     """Release one value (--value) or statistics over DATA (a CSV or Parquet file).
@@ -236,6 +243,7 @@ def release(
         glob=glob,
         where=where,
         consistent=consistent,
+        grid_counts=grid_counts,
     )
 
 

@@ -105,6 +105,8 @@ def plan_document(plan: Plan) -> dict[str, Any]:
             entry["resolution"] = q.resolution
         if q.method != "ratio":
             entry["method"] = q.method
+        if q.grid_counts:
+            entry["grid_counts"] = True
         entry[pq.how] = getattr(pq, pq.how)
         size = getattr(pq, "group_size", None)
         if size is not None and size != default_size:
@@ -127,6 +129,7 @@ _QUERY_FIELDS = (
     "method",
     "name",
     "resolution",
+    "grid_counts",
 )
 
 

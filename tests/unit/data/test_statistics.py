@@ -92,7 +92,7 @@ def test_a_count_states_the_pm_of_the_rescaled_mechanism_it_draws_from(eps: str)
     from snapdp.data.statistics import accuracy_of, calibrate, mechanisms
 
     schema = Schema((Column("v", "integer", 0, 10),))
-    compiled = compile_query(Query("count"), schema, Fraction(eps))
+    compiled = compile_query(Query("count", grid_counts=True), schema, Fraction(eps))
     (noise,) = calibrate(compiled)
     (mech,) = mechanisms([noise], None)
     assert mech.rescaling.applied and mech.rescaling.certified
@@ -103,3 +103,7 @@ def test_a_count_states_the_pm_of_the_rescaled_mechanism_it_draws_from(eps: str)
     assert statement.accuracy == accuracy_bound(mech.parameters, 0.05) == mech.accuracy(0.05)
     ideal = float(noise.sensitivity / Fraction(eps)) * math.log(20)
     assert statement.accuracy <= 1.17 * ideal
+    # released as an integer (the default), the ± is ⌊a + 1/2⌋ (docs/utility.md)
+    whole = compile_query(Query("count"), schema, Fraction(eps))
+    integral = accuracy_of(whole, calibrate(whole), 0.95, 0.05)
+    assert integral.accuracy == math.floor(statement.accuracy + 0.5)

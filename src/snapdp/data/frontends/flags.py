@@ -56,6 +56,7 @@ def workload_from_flags(
     where: str | None = None,
     consistent: str | None = None,
     quantile_method: str = "tree",
+    grid_counts: bool = False,
 ) -> Workload:
     """The workload the flags state: ``declaration`` holds the declaration flags' values (the
     keyword arguments of :func:`schema_from_options`), the statistic flags their specs, ``by``
@@ -84,6 +85,12 @@ def workload_from_flags(
         )
         for spec, probs in quantile_specs
     ]
+    if grid_counts:
+        if not want_count:
+            raise ParameterError(
+                "--grid-counts is for counts: add --count", parameter="grid_counts"
+            )
+        queries = [replace(q, grid_counts=True) if q.statistic == "count" else q for q in queries]
     if not queries:
         raise ParameterError(
             f"name at least one statistic: {flag_for('statistic')} or --quantiles",

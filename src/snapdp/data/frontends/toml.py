@@ -13,6 +13,7 @@ the keys and their aliases come from the one table of names (:mod:`.names`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from decimal import Decimal
@@ -341,7 +342,7 @@ class _Loader:
         if "statistic" not in entries:
             raise self.error(key, f"a query needs a `statistic` ({', '.join(STATISTICS)})")
         kw: dict[str, Any] = {}
-        for k in ("statistic", "column", "method", "name"):
+        for k in ("statistic", "column", "method", "name", "grid_counts"):
             if k in entries:
                 kw[k] = entries[k][0]
         if "by" in entries:
@@ -377,7 +378,10 @@ class _Loader:
         query = self.build_query(key, entries, kw)
         how: dict[str, Any] = {}
         for k in ("epsilon", "accuracy", "weight"):
-            if k in entries:
+            if k == "epsilon" and k in entries and isinstance(entries[k][0], str):  # "1/3"
+                text, ekey = entries[k]
+                how[k] = self.wrap(ekey, functools.partial(check_epsilon, "epsilon", text))
+            elif k in entries:
                 how[k] = Fraction(self.number(entries[k], Decimal))
         if len(how) != 1:
             raise self.error(

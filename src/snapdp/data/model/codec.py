@@ -267,6 +267,8 @@ def planned_to_dict(pq: PlannedQuery) -> dict[str, Any]:
         out["resolution"] = _num(q.resolution)
     if q.where is not None:
         out["where"] = predicate_to_dict(q.where)
+    if q.grid_counts:
+        out["grid_counts"] = True
     out[pq.how] = _num(getattr(pq, pq.how))
     out["confidence"] = repr(pq.confidence)
     if pq.group_size is not None:
@@ -275,7 +277,8 @@ def planned_to_dict(pq: PlannedQuery) -> dict[str, Any]:
 
 
 _QUERY_KEYS = ("statistic", "column", "by", "bins", "quantiles", "method", "name", "resolution",
-               "where", "epsilon", "accuracy", "weight", "confidence", "group_size")  # fmt: skip
+               "where", "epsilon", "accuracy", "weight", "confidence", "group_size",
+               "grid_counts")  # fmt: skip
 
 
 def planned_from_dict(data: object, declaration: Declaration | None = None) -> PlannedQuery:
@@ -283,7 +286,9 @@ def planned_from_dict(data: object, declaration: Declaration | None = None) -> P
     declaration's."""
     d = _mapping(data, "query")
     _known(d, _QUERY_KEYS, "a query")
-    kw: dict[str, Any] = {k: d[k] for k in ("statistic", "column", "method", "name") if k in d}
+    kw: dict[str, Any] = {
+        k: d[k] for k in ("statistic", "column", "method", "name", "grid_counts") if k in d
+    }
     if "by" in d:
         by = d["by"]
         kw["by"] = (by,) if isinstance(by, str) else tuple(by)

@@ -106,6 +106,7 @@ NAMES: Mapping[str, Name] = {
     "resolution": Name(None, ("query", "resolution", ())),
     "method": Name("--mean-method/--quantile-method", ("query", "method", ())),
     "name": Name(None, ("query", "name", ("label",)), "AS"),
+    "grid_counts": Name("--grid-counts", ("query", "grid_counts", ())),
     "where": Name(None, ("query", "where", ()), "WHERE"),
     "sql": Name(None, ("query", "sql", ())),
     "epsilon": Name("--epsilon", ("query", "epsilon", ()), "OPTIONS(epsilon)"),

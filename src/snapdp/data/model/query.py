@@ -46,6 +46,8 @@ class Query:
     ``resolution``: for quantiles, the widest leaf of the tree histogram (default: the declared
     range / 1024, and at least 1 for an integer column). ``where``: keep only the rows this
     predicate holds for (SQL's WHERE; checked against the declaration when compiled).
+    ``grid_counts``: for a count, release the value on the mechanism's grid (e.g. 2000.125)
+    instead of the nearest integer, the default (docs/utility.md, "Integer counts").
     """
 
     statistic: StatisticName
@@ -57,6 +59,7 @@ class Query:
     name: str | None = None
     resolution: Fraction | None = None
     where: Predicate | None = None
+    grid_counts: bool = False
 
     def __post_init__(self) -> None:
         if self.statistic not in STATISTICS:
@@ -121,6 +124,11 @@ class Query:
             raise ParameterError(
                 f"`where` must be a filter (snapdp.data.model.predicate), not {self.where!r}",
                 parameter="where",
+            )
+        if self.grid_counts is not False and (self.grid_counts is not True or needs_column):
+            raise ParameterError(
+                "`grid_counts` is true or false, and only a count takes it",
+                parameter="grid_counts",
             )
         for column, _edges in self.bins:
             if column not in self.by:

@@ -1,5 +1,5 @@
 """Post-processing of released values: SQL's HAVING and ORDER BY (docs/sql.md, "HAVING and
-ORDER BY").
+ORDER BY"), and counts rounded to integers (docs/utility.md, "Integer counts").
 
 Both act on what was released, never on the data: which groups are shown, and in which order, is
 decided by the noisy values, which costs no privacy (post-processing). Each result says so in its
@@ -11,14 +11,16 @@ aggregates, by the names a user wrote), a HAVING condition as a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 from snapdp.data.model.predicate import Predicate, evaluate
 from snapdp.data.output.results import QueryResult, ResultRow
 
-__all__ = ["Output", "PostProcessing", "apply_post_processing"]
+__all__ = ["Output", "PostProcessing", "apply_post_processing", "integer_counts", "nearest_integer"]
 
 NOTE = (
     "{clause} was applied to the released values, not the true ones (post-processing: no extra "
@@ -88,3 +90,32 @@ def apply_post_processing(
         rows: tuple[ResultRow, ...] = tuple(by_cell[c] for c in kept)
         final.append(replace(r, rows=rows, notes=(*r.notes, *notes)))
     return final
+
+
+INTEGER_NOTE = (
+    "the count is rounded to the nearest integer, and its ± covers the rounding (post-processing: "
+    "no extra privacy cost; docs/utility.md, 'Integer counts')"
+)
+
+
+def integer_counts(results: Sequence[QueryResult]) -> list[QueryResult]:
+    """Each count released on its own as the integer nearest its grid value (half up), unless
+    its query asks for the grid value (``grid_counts``); a count fitted with others (its rows
+    carry ``independent``) is left as the fit made it. The ± of such a count is stated already
+    as ⌊a + 1/2⌋ (docs/utility.md, "Integer counts")."""
+    out = []
+    for r in results:
+        if r.query.statistic != "count" or r.query.grid_counts:
+            out.append(r)
+            continue
+        if any(row.independent is not None for row in r.rows):
+            out.append(r)
+            continue
+        rows = tuple(replace(row, value=nearest_integer(row.value)) for row in r.rows)
+        out.append(replace(r, rows=rows, notes=(*r.notes, INTEGER_NOTE)))
+    return out
+
+
+def nearest_integer(value: float | int) -> int:
+    """The integer nearest ``value``, ties up, exactly."""
+    return math.floor(Fraction(value) + Fraction(1, 2))

@@ -38,6 +38,7 @@ import numpy.typing as npt
 from snapdp.data import consistency, statistics
 from snapdp.data.engines.base import AggregatePlan, Engine, ExecutorNoiseEngine, NoiseRequest
 from snapdp.data.model.schema import Column, Schema
+from snapdp.data.output.postprocess import integer_counts
 from snapdp.data.output.results import QueryResult
 from snapdp.data.statistics import Compiled, Noise, Part
 from snapdp.mechanism import SnappingMechanism
@@ -148,6 +149,7 @@ def release_core(
         for c, n, out, m in zip(compiled, noises, noisy, mechanisms, strict=True)
     ]
     results = fit_counts(results, counts or [], mechanisms, alpha, mode, schema.max_rows)
+    results = integer_counts(results)
     return Released(results, compiled, noises, mechanisms, noisy)
 
 

@@ -141,6 +141,8 @@ class AccuracyStatement:
     targets: tuple[float, ...] = ()  # quantiles: per probability, the bound the value ± uses
     count_accuracy: float | None = None  # sample forms: the count's ± (docs/sql.md)
     largest: float | None = None  # sample forms: V, the largest population variance
+    sum_accuracy: float | None = None  # ratio mean: the ± of the released deviation sum (values)
+    spread_parts: tuple[float, ...] = ()  # variance, std: the ± of Σw², Σw, n in their own units
 
     @property
     def label(self) -> str:
@@ -181,7 +183,7 @@ class AccuracyStatement:
                 f"rank ±{num(self.rank)}; in values ±({num(self.leaf_width or 0.0)} + "
                 f"{num(self.per_count or 0.0)}/ñ) if evenly spread, ñ the noisy count of the cell"
             )
-        if self.count_accuracy is not None:
+        if self.count_accuracy is not None and self.largest is not None:
             c, a = num(self.per_count or 0.0), num(self.count_accuracy)
             v = num(self.largest or 0.0)
             core = f"{c}/(ñ − 1) + {v}·{a}/((ñ − 1)·max(1, ñ − 1 − {a}))"

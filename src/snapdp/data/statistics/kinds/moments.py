@@ -3,7 +3,9 @@ whose parts are exact sums per cell (docs/data.md, "Statistics").
 
 * count: the rows; one cell moves by r; bounds [0, N].
 * sum: Σq; moves by r·max(|L_q|, |U_q|); bounds [N·min(L_q, 0), N·max(U_q, 0)].
-* mean (ratio): Σq (ε/2) and the number of values (ε/2), as sum and count.
+* mean (ratio): Σw (ε/2) and the number of values (ε/2), w = 2q − L_q − U_q (twice the
+  deviation from the centre (L_q + U_q)/2, added back exactly: mean = centre + Σw/(2ñ)); Σw
+  moves by r·W, half of what Σq would for bounds [0, U].
 * mean (substitute): Σq/n with the declared public n (all of ε); moves by (U_q − L_q)/n;
   bounds [L_q, U_q].
 * variance, std: Σw² (ε·0.24), Σw (ε·0.34) and the number of values (ε·0.42), with
@@ -95,11 +97,10 @@ def _sum_parts(
 def _mean_parts(
     query: Query, schema: Schema, fp: FixedPoint, r: Reach, cells: int
 ) -> tuple[Part, ...]:
-    n = schema.max_rows
-    lo, hi = fp.sum_bounds(n)
+    n, w = schema.max_rows, fp.width
     half = Fraction(1, 2)
     return (
-        Part("sum", "sum", half, r.per_cell * fp.magnitude, r.l1 * fp.magnitude, lo, hi),
+        Part("csum", "csum", half, r.per_cell * w, r.l1 * w, -n * w, n * w),
         Part("count", "count", half, r.per_cell, r.l1, 0, n),
     )
 
@@ -153,9 +154,10 @@ def _count_accuracy(
     compiled: Compiled, noises: Sequence[Noise], confidence: float, alpha: float,
     notes: tuple[str, ...], targets: bool,
 ) -> AccuracyStatement:  # fmt: skip
-    return _statement(
-        compiled, confidence, notes, part_accuracies(compiled, noises, alpha)["count"]
-    )
+    a = part_accuracies(compiled, noises, alpha)["count"]
+    if not compiled.query.grid_counts:  # the integer nearest: docs/utility.md, "Integer counts"
+        a = float(math.floor(a + 0.5))
+    return _statement(compiled, confidence, notes, a)
 
 
 def _sum_accuracy(
@@ -183,9 +185,13 @@ def _mean_accuracy(
 ) -> AccuracyStatement:  # fmt: skip
     a, fp = part_accuracies(compiled, noises, alpha), compiled.fixed
     assert fp is not None
-    num = up((a["sum"] + fp.magnitude * a["count"]) * float(fp.quantum))
+    q = float(fp.quantum)
+    num = up((a["csum"] + fp.width * a["count"]) / 2 * q)  # docs/utility.md, "Means"
     cap = float(fp.width * fp.quantum)
-    return AccuracyStatement(compiled.query, compiled.epsilon, confidence, None, num, cap, notes)
+    return AccuracyStatement(
+        compiled.query, compiled.epsilon, confidence, None, num, cap, notes,
+        count_accuracy=a["count"], sum_accuracy=up(a["csum"] / 2 * q),
+    )  # fmt: skip
 
 
 def _spread_accuracy(
@@ -207,7 +213,10 @@ def _spread_accuracy(
             compiled.query, compiled.epsilon, confidence, None, num, cap, notes,
             count_accuracy=a["count"], largest=up(float(largest)),
         )  # fmt: skip
-    return AccuracyStatement(compiled.query, compiled.epsilon, confidence, None, num, cap, notes)
+    parts = (a["squares"], a["csum"], a["count"])
+    return AccuracyStatement(
+        compiled.query, compiled.epsilon, confidence, None, num, cap, notes, spread_parts=parts
+    )
 
 
 # -- exact inputs -----------------------------------------------------------------------------
@@ -310,10 +319,25 @@ def _mean_rows(
     _fp, scale, lo, hi = _scale(compiled)
     assert statement.cap is not None
     n = float(noisy["count"][i])
+    centre = (lo + hi) / 2
     if not n > 0:
-        return [ResultRow(keys, (lo + hi) / 2, statement.cap)]
-    value = min(max(float(noisy["sum"][i]) / scale / n, lo), hi)
-    return [ResultRow(keys, value, statement.at(n))]
+        return [ResultRow(keys, centre, statement.cap)]
+    half = (hi - lo) / 2
+    deviation = min(max(float(noisy["csum"][i]) / 2 / scale / n, -half), half)
+    value = min(max(centre + deviation, lo), hi)
+    return [ResultRow(keys, value, mean_accuracy(statement, n, abs(deviation)))]
+
+
+def mean_accuracy(statement: AccuracyStatement, n: float, deviation: float) -> float:
+    """The ± of a ratio mean released with noisy count ``n`` > 0 and released mean deviation
+    from the centre ``deviation`` (>= 0): the smaller of the public statement and the bound
+    solved with the released deviation, (a_s + |d̂|·a_n)/(ñ − a_n) when ñ > a_n (proof:
+    docs/utility.md, "Means")."""
+    stated = statement.at(n)
+    a_s, a_n = statement.sum_accuracy, statement.count_accuracy
+    if a_s is None or a_n is None or not n > a_n:
+        return stated
+    return min(stated, up((a_s + deviation * a_n) / (n - a_n)))
 
 
 def _spread_rows(
@@ -325,6 +349,7 @@ def _spread_rows(
     assert statement.cap is not None
     n = float(noisy["count"][i])
     w = float(fp.width)
+    m1 = m2 = 0.0
     if not n > 0:
         var_q = w * w / 8
     else:
@@ -336,8 +361,41 @@ def _spread_rows(
         root = stat in ROOT_STATISTICS
         value = sample_variance.sample_value(var, n, w * w / 4 / (scale * scale), root=root)
         return [ResultRow(keys, value, statement.at(n))]
-    acc = statement.at(n) if n > 0 else statement.cap
-    return [ResultRow(keys, (math.sqrt(var) if stat == "std" else var), acc)]
+    if not n > 0:
+        return [ResultRow(keys, (math.sqrt(var) if stat == "std" else var), statement.cap)]
+    # the variance's ± from the released moments (docs/utility.md, "Variance and std")
+    assert statement.per_count is not None
+    a_var = min(statement.cap if stat != "std" else statement.cap**2, up(statement.per_count / n))
+    if len(statement.spread_parts) == 3:
+        a_var = min(a_var, spread_accuracy(statement.spread_parts, n, m1, m2, w) / (scale * scale))
+    if stat != "std":
+        return [ResultRow(keys, var, a_var)]
+    return [ResultRow(keys, math.sqrt(var), std_accuracy(var, a_var, statement.cap))]
+
+
+def spread_accuracy(parts: Sequence[float], n: float, m1: float, m2: float, w: float) -> float:
+    """The ± of a population variance in quanta², from the parts' ± (a₂, a₁, a_n: Σw², Σw, n)
+    and the released (clamped) moments m1 = Σ̂w/ñ, m2 = Σ̂w²/ñ; the public bound when ñ <= a_n
+    (proof: docs/utility.md, "Variance and std")."""
+    a2, a1, an = parts
+    public = (a2 + 2 * w * a1 + 3 * w * w * an) / (4 * n)
+    if not n > an:
+        return up(public)
+    big2 = min(w * w, (n * m2 + a2) / (n - an))  # m2 <= m̂2 + (a2 + m2·a_n)/ñ, solved
+    big1 = min(w, (n * abs(m1) + a1) / (n - an))
+    d2 = (a2 + big2 * an) / n
+    d1 = (a1 + big1 * an) / n
+    return up(min(public, (d2 + d1 * (abs(m1) + big1)) / 4))
+
+
+def std_accuracy(var: float, a_var: float, cap: float) -> float:
+    """The ± of √v̂ when |v̂ − v| <= a_var: |√v̂ − √v| = |v̂ − v|/(√v̂ + √v) and
+    √v >= √max(v̂ − a_var, 0); never above √a_var nor the cap."""
+    root = math.sqrt(a_var)
+    den = math.sqrt(var) + math.sqrt(max(var - a_var, 0.0))
+    if den > 0:
+        root = min(root, a_var / den)
+    return min(cap, up(root))
 
 
 COUNT = Kind(_compile_count, _count_accuracy, _count_inputs, _count_rows, _count_unit)
