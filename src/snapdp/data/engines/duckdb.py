@@ -38,34 +38,28 @@ user column name appears anywhere else in the query, so no user column can colli
 
 from __future__ import annotations
 
-import datetime as _dt
-import math
 import os
 import re
 import shutil
 import tempfile
 import weakref
 from collections.abc import Sequence
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
+
+from sqlglot import exp
 
 from snapdp._validation import check_count
 from snapdp.data.engines._cells import declared_columns, frame_to_arrow
 from snapdp.data.engines.base import (
     GROUP_TAG,
-    INT64_MAX,
-    INT64_MIN,
     RANK_MASK,
     RANK_MULTIPLIERS,
     ROW_TAG,
     UNIT_MULTIPLIER,
     AggregatePlan,
     Aggregates,
-    BinTree,
     ValueColumn,
-    bin_edges,
-    bin_tree,
     chunk_width,
     key_words,
     lane_count,
@@ -82,17 +76,14 @@ from snapdp.data.engines.csv.records import (
     RECORD_COLUMN,
     CsvLines,
 )
-from snapdp.data.engines.filter_sql import render
 from snapdp.data.engines.header import csv_header
+from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = ["DuckDBEngine", "cell_index_sql", "quote_identifier"]
 
-_DECIMAL_RE = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"
-_INTEGER_RE = r"[+-]?[0-9]+"
-_DATE_RE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
-_TWO63 = 9223372036854775808  # integral doubles below 2^63 fit int64
 _GLOB_CHARS = frozenset("*?[]{}\\")
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 _INT_TYPES = (
@@ -112,12 +103,6 @@ def quote_identifier(name: str) -> str:
 def _lit(text: str) -> str:
     """A SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
-
-
-def _double_lit(x: float) -> str:
-    if math.isinf(x):
-        return "'inf'::DOUBLE" if x > 0 else "'-inf'::DOUBLE"
-    return f"{x!r}::DOUBLE"
 
 
 class DuckDBEngine:
@@ -499,9 +484,8 @@ class DuckDBEngine:
         where: list[str] = []
         for gi, g in enumerate(plan.groupings):
             stride //= g.n_cells
-            value = alias[g.name]
-            if g.nulls.action == "impute":
-                value = f"COALESCE({value}, {_typed_literal(g, g.nulls.value)})"
+            node = exprs.with_null_rule(g, exprs.column(alias[g.name]))
+            value = duckdb_sql(node)
             if g.keys is not None:
                 keys = _keys_table(g)
                 if keys is None:
@@ -513,22 +497,17 @@ class DuckDBEngine:
                 )
                 cell_terms.append(f"{_P}k{gi}.{_P}ki * {stride}")
             else:
-                index = _bin_expr(g, value)
+                index = duckdb_sql(exprs.bin_index(g, node))
                 where.append(f"({index}) IS NOT NULL")
                 cell_terms.append(f"({index}) * {stride}")
         if plan.where is not None:  # step 3: the row filter, on the cast values
-            where.append(
-                render(
-                    plan.where,
-                    lambda name: alias[name],
-                    lambda name, value: _typed_literal(decl[name], value),
-                )
-            )
+            values = {name: exprs.column(alias[name]) for name in alias}
+            where.append(duckdb_sql(exprs.predicate(plan.where, values, decl)))
         cell = " + ".join(cell_terms) if cell_terms else "0"
         cols.append(f"CAST({cell} AS BIGINT) AS {_P}cell")
         layout: list[str] = []
         for j, vc in enumerate(plan.values):
-            q, q_type = _quanta_expr(alias[vc.column.name], vc)
+            q, q_type = _quanta_expr(exprs.column(alias[vc.column.name]), vc)
             cols.append(f"CAST({q} AS {q_type}) AS {_P}q{j}")
             layout.append("limbs" if _needs_limbs(vc) else "direct")
         if plan.unit is not None:
@@ -681,46 +660,9 @@ class DuckDBEngine:
 
     def _cast(self, name: str, column: Column, types: dict[str, str]) -> str:
         """SQL: the source column ``name`` cast to ``column.type`` by the contract's rules."""
-        col = quote_identifier(name)
         source = types.get(name, "VARCHAR")
-        kind = column.type
-        family = _family(source)
-        if source == _TEXT_BLOB:  # text held as bytes: what is not UTF-8 is null
-            return _cast_text(f"NULLIF(try(decode({col})), '')", kind)
-        if family == "text":  # an empty cell is null, in a CSV or not
-            return _cast_text(f"NULLIF(CAST({col} AS VARCHAR), '')", kind)
-        if family == "int":
-            if kind == "integer":
-                return f"TRY_CAST({col} AS BIGINT)"
-            if kind == "decimal":
-                return f"CAST({col} AS DOUBLE)"
-            if kind == "text":
-                return f"CAST({col} AS VARCHAR)"
-            return _null(kind)
-        if family == "float":
-            d = f"CAST({col} AS DOUBLE)"
-            if kind == "integer":
-                return (
-                    f"(CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) < {_TWO63}.0 "
-                    f"THEN CAST({d} AS BIGINT) END)"
-                )
-            if kind == "decimal":
-                return f"(CASE WHEN isfinite({d}) THEN {d} END)"
-            return _null(kind)
-        if family == "fixed":  # a native DECIMAL(p, s): exact integers, decimals as doubles
-            if kind == "integer":
-                return (
-                    f"(CASE WHEN {col} = trunc({col}) AND abs({col}) < {1 << 63} "
-                    f"THEN CAST({col} AS BIGINT) END)"
-                )
-            if kind == "decimal":
-                return f"CAST({col} AS DOUBLE)"
-            return _null(kind)
-        if family == "bool" and kind == "boolean":
-            return col
-        if family == "date" and kind == "date":
-            return col
-        return _null(kind)
+        family = "bytes" if source == _TEXT_BLOB else _family(source)
+        return duckdb_sql(exprs.cast_native(exprs.column(name), family, column.type))
 
 
 # -- SQL helpers -----------------------------------------------------------------------------
@@ -807,153 +749,17 @@ def _family(sql_type: str) -> str:
     return "other"
 
 
-def _null(kind: str) -> str:
-    return f"CAST(NULL AS {_SQL_TYPES[kind]})"
-
-
-_SQL_TYPES = {
-    "integer": "BIGINT",
-    "decimal": "DOUBLE",
-    "text": "VARCHAR",
-    "boolean": "BOOLEAN",
-    "date": "DATE",
-}
-
-
-def _cast_text(x: str, kind: str) -> str:
-    """SQL: the text ``x`` cast to ``kind`` by the contract's gates (step 2)."""
-    if kind == "text":
-        return x
-    t = f"trim({x}, ' ')"
-    if kind == "integer":
-        d = f"TRY_CAST({t} AS DOUBLE)"
-        return (
-            f"(CASE WHEN regexp_full_match({t}, '{_INTEGER_RE}') "
-            f"AND TRY_CAST({t} AS BIGINT) IS NOT NULL THEN TRY_CAST({t} AS BIGINT) "
-            f"WHEN regexp_full_match({t}, '{_DECIMAL_RE}') AND isfinite({d}) "
-            f"AND {d} = trunc({d}) AND abs({d}) < {_TWO63}.0 THEN CAST({d} AS BIGINT) END)"
-        )
-    if kind == "decimal":
-        d = f"TRY_CAST({t} AS DOUBLE)"
-        return f"(CASE WHEN regexp_full_match({t}, '{_DECIMAL_RE}') AND isfinite({d}) THEN {d} END)"
-    if kind == "boolean":
-        low = f"lower({t})"
-        return (
-            f"(CASE WHEN {low} IN ('true', 't', 'yes', '1') THEN TRUE "
-            f"WHEN {low} IN ('false', 'f', 'no', '0') THEN FALSE END)"
-        )
-    if kind == "date":
-        return (
-            f"(CASE WHEN regexp_full_match({t}, '{_DATE_RE}') AND left({t}, 4) <> '0000' "
-            f"THEN TRY_CAST({t} AS DATE) END)"
-        )
-    raise ParameterError(f"unknown column type {kind!r}", parameter="type")
-
-
-def _typed_literal(column: Column, value: object) -> str:
-    """SQL: a typed key or imputed value of ``column`` (exact for integers; decimals as the double
-    nearest the value)."""
-    kind = column.type
-    if kind == "integer":
-        assert isinstance(value, int)
-        sql_type = "BIGINT" if -(1 << 63) <= value < 1 << 63 else "HUGEINT"
-        return f"CAST({_lit(str(value))} AS {sql_type})"
-    if kind == "decimal":
-        assert isinstance(value, Fraction)
-        return _double_lit(_nearest_double(value))
-    if kind == "text":
-        assert isinstance(value, str)
-        return _lit(value)
-    if kind == "boolean":
-        return "TRUE" if value else "FALSE"
-    if kind == "date":
-        assert isinstance(value, _dt.date)
-        return f"DATE {_lit(value.isoformat())}"
-    raise ParameterError(f"unknown column type {kind!r}", parameter="type")
-
-
-def _nearest_double(x: Fraction) -> float:
-    try:
-        return float(x)  # correctly rounded
-    except OverflowError:
-        return math.inf if x > 0 else -math.inf
-
-
 def _keys_table(column: Column) -> str | None:
     """SQL VALUES rows (typed key, index), or None when no cell can equal any key."""
-    pairs = _key_literals(column)
-    return ", ".join(f"({lit}, {i})" for lit, i in pairs) if pairs else None
-
-
-def _key_literals(column: Column) -> list[tuple[str, int]]:
-    """(SQL literal, index) per key; a key no cell can equal is left out. For a decimal column,
-    keys whose nearest double is the same go to the first of them (one cell per row)."""
-    assert column.keys is not None
-    pairs: list[tuple[str, int]] = []
-    seen: set[object] = set()
-    for i, key in enumerate(column.keys):
-        if column.type == "integer":
-            assert isinstance(key, int)
-            if not -(1 << 63) <= key < (1 << 63):
-                continue
-        if column.type == "decimal":
-            assert isinstance(key, Fraction)
-            d = _nearest_double(key)
-            if math.isinf(d) or d in seen:
-                continue
-            seen.add(d)
-        pairs.append((_typed_literal(column, key), i))
-    return pairs
-
-
-def _bin_expr(column: Column, value: str) -> str:
-    """SQL: the bin index of ``value`` (NULL outside every bin or for a null), by the contract's
-    comparison (:func:`~snapdp.data.engines.base.bin_edges`): exact integers for an integer
-    column, the double nearest each edge for a decimal one. A nested CASE of fixed depth
-    (:func:`~snapdp.data.engines.base.bin_tree`): every non-null value makes the same number of
-    comparisons, wherever it lies (docs/data.md, "Run time")."""
-    edges = bin_edges(column)
-    if column.type == "integer":
-        v = f"CAST({value} AS BIGINT)"
-        below = [_int_below_sql(v, e) for e in edges]
-    else:
-        d = f"CAST({value} AS DOUBLE)"
-        below = [f"{d} < {_double_lit(float(e))}" for e in edges]
-    return f"(CASE WHEN {value} IS NOT NULL THEN {_tree_sql(bin_tree(len(edges)), below)} END)"
-
-
-def _int_below_sql(v: str, edge: int | float) -> str:
-    """SQL: whether the BIGINT ``v`` is below the integer ``edge``, always one comparison (an
-    edge past int64 compares with the end of int64: same truth value for every int64)."""
-    assert isinstance(edge, int)
-    if edge > INT64_MAX:
-        return f"{v} <= {INT64_MAX}"
-    return f"{v} < CAST({max(edge, INT64_MIN)} AS BIGINT)"
-
-
-def _tree_sql(node: BinTree, below: list[str]) -> str:
-    if node is None:
-        return "CAST(NULL AS INTEGER)"
-    if isinstance(node, int):
-        return str(node)
-    j, left, right = node
-    yes, no = _tree_sql(left, below), _tree_sql(right, below)
-    return f"(CASE WHEN {below[j]} THEN {yes} ELSE {no} END)"
+    rows = exprs.key_rows(column)
+    return ", ".join(f"({duckdb_sql(key)}, {i})" for key, i in rows) if rows else None
 
 
 def cell_index_sql(column: Column, value: str) -> str:
-    """SQL: the index of the cast ``value`` among ``column``'s keys or bins after its null rule
-    (NULL: the row is dropped from groupings on the column). For ``snapdp check``; the engine
-    itself joins a keys table, with the same result."""
-    if column.nulls.action == "impute":
-        value = f"COALESCE({value}, {_typed_literal(column, column.nulls.value)})"
-    if column.bins is not None:
-        return _bin_expr(column, value)
-    pairs = _key_literals(column)
-    if not pairs:
-        return "CAST(NULL AS BIGINT)"
-    whens = " ".join(f"WHEN {value} = {literal} THEN {i}" for literal, i in pairs)
-    return f"(CASE {whens} END)"
+    """SQL: the index of the cast column ``value`` among ``column``'s keys or bins after its
+    null rule (NULL: the row is dropped from groupings on the column). For ``snapdp check``;
+    the engine itself joins a keys table, with the same result."""
+    return duckdb_sql(exprs.cell_index(column, exprs.column(value)))
 
 
 def _quanta_bits(vc: ValueColumn) -> int:
@@ -965,7 +771,7 @@ def _q_type(vc: ValueColumn) -> str:
     return "BIGINT" if _quanta_bits(vc) < 1 << 62 else "HUGEINT"
 
 
-def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
+def _quanta_expr(value: exp.Expression, vc: ValueColumn) -> tuple[str, str]:
     """SQL: the quanta of the double ``value`` (step 6) and their SQL type.
 
     q = clamp(round_half_even(clamp(v, lo, hi)·10^d), L_q, U_q) with lo = ⌊L_q/10^d⌋ − 1 and
@@ -989,18 +795,7 @@ def _quanta_expr(value: str, vc: ValueColumn) -> tuple[str, str]:
             parameter="upper",
         )
     q_type = _q_type(vc)
-    scale: int = 10**vc.decimals
-    lo = float(vc.lower_q // scale - 1)
-    hi = float(-(-vc.upper_q // scale) + 1)
-    v = f"CAST({value} AS DOUBLE)"
-    y = f"(LEAST(GREATEST({v}, {_double_lit(lo)}), {_double_lit(hi)}) * {float(scale)!r})"
-    q = (
-        f"(CASE WHEN {value} IS NULL THEN NULL ELSE "
-        f"LEAST(GREATEST(CAST({y} AS {q_type}), {vc.lower_q}), {vc.upper_q}) END)"
-    )
-    if vc.impute_q is not None:
-        q = f"COALESCE({q}, {int(vc.impute_q)})"
-    return q, q_type
+    return duckdb_sql(exprs.quanta(vc, value, q_type)), q_type
 
 
 def _needs_limbs(vc: ValueColumn) -> bool:

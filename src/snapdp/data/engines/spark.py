@@ -49,23 +49,18 @@ from urllib.parse import unquote as uri_unquote
 
 import numpy as np
 import numpy.typing as npt
+from sqlglot import exp
 
 from snapdp.data.engines._cells import declared_columns, frame_to_arrow
 from snapdp.data.engines.base import (
     GROUP_TAG,
-    INT64_MAX,
-    INT64_MIN,
     RANK_MASK,
     RANK_MULTIPLIERS,
     ROW_TAG,
     UNIT_MULTIPLIER,
     AggregatePlan,
     Aggregates,
-    BinTree,
     NoiseRequest,
-    ValueColumn,
-    bin_edges,
-    bin_tree,
     chunk_width,
     key_words,
     lane_count,
@@ -78,17 +73,13 @@ from snapdp.data.engines.csv.lines import (
     csv_encoding,
     unquote,
 )
-from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Predicate
+from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational.dialects import spark_sql
 from snapdp.data.model.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = ["SparkEngine"]
 
-_INT_RE = r"^[+-]?[0-9]+\z"
-_DEC_RE = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\z"
-_DATE_RE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\z"
-_TRUE = ("true", "t", "yes", "1")
-_FALSE = ("false", "f", "no", "0")
 _Q_LIMIT = 1 << 61  # quanta bounds must fit here: q, 2q − L − U and the limbs stay in a long
 _LIMB = 31
 # Quanta below 2^19 in magnitude are summed as longs, exact for cells of fewer than 2^44 non-null
@@ -273,34 +264,35 @@ class SparkEngine:
         if plan.where is not None:
             where_cols = {c.name: c for c in plan.where_columns}
             cast_values = {
-                name: _cast(c, sf.col(src[name]), dtypes[name]) for name, c in where_cols.items()
+                name: _cast(c, src[name], dtypes[name]) for name, c in where_cols.items()
             }
-            df = df.where(_where_expr(plan.where, cast_values, where_cols))
+            df = df.where(_expr(exprs.predicate(plan.where, cast_values, where_cols)))
         df = df.withColumn("_cell", sf.lit(0).cast("long"))
         stride = 1
         for g in reversed(plan.groupings):
-            value = _cast(g, sf.col(src[g.name]), dtypes[g.name])
-            if g.nulls.action == "impute":
-                value = sf.coalesce(value, _typed_literal(g, g.nulls.value))
+            value = exprs.with_null_rule(g, _cast(g, src[g.name], dtypes[g.name]))
             idx_name = f"_i{len(df.columns)}"
             if g.keys is not None:  # a hash join: no key is found later than another
                 keys = _key_table(session, g, idx_name)
-                df = df.withColumn("_kv", value).join(sf.broadcast(keys), "_kv", "inner")
-                df = df.drop("_kv")
+                if keys is None:  # no cell can equal any key
+                    df = df.where(sf.lit(False)).withColumn(idx_name, sf.lit(0))
+                else:
+                    df = df.withColumn("_kv", _expr(value))
+                    df = df.join(sf.broadcast(keys), "_kv", "inner").drop("_kv")
             else:
-                df = df.withColumn(idx_name, _bin_index(g, value))
+                df = df.withColumn(idx_name, _expr(exprs.bin_index(g, value)))
                 df = df.where(sf.col(idx_name).isNotNull())
             df = df.withColumn("_cell", sf.col("_cell") + sf.col(idx_name).cast("long") * stride)
             stride *= g.n_cells
 
         # step 6: quanta
         for j, vc in enumerate(plan.values):
-            value = _cast(vc.column, sf.col(src[vc.column.name]), dtypes[vc.column.name])
-            df = df.withColumn(f"_q{j}", _quanta(vc, value))
+            value = _cast(vc.column, src[vc.column.name], dtypes[vc.column.name])
+            df = df.withColumn(f"_q{j}", _expr(exprs.quanta(vc, value, "BIGINT")))
 
         # steps 4 and 5: units and bounding
         if plan.unit is not None:
-            unit = _cast(plan.unit, sf.col(src[plan.unit.name]), dtypes[plan.unit.name])
+            unit = _expr(_cast(plan.unit, src[plan.unit.name], dtypes[plan.unit.name]))
             qcols = [f"_q{j}" for j in range(len(plan.values))]
             # the unit keeps its type (a long groups faster than its text); ranks use its text
             df = df.select(unit.alias("_u"), "_cell", *qcols)  # no source columns
@@ -321,21 +313,21 @@ class SparkEngine:
 
         # step 7: exact aggregates
         limbs: tuple[str, ...] = ("hh", "hl", "ll")
-        exprs = [sf.count(sf.lit(1)).alias("_rows")]
+        aggs = [sf.count(sf.lit(1)).alias("_rows")]
         for j, vc in enumerate(plan.values):
             q = sf.col(f"_q{j}")
             if max(abs(vc.lower_q), abs(vc.upper_q)) < _LONG_SUM_LIMIT:
-                exprs.append(sf.sum(q).alias(f"_sum{j}"))  # a long: exact below 2^44 values
+                aggs.append(sf.sum(q).alias(f"_sum{j}"))  # a long: exact below 2^44 values
             else:
-                exprs.append(sf.sum(q.cast("decimal(38,0)")).alias(f"_sum{j}"))
-            exprs.append(sf.count(q).alias(f"_cnt{j}"))
+                aggs.append(sf.sum(q.cast("decimal(38,0)")).alias(f"_sum{j}"))
+            aggs.append(sf.count(q).alias(f"_cnt{j}"))
             if vc.squares:
                 t = sf.abs(q * 2 - sf.lit(vc.lower_q + vc.upper_q))
                 hi = sf.shiftright(t, _LIMB)
                 lo = t.bitwiseAND(sf.lit((1 << _LIMB) - 1))
                 for n, term in zip(limbs, (hi * hi, hi * lo, lo * lo), strict=True):
-                    exprs.append(sf.sum(term.cast("decimal(38,0)")).alias(f"_sq{j}_{n}"))
-        agg = df.groupBy("_cell").agg(*exprs)
+                    aggs.append(sf.sum(term.cast("decimal(38,0)")).alias(f"_sq{j}_{n}"))
+        agg = df.groupBy("_cell").agg(*aggs)
         cols = [sf.col("_cell"), sf.col("_rows")]
         for j, vc in enumerate(plan.values):
             cols += [
@@ -705,223 +697,41 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-# -- casts (step 2) ---------------------------------------------------------------------------
-def _cast(column: Column, c: Any, dtype: str) -> Any:
-    """The contract's cast of a source column of Spark type ``dtype`` to ``column.type``."""
+# -- the contract's expressions, rendered from the shared tree ----------------------------
+def _family(dtype: str) -> str:
+    """The family of a Spark type (:func:`~snapdp.data.engines.relational.exprs.cast_native`)."""
+    d = dtype.lower()
+    if d == "string":
+        return "text"
+    if d in _INTEGRAL:
+        return "int"
+    if d in _FLOATING:
+        return "float"
+    if d.startswith("decimal"):
+        return "fixed"
+    return {"boolean": "bool", "date": "date"}.get(d, "other")
+
+
+def _cast(column: Column, name: str, dtype: str) -> exp.Expression:
+    """The contract's cast of the source column ``name`` of Spark type ``dtype`` (step 2)."""
+    return exprs.cast_native(exprs.column(name), _family(dtype), column.type)
+
+
+def _expr(node: exp.Expression) -> Any:
+    """A node of the shared tree as a Spark column."""
     from pyspark.sql import functions as sf
 
-    kind = column.type
-    dtype = dtype.lower()
-    null = {
-        "integer": "bigint",
-        "decimal": "double",
-        "text": "string",
-        "boolean": "boolean",
-        "date": "date",
-    }[kind]
-    if dtype == "string":  # what is not UTF-8 (Parquet bytes Spark does not check) is null
-        s = sf.when((c != sf.lit("")) & sf.is_valid_utf8(c), c)
-        t = sf.trim(s, sf.lit(" "))
-        if kind == "text":
-            return s
-        if kind == "integer":
-            d = t.try_cast("double")
-            return (
-                sf.when(t.rlike(_INT_RE), t.try_cast("bigint"))
-                .when(t.rlike(_DEC_RE), _integral(d))
-                .otherwise(sf.lit(None).cast("bigint"))
-            )
-        if kind == "decimal":
-            d = t.try_cast("double")
-            return sf.when(t.rlike(_DEC_RE), _finite(d)).otherwise(sf.lit(None).cast("double"))
-        if kind == "boolean":
-            low = sf.lower(t)
-            return (
-                sf.when(low.isin(*_TRUE), sf.lit(True))
-                .when(low.isin(*_FALSE), sf.lit(False))
-                .otherwise(sf.lit(None).cast("boolean"))
-            )
-        return sf.when(
-            t.rlike(_DATE_RE) & (sf.substring(t, 1, 4) != sf.lit("0000")), t.try_cast("date")
-        ).otherwise(sf.lit(None).cast("date"))
-    if dtype in _INTEGRAL:
-        if kind == "integer":
-            return c.cast("bigint")
-        if kind == "decimal":
-            return c.cast("bigint").cast("double")
-        if kind == "text":
-            return c.cast("bigint").cast("string")
-        return sf.lit(None).cast(null)
-    if dtype in _FLOATING:
-        d = c.cast("double")
-        if kind == "integer":
-            return _integral(d)
-        if kind == "decimal":
-            return _finite(d)
-        return sf.lit(None).cast(null)
-    if dtype.startswith("decimal"):  # native fixed point: exact integers, decimals as doubles
-        if kind == "integer":
-            return sf.when(
-                (c == sf.floor(c))
-                & (sf.abs(c) < sf.expr("CAST('9223372036854775808' AS DECIMAL(38,0))")),
-                c.cast("bigint"),
-            ).otherwise(sf.lit(None).cast("bigint"))
-        if kind == "decimal":
-            return c.cast("double")
-        return sf.lit(None).cast(null)
-    if dtype == "boolean" and kind == "boolean":
-        return c
-    if dtype == "date" and kind == "date":
-        return c
-    return sf.lit(None).cast(null)
-
-
-def _finite(d: Any) -> Any:
-    from pyspark.sql import functions as sf
-
-    return sf.when(sf.abs(d) <= sf.lit(float("1.7976931348623157e308")), d).otherwise(
-        sf.lit(None).cast("double")
-    )
-
-
-def _integral(d: Any) -> Any:
-    """A double that is integral with |d| < 2^63 as a long; else null (NaN, ±inf included)."""
-    from pyspark.sql import functions as sf
-
-    small = sf.when(sf.abs(d) < sf.lit(float(1 << 63)), d)
-    as_long = small.cast("bigint")
-    return sf.when(as_long.cast("double") == small, as_long).otherwise(sf.lit(None).cast("bigint"))
-
-
-def _typed_literal(column: Column, value: object) -> Any:
-    from pyspark.sql import functions as sf
-
-    if column.type == "decimal":
-        return sf.lit(float(value))  # type: ignore[arg-type]
-    if column.type == "integer":
-        return sf.lit(value).cast("bigint")
-    if column.type == "date":
-        return sf.lit(value).cast("date")
-    return sf.lit(value)
-
-
-def _where_expr(predicate: Predicate, values: dict[str, Any], decl: dict[str, Column]) -> Any:
-    """The row filter as a Spark Column (SQL's three-valued logic, as DuckDB and the oracle)."""
-    from pyspark.sql import functions as sf
-
-    def lit(name: str, value: object) -> Any:
-        if decl[name].type == "decimal":
-            assert isinstance(value, (int, Fraction))
-            try:
-                return sf.lit(float(value))  # the nearest double
-            except OverflowError:
-                return sf.lit(math.inf if value > 0 else -math.inf)
-        return _typed_literal(decl[name], value)
-
-    def walk(p: Predicate) -> Any:
-        if isinstance(p, Compare):
-            v, x = values[p.column], lit(p.column, p.value)
-            ops = {"=": v == x, "<>": v != x, "<": v < x, "<=": v <= x, ">": v > x, ">=": v >= x}
-            return ops[p.op]
-        if isinstance(p, InList):
-            return values[p.column].isin(*[lit(p.column, x) for x in p.values])
-        if isinstance(p, IsNull):
-            return values[p.column].isNull()
-        if isinstance(p, Not):
-            return ~walk(p.term)
-        terms = [walk(t) for t in p.terms]
-        out = terms[0]
-        for t in terms[1:]:
-            out = (out & t) if isinstance(p, And) else (out | t)
-        return out
-
-    return walk(predicate)
+    return sf.expr(spark_sql(node))
 
 
 def _key_table(session: Any, g: Column, idx_name: str) -> Any:
-    """The declared keys as a typed table (_kv, idx); the first of equal doubles wins."""
-    assert g.keys is not None
-    spark_type = {
-        "integer": "bigint",
-        "decimal": "double",
-        "text": "string",
-        "boolean": "boolean",
-        "date": "date",
-    }[g.type]
-    rows = _distinct_keys(g)
-    return session.createDataFrame(rows, schema=f"_kv {spark_type}, {idx_name} int")
-
-
-def _distinct_keys(g: Column) -> list[tuple[object, int]]:
-    """(key as the engine compares it, index): decimal keys as doubles; the first of equal
-    doubles wins, as in the contract's first-match rule."""
-    assert g.keys is not None
-    rows: list[tuple[object, int]] = []
-    seen: set[object] = set()
-    for i, key in enumerate(g.keys):
-        k: object = float(key) if isinstance(key, Fraction) else key
-        if k in seen:
-            continue
-        seen.add(k)
-        rows.append((k, i))
-    return rows
-
-
-def _bin_index(g: Column, value: Any) -> Any:
-    """The bin index of the cast ``value`` (null outside every bin or for a null), base step 3:
-    an integer column exactly against integer edges (as longs; an edge past int64 compared with
-    the end of int64, the same truth value for every long), a decimal one as a double against
-    the double nearest each edge. A nested CASE of fixed depth
-    (:func:`~snapdp.data.engines.base.bin_tree`): every non-null value makes the same number of
-    comparisons, wherever it lies (docs/data.md, "Run time")."""
-    from pyspark.sql import functions as sf
-
-    edges = bin_edges(g)
-    below: list[Any] = []
-    if g.type == "integer":
-        v = value.cast("bigint")
-        for e in edges:
-            assert isinstance(e, int)
-            if e > INT64_MAX:
-                below.append(v <= sf.lit(INT64_MAX).cast("bigint"))
-            else:
-                below.append(v < sf.lit(max(e, INT64_MIN)).cast("bigint"))
-    else:
-        v = value.cast("double")
-        below = [v < sf.lit(float(e)) for e in edges]
-    return sf.when(v.isNotNull(), _tree(bin_tree(len(edges)), below))
-
-
-def _tree(node: BinTree, below: list[Any]) -> Any:
-    from pyspark.sql import functions as sf
-
-    if node is None:
-        return sf.lit(None).cast("int")
-    if isinstance(node, int):
-        return sf.lit(node)
-    j, left, right = node
-    return sf.when(below[j], _tree(left, below)).otherwise(_tree(right, below))
+    """The declared keys as a typed table (_kv, idx); the first of equal doubles wins. None
+    when no cell can equal any key."""
+    values = exprs.keys_values(g, ("_kv", idx_name))
+    return None if values is None else session.sql(f"SELECT * FROM {spark_sql(values)}")
 
 
 # -- quanta (step 6) and ranks (step 5) ------------------------------------------------------
-def _quanta(vc: ValueColumn, value: Any) -> Any:
-    """q = clamp(rint(clamp(v, L−1, U+1)·10^d), L_q, U_q) as a long; a null takes impute_q."""
-    from pyspark.sql import functions as sf
-
-    scale = 10**vc.decimals
-    lo_d = float(vc.lower_q // scale - 1)
-    hi_d = float(-(-vc.upper_q // scale) + 1)
-    v = value.cast("double")
-    y = sf.least(sf.greatest(v, sf.lit(lo_d)), sf.lit(hi_d)) * sf.lit(float(scale))
-    r = sf.least(sf.greatest(sf.rint(y), sf.lit(-float(_Q_LIMIT))), sf.lit(float(_Q_LIMIT)))
-    q = sf.least(
-        sf.greatest(r.cast("bigint"), sf.lit(vc.lower_q).cast("bigint")),
-        sf.lit(vc.upper_q).cast("bigint"),
-    )
-    impute = sf.lit(vc.impute_q).cast("bigint")
-    return sf.when(v.isNull(), impute).otherwise(q)
-
-
 def _lanes(value: Any, count: int) -> list[Any]:
     """The ``count`` 32-bit lanes of a non-negative long, least significant first."""
     from pyspark.sql import functions as sf
