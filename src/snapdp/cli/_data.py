@@ -312,7 +312,7 @@ def make_engine(
 
     ``memory_limit`` bounds DuckDB's memory (it spills to a private temporary folder beyond it);
     Spark's memory is set in its own session. ``glob``: read a path as a file pattern."""
-    module_name = "snapdp.data.engines.spark" if name == "spark" else "snapdp.data.engines.duckdb"
+    module_name = "snapdp.data.engines." + ("spark" if name == "spark" else "duckdb") + ".engine"
     class_name = "SparkEngine" if name == "spark" else "DuckDBEngine"
     try:
         module = importlib.import_module(module_name)

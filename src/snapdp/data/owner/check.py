@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from snapdp.data.engines.duckdb import DuckDBEngine, cell_index_sql
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.data.engines.duckdb.query import cell_index_sql
 from snapdp.data.engines.relational import exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column, Schema

@@ -269,9 +269,9 @@ def default_engine(data: object, schema: Schema) -> Engine:
     import importlib
 
     if type(data).__module__.startswith("pyspark"):
-        module = importlib.import_module("snapdp.data.engines.spark")
+        module = importlib.import_module("snapdp.data.engines.spark.engine")
         engine: Engine = module.SparkEngine(data, csv=schema.csv)
         return engine
-    module = importlib.import_module("snapdp.data.engines.duckdb")
+    module = importlib.import_module("snapdp.data.engines.duckdb.engine")
     engine = module.DuckDBEngine(data, csv=schema.csv)
     return engine

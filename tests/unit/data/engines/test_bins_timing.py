@@ -33,7 +33,7 @@ from tests.unit.data.engines._bin_cases import (
 
 from snapdp.data.engines import base
 from snapdp.data.engines.base import AggregatePlan
-from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.engines.relational import exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column

@@ -96,7 +96,7 @@ def test_bins_equal_the_reference_for_every_value(spark_session: Any) -> None:
 
 
 def test_keys_are_matched_by_a_join_not_a_chain(spark_session: Any) -> None:
-    from snapdp.data.engines.spark import SparkEngine
+    from snapdp.data.engines.spark.engine import SparkEngine
 
     column = Column("k", "integer", keys=tuple(range(5)))
     frame = pd.DataFrame({"k": pd.Series([0, 4, 4, 7], dtype="int64")})

@@ -35,7 +35,8 @@ from snapdp.data.engines.base import (
     group_rank,
     row_rank,
 )
-from snapdp.data.engines.duckdb import DuckDBEngine, _q_type, _ranked
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.data.engines.duckdb.query import _q_type, _ranked
 from snapdp.data.engines.relational import exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column, ContributionBounds, NullRule
