@@ -66,10 +66,10 @@ def sql(
         _NoEngine,
         _print_accuracy,
         _print_results,
-        make_engine,
         usefulness,
     )
     from snapdp.data.budget.ledger import Ledger
+    from snapdp.data.engines import factory
     from snapdp.data.frontends.sql import SqlError, apply_post_processing, parse_sql
     from snapdp.data.frontends.toml import load_declaration
     from snapdp.data.release.table import PrivateTable
@@ -102,7 +102,7 @@ def sql(
         return
     table = PrivateTable(
         schema=schema,
-        engine=make_engine("duckdb", source, schema),
+        engine=factory.make_engine("duckdb", source, schema),
         ledger=Ledger(None, total),
         dataset=dataset or workload.dataset,
     )
