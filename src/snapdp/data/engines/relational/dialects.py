@@ -92,8 +92,11 @@ def _duckdb_round(gen: Any, e: RoundHalfEven) -> str:
 def _spark_round(gen: Any, e: RoundHalfEven) -> str:
     limit = exp.Literal.number(repr(_SPARK_ROUND_LIMIT))
     r = exp.Least(
+        ignore_nulls=True,
         this=exp.Greatest(
-            this=exp.Anonymous(this="RINT", expressions=[e.this]), expressions=[exp.Neg(this=limit)]
+            ignore_nulls=True,
+            this=exp.Anonymous(this="RINT", expressions=[e.this]),
+            expressions=[exp.Neg(this=limit)],
         ),
         expressions=[limit.copy()],
     )

@@ -348,14 +348,19 @@ def quanta(vc: ValueColumn, value: exp.Expression, q_type: str) -> exp.Expressio
     y = exp.Mul(
         this=exp.Paren(
             this=exp.Least(
-                this=exp.Greatest(this=v, expressions=[double(lo)]), expressions=[double(hi)]
+                ignore_nulls=True,
+                this=exp.Greatest(ignore_nulls=True, this=v, expressions=[double(lo)]),
+                expressions=[double(hi)],
             )
         ),
         expression=double(float(scale)),
     )
     q = exp.Least(
+        ignore_nulls=True,
         this=exp.Greatest(
-            this=RoundHalfEven(this=y, to=_type(q_type)), expressions=[_num(vc.lower_q)]
+            ignore_nulls=True,
+            this=RoundHalfEven(this=y, to=_type(q_type)),
+            expressions=[_num(vc.lower_q)],
         ),
         expressions=[_num(vc.upper_q)],
     )
