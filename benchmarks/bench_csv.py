@@ -30,7 +30,7 @@ _TASK = """
 import json, resource, sys, time
 from fractions import Fraction
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.model.schema import Column, ContributionBounds
 path, plan_name = sys.argv[1], sys.argv[2]
 g = Column("g", "integer", keys=tuple(range(50)))

@@ -26,7 +26,7 @@ _TASK = """
 import json, resource, sys
 from fractions import Fraction
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.model.schema import Column, CsvOptions
 path, limit = sys.argv[1], int(sys.argv[2])
 g = Column("g", "integer", keys=tuple(range(50)))

@@ -85,7 +85,7 @@ assert len(rows) == 50, len(rows)
 _ENGINE = """
 from fractions import Fraction
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.model.schema import Column, ContributionBounds
 g = Column("g", "integer", keys=tuple(range(50)))
 x = Column("x", "decimal", lower=Fraction(0), upper=Fraction(1000))
@@ -194,7 +194,7 @@ spark.stop()
 _SPARK_ENGINE = """
 from fractions import Fraction
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.engines.spark import SparkEngine
+from snapdp.data.engines.spark.engine import SparkEngine
 from snapdp.data.model.schema import Column, ContributionBounds
 def job():
     g = Column("g", "integer", keys=tuple(range(50)))

@@ -23,7 +23,7 @@ _CHILD = r"""
 import json, resource, sys, time
 from fractions import Fraction
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.model.schema import Column
 keys = tuple(f"group{i:02d}" for i in range(50))
 x = ValueColumn(Column("x", "decimal", lower=Fraction(0), upper=Fraction(1000)), 2, 0, 100000)

@@ -64,10 +64,10 @@ def _schema() -> Schema:
 
 def _engine(frame: pd.DataFrame, spark: Any) -> Any:
     if spark is not None:
-        from snapdp.data.engines.spark import SparkEngine
+        from snapdp.data.engines.spark.engine import SparkEngine
 
         return SparkEngine(frame, spark=spark)
-    from snapdp.data.engines.duckdb import DuckDBEngine
+    from snapdp.data.engines.duckdb.engine import DuckDBEngine
 
     return DuckDBEngine(frame, threads=1)
 

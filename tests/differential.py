@@ -426,11 +426,11 @@ def run_api(source: Source, data: object, engine: str, spark: Any = None) -> Out
     label = [str(data), str(Path(str(data)).parent)] if isinstance(data, Path) else []
     try:
         if engine == "spark":
-            from snapdp.data.engines.spark import SparkEngine
+            from snapdp.data.engines.spark.engine import SparkEngine
 
             eng: Any = SparkEngine(data, spark=spark, csv=schema_for(source).csv)
         else:
-            from snapdp.data.engines.duckdb import DuckDBEngine
+            from snapdp.data.engines.duckdb.engine import DuckDBEngine
 
             eng = DuckDBEngine(data, csv=schema_for(source).csv)
         table = PrivateTable(

@@ -111,7 +111,7 @@ def run_sql_api(text: str, decl: Path, data: object) -> Outcome:
     import numpy as np
 
     from snapdp.data import PrivateTable
-    from snapdp.data.engines.duckdb import DuckDBEngine
+    from snapdp.data.engines.duckdb.engine import DuckDBEngine
     from snapdp.data.frontends.toml import load_declaration
     from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 

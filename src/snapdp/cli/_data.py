@@ -11,11 +11,9 @@ are all integers make an integer column, else text; a value column named by ``--
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import click
@@ -30,10 +28,11 @@ from snapdp.cli._print import (
     with_progress,
 )
 from snapdp.data.budget.ledger import Ledger
+from snapdp.data.engines import factory
 from snapdp.data.frontends.flags import default_by, workload_from_flags
 from snapdp.data.frontends.flags import schema_from_options as _schema_from_options
 from snapdp.data.model.names import flags
-from snapdp.data.model.schema import COLUMN_TYPES, DEFAULT_MAX_LINE_BYTES, Schema
+from snapdp.data.model.schema import COLUMN_TYPES, DEFAULT_MAX_LINE_BYTES
 from snapdp.data.model.workload import Workload
 from snapdp.data.planner.consistent_accuracy import NOTE as CONSISTENT_NOTE
 from snapdp.data.release.table import PrivateTable
@@ -195,7 +194,7 @@ def run_table_release(
     total = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
     table = PrivateTable(
         schema=schema,
-        engine=make_engine(engine, source, schema, memory_limit=memory_limit, glob=glob),
+        engine=factory.make_engine(engine, source, schema, memory_limit=memory_limit, glob=glob),
         ledger=Ledger(None, eps),
         dataset=dataset,
     )
@@ -266,41 +265,6 @@ def _demo(
     if declaration.get("rows") is None:
         declaration["rows"] = DEMO_ROWS
     return demo_table(), "demo table (synthetic, 100,000 people)", declaration, by
-
-
-def make_engine(
-    name: str,
-    source: object,
-    schema: Schema,
-    *,
-    memory_limit: str | None = None,
-    glob: bool = False,
-) -> Any:
-    """The engine ``name`` over ``source`` (imported lazily: Spark only when asked for).
-
-    ``memory_limit`` bounds DuckDB's memory (it spills to a private temporary folder beyond it);
-    Spark's memory is set in its own session. ``glob``: read a path as a file pattern."""
-    module_name = "snapdp.data.engines.spark" if name == "spark" else "snapdp.data.engines.duckdb"
-    class_name = "SparkEngine" if name == "spark" else "DuckDBEngine"
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError:
-        raise ParameterError(
-            f"`--engine {name}` is not available in this installation", parameter="engine"
-        ) from None
-    if name == "spark":
-        if memory_limit is not None:
-            raise ParameterError(
-                "`--memory-limit` is DuckDB's; set Spark's memory in its session "
-                "(docs/data.md, 'Running on a cluster')",
-                parameter="memory_limit",
-            )
-        if hasattr(source, "to_pandas"):  # an Arrow table (the demo)
-            source = source.to_pandas()
-        return getattr(module, class_name)(source, csv=schema.csv, glob=glob)
-    if not isinstance(source, (str, Path)):
-        return getattr(module, class_name)(source, csv=schema.csv, memory_limit=memory_limit)
-    return getattr(module, class_name)(source, csv=schema.csv, glob=glob, memory_limit=memory_limit)
 
 
 class _NoEngine:

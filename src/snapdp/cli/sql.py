@@ -61,9 +61,10 @@ def sql(
     released values. See docs/sql.md."""
     from dataclasses import replace
 
-    from snapdp.cli._data import _NoEngine, make_engine
+    from snapdp.cli._data import _NoEngine
     from snapdp.cli._print import exact_text, print_accuracy, print_results, usefulness
     from snapdp.data.budget.ledger import Ledger
+    from snapdp.data.engines import factory
     from snapdp.data.frontends.sql import SqlError, apply_post_processing, parse_sql
     from snapdp.data.frontends.toml import load_declaration
     from snapdp.data.release.table import PrivateTable
@@ -103,7 +104,7 @@ def sql(
     check_source(source, declaration)
     table = PrivateTable(
         schema=schema,
-        engine=make_engine("duckdb", source, schema),
+        engine=factory.make_engine("duckdb", source, schema),
         ledger=Ledger(None, total),
         dataset=dataset or workload.dataset,
     )

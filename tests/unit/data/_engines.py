@@ -14,7 +14,7 @@ from snapdp.data.model.schema import CsvOptions
 def local_engine(source: object, csv_options: CsvOptions | None = None) -> Any:
     """An engine over ``source`` (a CSV path, a list of row dicts, a DataFrame, an Arrow table)."""
     try:
-        module = importlib.import_module("snapdp.data.engines.duckdb")
+        module = importlib.import_module("snapdp.data.engines.duckdb.engine")
         if not isinstance(source, list):
             return module.DuckDBEngine(source, csv=csv_options or CsvOptions())
     except ImportError:
@@ -22,7 +22,7 @@ def local_engine(source: object, csv_options: CsvOptions | None = None) -> Any:
     try:
         oracle = importlib.import_module("tests.data_oracle")
     except ImportError:
-        pytest.skip("no engine: neither snapdp.data.engines.duckdb nor tests/data_oracle.py")
+        pytest.skip("no engine: neither snapdp.data.engines.duckdb.engine nor tests/data_oracle.py")
     return oracle.OracleEngine(source, csv_options=csv_options)
 
 

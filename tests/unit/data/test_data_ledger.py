@@ -182,7 +182,7 @@ def _as_unprivileged(body: Callable[[], None]) -> None:
     # user 65534 may not read root's site-packages: import what the body needs before dropping
     import duckdb  # noqa: F401
 
-    import snapdp.data.engines.duckdb  # noqa: F401
+    import snapdp.data.engines.duckdb.engine  # noqa: F401
 
     queue: mp.Queue[str] = _CTX.Queue()
 

@@ -34,7 +34,7 @@ from snapdp.data.model.schema import Column, ContributionBounds, Schema
 from snapdp.data.statistics import compile_query
 from snapdp.errors import ParameterError
 
-duckdb_engine = pytest.importorskip("snapdp.data.engines.duckdb")
+duckdb_engine = pytest.importorskip("snapdp.data.engines.duckdb.engine")
 
 A = Column("a", "integer", Fraction(-5), Fraction(50))
 X = Column("x", "decimal", Fraction(-2), Fraction(2))

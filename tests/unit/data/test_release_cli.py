@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from tests.unit.data._engines import local_engine
 from tests.unit.data.engines._csv_cases import AWKWARD as CSV_AWKWARD
 
-import snapdp.cli._data as cli_data
 import snapdp.cli._print as cli_print
+import snapdp.data.engines.factory as engine_factory
 from snapdp.cli import main
 from snapdp.cli._data import schema_from_options
 from snapdp.cli._print import plain_number
@@ -30,7 +30,7 @@ def _engine(monkeypatch: pytest.MonkeyPatch) -> None:
     def make(name: str, source: object, schema: Schema, **options: Any) -> Any:
         return local_engine(source, schema.csv)
 
-    monkeypatch.setattr(cli_data, "make_engine", make)
+    monkeypatch.setattr(engine_factory, "make_engine", make)
 
 
 def _run(*args: str) -> tuple[int, str]:
@@ -197,7 +197,7 @@ def test_ctrl_c_during_the_scan_spends_nothing_and_exits_130(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(
-        cli_data, "make_engine", lambda name, source, schema, **kw: _Interrupted(source)
+        engine_factory, "make_engine", lambda name, source, schema, **kw: _Interrupted(source)
     )
     ledger = str(tmp_path / "b.sqlite")
     code, out = _run("release", str(tmp_path / "t.csv"), "--epsilon", "1", "--count",
@@ -224,7 +224,9 @@ def test_progress_shows_a_percentage_and_time_never_bytes(
             self.read = 100
             return local_engine([{"x": "1"}]).aggregate(plan)
 
-    monkeypatch.setattr(cli_data, "make_engine", lambda name, source, schema, **kw: Done(source))
+    monkeypatch.setattr(
+        engine_factory, "make_engine", lambda name, source, schema, **kw: Done(source)
+    )
     shown: list[tuple[Any, Any]] = []
     update = Progress.update
 

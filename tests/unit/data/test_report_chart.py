@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 from snapdp.data import Plan, PlannedQuery, Query, Column, Schema
 from snapdp.data.output.report import render_report
-from snapdp.data.release.table import default_engine
+from snapdp.data.engines.factory import default_engine
 schema = Schema((Column("age", "integer", lower=Fraction(0), upper=Fraction(100)),
                  Column("sex", "integer", keys=(0, 1))))
 plan = Plan(schema, [PlannedQuery(Query("count", by=("sex",)), epsilon=Fraction(1)),

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from snapdp import _certcache, rescaling
-from snapdp.data.engines.spark import _executor_noise
+from snapdp.data.engines.spark.executor import executor_noise as _executor_noise
 
 
 def test_executor_noise_reads_and_writes_no_disk_cache(

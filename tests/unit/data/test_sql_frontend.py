@@ -27,7 +27,7 @@ from snapdp.data.model.workload import Declaration
 from snapdp.errors import ParameterError
 
 pytest.importorskip("sqlglot")
-duckdb_engine = pytest.importorskip("snapdp.data.engines.duckdb")
+duckdb_engine = pytest.importorskip("snapdp.data.engines.duckdb.engine")
 
 SCHEMA = Schema(
     (

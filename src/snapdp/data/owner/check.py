@@ -9,18 +9,22 @@ units and the units and rows over each contribution bound; the true row count ag
 declared ``rows`` and ``max_rows``. Everything here is exact and may quote cells: it must not be
 shown to analysts. It never spends budget and never opens a ledger.
 
-The cast, key and bin rules are the engines' (:mod:`snapdp.data.engines.base`, read by the DuckDB
-engine), so what is reported is what a release would do with the row.
+The cast, key and bin rules are the engines' (:mod:`snapdp.data.engines.base`), written once as
+the expression tree of :mod:`snapdp.data.engines.relational` and rendered here for DuckDB, so what
+is reported is what a release would do with the row.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 from typing import Any
 
-from snapdp.data.engines.duckdb import DuckDBEngine, cell_index_sql
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.data.engines.duckdb.query import cell_index_sql
+from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column, Schema
 
 __all__ = ["CheckReport", "ColumnReport", "UnitReport", "check"]
@@ -310,7 +314,6 @@ def _over(engine: DuckDBEngine, counts: str, bound: int) -> tuple[int, int]:
 
 
 def _double(x: object) -> str:
-    d = float(x)  # type: ignore[arg-type]
-    if math.isinf(d):
-        return "'inf'::DOUBLE" if d > 0 else "'-inf'::DOUBLE"
-    return f"{d!r}::DOUBLE"
+    """SQL: the double nearest the bound ``x`` (the engines' typed literal)."""
+    assert isinstance(x, (int, Fraction))
+    return duckdb_sql(exprs.double(exprs.nearest_double(x)))

@@ -16,6 +16,7 @@ import numpy as np
 
 from snapdp._validation import check_epsilon
 from snapdp.data.budget.ledger import Ledger, resolve_dataset
+from snapdp.data.engines import factory
 from snapdp.data.engines.base import Engine
 from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import check_unit
@@ -25,7 +26,6 @@ from snapdp.data.output.writers import write_results
 from snapdp.data.planner.plan import Plan
 from snapdp.data.planner.preview import PlanPreview
 from snapdp.data.release import session
-from snapdp.data.release.table import default_engine
 from snapdp.errors import ParameterError
 
 __all__ = ["PlanRun", "ProgressCallback", "run_plan"]
@@ -222,4 +222,4 @@ def _default_engine(source: object, schema: Schema) -> Engine:
     """The release's default engine for ``source`` (DuckDB; Spark for a Spark DataFrame)."""
     if source is None:
         raise ParameterError("the plan declares no `source`", parameter="source")
-    return default_engine(source, schema)
+    return factory.default_engine(source, schema)

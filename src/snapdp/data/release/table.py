@@ -31,6 +31,7 @@ import numpy as np
 
 from snapdp._validation import check_epsilon
 from snapdp.data.budget.ledger import Ledger, resolve_dataset
+from snapdp.data.engines import factory
 from snapdp.data.engines.base import Engine
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
@@ -38,7 +39,6 @@ from snapdp.data.model.workload import _confidence, check_unit
 from snapdp.data.output.results import QueryResult, Results
 from snapdp.data.refusals import check_release
 from snapdp.data.release import session
-from snapdp.data.release.sources import arrow_source
 from snapdp.data.statistics import (
     AccuracyStatement,
     Compiled,
@@ -86,7 +86,7 @@ class PrivateTable:
                 f"`rng` must be None or a numpy.random.Generator, not {rng!r}", parameter="rng"
             )
         self.schema = schema
-        self.engine: Engine = engine if engine is not None else default_engine(data, schema)
+        self.engine: Engine = engine if engine is not None else factory.default_engine(data, schema)
         if schema.privacy_unit is not None:
             check_unit(schema)
         name = resolve_dataset(
@@ -262,23 +262,3 @@ def split_epsilon(epsilon: object, n: int, split: Sequence[object] | None = None
         )
     weights = [check_epsilon("split", w) for w in split]
     return [total * w / sum(weights, Fraction(0)) for w in weights]
-
-
-def default_engine(data: object, schema: Schema) -> Engine:
-    """The engine for ``data``: Spark for a Spark DataFrame, else DuckDB (imported lazily); a
-    polars frame or a DuckDB relation is read into an Arrow table first
-    (:func:`snapdp.data.release.sources.arrow_source`)."""
-    if data is None:
-        raise ParameterError(
-            "`data` is required (a path, a DataFrame or an Arrow table)", parameter="data"
-        )
-    data = arrow_source(data)
-    import importlib
-
-    if type(data).__module__.startswith("pyspark"):
-        module = importlib.import_module("snapdp.data.engines.spark")
-        engine: Engine = module.SparkEngine(data, csv=schema.csv)
-        return engine
-    module = importlib.import_module("snapdp.data.engines.duckdb")
-    engine = module.DuckDBEngine(data, csv=schema.csv)
-    return engine

@@ -19,14 +19,14 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-import snapdp.data.engines.spark as spark_module
+import snapdp.data.engines.spark.executor as spark_module
 from snapdp.data.engines.base import NoiseRequest
-from snapdp.data.engines.spark import SparkEngine
+from snapdp.data.engines.spark.engine import SparkEngine
 
 
 def _kill_executor_once(marker: str) -> Callable[[Any], Any]:
     """Wrap the executor-noise function: the first task to run kills its executor's JVM."""
-    original = spark_module._executor_noise
+    original = spark_module.executor_noise
 
     def wrapped(specs: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
         inner = original(specs)
@@ -86,12 +86,12 @@ def main() -> None:
         out["aggregates"] = {name: vars(engine.aggregate(plan)) for name, plan in plans()}
         plan = plans()[0][1]
         requests = [NoiseRequest("rows", "rows", PARAMS), NoiseRequest("sum", "sum0", PARAMS)]
-        spark_module._executor_noise = _kill_executor_once(os.path.join(marker_dir, "killed"))  # type: ignore[assignment]
+        spark_module.executor_noise = _kill_executor_once(os.path.join(marker_dir, "killed"))  # type: ignore[assignment]
         survived = engine.noisy_aggregate(plan, requests)
         out["survived"] = {k: v.tolist() for k, v in survived.items()}
         out["location"] = engine.last_noise_location
         out["killed"] = os.path.exists(os.path.join(marker_dir, "killed"))
-        spark_module._executor_noise = _always_fail  # type: ignore[assignment]
+        spark_module.executor_noise = _always_fail  # type: ignore[assignment]
         try:
             engine.noisy_aggregate(plan, requests)
             out["failure"] = "returned"

@@ -20,7 +20,7 @@ from tests.data_oracle import OracleEngine
 
 from snapdp.data import Column, Ledger, PrivateTable, Query, Schema
 from snapdp.data.engines.base import AggregatePlan
-from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
 
 TOP = (1 << 63) - 1
 BOTTOM = -(1 << 63)

@@ -33,8 +33,15 @@ from tests.unit.data.engines._bin_cases import (
 
 from snapdp.data.engines import base
 from snapdp.data.engines.base import AggregatePlan
-from snapdp.data.engines.duckdb import DuckDBEngine, _bin_expr
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column
+
+
+def _bin_expr(column: Column, value: str) -> str:
+    return duckdb_sql(exprs.bin_index(column, exprs.column(value)))
+
 
 if TYPE_CHECKING:
     from snapdp.data.engines.base import BinTree

@@ -57,13 +57,10 @@ def _count(condition: Any) -> int:
 
 def _analysed(spark: Any, column: Column) -> Any:
     """The analysed bin expression of ``column`` over a one-column frame of its type."""
-    from pyspark.sql import functions as sf
-
-    from snapdp.data.engines.spark import _bin_index
 
     kind = "bigint" if column.type == "integer" else "double"
     frame = spark.createDataFrame([], f"v {kind}")
-    df = frame.select(_bin_index(column, sf.col("v")).alias("i"))
+    df = frame.select(_bin_index(column, "v").alias("i"))
     return df._jdf.queryExecution().analyzed().expressions().apply(0)
 
 
@@ -82,13 +79,10 @@ def test_every_value_makes_the_same_number_of_comparisons(
 
 
 def _indices(spark: Any, column: Column, values: list[Any], kind: str) -> list[Any]:
-    from pyspark.sql import functions as sf
-
-    from snapdp.data.engines.spark import _bin_index
 
     rows = [(i, v) for i, v in enumerate(values)]
     frame = spark.createDataFrame(rows, f"i int, v {kind}")
-    out = frame.select("i", _bin_index(column, sf.col("v")).alias("b")).orderBy("i").collect()
+    out = frame.select("i", _bin_index(column, "v").alias("b")).orderBy("i").collect()
     return [r["b"] for r in out]
 
 
@@ -102,7 +96,7 @@ def test_bins_equal_the_reference_for_every_value(spark_session: Any) -> None:
 
 
 def test_keys_are_matched_by_a_join_not_a_chain(spark_session: Any) -> None:
-    from snapdp.data.engines.spark import SparkEngine
+    from snapdp.data.engines.spark.engine import SparkEngine
 
     column = Column("k", "integer", keys=tuple(range(5)))
     frame = pd.DataFrame({"k": pd.Series([0, 4, 4, 7], dtype="int64")})
@@ -112,3 +106,13 @@ def test_keys_are_matched_by_a_join_not_a_chain(spark_session: Any) -> None:
     assert "Join" in plan
     assert "CASE WHEN" not in plan
     assert engine.aggregate(AggregatePlan(groupings=(column,))).rows == [1, 0, 0, 0, 2]
+
+
+def _bin_index(column: Column, name: str) -> Any:
+    """The shared bin expression of ``column`` over the column ``name``, as Spark renders it."""
+    from pyspark.sql import functions as sf
+
+    from snapdp.data.engines.relational import exprs
+    from snapdp.data.engines.relational.dialects import spark_sql
+
+    return sf.expr(spark_sql(exprs.bin_index(column, exprs.column(name))))

@@ -29,7 +29,7 @@ from tests.data_oracle import OracleEngine
 from snapdp.cli import main
 from snapdp.data import Ledger, Plan, PrivateTable, Query
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
-from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.model.schema import Column, CsvOptions, Schema
 from snapdp.errors import ParameterError
 

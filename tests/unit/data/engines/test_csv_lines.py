@@ -31,7 +31,7 @@ from snapdp.data.engines.csv.lines import (
     utf8_errors,
 )
 from snapdp.data.engines.csv.records import CsvLines
-from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, Schema
 from snapdp.data.owner.check import check
 from snapdp.errors import ParameterError

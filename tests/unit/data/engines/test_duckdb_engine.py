@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import sqlglot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.data_oracle import OracleEngine, cast
@@ -34,8 +35,16 @@ from snapdp.data.engines.base import (
     group_rank,
     row_rank,
 )
-from snapdp.data.engines.duckdb import DuckDBEngine, _cast_text, _q_type, _ranked
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.data.engines.duckdb.query import _q_type, _ranked
+from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column, ContributionBounds, NullRule
+
+
+def _cast_text(text: str, kind: str) -> str:
+    return duckdb_sql(exprs.cast_text(sqlglot.parse_one(text, read="duckdb"), kind))
+
 
 KEY = "5f0e1d2c3b4a69788796a5b4c3d2e1f0"
 DUCKDB_EXTREME = (1 << 64) - 100  # quanta bounds reach 2^64: HUGEINT quanta, three-lane digits

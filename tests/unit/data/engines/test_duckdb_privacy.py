@@ -21,7 +21,7 @@ import pytest
 from tests.data_oracle import OracleEngine
 
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
-from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.model.schema import Column, ContributionBounds
 from snapdp.errors import ParameterError
 

@@ -33,7 +33,7 @@ CASES: list[Predicate] = [
 def test_spark_filters_equal_the_reference_engine(
     spark_session: Any, tmp_path: Path, bounded: bool
 ) -> None:
-    from snapdp.data.engines.spark import SparkEngine
+    from snapdp.data.engines.spark.engine import SparkEngine
 
     rows = _rows([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 3, 1, 4, 1, 5, 9, 2, 6])
     path = _csv(tmp_path, rows)
@@ -50,7 +50,7 @@ def test_spark_filters_equal_the_reference_engine(
 def test_random_filters_spark_equals_the_reference_engine(
     spark_session: Any, tmp_path: Path, where: Predicate, bounded: bool
 ) -> None:
-    from snapdp.data.engines.spark import SparkEngine
+    from snapdp.data.engines.spark.engine import SparkEngine
 
     rows = _rows([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 2, 7])
     path = _csv(tmp_path, rows)

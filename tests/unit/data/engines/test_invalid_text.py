@@ -21,7 +21,7 @@ from tests.data_oracle import OracleEngine
 
 from snapdp.data import Column, PrivateTable, Query, Schema
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.model.schema import ContributionBounds
 
 KEY = "00112233445566778899aabbccddeeff"

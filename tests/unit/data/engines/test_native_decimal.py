@@ -13,7 +13,7 @@ import pytest
 from tests.data_oracle import OracleEngine
 
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.engines.duckdb import DuckDBEngine
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.model.schema import Column
 
 _K = [Decimal("1.000"), Decimal("2.000"), Decimal("2.500"), None, Decimal("1.000"), Decimal("-0")]
@@ -58,7 +58,7 @@ def test_duckdb_matches_the_oracle_on_decimal_columns(tmp_path: Path) -> None:
 @pytest.mark.spark
 @pytest.mark.xdist_group("spark")
 def test_spark_matches_the_oracle_on_decimal_columns(spark_session: Any, tmp_path: Path) -> None:
-    from snapdp.data.engines.spark import SparkEngine
+    from snapdp.data.engines.spark.engine import SparkEngine
 
     table = _table()
     pq.write_table(table, tmp_path / "d.parquet")

@@ -131,7 +131,7 @@ def test_releases_on_a_standalone_cluster(
     for name, plan in plans():
         assert out["aggregates"][name] == vars(oracle.aggregate(plan)), name
     try:
-        from snapdp.data.engines.duckdb import DuckDBEngine  # type: ignore[import-not-found]
+        from snapdp.data.engines.duckdb.engine import DuckDBEngine  # type: ignore[import-not-found]
     except ImportError:  # not merged yet: the reference engine is the common oracle
         pass
     else:

@@ -21,7 +21,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 
 def _engine(source: object, spark: Any) -> Any:
-    from snapdp.data.engines.spark import SparkEngine
+    from snapdp.data.engines.spark.engine import SparkEngine
 
     return SparkEngine(source, spark=spark)
 
@@ -63,7 +63,7 @@ def test_a_pandas_cell_of_another_type_is_null_not_an_error(spark_session: Any) 
     whole frame failed on D' (found by the differential generator)."""
     import datetime as dt
 
-    from snapdp.data.engines.duckdb import DuckDBEngine
+    from snapdp.data.engines.duckdb.engine import DuckDBEngine
 
     frame = _frame(False)
     mixed = pd.DataFrame(

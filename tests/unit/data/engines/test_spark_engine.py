@@ -100,7 +100,7 @@ def csv_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _spark(source: object, spark: Any, **kw: Any) -> Any:
-    from snapdp.data.engines.spark import SparkEngine
+    from snapdp.data.engines.spark.engine import SparkEngine
 
     return SparkEngine(source, spark=spark, **kw)
 
@@ -115,7 +115,7 @@ def test_csv_aggregates_equal_the_oracle(
     got = _spark(str(csv_file), spark_session).aggregate(plan)
     assert got == expected
     try:
-        from snapdp.data.engines.duckdb import DuckDBEngine  # type: ignore[import-not-found]
+        from snapdp.data.engines.duckdb.engine import DuckDBEngine  # type: ignore[import-not-found]
     except ImportError:
         return
     assert DuckDBEngine(csv_file).aggregate(plan) == got
@@ -143,7 +143,7 @@ def test_spark_ranks_equal_row_rank_and_group_rank(spark_session: Any, index: in
     """The ranks computed by Spark (ANSI mode: an overflow would raise) equal the contract's
     ``row_rank`` and ``group_rank`` bit for bit, on random rows with integer units at the ends of
     int64, awkward text units, null quanta, one- and two-lane value digits and 2^34 cells."""
-    from snapdp.data.engines.spark import _with_rank
+    from snapdp.data.engines.spark.bounding import with_rank as _with_rank
 
     plan = rank_cases.plans(SPARK_EXTREME)[index]
     rows = rank_cases.rows(plan, 300, index)
@@ -320,7 +320,7 @@ def test_bounding_equals_the_oracle_on_a_random_table(
     packed long or a struct, the others windows) keeps the oracle's rows: 400 rows of 25 units
     over 4 keys, with exact duplicate rows (equal ranks) and null values, so each bound removes
     rows."""
-    from snapdp.data.engines.spark import _radices
+    from snapdp.data.engines.spark.bounding import packed_radices as _radices
 
     rng = np.random.default_rng(7)  # test data only
     n = 400
@@ -348,7 +348,7 @@ def test_bounding_equals_the_oracle_on_a_random_table(
     )
     assert sum(expected.rows) < sum(unbounded.rows)  # the bounds bite
     assert _spark(frame, spark_session).aggregate(plan) == expected
-    from snapdp.data.engines.duckdb import DuckDBEngine
+    from snapdp.data.engines.duckdb.engine import DuckDBEngine
 
     assert DuckDBEngine(frame).aggregate(plan) == expected
 
@@ -363,7 +363,7 @@ def test_a_packed_row_at_the_edge_of_a_long_unpacks_exactly(
 ) -> None:
     """Two cells times U_q − L_q + 2 = 2^62 − 1 values: the radix product is 2^63 − 2, the largest
     packed row 2^63 − 3; the extreme quanta and a null come back exactly (as in the oracle)."""
-    from snapdp.data.engines.spark import _radices
+    from snapdp.data.engines.spark.bounding import packed_radices as _radices
 
     lo, hi = -((1 << 61) - 2), (1 << 61) - 1
     vc = ValueColumn(Column("v", "integer", lower=lo, upper=hi), 0, lo, hi, None)
@@ -388,14 +388,14 @@ def test_colliding_cell_ranks_still_keep_exactly_l0_cells(
     keep exactly 3 cells per unit (5 units, 10 cells of one row each: 15 rows in all)."""
     from pyspark.sql import functions as sf
 
-    import snapdp.data.engines.spark as spark_engine
+    import snapdp.data.engines.spark.bounding as spark_engine
 
-    exact = spark_engine._with_rank
+    exact = spark_engine.with_rank
 
     def coarse(df: Any, plan: AggregatePlan, tag: int, values: bool, name: str) -> Any:
         return exact(df, plan, tag, values, name).withColumn(name, sf.col(name) % 16)
 
-    monkeypatch.setattr(spark_engine, "_with_rank", coarse)
+    monkeypatch.setattr(spark_engine, "with_rank", coarse)
     frame = pd.DataFrame(
         [(k, 1.0, f"u{u}") for u in range(5) for k in range(10)], columns=["k", "v", "u"]
     )
@@ -445,7 +445,7 @@ def test_executor_noise_on_long_sums_is_near_the_exact_sums(spark_session: Any) 
     """Quanta below 2^19 are summed as longs: the executors' noisy sums (50 cells) stay within
     the mechanism's accuracy of the exact ones; the same plan with quanta at 2^19 takes the
     DECIMAL path and gives the same exact sums."""
-    from snapdp.data.engines.spark import _LONG_SUM_LIMIT
+    from snapdp.data.engines.spark.engine import _LONG_SUM_LIMIT
 
     frame = pd.DataFrame({"k": [i % 50 for i in range(5000)], "v": [3.0] * 5000})
     key = Column("k", "integer", keys=tuple(range(50)))

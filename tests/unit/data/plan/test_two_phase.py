@@ -320,13 +320,13 @@ def test_a_settlement_is_checked(tmp_path: Path) -> None:
 def _unreadable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A source no engine can read (a folder named like a CSV file), and every engine
     constructor of the CLI and the plans replaced by one that fails the test."""
-    from snapdp.cli import _data
+    from snapdp.data.engines import factory
     from snapdp.data.release import run as run_module
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("the data was opened")
 
-    monkeypatch.setattr(_data, "make_engine", never)
+    monkeypatch.setattr(factory, "make_engine", never)
     monkeypatch.setattr(run_module, "_default_engine", never)
     folder = tmp_path / "data.csv"
     folder.mkdir()

@@ -1,0 +1,474 @@
+"""The DuckDB engine's sources: a CSV (its lines cut by :class:`CsvLines`), Parquet file,
+folder or pattern, pandas DataFrame or Arrow table, opened on a DuckDB connection (docs/data.md).
+
+A path is a literal file or folder (a name holding ``[``, ``*`` or ``?`` is not a pattern) unless
+``glob=True``; a CSV's columns are read by each file's own header (never sniffed); text handed
+over by Arrow is read as bytes and decoded by the cast (a cell that is not UTF-8 is null). Errors
+name the source and the kind of failure only; DuckDB's own messages (which may quote rows) are
+never passed on.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Any
+
+from snapdp._validation import check_count
+from snapdp.data.engines._cells import declared_columns, frame_to_arrow
+from snapdp.data.engines.base import (
+    AggregatePlan,
+)
+from snapdp.data.engines.csv.lines import (
+    check_delimiter,
+    csv_encoding,
+)
+from snapdp.data.engines.csv.records import (
+    FIELDS_COLUMN,
+    GROUP_COLUMN,
+    RECORD_COLUMN,
+    CsvLines,
+)
+from snapdp.data.engines.header import csv_header
+from snapdp.data.model.schema import Column, CsvOptions
+from snapdp.errors import ParameterError
+
+__all__ = [
+    "PREFIX",
+    "TEXT_BLOB",
+    "DuckDBSource",
+    "quote_identifier",
+    "source_family",
+    "sql_string",
+]
+
+
+_GLOB_CHARS = frozenset("*?[]{}\\")
+_INT_TYPES = (
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
+    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT",
+)  # fmt: skip
+_FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
+PREFIX = "_snapdp_"  # the prefix of every internal name
+_P = PREFIX
+TEXT_BLOB = "TEXT AS BLOB"  # a text column handed to DuckDB as bytes (decoded by the cast)
+
+
+def quote_identifier(name: str) -> str:
+    """A SQL identifier for ``name``, quoted so that any column name is safe."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sql_string(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+class DuckDBSource:
+    """A source opened on a DuckDB connection: a CSV or Parquet file, a folder of Parquet files,
+    a pandas DataFrame or an Arrow table (docs/data.md), with its column names and types.
+
+    ``memory_limit`` (e.g. ``"2GB"``) and ``temp_directory`` (default: a private temporary
+    folder removed with the engine) are DuckDB's: past the limit, the
+    bounding aggregates spill to the temporary directory. ``threads``: DuckDB's thread count.
+    """
+
+    def __init__(
+        self,
+        source: object,
+        *,
+        csv: CsvOptions = CsvOptions(),  # noqa: B008 - frozen dataclass
+        glob: bool = False,
+        memory_limit: str | None = None,
+        temp_directory: str | None = None,
+        threads: int | None = None,
+    ) -> None:
+        import duckdb
+
+        self._duckdb = duckdb
+        self._csv = csv
+        self._frame: Any = None
+        self._arrow: Any = None
+        self._is_csv = False
+        self._tmp: str | None = None
+        self._bytes: int | None = None  # the source's size on disk, for progress()
+        self._lines: CsvLines | None = None  # a CSV source's lines (they report progress)
+        # a Parquet source: its files and hive base folder, to read text columns as bytes
+        self._parquet: tuple[list[str], str | None] | None = None
+        self._parquet_text: tuple[str, dict[str, str]] | None = None
+        self._con = duckdb.connect(":memory:")
+        self._configure(memory_limit, temp_directory, threads)
+        if isinstance(source, (str, Path)):
+            self._open_path(str(source), glob)
+        elif _module(source).startswith("pandas") and type(source).__name__ == "DataFrame":
+            self._frame = source
+            frame: Any = source
+            self._label = "<pandas.DataFrame>"
+            self._names = [str(c) for c in frame.columns]
+            if len(set(self._names)) != len(self._names):
+                raise ParameterError("`data`: the DataFrame has repeated column names")
+            self._types = {}
+        elif _module(source).startswith("pyarrow") and type(source).__name__ == "Table":
+            self._arrow = source
+            self._label = "<pyarrow.Table>"
+            table, blobs = _text_as_binary(source)
+            self._con.register(f"{_P}arrow", table)
+            self._relation = quote_identifier(f"{_P}arrow")
+            self._types = self._describe()
+            self._types.update(dict.fromkeys(blobs, TEXT_BLOB))
+            self._names = list(self._types)
+        else:
+            raise ParameterError(
+                "`data` must be a path to a CSV or Parquet file or a folder of Parquet files, a "
+                f"pandas DataFrame or a pyarrow Table, not {type(source).__name__}",
+                parameter="data",
+            )
+
+    # -- set-up --------------------------------------------------------------------------------
+    def _configure(
+        self, memory_limit: str | None, temp_directory: str | None, threads: int | None
+    ) -> None:
+        # progress is tracked (for progress()) but never printed by DuckDB itself
+        self._con.execute("SET enable_progress_bar = true")
+        self._con.execute("SET enable_progress_bar_print = false")
+        self._con.execute("SET preserve_insertion_order = false")
+        if memory_limit is not None:
+            try:
+                self._con.execute(f"SET memory_limit = {sql_string(str(memory_limit))}")
+            except self._duckdb.Error:
+                raise ParameterError(
+                    f"`memory_limit` must be a size such as '2GB', not {memory_limit!r}",
+                    parameter="memory_limit",
+                ) from None
+        if temp_directory is None:  # never DuckDB's default (".tmp" in the working folder)
+            temp_directory = os.path.join(self._private_dir(), "spill")
+        try:
+            self._con.execute(f"SET temp_directory = {sql_string(str(temp_directory))}")
+        except self._duckdb.Error:
+            raise ParameterError(
+                f"`temp_directory` cannot be used: {str(temp_directory)!r}",
+                parameter="temp_directory",
+            ) from None
+        if threads is not None:
+            self._con.execute(f"SET threads = {check_count('threads', threads)}")
+
+    def _open_path(self, text: str, glob: bool) -> None:
+        if glob:
+            self._open_glob(text)
+            return
+        path = Path(text).expanduser()
+        self._label = str(path)
+        try:
+            if not path.exists():
+                raise ParameterError(f"`data` file not found: {text!r}", parameter="data")
+            path = path.resolve()
+            self._label = str(path)
+            if path.is_dir():
+                self._open_parquet_folder(path)
+                return
+            self._bytes = path.stat().st_size
+            with open(path, "rb") as fh:
+                head = fh.read(4)
+        except PermissionError:
+            raise ParameterError(
+                f"`data` {str(path)!r} cannot be opened (permission denied)", parameter="data"
+            ) from None
+        except OSError as exc:
+            raise ParameterError(
+                f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
+                parameter="data",
+            ) from None
+        if head == b"PAR1":
+            self._relation = f"read_parquet({sql_string(self._literal(path))})"
+            self._types = self._describe()
+            self._parquet = ([str(path)], None)
+        else:
+            self._open_csv([path])
+        self._names = list(self._types)
+
+    def _private_dir(self) -> str:
+        """A private temporary folder, removed with the engine (spill files, literal links)."""
+        if self._tmp is None:
+            self._tmp = tempfile.mkdtemp(prefix="snapdp-")
+            weakref.finalize(self, shutil.rmtree, self._tmp, True)
+        return self._tmp
+
+    def _literal(self, path: Path) -> str:
+        """A path DuckDB reads literally: the path itself, or a symlink to it in a private
+        temporary folder when the path holds a character DuckDB would take as a pattern."""
+        if not _GLOB_CHARS.intersection(str(path)):
+            return str(path)
+        suffix = "".join(path.suffixes[-2:]) if not path.is_dir() else ""
+        tmp = self._private_dir()
+        link = os.path.join(tmp, f"source{len(os.listdir(tmp))}{suffix}")
+        os.symlink(path, link)
+        return link
+
+    def _open_parquet_folder(self, path: Path) -> None:
+        files = [p for p in path.rglob("*.parquet") if p.is_file()]
+        self._bytes = sum(p.stat().st_size for p in files)
+        if not files:
+            raise ParameterError(
+                f"`data` folder {str(path)!r} holds no .parquet files", parameter="data"
+            )
+        pattern = os.path.join(self._literal(path), "**", "*.parquet")
+        self._relation = f"read_parquet({sql_string(pattern)}, hive_partitioning = true)"
+        self._types = self._describe()
+        self._names = list(self._types)
+        self._parquet = (sorted(str(p) for p in files), str(path))
+
+    def _open_glob(self, pattern: str) -> None:
+        import glob as _glob
+
+        self._label = pattern
+        matches = sorted(p for p in _glob.glob(pattern, recursive=True) if os.path.isfile(p))
+        if not matches:
+            raise ParameterError(f"`data` pattern {pattern!r} matches no file", parameter="data")
+        self._bytes = sum(os.path.getsize(p) for p in matches)
+        with open(matches[0], "rb") as fh:
+            head = fh.read(4)
+        if head == b"PAR1":
+            self._relation = f"read_parquet({sql_string(pattern)}, union_by_name = true)"
+            self._types = self._describe()
+            self._parquet = (matches, None)
+        else:
+            self._open_csv([Path(p).resolve() for p in matches])
+        self._names = list(self._types)
+
+    def _open_csv(self, paths: list[Path]) -> None:
+        """A CSV source, one record per line (docs/data.md, "CSV input"): its fields streamed by
+        :class:`CsvLines`. The columns are declared (no header) or each file's own header,
+        parsed the same way; the source's columns are the headers' names in order of first
+        appearance, and each file's columns are read by name (null where its header lacks one).
+        """
+        opts = self._csv
+        encoding = csv_encoding(opts.encoding)
+        check_delimiter(opts.delimiter, encoding)
+        if opts.header:
+            # a file with no non-blank line has no header and no record: an error alone, in a
+            # pattern nothing (the header is public; a file of rows has one)
+            found = [(path, self._header(path, encoding, len(paths) == 1)) for path in paths]
+            paths = [path for path, names in found if names is not None]
+            headers = [names for _, names in found if names is not None]
+            if not paths:
+                raise ParameterError(
+                    f"`data` {self._label!r}: no file holds a CSV header", parameter="data"
+                )
+        else:
+            assert opts.column_names is not None  # CsvOptions refuses a header-less CSV without
+            headers = [list(opts.column_names)] * len(paths)
+        distinct: list[list[str]] = []
+        for names in headers:
+            if names not in distinct:
+                distinct.append(names)
+        groups = [distinct.index(names) for names in headers] if len(distinct) > 1 else None
+        columns = list(dict.fromkeys(name for names in distinct for name in names))
+        fields = [len(names) for names in headers]
+        limit = opts.max_line_bytes
+        self._lines = CsvLines(
+            paths, encoding, opts.header, opts.delimiter, fields, groups=groups, max_line=limit
+        )
+        self._bytes = self._lines.total
+        self._source_lines = quote_identifier(f"{_P}lines")
+        self._con.register(f"{_P}lines", self._lines)
+        # the same lines, only whether each is a record: for plans that read no column
+        self._flags = CsvLines(
+            paths, encoding, opts.header, opts.delimiter, fields, groups=groups, max_line=limit,
+            lists=False, progress=self._lines,
+        )  # fmt: skip
+        self._source_flags = quote_identifier(f"{_P}flags")
+        self._con.register(f"{_P}flags", self._flags)
+        self._records_only = (
+            f"(SELECT 1 AS {_P}one FROM {self._source_flags} WHERE {RECORD_COLUMN})"
+        )
+        select = ", ".join(
+            f"{_by_name(name, distinct)} AS {quote_identifier(name)}" for name in columns
+        )
+        tag = "" if groups is None else f", {GROUP_COLUMN} AS {_P}g"
+        # per non-blank line its fields, or null when it is no record
+        self._relation = (
+            f"(SELECT {select} FROM (SELECT {FIELDS_COLUMN} AS {_P}f{tag} "
+            f"FROM {self._source_lines} WHERE {FIELDS_COLUMN} IS NOT NULL))"
+        )
+        self._is_csv = True
+        self._types = dict.fromkeys(columns, "VARCHAR")
+        self._check_readable()
+
+    def _header(self, path: Path, encoding: str, alone: bool) -> list[str] | None:
+        """The column names in the header of the CSV file (:func:`csv_header`): public."""
+        return csv_header(path, encoding, self._csv.delimiter, self._csv.max_line_bytes, alone)
+
+    def _check_readable(self) -> None:
+        """Read the source's schema; a failure is one line naming the file, never DuckDB's text."""
+        try:
+            self._con.execute(f"DESCRIBE SELECT * FROM {self._relation}").fetchall()
+        except self._duckdb.Error:
+            raise ParameterError(
+                f"`data` {self._label!r} cannot be read as a table", parameter="data"
+            ) from None
+
+    def _describe(self) -> dict[str, str]:
+        try:
+            rows = self._con.execute(f"DESCRIBE SELECT * FROM {self._relation}").fetchall()
+        except self._duckdb.Error:
+            raise ParameterError(
+                f"`data` {self._label!r} cannot be read as a Parquet table or Arrow table",
+                parameter="data",
+            ) from None
+        return {str(r[0]): str(r[1]).upper() for r in rows}
+
+    def _source_for(self, plan: AggregatePlan) -> tuple[str, dict[str, str]]:
+        """The FROM clause and the source's column types (a DataFrame: its used columns, as an
+        Arrow table registered for this query)."""
+        return self._source_of(declared_columns(plan))
+
+    def _source_of(self, decl: dict[str, Column]) -> tuple[str, dict[str, str]]:
+        if self._lines is not None and not decl:  # a CSV, no column read: count the records
+            return self._records_only, {}
+        if self._parquet is not None and any(source_family(self._types[n]) == "text" for n in decl):
+            return self._parquet_text_source()
+        if self._frame is None:
+            return self._relation, self._types
+        table, blobs = _text_as_binary(frame_to_arrow(self._frame, decl))
+        self._con.register(f"{_P}frame", table)
+        relation = quote_identifier(f"{_P}frame")
+        rows = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
+        types = {str(r[0]): str(r[1]).upper() for r in rows}
+        types.update(dict.fromkeys(blobs, TEXT_BLOB))
+        return relation, types
+
+    def _parquet_text_source(self) -> tuple[str, dict[str, str]]:
+        """The Parquet source read by Arrow with its text columns as bytes (for a plan that reads
+        a text column): DuckDB's Parquet reader fails the whole scan on one cell that is not
+        UTF-8, where the contract makes that cell null (docs/data.md, "What does not fit").
+        Chosen from the schema alone, never from the data. Streamed, with projection."""
+        if self._parquet_text is None:
+            import pyarrow as pa
+            import pyarrow.dataset as ds
+
+            assert self._parquet is not None
+            files, base = self._parquet
+            try:
+                if base is not None:
+                    found = ds.dataset(
+                        files, format="parquet", partitioning="hive", partition_base_dir=base
+                    )
+                    fixed = set(found.partitioning.schema.names) if found.partitioning else set()
+                    schema = found.schema
+                else:
+                    schema = pa.unify_schemas(  # by name, as DuckDB's union_by_name
+                        [ds.dataset(f, format="parquet").schema for f in files],
+                        promote_options="permissive",
+                    )
+                    fixed = set()
+                fields = [
+                    f if f.name in fixed else f.with_type(_bytes_type(f.type)) for f in schema
+                ]
+                blobs = [
+                    f.name for f in schema if f.name not in fixed and _bytes_type(f.type) != f.type
+                ]
+                dataset = ds.dataset(
+                    files,
+                    schema=pa.schema(fields),
+                    format="parquet",
+                    partitioning="hive" if base is not None else None,
+                    partition_base_dir=base,
+                )
+            except (pa.ArrowException, OSError, ValueError):
+                raise ParameterError(
+                    f"`data` {self._label!r} cannot be read as a Parquet table", parameter="data"
+                ) from None
+            self._con.register(f"{_P}pq", dataset)
+            relation = quote_identifier(f"{_P}pq")
+            rows = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
+            types = {str(r[0]): str(r[1]).upper() for r in rows}
+            types.update(dict.fromkeys(blobs, TEXT_BLOB))
+            self._parquet_text = (relation, types)
+        return self._parquet_text
+
+
+# -- SQL helpers -----------------------------------------------------------------------------
+def _by_name(name: str, headers: list[list[str]]) -> str:
+    """SQL: the column ``name`` of a CSV line, by its position in the line's file's header
+    (``headers[g]`` for the files of group g; null where the header lacks it)."""
+    positions = [names.index(name) + 1 if name in names else None for names in headers]
+    if len(headers) == 1:
+        return _unquote_sql(f"{_P}f[{positions[0]}]")
+    cases = " ".join(
+        f"WHEN {g} THEN {_unquote_sql(f'{_P}f[{p}]')}"
+        for g, p in enumerate(positions)
+        if p is not None
+    )
+    return f"(CASE {_P}g {cases} ELSE CAST(NULL AS VARCHAR) END)"
+
+
+def _unquote_sql(field: str) -> str:
+    """SQL: a CSV field as text: a quoted field without its quotes, each doubled quote as one
+    quote (the line was split by :func:`~snapdp.data.engines.csv.lines.split_fields`)."""
+    return (
+        f"(CASE WHEN starts_with({field}, '\"') "
+        f"THEN replace(substring({field}, 2, length({field}) - 2), '\"\"', '\"') "
+        f"ELSE {field} END)"
+    )
+
+
+def _bytes_type(arrow_type: Any) -> Any:
+    """The Arrow bytes type of a text type (string, large string, string view, a dictionary of
+    strings); any other type unchanged."""
+    import pyarrow as pa
+
+    t = arrow_type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_string(t):
+        return pa.binary()
+    if pa.types.is_large_string(t):
+        return pa.large_binary()
+    if pa.types.is_string_view(t):
+        return pa.binary_view()
+    return arrow_type
+
+
+def _text_as_binary(table: Any) -> tuple[Any, list[str]]:
+    """``table`` with every text column as bytes (no copy for plain strings) and the names of
+    those columns: DuckDB validates UTF-8 when it scans Arrow text and fails the whole query on
+    one bad cell; as bytes, the cast decodes each cell and makes a bad one null."""
+    import pyarrow as pa
+
+    blobs: list[str] = []
+    columns = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        target = _bytes_type(column.type)
+        if target != column.type:
+            if pa.types.is_dictionary(column.type):
+                column = pa.chunked_array(
+                    [c.dictionary_decode() for c in column.chunks], column.type.value_type
+                )
+            column = pa.chunked_array([c.view(target) for c in column.chunks], target)
+            blobs.append(name)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names), blobs
+
+
+def _module(obj: object) -> str:
+    return type(obj).__module__ or ""
+
+
+def source_family(sql_type: str) -> str:
+    t = sql_type.upper()
+    if t == "VARCHAR" or t.startswith("ENUM"):
+        return "text"
+    if t in _INT_TYPES:
+        return "int"
+    if t in _FLOAT_TYPES:
+        return "float"
+    if t.startswith("DECIMAL"):
+        return "fixed"
+    if t == "BOOLEAN":
+        return "bool"
+    if t == "DATE":
+        return "date"
+    return "other"

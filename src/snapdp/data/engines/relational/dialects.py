@@ -1,0 +1,176 @@
+"""Two thin sqlglot dialects for the engine contract: ``SnapDuckDB`` and ``SnapSpark``.
+
+The tree of :mod:`~snapdp.data.engines.relational.exprs` is written once; each engine renders it
+through its dialect. Stock sqlglot nodes render as sqlglot's own DuckDB and Spark dialects write
+them, with two table entries changed for Spark (``TRY_CAST`` stays ``TRY_CAST``: a plain ``CAST``
+raises under ANSI mode; a 128-bit integer is ``DECIMAL(38, 0)``). Custom nodes stand only for the
+real differences between the engines:
+
+* :class:`FullMatch`: a regular expression over the whole text (DuckDB ``regexp_full_match``,
+  Spark ``RLIKE`` anchored with ``^`` and ``\\z``);
+* :class:`RoundHalfEven`: a double rounded to the nearest integer, ties to even (DuckDB's cast of
+  a double to an integer already rounds so; Spark's truncates, so ``RINT`` first, kept within
+  ±2^61 so that the cast can never raise);
+* :class:`CellText`: a text cell as the contract reads it (empty is null; for Spark, text that
+  is not UTF-8, which Spark does not check in Parquet bytes, is null too);
+* :class:`BytesText` (DuckDB only): text handed over as bytes, decoded (not UTF-8: null).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.dialects.spark import Spark
+
+__all__ = [
+    "BytesText",
+    "CellText",
+    "FullMatch",
+    "RoundHalfEven",
+    "SnapDuckDB",
+    "SnapSpark",
+    "duckdb_sql",
+    "spark_sql",
+]
+
+_SPARK_ROUND_LIMIT = float(1 << 61)  # within a long, and every quanta bound is below it
+
+
+class FullMatch(exp.Expression):
+    """Whether the text ``this`` matches the regular expression ``pattern`` as a whole."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "pattern": True}
+
+
+class RoundHalfEven(exp.Expression):
+    """The double ``this`` rounded to an integer of type ``to``, ties to even."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True, "to": True}
+
+
+class CellText(exp.Expression):
+    """The text cell ``this``: null when empty (Spark: or not valid UTF-8)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True}
+
+
+class BytesText(exp.Expression):
+    """The bytes ``this`` decoded as UTF-8 text: null when empty or not UTF-8 (DuckDB only)."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True}
+
+
+def _not_sql(gen: Any, e: exp.Not) -> str:
+    """``x IS NOT NULL`` for NOT (x IS NULL), so both engines see their own is-not-null test."""
+    inner = e.this
+    if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
+        return f"{gen.sql(inner, 'this')} IS NOT NULL"
+    return f"NOT {gen.sql(e, 'this')}"
+
+
+def _pattern(e: Any) -> str:
+    literal = e.args["pattern"]
+    assert isinstance(literal, exp.Literal) and literal.is_string
+    return str(literal.this)
+
+
+def _duckdb_full_match(gen: Any, e: FullMatch) -> str:
+    return f"regexp_full_match({gen.sql(e, 'this')}, {gen.sql(exp.Literal.string(_pattern(e)))})"
+
+
+def _spark_full_match(gen: Any, e: FullMatch) -> str:
+    anchored = exp.Literal.string("^(?:" + _pattern(e) + ")\\z")
+    return f"({gen.sql(e, 'this')} RLIKE {gen.sql(anchored)})"
+
+
+def _duckdb_round(gen: Any, e: RoundHalfEven) -> str:
+    return str(gen.sql(exp.Cast(this=e.this, to=e.args["to"])))
+
+
+def _spark_round(gen: Any, e: RoundHalfEven) -> str:
+    limit = exp.Literal.number(repr(_SPARK_ROUND_LIMIT))
+    r = exp.Least(
+        ignore_nulls=True,
+        this=exp.Greatest(
+            ignore_nulls=True,
+            this=exp.Anonymous(this="RINT", expressions=[e.this]),
+            expressions=[exp.Neg(this=limit)],
+        ),
+        expressions=[limit.copy()],
+    )
+    return str(gen.sql(exp.Cast(this=r, to=e.args["to"])))
+
+
+def _duckdb_cell_text(gen: Any, e: CellText) -> str:
+    return f"NULLIF(CAST({gen.sql(e, 'this')} AS VARCHAR), '')"
+
+
+def _duckdb_bytes_text(gen: Any, e: BytesText) -> str:
+    return f"NULLIF(try(decode({gen.sql(e, 'this')})), '')"
+
+
+def _spark_cell_text(gen: Any, e: CellText) -> str:
+    x = gen.sql(e, "this")
+    return f"(CASE WHEN {x} <> '' AND is_valid_utf8({x}) THEN {x} END)"
+
+
+def _no_bytes(gen: Any, e: BytesText) -> str:
+    raise AssertionError("text as bytes is DuckDB's only")
+
+
+_DUCKDB_GENERATOR: Any = DuckDB.Generator
+_SPARK_GENERATOR: Any = Spark.Generator
+_TYPE: Any = exp.DataType.Type
+
+
+class SnapDuckDB(DuckDB):
+    """DuckDB with the contract's custom nodes."""
+
+    class Generator(_DUCKDB_GENERATOR):  # type: ignore[misc]
+        TYPE_MAPPING: ClassVar[dict[Any, str]] = {
+            **_DUCKDB_GENERATOR.TYPE_MAPPING,
+            _TYPE.INT128: "HUGEINT",
+            _TYPE.VARCHAR: "VARCHAR",
+        }
+        TRANSFORMS: ClassVar[dict[Any, Any]] = {
+            **_DUCKDB_GENERATOR.TRANSFORMS,
+            FullMatch: _duckdb_full_match,
+            RoundHalfEven: _duckdb_round,
+            CellText: _duckdb_cell_text,
+            BytesText: _duckdb_bytes_text,
+            exp.Not: _not_sql,
+        }
+
+
+class SnapSpark(Spark):
+    """Spark with ``TRY_CAST`` kept, 128-bit integers as ``DECIMAL(38, 0)`` and the custom nodes."""
+
+    class Generator(_SPARK_GENERATOR):  # type: ignore[misc]
+        TYPE_MAPPING: ClassVar[dict[Any, str]] = {
+            **_SPARK_GENERATOR.TYPE_MAPPING,
+            _TYPE.INT128: "DECIMAL(38, 0)",
+        }
+        TRANSFORMS: ClassVar[dict[Any, Any]] = {
+            **{k: v for k, v in _SPARK_GENERATOR.TRANSFORMS.items() if k is not exp.TryCast},
+            FullMatch: _spark_full_match,
+            RoundHalfEven: _spark_round,
+            CellText: _spark_cell_text,
+            BytesText: _no_bytes,
+            exp.Not: _not_sql,
+        }
+
+
+_DUCKDB = SnapDuckDB()
+_SPARK = SnapSpark()
+
+
+def duckdb_sql(e: exp.Expression) -> str:
+    """``e`` as DuckDB SQL text."""
+    return str(_DUCKDB.generate(e, copy=False))
+
+
+def spark_sql(e: exp.Expression) -> str:
+    """``e`` as Spark SQL text (for ``spark.sql`` or ``functions.expr``)."""
+    return str(_SPARK.generate(e, copy=False))

@@ -1,0 +1,393 @@
+"""The engine contract's expressions as sqlglot nodes, written once for both engines.
+
+Each function returns a node of the tree that :mod:`~snapdp.data.engines.relational.dialects`
+renders for DuckDB or for Spark (docs/data.md, "The engine contract"):
+
+* casts (base step 2): text by the contract's regular-expression gates, ``TRY_CAST`` only after a
+  gate (so neither engine's laxer parser decides: ``'1_000'``, ``'infinity'``, ``' 5'``); native
+  types by their family (``int``, ``float``, ``fixed``, ``bool``, ``date``, ``text``, ``bytes``);
+* typed literals: integers exact, decimals as the double nearest the value;
+* the row filter (SQL's three-valued logic, as :func:`snapdp.data.model.predicate.evaluate`);
+* keys: a typed (key, index) row per declared key, the first of equal doubles winning;
+* bins: a comparison tree of fixed depth (:func:`~snapdp.data.engines.base.bin_tree`): every
+  non-null value makes the same number of comparisons wherever it lies (docs/data.md, "Run time");
+* quanta (base step 6): clamp, round half to even, clamp to [L_q, U_q]; a null takes ``impute_q``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+
+from sqlglot import exp
+
+from snapdp.data.engines.base import INT64_MAX, INT64_MIN, BinTree, ValueColumn, bin_edges, bin_tree
+from snapdp.data.engines.relational.dialects import BytesText, CellText, FullMatch, RoundHalfEven
+from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Predicate
+from snapdp.data.model.schema import Column
+from snapdp.errors import ParameterError
+
+__all__ = [
+    "DECIMAL_RE",
+    "bin_index",
+    "cast_native",
+    "cast_text",
+    "cell_index",
+    "column",
+    "key_rows",
+    "null",
+    "predicate",
+    "quanta",
+    "sql_type",
+    "typed_literal",
+]
+
+DECIMAL_RE = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?"
+INTEGER_RE = r"[+-]?[0-9]+"
+DATE_RE = r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+_TRUE = ("true", "t", "yes", "1")
+_FALSE = ("false", "f", "no", "0")
+_TWO63 = 1 << 63
+_MAX_DOUBLE = "1.7976931348623157e308"
+_SQL_TYPES = {
+    "integer": "BIGINT",
+    "decimal": "DOUBLE",
+    "text": "VARCHAR",
+    "boolean": "BOOLEAN",
+    "date": "DATE",
+}
+_COMPARE = {"=": exp.EQ, "<>": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
+
+
+# -- small builders ----------------------------------------------------------------------------
+def column(name: str) -> exp.Column:
+    """A quoted column reference (any name is safe)."""
+    return exp.column(name, quoted=True)
+
+
+def _type(name: str) -> exp.DataType:
+    return exp.DataType.build(name, dialect="duckdb")
+
+
+def sql_type(kind: str) -> exp.DataType:
+    """The SQL type of a declared column type."""
+    if kind not in _SQL_TYPES:
+        raise ParameterError(f"unknown column type {kind!r}", parameter="type")
+    return _type(_SQL_TYPES[kind])
+
+
+def _cast(e: exp.Expression, to: str) -> exp.Cast:
+    return exp.Cast(this=e, to=_type(to))
+
+
+def _try_cast(e: exp.Expression, to: str) -> exp.TryCast:
+    return exp.TryCast(this=e, to=_type(to))
+
+
+def _num(x: int | float | str) -> exp.Expression:
+    text = repr(x) if isinstance(x, float) else str(x)
+    if text.startswith("-"):
+        return exp.Neg(this=exp.Literal.number(text[1:]))
+    return exp.Literal.number(text)
+
+
+def _case(
+    *whens: tuple[exp.Expression, exp.Expression], default: exp.Expression | None = None
+) -> exp.Case:
+    case = exp.Case()
+    for condition, value in whens:
+        case = case.when(condition, value, copy=False)
+    if default is not None:
+        case = case.else_(default, copy=False)
+    return case
+
+
+def _and(*terms: exp.Expression) -> exp.Expression:
+    out = terms[0]
+    for t in terms[1:]:
+        out = exp.And(this=out, expression=t)
+    return out
+
+
+def _is_null(e: exp.Expression) -> exp.Is:
+    return exp.Is(this=e, expression=exp.Null())
+
+
+def _not_null(e: exp.Expression) -> exp.Not:
+    return exp.Not(this=_is_null(e))
+
+
+def null(kind: str) -> exp.Cast:
+    """A typed null of a declared column type."""
+    return exp.Cast(this=exp.Null(), to=sql_type(kind))
+
+
+def double(x: float) -> exp.Expression:
+    """The double ``x`` (infinities included) as a typed literal."""
+    if math.isinf(x):
+        return _cast(exp.Literal.string("Infinity" if x > 0 else "-Infinity"), "DOUBLE")
+    return _cast(exp.Literal.string(repr(x)), "DOUBLE")  # both engines parse text exactly
+
+
+def nearest_double(x: Fraction | int) -> float:
+    """The double nearest ``x`` (correctly rounded; ±inf past the largest double)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+
+
+# -- typed literals ------------------------------------------------------------------------
+def typed_literal(col: Column, value: object) -> exp.Expression:
+    """A typed key, imputed value or filter literal of ``col`` (exact for integers; decimals as
+    the double nearest the value)."""
+    kind = col.type
+    if kind == "integer":
+        assert isinstance(value, int)
+        wide = "BIGINT" if INT64_MIN <= value <= INT64_MAX else "HUGEINT"
+        return _cast(exp.Literal.string(str(value)), wide)
+    if kind == "decimal":
+        assert isinstance(value, (int, Fraction))
+        return double(nearest_double(value))
+    if kind == "text":
+        assert isinstance(value, str)
+        return exp.Literal.string(value)
+    if kind == "boolean":
+        return exp.Boolean(this=bool(value))
+    if kind == "date":
+        assert isinstance(value, _dt.date)
+        return _cast(exp.Literal.string(value.isoformat()), "DATE")
+    raise ParameterError(f"unknown column type {kind!r}", parameter="type")
+
+
+# -- casts (step 2) --------------------------------------------------------------------------
+def _finite(d: exp.Expression) -> exp.Expression:
+    """The double ``d`` when finite, else null (NaN compares above every number in both engines)."""
+    return _case((exp.LTE(this=exp.Abs(this=d), expression=_num(_MAX_DOUBLE)), d.copy()))
+
+
+def _integral(d: exp.Expression) -> exp.Expression:
+    """The double ``d`` as a BIGINT when integral with |d| < 2^63, else null (NaN, ±inf included).
+    Either engine's cast of a double in range (DuckDB rounds, Spark truncates) gives back ``d``
+    exactly when ``d`` is integral."""
+    small = _case((exp.LT(this=exp.Abs(this=d), expression=double(float(_TWO63))), d.copy()))
+    as_long = _cast(small, "BIGINT")
+    return _case((exp.EQ(this=_cast(as_long.copy(), "DOUBLE"), expression=small.copy()), as_long))
+
+
+def cast_text(x: exp.Expression, kind: str) -> exp.Expression:
+    """The text ``x`` (null when empty) cast to ``kind`` by the contract's gates (step 2)."""
+    if kind == "text":
+        return x
+    t = exp.Trim(this=x, expression=exp.Literal.string(" "))
+
+    def full(pattern: str) -> FullMatch:
+        return FullMatch(this=t.copy(), pattern=exp.Literal.string(pattern))
+
+    if kind == "integer":
+        as_int = _try_cast(t.copy(), "BIGINT")
+        return _case(
+            (_and(full(INTEGER_RE), _not_null(as_int.copy())), as_int),
+            (full(DECIMAL_RE), _integral(_try_cast(t.copy(), "DOUBLE"))),
+        )
+    if kind == "decimal":
+        return _case((full(DECIMAL_RE), _finite(_try_cast(t.copy(), "DOUBLE"))))
+    if kind == "boolean":
+        low = exp.Lower(this=t)
+
+        def among(words: tuple[str, ...]) -> exp.In:
+            return exp.In(this=low.copy(), expressions=[exp.Literal.string(w) for w in words])
+
+        return _case((among(_TRUE), exp.true()), (among(_FALSE), exp.false()))
+    if kind == "date":
+        year = exp.Substring(this=t.copy(), start=_num(1), length=_num(4))
+        return _case(
+            (
+                _and(full(DATE_RE), exp.NEQ(this=year, expression=exp.Literal.string("0000"))),
+                _try_cast(t.copy(), "DATE"),
+            )
+        )
+    raise ParameterError(f"unknown column type {kind!r}", parameter="type")
+
+
+def cast_native(c: exp.Expression, family: str, kind: str) -> exp.Expression:
+    """The source column ``c`` of a type ``family`` cast to ``kind`` by the contract's rules.
+
+    Families: ``text`` (an empty cell is null), ``bytes`` (text held as bytes: what is not UTF-8
+    is null; DuckDB only), ``int``, ``float``, ``fixed`` (a native DECIMAL(p, s): exact integers,
+    decimals as doubles), ``bool``, ``date``; anything else casts to null."""
+    if family == "bytes":
+        return cast_text(BytesText(this=c), kind)
+    if family == "text":
+        return cast_text(CellText(this=c), kind)
+    if family == "int":
+        if kind == "integer":
+            return _try_cast(c, "BIGINT")
+        if kind == "decimal":
+            return _cast(c, "DOUBLE")
+        if kind == "text":
+            return _cast(c, "VARCHAR")
+    if family == "float":
+        if kind == "integer":
+            return _integral(_cast(c, "DOUBLE"))
+        if kind == "decimal":
+            return _finite(_cast(c, "DOUBLE"))
+    if family == "fixed":
+        if kind == "integer":
+            exact = exp.EQ(this=c, expression=exp.Floor(this=c.copy()))
+            small = exp.LT(this=exp.Abs(this=c.copy()), expression=_num(_TWO63))
+            return _case((_and(exact, small), _cast(c.copy(), "BIGINT")))
+        if kind == "decimal":
+            return _cast(c, "DOUBLE")
+    if (family, kind) in (("bool", "boolean"), ("date", "date")):
+        return c
+    return null(kind)
+
+
+# -- keys and bins (step 3) ------------------------------------------------------------------
+def key_rows(col: Column) -> list[tuple[exp.Expression, int]]:
+    """(typed key, index) per key; a key no cell can equal is left out (an integer past int64,
+    a decimal whose nearest double is infinite). Keys of a decimal column with the same nearest
+    double go to the first of them (one cell per row)."""
+    assert col.keys is not None
+    rows: list[tuple[exp.Expression, int]] = []
+    seen: set[float] = set()
+    for i, key in enumerate(col.keys):
+        if col.type == "integer":
+            assert isinstance(key, int)
+            if not INT64_MIN <= key <= INT64_MAX:
+                continue
+        if col.type == "decimal":
+            assert isinstance(key, (int, Fraction))
+            d = nearest_double(key)
+            if math.isinf(d) or d in seen:
+                continue
+            seen.add(d)
+        rows.append((typed_literal(col, key), i))
+    return rows
+
+
+def keys_values(col: Column, names: tuple[str, str]) -> exp.Expression | None:
+    """The keys as an inline table ``(VALUES (key, index), …) AS k(names)``; None without keys."""
+    rows = key_rows(col)
+    if not rows:
+        return None
+    tuples = [exp.Tuple(expressions=[key, _num(i)]) for key, i in rows]
+    alias = exp.TableAlias(
+        this=exp.to_identifier(f"{names[0]}t", quoted=True),
+        columns=[exp.to_identifier(n, quoted=True) for n in names],
+    )
+    return exp.Values(expressions=tuples, alias=alias)
+
+
+def bin_index(col: Column, value: exp.Expression) -> exp.Expression:
+    """The bin index of ``value`` (null outside every bin or for a null) by the contract's
+    comparison (:func:`~snapdp.data.engines.base.bin_edges`): an integer column exactly against
+    integer edges (an edge past int64 compared with the end of int64: the same truth value for
+    every long), a decimal one as a double against the double nearest each edge. A nested CASE
+    of fixed depth: every non-null value makes the same number of comparisons."""
+    edges = bin_edges(col)
+    below: list[exp.Expression] = []
+    if col.type == "integer":
+        v = _cast(value, "BIGINT")
+        for e in edges:
+            assert isinstance(e, int)
+            if e > INT64_MAX:
+                below.append(exp.LTE(this=v.copy(), expression=_cast(_num(INT64_MAX), "BIGINT")))
+            else:
+                below.append(
+                    exp.LT(this=v.copy(), expression=_cast(_num(max(e, INT64_MIN)), "BIGINT"))
+                )
+    else:
+        v = _cast(value, "DOUBLE")
+        below = [exp.LT(this=v.copy(), expression=double(float(e))) for e in edges]
+    return _case((_not_null(value.copy()), _tree(bin_tree(len(edges)), below)))
+
+
+def _tree(node: BinTree, below: list[exp.Expression]) -> exp.Expression:
+    if node is None:
+        return _cast(exp.Null(), "INTEGER")
+    if isinstance(node, int):
+        return _num(node)
+    j, left, right = node
+    return exp.Paren(this=_case((below[j].copy(), _tree(left, below)), default=_tree(right, below)))
+
+
+def with_null_rule(col: Column, value: exp.Expression) -> exp.Expression:
+    """``value`` after ``col``'s null rule (an imputed null takes the declared value)."""
+    if col.nulls.action == "impute":
+        return exp.Coalesce(this=value, expressions=[typed_literal(col, col.nulls.value)])
+    return value
+
+
+def cell_index(col: Column, value: exp.Expression) -> exp.Expression:
+    """The index of the cast ``value`` among ``col``'s keys or bins after its null rule (null:
+    the row is dropped from groupings on the column), as one expression (the engines join a keys
+    table instead, with the same result)."""
+    value = with_null_rule(col, value)
+    if col.bins is not None:
+        return bin_index(col, value)
+    rows = key_rows(col)
+    if not rows:
+        return _cast(exp.Null(), "BIGINT")
+    return _case(*((exp.EQ(this=value.copy(), expression=key), _num(i)) for key, i in rows))
+
+
+# -- quanta (step 6) -----------------------------------------------------------------------
+def quanta(vc: ValueColumn, value: exp.Expression, q_type: str) -> exp.Expression:
+    """The quanta of ``value`` as ``q_type``: q = clamp(round_half_even(clamp(v, lo, hi)·10^d),
+    L_q, U_q) with lo = ⌊L_q/10^d⌋ − 1 and hi = ⌈U_q/10^d⌉ + 1 as doubles (the coarse clamp only
+    keeps the conversion in range; the exact clamp is the integer one). A null takes
+    ``impute_q`` (or stays null). LEAST/GREATEST skip nulls, so they only see non-null values."""
+    scale: int = 10**vc.decimals
+    lo = float(vc.lower_q // scale - 1)
+    hi = float(-(-vc.upper_q // scale) + 1)
+    v = _cast(value, "DOUBLE")
+    y = exp.Mul(
+        this=exp.Paren(
+            this=exp.Least(
+                ignore_nulls=True,
+                this=exp.Greatest(ignore_nulls=True, this=v, expressions=[double(lo)]),
+                expressions=[double(hi)],
+            )
+        ),
+        expression=double(float(scale)),
+    )
+    q = exp.Least(
+        ignore_nulls=True,
+        this=exp.Greatest(
+            ignore_nulls=True,
+            this=RoundHalfEven(this=y, to=_type(q_type)),
+            expressions=[_num(vc.lower_q)],
+        ),
+        expressions=[_num(vc.upper_q)],
+    )
+    missing: exp.Expression = exp.Null() if vc.impute_q is None else _num(int(vc.impute_q))
+    return _case((_is_null(value.copy()), missing), default=q)
+
+
+# -- the row filter (step 3) -----------------------------------------------------------------
+def predicate(
+    p: Predicate, values: Mapping[str, exp.Expression], decl: Mapping[str, Column]
+) -> exp.Expression:
+    """The row filter over the cast ``values`` (SQL's three-valued logic), fully parenthesised."""
+    if isinstance(p, Compare):
+        node = _COMPARE[p.op](
+            this=values[p.column].copy(), expression=typed_literal(decl[p.column], p.value)
+        )
+        return exp.Paren(this=node)
+    if isinstance(p, InList):
+        items = [typed_literal(decl[p.column], v) for v in p.values]
+        return exp.Paren(this=exp.In(this=values[p.column].copy(), expressions=items))
+    if isinstance(p, IsNull):
+        return exp.Paren(this=_is_null(values[p.column].copy()))
+    if isinstance(p, Not):
+        return exp.Paren(this=exp.Not(this=predicate(p.term, values, decl)))
+    kind = exp.And if isinstance(p, And) else exp.Or
+    terms = [predicate(t, values, decl) for t in p.terms]
+    out = terms[0]
+    for t in terms[1:]:
+        out = kind(this=out, expression=t)
+    return exp.Paren(this=out)

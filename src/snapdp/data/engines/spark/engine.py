@@ -1,0 +1,354 @@
+"""The Spark engine: the engine contract of :mod:`snapdp.data.engines.base` in Spark SQL.
+
+Every step of the contract (read, cast, cells, units, keyed-hash bounding, quanta, exact
+aggregates) is written here as Spark column expressions so that, for the same plan and
+``hash_key``, this engine returns exactly the aggregates of the pure-Python reference engine
+and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluster"):
+
+* CSV is read one record per line, every cell as text (base step 1; docs/data.md, "CSV input"):
+  Spark's CSV reader only reads the lines (ISO-8859-1, LF as line separator, separator and
+  quote), the fields are split by array functions (no Java regex loop, which recurses per
+  repetition); paths are literal (glob characters escaped) unless ``glob=True``. Each file is
+  read by its own header's names (declared names without a header); Hadoop's line reader reads
+  past a line over ``max_line_bytes``.
+* Spark's own casts differ from the contract ("1e3", " 5", "Infinity", "1.0E10", "00", …), so
+  every cast from text is gated by the contract's regular expressions (``rlike``) and done with
+  ``try_cast`` (nothing raises under ANSI mode).
+* Keys are matched as typed values (a broadcast join on a typed key table), bins by a
+  comparison tree of fixed depth (every row makes the same comparisons, docs/data.md, "Run
+  time"), nulls by each column's rule; ``least``/``greatest`` (which skip NULLs) are only
+  applied to non-null values.
+* Ranks are :func:`~snapdp.data.engines.base.mix_rank` in long arithmetic (every product below
+  2^63, so ANSI mode never raises), one projection per lane; a text unit's lanes come from the
+  hex digits of its ``md5``. Tested equal to ``row_rank`` and ``group_rank``.
+* Row bounds of 1 (k, L∞) are ``min_by`` aggregates over the row packed into a long (no sort of
+  each unit's rows); larger row bounds and L0 use ``row_number``/``dense_rank`` windows.
+* Sums are exact: longs for quanta below 2^19 in magnitude (for cells of fewer than 2^44
+  non-null values), else DECIMAL(38, 0); sums of squares are split into 31-bit limbs and
+  recombined in Python, so nothing is rounded.
+
+Internal columns are projected under fresh names (``_s<i>``, ``_q<j>``, …) after selecting only the
+declared columns, so no user column name can collide with them. Nothing here raises, warns or logs
+about what the data holds (DESIGN §8.1): the only errors name the source or the plan.
+
+Executor noise (:class:`~snapdp.data.engines.base.ExecutorNoiseEngine`): for many cells the exact
+aggregates stay on the executors; ``mapInPandas`` builds one ``SnappingMechanism`` per request on
+each executor's default CSPRNG (an AES-256-CTR DRBG keyed from its OS) and returns only the noisy
+value per cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlglot import exp
+
+from snapdp.data.engines._cells import declared_columns, frame_to_arrow
+from snapdp.data.engines.base import (
+    ROW_TAG,
+    AggregatePlan,
+    Aggregates,
+    NoiseRequest,
+)
+from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational.dialects import spark_sql
+from snapdp.data.engines.spark import bounding, executor
+from snapdp.data.engines.spark.reading import from_pandas, quote_identifier, read_path
+from snapdp.data.model.schema import Column, CsvOptions
+from snapdp.errors import ParameterError
+
+__all__ = ["SparkEngine"]
+
+_Q_LIMIT = 1 << 61  # quanta bounds must fit here: q, 2q − L − U and the limbs stay in a long
+# Quanta below 2^19 in magnitude are summed as longs, exact for cells of fewer than 2^44 non-null
+# values (1.7·10^13; beyond, Spark's long sum overflows); wider quanta as DECIMAL(38, 0), slower.
+_LONG_SUM_LIMIT = 1 << 19
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint")
+_FLOATING = ("float", "double")
+
+
+class SparkEngine:
+    """An :class:`~snapdp.data.engines.base.ExecutorNoiseEngine` over a CSV or Parquet path (a
+    file, or a folder with hive partitioning), a Spark DataFrame or a pandas DataFrame.
+
+    ``spark``: the session (default: the active one, or a new local one). ``csv``: how a CSV is
+    read. ``glob``: treat the path as a glob pattern (default: literal). Noise is drawn on the
+    executors for at least ``executor_noise_threshold`` cells, in ``noise_partitions`` partitions
+    (default: Spark's). See docs/data.md, "Running on a cluster".
+    """
+
+    def __init__(
+        self,
+        source: object,
+        *,
+        spark: Any = None,
+        csv: CsvOptions = CsvOptions(),  # noqa: B008 - frozen, immutable default
+        glob: bool = False,
+        executor_noise_threshold: int = 10_000,
+        noise_partitions: int | None = None,
+    ) -> None:
+        try:
+            from pyspark.sql import DataFrame, SparkSession
+        except ImportError:  # pragma: no cover - exercised only without pyspark
+            raise ParameterError(
+                "the Spark engine needs pyspark: pip install 'snapdp[spark]'", parameter="engine"
+            ) from None
+        self.executor_noise_threshold = int(executor_noise_threshold)
+        self.noise_partitions = noise_partitions
+        self.last_noise_location: str | None = None
+        self._pandas: Any = None
+        if isinstance(source, DataFrame):
+            self._df: Any = source
+            self._label = "<pyspark.sql.DataFrame>"
+            return
+        session = spark or SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        if isinstance(source, (str, Path)):
+            self._df, self._label = read_path(session, str(source), csv, glob)
+        elif type(source).__module__.startswith("pandas"):
+            self._pandas = source
+            self._session = session
+            self._df = None  # made per plan from the used columns (see _source_df)
+            self._label = "<pandas.DataFrame>"
+        else:
+            raise ParameterError(
+                "`data` for the Spark engine must be a CSV/Parquet path, a Spark DataFrame or a "
+                f"pandas DataFrame, not {type(source).__name__}",
+                parameter="data",
+            )
+
+    # -- Engine ----------------------------------------------------------------------------
+    def describe(self) -> str:
+        """The resolved path, or the frame's type."""
+        return self._label
+
+    def column_names(self) -> list[str]:
+        """The source's column names (header or schema)."""
+        if self._pandas is not None:
+            return [str(c) for c in self._pandas.columns]
+        return [str(c) for c in self._df.columns]
+
+    def _source_df(self, plan: AggregatePlan) -> Any:
+        """The Spark DataFrame a plan reads: the source's, or for a pandas DataFrame its used
+        columns converted by the contract (object columns cell by cell for their declared type:
+        no cell can make the conversion fail; docs/data.md, "What does not fit")."""
+        if self._pandas is None:
+            return self._df
+        return from_pandas(self._session, frame_to_arrow(self._pandas, declared_columns(plan)))
+
+    def aggregate(self, plan: AggregatePlan) -> Aggregates:
+        """The exact aggregates (one row per non-empty cell collected to the driver)."""
+        agg, limbs = self._aggregate_df(plan)
+        try:
+            collected = agg.collect()
+        except Exception as exc:  # the source could not be read as a whole; quote nothing
+            raise ParameterError(
+                f"`data` {self._label!r} cannot be read by Spark ({type(exc).__name__})",
+                parameter="data",
+            ) from None
+        out = Aggregates.zeros(plan)
+        for row in collected:
+            cell = int(row["_cell"])
+            out.rows[cell] = int(row["_rows"])
+            for j, vc in enumerate(plan.values):
+                out.sums[j][cell] = int(row[f"_sum{j}"])
+                out.counts[j][cell] = int(row[f"_cnt{j}"])
+                sq = out.squares[j]
+                if sq is not None and vc.squares:
+                    sq[cell] = executor.squares_from_limbs(
+                        *(int(row[f"_sq{j}_{n}"]) for n in limbs)
+                    )
+        self.last_noise_location = "driver"
+        return out
+
+    # -- ExecutorNoiseEngine ---------------------------------------------------------------
+    def wants_executor_noise(self, n_cells: int) -> bool:
+        """Whether to draw the noise on the executors: at least ``executor_noise_threshold``."""
+        return n_cells >= self.executor_noise_threshold
+
+    def noisy_aggregate(
+        self, plan: AggregatePlan, requests: Sequence[NoiseRequest]
+    ) -> dict[str, npt.NDArray[np.float64]]:
+        """The noisy arrays (cell order), drawn on the executors' CSPRNG by ``mapInPandas``.
+
+        One Spark job: aggregate, complete the cell set with zeros, release per partition. A
+        task that fails is retried by Spark from the source; its noise never reaches the driver
+        (only a finished task's output is collected, once). If the job fails, a RuntimeError
+        names no data and nothing is returned (docs/data.md, "Running on a cluster").
+        """
+        from pyspark.sql import functions as sf
+
+        agg, limbs = self._aggregate_df(plan)
+        session = agg.sparkSession
+        cells = session.range(plan.n_cells).withColumnRenamed("id", "_cell")
+        full = cells.join(agg, "_cell", "left")
+        cols = [sf.col("_cell")]
+        for name in agg.columns:
+            if name != "_cell":
+                cols.append(sf.coalesce(sf.col(name), sf.lit(0)).cast("decimal(38,0)").alias(name))
+        full = full.select(*cols)
+        if self.noise_partitions is not None:
+            full = full.repartition(self.noise_partitions)
+        specs = [
+            (f"_v{i}", executor.source_columns(r.source, limbs), r.mechanism)
+            for i, r in enumerate(requests)
+        ]
+        schema = "_cell long" + "".join(f", {name} double" for name, _, _ in specs)
+        try:
+            noisy = full.mapInPandas(executor.executor_noise(specs), schema=schema).toPandas()
+        except Exception as exc:  # a lost executor or a failed job: no partial result
+            raise RuntimeError(
+                f"the Spark job failed ({type(exc).__name__}); no noisy value was returned "
+                "(see docs/data.md, 'Running on a cluster')"
+            ) from None
+        noisy = noisy.sort_values("_cell")
+        if not np.array_equal(noisy["_cell"].to_numpy(), np.arange(plan.n_cells)):
+            raise RuntimeError("the Spark job returned an incomplete set of cells")
+        self.last_noise_location = "executors"
+        return {
+            r.key: noisy[name].to_numpy(np.float64)
+            for r, (name, _, _) in zip(requests, specs, strict=True)
+        }
+
+    # -- the plan as Spark expressions -----------------------------------------------------
+    def _aggregate_df(self, plan: AggregatePlan) -> tuple[Any, tuple[str, ...]]:
+        """Per non-empty cell: ``_cell``, ``_rows``, ``_sum<j>``, ``_cnt<j>``, ``_sq<j>_<limb>``."""
+        from pyspark.sql import functions as sf
+
+        names = plan.used_columns()
+        present = set(self.column_names())
+        for name in names:
+            if name not in present:
+                raise ParameterError(
+                    f"declared column {name!r} is not in the data", parameter="columns"
+                )
+        for vc in plan.values:
+            if max(abs(vc.lower_q), abs(vc.upper_q)) >= _Q_LIMIT:
+                raise ParameterError(
+                    f"column {vc.column.name!r}: the bounds in quanta must lie within ±2^61 for "
+                    "the Spark engine (fewer decimals)",
+                    parameter="decimals",
+                )
+        src = {name: f"_s{i}" for i, name in enumerate(names)}
+        source = self._source_df(plan)
+        dtypes = dict(source.dtypes)
+        df = source.select(*[sf.col(quote_identifier(n)).alias(src[n]) for n in names])
+        session = source.sparkSession
+
+        # step 3: the row filter (on the cast values), then cells
+        if plan.where is not None:
+            where_cols = {c.name: c for c in plan.where_columns}
+            cast_values = {
+                name: _cast(c, src[name], dtypes[name]) for name, c in where_cols.items()
+            }
+            df = df.where(_expr(exprs.predicate(plan.where, cast_values, where_cols)))
+        df = df.withColumn("_cell", sf.lit(0).cast("long"))
+        stride = 1
+        for g in reversed(plan.groupings):
+            value = exprs.with_null_rule(g, _cast(g, src[g.name], dtypes[g.name]))
+            idx_name = f"_i{len(df.columns)}"
+            if g.keys is not None:  # a hash join: no key is found later than another
+                keys = _key_table(session, g, idx_name)
+                if keys is None:  # no cell can equal any key
+                    df = df.where(sf.lit(False)).withColumn(idx_name, sf.lit(0))
+                else:
+                    df = df.withColumn("_kv", _expr(value))
+                    df = df.join(sf.broadcast(keys), "_kv", "inner").drop("_kv")
+            else:
+                df = df.withColumn(idx_name, _expr(exprs.bin_index(g, value)))
+                df = df.where(sf.col(idx_name).isNotNull())
+            df = df.withColumn("_cell", sf.col("_cell") + sf.col(idx_name).cast("long") * stride)
+            stride *= g.n_cells
+
+        # step 6: quanta
+        for j, vc in enumerate(plan.values):
+            value = _cast(vc.column, src[vc.column.name], dtypes[vc.column.name])
+            df = df.withColumn(f"_q{j}", _expr(exprs.quanta(vc, value, "BIGINT")))
+
+        # steps 4 and 5: units and bounding
+        if plan.unit is not None:
+            unit = _expr(_cast(plan.unit, src[plan.unit.name], dtypes[plan.unit.name]))
+            qcols = [f"_q{j}" for j in range(len(plan.values))]
+            # the unit keeps its type (a long groups faster than its text); ranks use its text
+            df = df.select(unit.alias("_u"), "_cell", *qcols)  # no source columns
+            own = df.where(sf.col("_u").isNull()) if plan.null_units == "own" else None
+            df = df.where(sf.col("_u").isNotNull())
+            b = plan.bounds
+            if b.is_bounded:
+                df = bounding.with_rank(df, plan, ROW_TAG, True, "_rr")
+                if b.max_rows_per_group is not None:
+                    df = bounding.top_rows(df, plan, ["_u", "_cell"], b.max_rows_per_group)
+                if b.max_groups_per_unit is not None:
+                    df = bounding.top_cells(df, plan, b.max_groups_per_unit)
+                if b.max_rows_per_unit is not None:
+                    df = bounding.top_rows(df, plan, ["_u"], b.max_rows_per_unit)
+                df = df.drop("_rr")
+            if own is not None:
+                df = df.unionByName(own)
+
+        # step 7: exact aggregates
+        limbs: tuple[str, ...] = ("hh", "hl", "ll")
+        aggs = [sf.count(sf.lit(1)).alias("_rows")]
+        for j, vc in enumerate(plan.values):
+            q = sf.col(f"_q{j}")
+            if max(abs(vc.lower_q), abs(vc.upper_q)) < _LONG_SUM_LIMIT:
+                aggs.append(sf.sum(q).alias(f"_sum{j}"))  # a long: exact below 2^44 values
+            else:
+                aggs.append(sf.sum(q.cast("decimal(38,0)")).alias(f"_sum{j}"))
+            aggs.append(sf.count(q).alias(f"_cnt{j}"))
+            if vc.squares:
+                t = sf.abs(q * 2 - sf.lit(vc.lower_q + vc.upper_q))
+                hi = sf.shiftright(t, executor.LIMB)
+                lo = t.bitwiseAND(sf.lit((1 << executor.LIMB) - 1))
+                for n, term in zip(limbs, (hi * hi, hi * lo, lo * lo), strict=True):
+                    aggs.append(sf.sum(term.cast("decimal(38,0)")).alias(f"_sq{j}_{n}"))
+        agg = df.groupBy("_cell").agg(*aggs)
+        cols = [sf.col("_cell"), sf.col("_rows")]
+        for j, vc in enumerate(plan.values):
+            cols += [
+                sf.coalesce(sf.col(f"_sum{j}"), sf.lit(0)).alias(f"_sum{j}"),
+                sf.col(f"_cnt{j}"),
+            ]
+            if vc.squares:
+                cols += [
+                    sf.coalesce(sf.col(f"_sq{j}_{n}"), sf.lit(0)).alias(f"_sq{j}_{n}")
+                    for n in limbs
+                ]
+        return agg.select(*cols), limbs
+
+
+# -- the contract's expressions, rendered from the shared tree ----------------------------
+def _family(dtype: str) -> str:
+    """The family of a Spark type (:func:`~snapdp.data.engines.relational.exprs.cast_native`)."""
+    d = dtype.lower()
+    if d == "string":
+        return "text"
+    if d in _INTEGRAL:
+        return "int"
+    if d in _FLOATING:
+        return "float"
+    if d.startswith("decimal"):
+        return "fixed"
+    return {"boolean": "bool", "date": "date"}.get(d, "other")
+
+
+def _cast(column: Column, name: str, dtype: str) -> exp.Expression:
+    """The contract's cast of the source column ``name`` of Spark type ``dtype`` (step 2)."""
+    return exprs.cast_native(exprs.column(name), _family(dtype), column.type)
+
+
+def _expr(node: exp.Expression) -> Any:
+    """A node of the shared tree as a Spark column."""
+    from pyspark.sql import functions as sf
+
+    return sf.expr(spark_sql(node))
+
+
+def _key_table(session: Any, g: Column, idx_name: str) -> Any:
+    """The declared keys as a typed table (_kv, idx); the first of equal doubles wins. None
+    when no cell can equal any key."""
+    values = exprs.keys_values(g, ("_kv", idx_name))
+    return None if values is None else session.sql(f"SELECT * FROM {spark_sql(values)}")
