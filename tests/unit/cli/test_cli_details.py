@@ -111,7 +111,8 @@ def test_a_failed_run_leaves_no_output_folder(tmp_path: Path) -> None:
     plan = _plan(tmp_path, "people.csv", 'statistic = "count"\nby = "sex"\nepsilon = 1\n')
     out_dir = tmp_path / "out" / "run"
     code, out = _invoke("run", str(plan), "--ledger", str(tmp_path / "l.sqlite"),
-                        "--output", str(out_dir))  # fmt: skip
+                        "--total-epsilon", "5", "--output", str(out_dir))  # fmt: skip
+    assert "sex" in out, out  # refused for the missing column, not for the budget
     assert code != 0, out
     assert not (tmp_path / "out").exists()
 
@@ -123,7 +124,7 @@ def test_result_files_follow_the_umask(tmp_path: Path) -> None:
     mask = os.umask(0o022)
     os.umask(mask)
     code, out = _invoke("run", str(plan), "--ledger", str(tmp_path / "l.sqlite"),
-                        "--output", str(tmp_path / "out"))  # fmt: skip
+                        "--total-epsilon", "5", "--output", str(tmp_path / "out"))  # fmt: skip
     assert code == 0, out
     files = sorted((tmp_path / "out").iterdir())
     want = 0o666 & ~mask
