@@ -23,9 +23,7 @@ from snapdp.errors import ParameterError
 from snapdp.ui._document import (
     DATA_FIELDS,
     HOW,
-    INTEGER_FIELDS,
     QUERY_FIELDS,
-    TEXT_FIELDS,
     FieldError,
     blank_document,
     check_shape,
@@ -35,7 +33,7 @@ from snapdp.ui._document import (
     number,
     text_of,
 )
-from snapdp.ui._workload_json import NO_SOURCE
+from snapdp.ui._workload_json import NO_SOURCE, typed_data
 
 __all__ = ["document_from_plan", "document_from_toml", "document_from_workload", "document_toml"]
 
@@ -49,19 +47,8 @@ def document_toml(doc: object, source: str | None) -> str:
 
 def _data(raw: dict[str, str], source: str) -> dict[str, Any]:
     data: dict[str, Any] = {"source": source}
-    for k in DATA_FIELDS:
-        text = raw[k]
-        if k in TEXT_FIELDS:  # as typed ("" is absent; a tab is a delimiter)
-            if text != "":
-                data[k] = text
-        elif not text.strip():
-            continue
-        elif k in ("header", "consistent"):  # a mode of `consistent` stays text
-            data[k] = {"true": True, "false": False}.get(text.strip().lower(), text.strip())
-        elif k == "column_names":
-            data[k] = items(text, f"data.{k}")
-        else:
-            data[k] = (integer if k in INTEGER_FIELDS else number)(text, f"data.{k}")
+    for k, v in typed_data(raw, DATA_FIELDS).items():
+        data[k] = list(v) if isinstance(v, tuple) else v  # a TOML array
     return data
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
@@ -66,6 +66,27 @@ __all__ = [
 #: The source of a workload when the command line gave none (never opened).
 NO_SOURCE = "(no source: start snapdp ui with --source)"
 _T = TypeVar("_T")
+
+
+def typed_data(raw: Mapping[str, str], keys: Iterable[str]) -> dict[str, object]:
+    """The page's ``[data]`` fields ``keys`` of ``raw`` as typed: text as typed ("" is absent; a
+    tab is a delimiter), flags as booleans, column names as a tuple, numbers exactly (a number
+    as a Decimal, an integer as an int); an empty field is absent."""
+    out: dict[str, object] = {}
+    for k in keys:
+        text = raw[k]
+        if k in TEXT_FIELDS:
+            if text != "":
+                out[k] = text
+        elif not text.strip():
+            continue
+        elif k in ("header", "consistent"):  # a mode of `consistent` stays text
+            out[k] = {"true": True, "false": False}.get(text.strip().lower(), text.strip())
+        elif k == "column_names":
+            out[k] = tuple(items(text, f"data.{k}"))
+        else:
+            out[k] = (integer if k in INTEGER_FIELDS else number)(text, f"data.{k}")
+    return out
 
 
 class Origins:
@@ -125,21 +146,7 @@ class _Builder:
     def data(self) -> dict[str, object]:
         """``[data]``'s values as typed (a number as a Decimal, an integer as an int); an
         empty field is absent."""
-        out: dict[str, object] = {}
-        for k, text in self.doc["data"].items():
-            if k in TEXT_FIELDS:  # as typed ("" is absent; a tab is a delimiter)
-                if text != "":
-                    out[k] = text
-            elif not text.strip():
-                continue
-            elif k in ("header", "consistent"):  # a mode of `consistent` stays text
-                out[k] = {"true": True, "false": False}.get(text.strip().lower(), text.strip())
-            elif k == "column_names":
-                out[k] = tuple(items(text, f"data.{k}"))
-            else:
-                read = integer if k in INTEGER_FIELDS else number
-                out[k] = read(text, f"data.{k}")
-        return out
+        return typed_data(self.doc["data"], self.doc["data"])
 
     def count(self, key: Path_, value: object, text: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

@@ -234,9 +234,22 @@ class UiServer:
         return {"preview": shown, "digest": digest, "ledger": self._ledger_view(planned.total)}
 
     def export(self, body: dict[str, Any]) -> dict[str, Any]:
-        wj.load_plan(body.get("document"), self.source(), self.workdir)  # refuse a broken plan
-        text = document_toml(body.get("document"), self.source())
-        return {"toml": text, "filename": "plan.toml"}
+        """The plan as a plan file (``format`` "toml", the default), a runnable Python script
+        ("python") or a Jupyter notebook ("notebook") using the public API (docs/notebooks.md).
+        Reads no data."""
+        fmt = body.get("format", "toml")
+        if fmt not in ("toml", "python", "notebook"):
+            raise ParameterError("`format` must be toml, python or notebook", parameter="format")
+        plan, _ = wj.load_plan(body.get("document"), self.source(), self.workdir)
+        if fmt == "toml":
+            text = document_toml(body.get("document"), self.source())
+            return {"toml": text, "text": text, "filename": "plan.toml"}
+        from snapdp.data.frontends.python_export import export_notebook, export_python
+
+        write = export_python if fmt == "python" else export_notebook
+        ledger = None if self.config.ledger is None else str(self.config.ledger)
+        text = write(plan.to_workload(), ledger=ledger)
+        return {"text": text, "filename": "plan.py" if fmt == "python" else "plan.ipynb"}
 
     def load(self, body: dict[str, Any]) -> dict[str, Any]:
         text = body.get("toml")

@@ -346,10 +346,10 @@ function setStatus(text, kind) {
 }
 
 // -- export and load --------------------------------------------------------------------------
-async function exportPlan() {
-  const answer = await api("/api/export", { document: doc });
+async function exportPlan(format) {
+  const answer = await api("/api/export", { document: doc, format: format || "toml" });
   if (!answer.ok) { clearErrors(); showError(answer.payload.error); return; }
-  const blob = new Blob([answer.payload.toml], { type: "application/toml" });
+  const blob = new Blob([answer.payload.text], { type: "text/plain" });
   const a = el("a", { href: URL.createObjectURL(blob), download: answer.payload.filename });
   document.body.append(a);
   a.click();
@@ -487,7 +487,9 @@ async function start() {
     renderAll();
     schedule();
   });
-  $("export").addEventListener("click", exportPlan);
+  $("export").addEventListener("click", () => exportPlan("toml"));
+  $("export-python").addEventListener("click", () => exportPlan("python"));
+  $("export-notebook").addEventListener("click", () => exportPlan("notebook"));
   $("load").addEventListener("change", loadPlan);
   $("read-header").addEventListener("click", readHeader);
   $("to-run").addEventListener("click", toRun);
