@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from snapdp.cli._common import check_source, json_option, library_errors
+from snapdp.cli._common import check_source, json_option, library_errors, mark_spent
 from snapdp.data import Plan
 from snapdp.data.planner.preview import usefulness_flags
 
@@ -108,8 +108,17 @@ def run(
         if output is not None
         else Path(plan_file).with_name(Path(plan_file).stem + "-results")
     )
+    spent_note = f"ledger {ledger or '(in memory)'}"
+
+    def progress(done: int, total: int, label: str) -> None:
+        if label not in ("planning", "preparing the mechanisms"):  # the cap is reserved from
+            mark_spent(spent_note)  # "releasing" on: a Ctrl-C must not say "nothing spent"
+        if bar is not None:
+            bar(done, total, label)
+
     with progress_bar(f"snapdp run {Path(plan_file).name}") as bar:
-        done = p.run(ledger=ledger, total_epsilon=total_epsilon, output=out, progress=bar)
+        done = p.run(ledger=ledger, total_epsilon=total_epsilon, output=out, progress=progress)
+    mark_spent(spent_note)
     results = list(done.results)
     if as_json:
         click.echo(

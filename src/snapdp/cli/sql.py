@@ -110,9 +110,9 @@ def sql(
     )
     prepared = table.prepare(queries, epsilons, confidence=conf)  # before any ledger file
     name = table.dataset
+    # A ledger file spends only from a budget its owner set: its entry, or --total-epsilon;
+    # a declaration's total_epsilon never creates one (docs/sql.md, docs/plans.md).
     given = None if total_epsilon is None else Fraction(total_epsilon)
-    if ledger is not None and given is None and workload.total_epsilon is not None:
-        given = workload.total_epsilon
     book = Ledger(ledger, given if ledger is not None else (given or total), dataset=name)
     table.ledger = book
     before = len(book.entries())

@@ -72,6 +72,8 @@ def test_a_duckdb_relation_that_fails_is_refused_without_its_message() -> None:
     text = str(exc.value)
     assert "DuckDB relation cannot be read as a whole" in text
     assert "secret" not in text and "\n" not in text and exc.value.parameter == "data"
+    # nor on the exception's chain, where a traceback or a logger would still show it
+    assert exc.value.__context__ is None and exc.value.__cause__ is None
 
 
 def test_plan_run_accepts_a_polars_source() -> None:

@@ -39,17 +39,22 @@ def arrow_source(data: object) -> object:
         return data
     source: Any = data
     try:
-        if kind == "polars":
-            return source.to_arrow()
-        if kind == "polars-lazy":
-            return source.collect().to_arrow()
-        if hasattr(source, "to_arrow_table"):
-            return source.to_arrow_table()
-        return source.arrow()  # DuckDB before 1.4
-    except Exception:  # its message may quote rows (DESIGN §8.1)
-        what = "DuckDB relation" if kind == "duckdb" else "polars frame"
-        raise ParameterError(
-            f"`data`: the {what} cannot be read as a whole (its query or a column failed); "
-            "nothing was read or spent",
-            parameter="data",
-        ) from None
+        return _to_arrow(source, kind)
+    except Exception:  # its message may quote rows (DESIGN §8.1): raised below, without it
+        pass
+    what = "DuckDB relation" if kind == "duckdb" else "polars frame"
+    raise ParameterError(  # outside the handler, so the refusal carries no __context__
+        f"`data`: the {what} cannot be read as a whole (its query or a column failed); "
+        "nothing was read or spent",
+        parameter="data",
+    )
+
+
+def _to_arrow(source: Any, kind: str) -> object:
+    if kind == "polars":
+        return source.to_arrow()
+    if kind == "polars-lazy":
+        return source.collect().to_arrow()
+    if hasattr(source, "to_arrow_table"):
+        return source.to_arrow_table()
+    return source.arrow()  # DuckDB before 1.4

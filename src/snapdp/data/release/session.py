@@ -223,9 +223,9 @@ def check_columns(engine: Engine, schema: Schema, compiled: Sequence[Compiled]) 
         used.append(schema.privacy_unit)
     for name in dict.fromkeys(used):
         if name not in present:
-            raise ParameterError(
-                f"column {name!r} is not in {engine.describe()}; its columns are "
-                + ", ".join(repr(c) for c in sorted(present)),
+            raise ParameterError(  # names the declared column only, never the source's
+                f"column {name!r} is not in the header of {engine.describe()} "
+                "(`snapdp check` compares a source with its declaration)",
                 parameter="data",
             )
 

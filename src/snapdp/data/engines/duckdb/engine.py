@@ -92,15 +92,18 @@ class DuckDBEngine(DuckDBSource):
         """The exact aggregates of ``plan`` (engine contract, docs/data.md)."""
         sql, layout = self.sql(plan)
         result = Aggregates.zeros(plan)
+        failure: str | None = None
         try:
             rows = self._con.execute(sql).fetchall()
         except self._duckdb.Error as exc:
-            raise ParameterError(
-                f"`data` {self._label!r} could not be read ({_kind(exc)})", parameter="data"
-            ) from None
+            failure = _kind(exc)  # raised below, outside the handler: no __context__
         finally:
             if self._frame is not None:
                 self._con.unregister(f"{_P}frame")
+        if failure is not None:
+            raise ParameterError(
+                f"`data` {self._label!r} could not be read ({failure})", parameter="data"
+            )
         for row in rows:
             cell = int(row[0])
             result.rows[cell] = int(row[1])

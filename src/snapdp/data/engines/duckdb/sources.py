@@ -305,20 +305,21 @@ class DuckDBSource:
         """Read the source's schema; a failure is one line naming the file, never DuckDB's text."""
         try:
             self._con.execute(f"DESCRIBE SELECT * FROM {self._relation}").fetchall()
+            return
         except self._duckdb.Error:
-            raise ParameterError(
-                f"`data` {self._label!r} cannot be read as a table", parameter="data"
-            ) from None
+            pass  # raised below, outside the handler: no __context__ with DuckDB's text
+        raise ParameterError(f"`data` {self._label!r} cannot be read as a table", parameter="data")
 
     def _describe(self) -> dict[str, str]:
         try:
             rows = self._con.execute(f"DESCRIBE SELECT * FROM {self._relation}").fetchall()
+            return {str(r[0]): str(r[1]).upper() for r in rows}
         except self._duckdb.Error:
-            raise ParameterError(
-                f"`data` {self._label!r} cannot be read as a Parquet table or Arrow table",
-                parameter="data",
-            ) from None
-        return {str(r[0]): str(r[1]).upper() for r in rows}
+            pass  # raised below, outside the handler: no __context__ with DuckDB's text
+        raise ParameterError(
+            f"`data` {self._label!r} cannot be read as a Parquet table or Arrow table",
+            parameter="data",
+        )
 
     def _source_for(self, plan: AggregatePlan) -> tuple[str, dict[str, str]]:
         """The FROM clause and the source's column types (a DataFrame: its used columns, as an
