@@ -383,7 +383,17 @@ def run_plan(source: Source, path: Path) -> Outcome:
     out = path.parent / "out"
     ledger = path.parent / "budget.sqlite"
     code, text = _invoke(
-        ["run", str(plan), "--ledger", str(ledger), "--output", str(out), "--json"]
+        [
+            "run",
+            str(plan),
+            "--ledger",
+            str(ledger),
+            "--total-epsilon",
+            "1000",
+            "--output",
+            str(out),
+            "--json",
+        ]
     )
     here = str(path.parent)
     try:

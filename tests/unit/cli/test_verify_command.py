@@ -58,7 +58,7 @@ def test_missing_neighbour_is_a_usage_error() -> None:
 def test_bad_epsilon_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["verify", "--epsilon", "-1", *ARGS[3:], "--neighbour", "1"])
     assert result.exit_code == 2
-    assert "`--epsilon` must be a positive decimal number" in result.output
+    assert "`--epsilon` must be a positive number" in result.output
 
 
 def test_textbook_check_fails_on_mironov_example() -> None:

@@ -99,6 +99,7 @@ def test_the_exported_script_releases_what_the_plan_run_does(tmp_path: Path) -> 
         ledger=str(tmp_path / "script-ledger.sqlite"),
         output=str(tmp_path / "script-out"),
         seed=11,
+        total_epsilon="20",  # the owner's budget for the new ledger entry
     )
     out.write_text(script, encoding="utf-8")
     src = str(Path(snapdp.__file__).resolve().parents[1])  # the sources under test
@@ -116,6 +117,7 @@ def test_the_exported_script_releases_what_the_plan_run_does(tmp_path: Path) -> 
     # what `snapdp run` does (cli/plan.py: Plan.load(...).run(ledger=, output=)), seeded alike
     Plan.load(path).run(
         ledger=tmp_path / "run-ledger.sqlite",
+        total_epsilon=20,
         output=tmp_path / "run-out",
         rng=np.random.default_rng(11),
     )

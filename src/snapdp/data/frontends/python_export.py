@@ -40,6 +40,7 @@ def export_python(
     ledger: str | None = DEFAULT_LEDGER,
     output: str | None = None,
     seed: int | None = None,
+    total_epsilon: int | str | None = None,
 ) -> str:
     """A Python script that releases ``workload`` as ``snapdp run`` would: it builds the plan with
     the public API, shows its preview (nothing spent), then runs it on ``ledger`` (a file path;
@@ -47,7 +48,7 @@ def export_python(
     nothing written). ``seed``: a number makes the noise reproducible and NOT private (tests
     only). The source must be a file path (a relative one is resolved against the plan's
     folder)."""
-    return "\n".join(_code_cells(workload, ledger, output, seed))
+    return "\n".join(_code_cells(workload, ledger, output, seed, total_epsilon))
 
 
 def export_notebook(
@@ -56,9 +57,10 @@ def export_notebook(
     ledger: str | None = DEFAULT_LEDGER,
     output: str | None = None,
     seed: int | None = None,
+    total_epsilon: int | str | None = None,
 ) -> str:
     """The same as :func:`export_python`, as a Jupyter notebook (nbformat 4 JSON text)."""
-    cells = _code_cells(workload, ledger, output, seed)
+    cells = _code_cells(workload, ledger, output, seed, total_epsilon)
     return json.dumps(notebook_json(cells, _NOTES), indent=1, ensure_ascii=False) + "\n"
 
 
@@ -98,7 +100,7 @@ _NOTES = {
 
 
 def _code_cells(workload: Workload, ledger: str | None, output: str | None,
-                seed: int | None) -> list[str]:  # fmt: skip
+                seed: int | None, total_epsilon: int | str | None) -> list[str]:  # fmt: skip
     source = workload.declaration.source_path()
     if not isinstance(source, (str, Path)):
         raise ParameterError(
@@ -118,13 +120,15 @@ def _code_cells(workload: Workload, ledger: str | None, output: str | None,
         plan_args.append(f"total_epsilon={_code(d.total_epsilon, imports, 1)}")
     if d.consistent:
         plan_args.append(f"consistent={d.consistent!r}")
-    run_args = ["ledger=LEDGER", "output=OUTPUT", "rng=rng", "preview=preview"]
+    run_args = ["ledger=LEDGER", "total_epsilon=TOTAL_EPSILON", "output=OUTPUT", "rng=rng",
+                "preview=preview"]  # fmt: skip
     if d.dataset is not None:
         run_args.append(f"dataset={d.dataset!r}")
     return [
         _header(imports),
         f"SOURCE = {str(Path(source).expanduser().resolve())!r}\n"
         f"LEDGER = {ledger!r}  # the budget's ledger file (None: in memory, this run only)\n"
+        f"TOTAL_EPSILON = {total_epsilon!r}  # a new entry's budget (the owner's)\n"
         f"OUTPUT = {output!r}  # a folder for results.csv, .parquet, .json, report.html\n"
         f"SEED = {seed!r}  # keep None: a number makes the noise reproducible, NOT private\n",
         f"schema = {schema}\n",
