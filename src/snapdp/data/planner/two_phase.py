@@ -257,7 +257,8 @@ def _on_grid(
 ) -> Fraction | None:
     """The smallest grid value ≥ ``found`` whose ``at`` meets ``target``, or ``limit`` itself when
     that grid value would pass it and ``limit`` meets it (ε₂ then takes the plan's public
-    ``cap − ε₁``); None when neither meets it. Rounding up keeps the target; the cap bounds it."""
+    ``cap − ε₁``); None when neither meets it. Rounding up keeps the target; the cap bounds it.
+    After four steps up it bisects the rest of the grid below ``limit``: it never leaves it."""
     eps = grid_up(found)
     for _ in range(4):  # a certified ± misses a presumed one's target by a hair, if at all
         if eps >= limit:
@@ -265,7 +266,17 @@ def _on_grid(
         if Fraction(at(eps)) <= target:
             return eps
         eps = grid_up(eps * Fraction(1001, 1000))
-    return _smallest(at, target, limit)
+    if Fraction(at(limit)) > target:
+        return None
+    values = [v for v in grid_values(eps, limit) if v > eps]  # eps itself missed
+    lo, hi = -1, len(values)  # values[hi] (or the limit) meets; stay on the grid
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if Fraction(at(values[mid])) <= target:
+            hi = mid
+        else:
+            lo = mid
+    return values[hi] if hi < len(values) else limit
 
 
 def _smallest_checked(

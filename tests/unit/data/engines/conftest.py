@@ -21,6 +21,9 @@ def spark_session() -> Iterator[Any]:
         SparkSession.builder.master("local[2]")
         .appName("snapdp-engine-tests")
         .config("spark.ui.enabled", "false")
+        # the whole suite shares this session: Spark's 1g default ran out of heap after a few
+        # hundred queries (each test's plans and broadcast key tables stay until collected)
+        .config("spark.driver.memory", "3g")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.default.parallelism", "2")
         .getOrCreate()
