@@ -310,8 +310,10 @@ class Outcome:
     files: dict[str, object] = field(default_factory=dict)  # file name → masked summary
 
 
+#: Fields computed from released values. ``interval``: a tree quantile's released leaf, so it
+#: moves with the noise (`snapdp run` draws from the CSPRNG: the plan front has no seed).
 _NOISY = frozenset(
-    {"value", "accuracy", "rank_accuracy", "remaining", "spent", "independent_value"}
+    {"value", "accuracy", "rank_accuracy", "remaining", "spent", "independent_value", "interval"}
 )
 
 #: Text whose numbers come from released values (a two-phase target's note: the ± stated and the
