@@ -242,7 +242,15 @@ def _grid_smallest(
     values = grid_values(limit * _GRID_REACH, limit)
     if not values or Fraction(at(values[0])) <= target:
         return _smallest(at, target, limit)
-    lo, hi = 0, len(values)  # values[lo] misses; values[hi] (or the limit) meets
+    return _first_meeting(at, target, values[1:], limit)  # values[0] misses
+
+
+def _first_meeting(
+    at: Callable[[Fraction], float], target: Fraction, values: list[Fraction], limit: Fraction
+) -> Fraction:
+    """The first of the ascending grid ``values`` whose ``at`` meets ``target``, else ``limit``
+    (known to meet), by bisection: ``at`` falls as ε grows."""
+    lo, hi = -1, len(values)  # values[hi] (or the limit) meets
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if Fraction(at(values[mid])) <= target:
@@ -268,15 +276,7 @@ def _on_grid(
         eps = grid_up(eps * Fraction(1001, 1000))
     if Fraction(at(limit)) > target:
         return None
-    values = [v for v in grid_values(eps, limit) if v > eps]  # eps itself missed
-    lo, hi = -1, len(values)  # values[hi] (or the limit) meets; stay on the grid
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if Fraction(at(values[mid])) <= target:
-            hi = mid
-        else:
-            lo = mid
-    return values[hi] if hi < len(values) else limit
+    return _first_meeting(at, target, [v for v in grid_values(eps, limit) if v > eps], limit)
 
 
 def _smallest_checked(
