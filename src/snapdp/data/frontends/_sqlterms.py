@@ -31,7 +31,7 @@ from snapdp.data.model.predicate import (
 )
 from snapdp.data.model.query import Query
 from snapdp.data.model.workload import Declaration
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, did_you_mean
 
 __all__ = ["COMPARE", "FLIP", "SqlTerms", "canonical", "describe"]
 
@@ -55,6 +55,11 @@ _LIST = (
     "COUNT(*), COUNT(col), SUM, AVG, VAR_POP, VAR_SAMP, STDDEV_POP, STDDEV_SAMP, "
     "PERCENTILE_CONT(col, p), QUANTILE_CONT(col, p), MEDIAN(col)"
 )
+#: the aggregate functions' names, for "did you mean" (the grammar's words, never data)
+_FUNCTIONS = (
+    "COUNT", "SUM", "AVG", "VAR_POP", "VAR_SAMP", "VARIANCE", "STDDEV_POP", "STDDEV_SAMP",
+    "STDDEV", "PERCENTILE_CONT", "QUANTILE_CONT", "MEDIAN",
+)  # fmt: skip
 
 
 class SqlTerms(SqlText):
@@ -91,7 +96,8 @@ class SqlTerms(SqlText):
             name = same[0] if len(same) == 1 else name
         if name not in names:
             declared = ", ".join(names) or "none"
-            raise self.at(node, f"column {name!r} is not declared (declared: {declared})")
+            hint = did_you_mean(name, names)
+            raise self.at(node, f"column {name!r} is not declared{hint} (declared: {declared})")
         return name
 
     # -- aggregates ------------------------------------------------------------------------
@@ -112,7 +118,8 @@ class SqlTerms(SqlText):
         elif isinstance(node, exp.Anonymous):
             name = str(node.this).upper()
             if name not in _ANONYMOUS:
-                raise self.at(node, f"function {name} is not accepted here ({_LIST})")
+                hint = did_you_mean(name, _FUNCTIONS)
+                raise self.at(node, f"function {name} is not accepted here{hint} ({_LIST})")
             kind, args = name, list(node.expressions)
         elif kind in _STATISTIC_OF:
             args = [a for a in (node.this, node.args.get("expression")) if a is not None]

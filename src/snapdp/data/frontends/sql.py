@@ -37,7 +37,7 @@ from snapdp.data.model.workload import Declaration, PlannedQuery, Workload
 from snapdp.data.output.postprocess import Output, PostProcessing
 from snapdp.data.output.postprocess import apply_post_processing as _apply
 from snapdp.data.output.results import QueryResult
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, did_you_mean
 
 __all__ = ["SqlError", "SqlQuery", "apply_post_processing", "parse_predicate", "parse_sql"]
 
@@ -237,8 +237,9 @@ class _Parser(SqlPostTerms):
         if table is not None and name.lower() != table.lower():  # names ignore case, as in SQL
             raise self.at(
                 node.this if node.this is not None else node,
-                f"FROM names {name!r}, but the declared table is {table!r} ([data] name, or the "
-                "source file's name)",
+                f"FROM names {name!r}"
+                + (did_you_mean(name, [table]) or f", but the declared table is {table!r}")
+                + " ([data] name, or the source file's name)",
             )
         self.qualifiers = {name.lower()} | ({node.alias.lower()} if node.alias else set())
 
