@@ -74,6 +74,7 @@ QUERY_FIELDS = (
     "how",
     "value",
     "group_size",
+    "grid_counts",  # "true": a count keeps its grid value (docs/utility.md, "Integer counts")
     # kept for a loaded plan, not shown by the page
     "name",
     "method",

@@ -104,6 +104,8 @@ def _query(i: int, q: dict[str, str]) -> dict[str, Any]:
         entry["group_size"] = integer(q["group_size"], where + "group_size")
     if q["where"].strip():
         entry["where"] = q["where"]
+    if q["grid_counts"].strip() == "true":
+        entry["grid_counts"] = True
     how = q["how"].strip()
     if q["value"].strip():
         if how not in HOW:
@@ -184,6 +186,8 @@ def _query_row(q: dict[str, Any]) -> dict[str, str]:
     for k in ("by", "quantiles"):
         if k in q:
             row[k] = list_text(q[k])
+    if q.get("grid_counts"):
+        row["grid_counts"] = "true"
     return row
 
 

@@ -38,6 +38,7 @@ TOKEN_HEADER = "X-Snapdp-Token"
 _STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/run.js": ("run.js", "text/javascript; charset=utf-8"),
     "/style.css": ("style.css", "text/css; charset=utf-8"),
     "/help": ("help.html", "text/html; charset=utf-8"),
 }
@@ -58,6 +59,7 @@ _API: dict[str, str] = {
     "/api/export": "export",
     "/api/load": "load",
     "/api/run": "run",
+    "/api/progress": "progress",
 }
 
 

@@ -50,6 +50,7 @@ from snapdp.ui._document import (
     items,
     number,
 )
+from snapdp.ui._notes import plain_notes
 
 __all__ = [
     "NO_SOURCE",
@@ -286,6 +287,8 @@ class _Builder:
             kw["resolution"] = Fraction(res)
         if q["where"].strip():
             kw["where"] = self.where(key, q["where"], decl)
+        if q["grid_counts"].strip() not in ("", "false"):
+            kw["grid_counts"] = q["grid_counts"].strip() == "true" or q["grid_counts"]
         query = self.build_query(key, kw)
         how = q["how"].strip()
         if not q["value"].strip():
@@ -439,4 +442,4 @@ def preview_json(plan: Plan, planned: PlanPreview) -> dict[str, Any]:
 
 def results_json(results: Any) -> list[dict[str, Any]]:
     """The released results (after a run) as the page shows them."""
-    return [r.as_dict() for r in results]
+    return [{**r.as_dict(), "plain_notes": plain_notes(r.notes)} for r in results]

@@ -38,6 +38,8 @@ from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from snapdp._rational import format_rational
 from snapdp._validation import check_epsilon
 from snapdp.data.budget.ledger import Ledger, resolve_dataset
@@ -84,6 +86,9 @@ class UiConfig:
     #: Open snapdp's synthetic demo table (no source): a ledger in the server's private folder
     #: and a budget of 1 unless given (docs/ui.md, "Try it without data").
     demo: bool = False
+    #: Seeded noise for the documentation's screenshots (tools/ui_screenshots.py): NOT private,
+    #: never set by ``snapdp ui``.
+    seed: int | None = None
 
 
 @dataclass
@@ -120,6 +125,8 @@ class UiServer:
         self._ticket_lock = threading.Lock()
         self._ticket = 0
         self._runs: dict[str, _Run] = {}
+        #: each run's progress events by its nonce: (done, total, label), public (docs/ui.md)
+        self._progress: dict[str, list[dict[str, Any]]] = {}
         self.initial = demo_document() if config.demo and config.plan is None else blank_document()
         if config.total_epsilon is not None:
             check_epsilon("total_epsilon", config.total_epsilon)
@@ -295,7 +302,20 @@ class UiServer:
                     }
                 }
             folder = _new_folder(self.config.output)
-            done = plan.run(ledger=budget, output=folder, preview=planned, dataset=dataset)
+            events = self._progress.setdefault(nonce, [])
+
+            def record(step: int, total: int, label: str) -> None:
+                events.append({"done": step, "total": total, "label": label})
+
+            rng = None if self.config.seed is None else np.random.default_rng(self.config.seed)
+            done = plan.run(
+                ledger=budget,
+                output=folder,
+                preview=planned,
+                dataset=dataset,
+                progress=record,
+                rng=rng,
+            )
             key = secrets.token_urlsafe(16)
             self._runs[key] = _Run(folder, {f.name: f for f in done.files})
             return HTTPStatus.OK, {
@@ -305,6 +325,15 @@ class UiServer:
                 "folder": str(folder),
                 "files": {name: f"/report/{key}/{name}" for name in self._runs[key].files},
             }
+
+    def progress(self, body: dict[str, Any]) -> dict[str, Any]:
+        """How far the run sent with ``nonce`` got: its steps so far, each ``done`` of
+        ``total`` with the label of the step starting. Counted from the plan alone, never
+        from the data (docs/ui.md, "Running")."""
+        nonce = body.get("nonce")
+        if not isinstance(nonce, str):
+            raise ParameterError("`nonce` must be the run's one-time string", parameter="nonce")
+        return {"events": list(self._progress.get(nonce, ()))}
 
     def report_file(self, key: str, name: str) -> tuple[bytes, str] | None:
         """A file a run wrote (read-only), by the run's random key and the file's name."""

@@ -20,7 +20,7 @@ from typing import Any
 
 from snapdp._validation import SIZE_RULE, NumberSizeError, exact_decimal, shown_text
 from snapdp.data.model.names import sql_word_for
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, did_you_mean
 
 __all__ = ["SqlError", "SqlText"]
 
@@ -29,6 +29,7 @@ _OPTION_NAMES = {
     "privacy_unit_column": "privacy_unit",
     "max_groups_contributed": "max_groups_per_unit",
     "max_rows_contributed": "max_rows_per_unit",
+    "grid_counts": "grid_counts",
 }
 _KEYWORDS = {
     "join": ("JOIN", ","),
@@ -193,7 +194,8 @@ class SqlText:
         written = item[0].text
         name = written.lower()
         if name not in _OPTION_NAMES:
-            known = f"unknown DIFFERENTIAL_PRIVACY option {written}; known: {_KNOWN}"
+            hint = did_you_mean(name, _OPTION_NAMES)
+            known = f"unknown DIFFERENTIAL_PRIVACY option {written}{hint} (known: {_KNOWN})"
             raise self.error(start, item[0].end, known)
         key = _OPTION_NAMES[name]
         if key in self.options:
@@ -207,7 +209,7 @@ class SqlText:
             ["NUMBER", "SLASH", "NUMBER"],
         ):
             text = "".join(t.text for t in value).lstrip("+")
-        elif kinds in (["VAR"], ["IDENTIFIER"], ["STRING"]):
+        elif kinds in (["VAR"], ["IDENTIFIER"], ["STRING"], ["TRUE"], ["FALSE"]):
             text = value[0].text
         else:
             raise self.error(value[0].start, end, f"{name} takes one number or one column name")

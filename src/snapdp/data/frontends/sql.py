@@ -148,6 +148,7 @@ class _Parser(SqlPostTerms):
             queries.append(query)
         if not queries:
             raise self.at(tree, "the SELECT has no aggregate (COUNT, SUM, AVG, …)")
+        queries = self._grid_counts(queries)
         having = None
         if tree.args.get("having") is not None:
             having = self._post(tree.args["having"].this, outputs, names, groups, "HAVING")
@@ -251,7 +252,7 @@ class _Parser(SqlPostTerms):
         bounds = schema.bounds
         for key, (value, where) in self.options.items():
             text = str(value)
-            if key == "epsilon":
+            if key in ("epsilon", "grid_counts"):
                 continue
             if key == "privacy_unit":
                 self._restated_unit(text)
@@ -294,6 +295,19 @@ class _Parser(SqlPostTerms):
             f"privacy_unit_column = {text} is refused: {whose}, and the unit is set in the "
             "declaration ([data] privacy_unit), not in a query; OPTIONS may only repeat it",
         )
+
+    def _grid_counts(self, queries: list[Query]) -> list[Query]:
+        """``OPTIONS(grid_counts = true)``: every COUNT keeps its grid value (docs/sql.md)."""
+        if "grid_counts" not in self.options:
+            return queries
+        text = str(self.options["grid_counts"][0]).lower()
+        if text not in ("true", "false"):
+            raise self.option_error("grid_counts", f"grid_counts must be true or false, not {text}")
+        if text == "false":
+            return queries
+        if not any(q.statistic == "count" for q in queries):
+            raise self.option_error("grid_counts", "grid_counts is for counts: the SELECT has none")
+        return [replace(q, grid_counts=True) if q.statistic == "count" else q for q in queries]
 
     def option_error(self, key: str, message: str, parameter: str | None = None) -> SqlError:
         """An error with a caret under ``name = value`` of the OPTIONS item ``key``."""

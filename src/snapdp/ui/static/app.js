@@ -105,7 +105,7 @@ function renderQueries() {
     const p = `query[${i + 1}].`;
     body.append(el("tr", { "data-query": String(i) },
       el("td", { class: "num", title: q.name ? "name: " + q.name : "" }, String(i + 1)),
-      cell(select(p + "statistic", q.statistic, [["", "—"], ...STATISTICS])),
+      cell(select(p + "statistic", q.statistic, [["", "—"], ...STATISTICS]), gridBox(p, q)),
       cell(input(p + "column", q.column, { list: "column-names", placeholder: q.statistic === "count" ? "(none)" : "column" })),
       cell(input(p + "by", q.by, { list: "column-names", placeholder: "e.g. sex, educ" })),
       cell(input(p + "bins", q.bins, { placeholder: "edges" })),
@@ -120,6 +120,14 @@ function renderQueries() {
         onclick: () => { doc.queries.splice(i, 1); renderAll(); schedule(); } }, "×"))));
     body.append(el("tr", { class: "flags", "data-flags": String(i) }, el("td", { colspan: "13" })));
   });
+}
+
+// A count may keep its grid value instead of the nearest integer (docs/utility.md, "Integer counts").
+function gridBox(p, q) {
+  const box = el("input", { type: "checkbox", "data-field": p + "grid_counts", "aria-label": p + "grid_counts" });
+  box.checked = q.grid_counts === "true";
+  return el("label", { class: "grid-counts" + (q.statistic === "count" ? "" : " hidden"),
+    title: "keep the count's grid value (e.g. 2000.125) instead of rounding it to an integer" }, box, " grid value");
 }
 
 function renderData() {
@@ -152,8 +160,13 @@ function onEdit(event) {
   // a "change" after "input" changes nothing: planning again would disable "Review and run"
   // under the pointer of a user who clicks it straight after typing
   if (field === "sizes") { if (event.target.value === lastSizes) return; lastSizes = event.target.value; }
-  else if (getField(field) === event.target.value) return;
-  setField(field, event.target.value);
+  const value = event.target.type === "checkbox" ? (event.target.checked ? "true" : "") : event.target.value;
+  if (field !== "sizes" && (getField(field) || "") === value) return;
+  setField(field, value);
+  if (/\.statistic$/.test(field)) {
+    const box = document.querySelector(`[data-field="${field.replace("statistic", "grid_counts")}"]`);
+    if (box) box.parentElement.classList.toggle("hidden", value !== "count");
+  }
   if (field === "data.total_epsilon") showBand(event.target.value.trim() || null);
   if (/\.name$/.test(field)) renderColumnsDatalist();
   schedule();
@@ -380,90 +393,6 @@ async function readHeader() {
   schedule();
 }
 
-// -- the run screen -----------------------------------------------------------------------------
-function randomNonce() {
-  const bytes = new Uint8Array(24);
-  crypto.getRandomValues(bytes);
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-function toRun() {
-  if (!previewed) return;
-  runNonce = randomNonce();
-  $("plan-screen").classList.add("hidden");
-  $("run-screen").classList.remove("hidden");
-  $("results-card").classList.add("hidden");
-  $("run-error").classList.add("hidden");
-  $("run").disabled = false;
-  $("run").textContent = "Run and spend ε";
-  $("run-total").textContent = (previewed.preview.total_is_cap ? "at most ε = " : "ε = ") + showEps(previewed.preview.total_epsilon_used);
-  $("run-source").textContent = state.source || "—";
-  $("run-ledger").textContent = ledgerText(previewed.ledger, previewed.preview.total_epsilon_used) || "—";
-  const body = $("run-plan").tBodies[0];
-  body.replaceChildren(...previewed.preview.queries.map((q) =>
-    el("tr", {}, el("td", {}, q.query), el("td", {}, q.two_phase ? "at most " + showEps(q.two_phase.cap) : showEps(q.epsilon)), el("td", {}, accuracyText(q)))));
-}
-function back() {
-  runNonce = null;
-  $("run-screen").classList.add("hidden");
-  $("plan-screen").classList.remove("hidden");
-  schedule();
-}
-async function run() {
-  $("run").disabled = true;
-  $("run-error").classList.add("hidden");
-  setStatus("running…", "busy");
-  let answer;
-  try {
-    answer = await api("/api/run", { document: previewed.document, digest: previewed.digest, nonce: runNonce });
-  } catch (e) {
-    answer = { ok: false, payload: { error: { message: "the server does not answer" } } };
-  }
-  if (!answer.ok) {
-    $("run-error").textContent = answer.payload.error.message;
-    $("run-error").classList.remove("hidden");
-    $("run").disabled = false;  // trying again re-sends the same nonce: refused, never spent twice
-    setStatus("not run", "bad");
-    return;
-  }
-  setStatus("released · ε spent", "");
-  $("run-ledger").textContent = ledgerText(answer.payload.ledger, null);
-  showResults(answer.payload);
-  $("run").textContent = "Released ✓";  // this nonce is used: a second click would be refused
-}
-
-function showResults(r) {
-  $("results-card").classList.remove("hidden");
-  $("results-meta").textContent = `ε spent: ${showEps(r.epsilon_spent)} · ledger: ${ledgerText(r.ledger, null)} · written to ${r.folder}`;
-  const links = $("results-links");
-  links.replaceChildren();
-  for (const [name, href] of Object.entries(r.files)) {
-    links.append(el("a", { href, target: "_blank", rel: "noopener noreferrer", class: "button quiet" }, name), " ");
-  }
-  const box = $("results");
-  box.replaceChildren();
-  for (const q of r.results) {
-    const keys = q.by || [];
-    const head = el("tr", {}, ...keys.map((k) => el("th", {}, k)),
-      ...(q.quantile ? [el("th", {}, "quantile")] : []), el("th", {}, "value"), el("th", {}, "±"));
-    const rows = q.value.map((v, i) => el("tr", {},
-      ...keys.map((k) => el("td", {}, String(q.keys[k][i]))),
-      ...(q.quantile ? [el("td", {}, String(q.quantile[i]))] : []),
-      el("td", {}, v == null ? "—" : Number(v).toLocaleString("en-US", { maximumFractionDigits: 4 })),
-      el("td", {}, showAcc(q.accuracy[i]))));
-    const verdict = q.target_met == null ? [] : [el("div", { class: "verdict " + (q.target_met ? "met" : "missed"), "data-verdict": q.target_met ? "met" : "missed" },
-      q.target_met ? "✓ target met" : "✗ " + (q.target && /^target missed/.test(q.target) ? q.target : "target missed" + (q.target ? ": " + q.target : "")))];
-    const pct = Math.round(100 * q.confidence);
-    const notes = q.notes && q.notes.length
-      ? [el("details", { class: "meta" }, el("summary", {}, "technical notes"), ...q.notes.map((n) => el("div", {}, n)))] : [];
-    box.append(el("div", { class: "result" },
-      el("h3", {}, q.query),
-      ...verdict,
-      el("div", { class: "meta" }, `ε = ${showEps(q.epsilon)} · each value is within its ± of the true one with probability ${pct}%`),
-      el("table", { class: "plain" }, el("thead", {}, head), el("tbody", {}, ...rows)),
-      ...notes));
-  }
-}
-
 // -- start --------------------------------------------------------------------------------------
 async function start() {
   if (!TOKEN) { banner("This page needs the address snapdp ui printed (with its #token=…)."); return; }
@@ -483,7 +412,7 @@ async function start() {
     renderAll();
   });
   $("add-query").addEventListener("click", () => {
-    doc.queries.push({ statistic: "count", column: "", by: "", bins: "", quantiles: "", where: "", group_size: "", how: "weight", value: "1" });
+    doc.queries.push({ statistic: "count", column: "", by: "", bins: "", quantiles: "", where: "", group_size: "", grid_counts: "", how: "weight", value: "1" });
     renderAll();
     schedule();
   });
