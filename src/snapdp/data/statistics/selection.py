@@ -22,18 +22,26 @@ argument; the tests also check it on the exact distributions).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Context, Decimal
 from fractions import Fraction
 
-from snapdp._exact import mpq
+from snapdp._exact import exact_rational, mpq
 from snapdp.data.statistics.types import Noise, num
-from snapdp.distribution import class_bounds, exact_distribution_for
+from snapdp.distribution import (
+    FIRST_PATTERN,
+    LAST_PATTERN,
+    REDRAW_NORMALISER,
+    class_bounds,
+    exact_distribution_for,
+    pattern_value,
+)
 from snapdp.errors import ParameterError
 from snapdp.parameters import SnappingParameters
-from snapdp.snapping import normalize, output_from_index
+from snapdp.snapping import normalize, output_from_index, snapped_output
 
-__all__ = ["KeySelection", "key_selection"]
+__all__ = ["KeySelection", "key_selection", "shown_probability"]
 
 _SHOWN_DIGITS = 3  # the reported δ: τ rounded up to this many significant digits (capped at δ)
 _EXACT_POWER_LIMIT = 4096  # above this L0, τ is bounded by L0·p (union bound) instead of exactly
@@ -68,11 +76,11 @@ class KeySelection:
         return released_count >= self.threshold
 
     def recall(self, rows: int) -> float:
-        """P(a key whose true count is ``rows`` is shown), from the exact distribution of the
-        count's mechanism, rounded to the nearest double."""
+        """P(a key whose true count is ``rows`` is shown) for the mechanism as implemented, exact
+        (:func:`shown_probability`) and rounded to the nearest double."""
         if self.parameters is None:
             raise ParameterError("this key selection has no mechanism parameters", parameter="rows")
-        return float(_tail(self.parameters, _input(self.parameters, rows), self.threshold))
+        return float(shown_probability(self.parameters, rows, self.threshold))
 
     def describe(self) -> str:
         """One public, data-free line for plans and outputs."""
@@ -151,9 +159,37 @@ def _outputs(params: SnappingParameters, x_tilde: mpq) -> tuple[tuple[float, mpq
     return tuple((v, m, k) for v, (m, k) in sorted(merged.items()))
 
 
-def _tail(params: SnappingParameters, x_tilde: mpq, threshold: float) -> mpq:
-    """P(output >= threshold) exactly, for the normalised input ``x_tilde``."""
-    return sum((m for v, m, _k in _outputs(params, x_tilde) if v >= threshold), mpq(0))
+def shown_probability(params: SnappingParameters, rows: int, threshold: float) -> mpq:
+    """P(output >= ``threshold`` | true count ``rows``) for the mechanism as implemented, exact.
+
+    For a fixed sign S the output is monotone in U* (non-decreasing for S = +1, non-increasing
+    for S = −1; :mod:`snapdp.distribution`), so the draws that show the key are one run of bit
+    patterns per sign, found by bisection on :func:`snapdp.snapping.snapped_output` itself; their
+    ulp-weighted mass is value(end) − value(start), exactly. About 2·62 evaluations.
+    """
+    x = _input(params, rows)
+
+    def shown(sign: int, pattern: int) -> bool:
+        return snapped_output(params, x, sign, pattern_value(pattern)) >= threshold
+
+    up_start = _first(lambda q: shown(1, q))  # S = +1: patterns up_start..LAST show it
+    down_stop = _first(lambda q: not shown(-1, q))  # S = −1: patterns FIRST..down_stop − 1 do
+    plus = 1 - exact_rational(pattern_value(up_start))
+    minus = exact_rational(pattern_value(down_stop)) - exact_rational(pattern_value(FIRST_PATTERN))
+    return (plus + minus) / 2 / REDRAW_NORMALISER
+
+
+def _first(holds: Callable[[int], bool]) -> int:
+    """The first bit pattern in [FIRST, LAST] where the non-decreasing predicate holds, or the
+    pattern of 1.0 (LAST + 1) when it holds nowhere."""
+    lo, hi = FIRST_PATTERN, LAST_PATTERN + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if holds(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 def _composed(p: mpq, max_groups: int) -> mpq:
