@@ -86,9 +86,9 @@ class KeySelection:
         """One public, data-free line for plans and outputs."""
         return (
             f"keys not declared: a key is shown only if its noisy count is at least "
-            f"{num(self.threshold)}; a key held by one unit (up to {self.rows_per_key} row(s) in "
-            f"each of up to {self.max_groups} key(s)) shows with probability <= "
-            f"{_decimal(self.delta)} (δ of the selection)"
+            f"{num(self.threshold)}; the keys one unit alone holds (at most {self.max_groups}, "
+            f"{self.rows_per_key} row(s) each) are shown with probability <= "
+            f"{_decimal(self.delta)} in all (the selection's δ)"
         )
 
 
@@ -207,6 +207,7 @@ def _meets(p: mpq, max_groups: int, delta: mpq) -> bool:
     return bool(_composed(p, max_groups) <= delta)
 
 
+@functools.lru_cache(maxsize=256)
 def _threshold(
     params: SnappingParameters, rows_per_key: int, max_groups: int, delta: mpq
 ) -> tuple[float | None, mpq]:
