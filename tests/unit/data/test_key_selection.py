@@ -195,6 +195,7 @@ def test_too_small_delta_refused_on_one_line() -> None:
     [
         ({"delta": Fraction(0), "max_groups": 1, "rows_per_key": 1}, "delta"),
         ({"delta": Fraction(1), "max_groups": 1, "rows_per_key": 1}, "delta"),
+        ({"delta": 1e-6, "max_groups": 1, "rows_per_key": 1}, "delta"),
         ({"delta": Fraction(1, 100), "max_groups": 0, "rows_per_key": 1}, "max_groups"),
         ({"delta": Fraction(1, 100), "max_groups": 1, "rows_per_key": 0}, "rows_per_key"),
     ],
@@ -212,6 +213,17 @@ def test_describe_is_one_public_line() -> None:
     )
     line = sel.describe()
     assert "\n" not in line and "Fraction" not in line
-    assert f"{sel.threshold:,.6g}" in line
+    assert f"at least {sel.threshold:,};" in line
     assert sel.shown(sel.threshold) and not sel.shown(np.nextafter(sel.threshold, 0.0))
     assert isinstance(sel, KeySelection) and sel.delta <= Fraction(1, 10**6)
+
+
+def test_many_groups_use_the_union_bound() -> None:
+    """Past 4096 keys per unit, τ is bounded by L0·p (no huge rational power)."""
+    noise = _noise(Fraction(1), 1000)
+    sel = key_selection(noise, delta=Fraction(1, 100), max_groups=5000, rows_per_key=1)
+    params = noise.parameters()
+    p = oracle_tail(params, 1, sel.threshold)
+    assert 5000 * p <= mpq(1, 100)
+    below = output_from_index(params, _grid_value(params, sel.threshold) - 1)
+    assert 5000 * oracle_tail(params, 1, below) > mpq(1, 100)

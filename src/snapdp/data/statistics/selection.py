@@ -86,7 +86,7 @@ class KeySelection:
         """One public, data-free line for plans and outputs."""
         return (
             f"keys not declared: a key is shown only if its noisy count is at least "
-            f"{num(self.threshold)}; the keys one unit alone holds (at most {self.max_groups}, "
+            f"{self.threshold:,}; the keys one unit alone holds (at most {self.max_groups}, "
             f"{self.rows_per_key} row(s) each) are shown with probability <= "
             f"{_decimal(self.delta)} in all (the selection's δ)"
         )
@@ -128,7 +128,12 @@ def key_selection(
 
 
 def _check(delta: object, max_groups: object, rows_per_key: object) -> None:
-    if not isinstance(delta, Fraction) or not 0 < delta < 1:
+    if not isinstance(delta, Fraction):
+        raise ParameterError(
+            f"delta = {delta} must be given as an exact fraction for keys nobody declared",
+            parameter="delta",
+        )
+    if not 0 < delta < 1:
         raise ParameterError(
             f"delta = {_decimal(delta)} must be above 0 and below 1 for keys nobody declared "
             f"({_DOCS})",
