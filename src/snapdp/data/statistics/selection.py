@@ -74,7 +74,10 @@ class KeySelection:
     parameters: SnappingParameters | None = field(default=None, repr=False, compare=False)
 
     def shown(self, released_count: float) -> bool:
-        """Whether a key whose released count is ``released_count`` is shown."""
+        """Whether a key whose released count is ``released_count`` is shown: the count's grid
+        value as the mechanism output it, or that value rounded half up (the same decision);
+        never a value changed by anything else (a fit with other counts), which the δ does not
+        cover."""
         return released_count >= self.threshold
 
     def recall(self, rows: int) -> float:
