@@ -9,6 +9,7 @@ chunk (docs/fast-path.md, "Constant work per chunk").
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -89,6 +90,17 @@ def plan_for(params: SnappingParameters) -> FastPlan | None:
     Δ·Λ is a double, and Λ and B̃ lie within 2**±500. Otherwise callers use the exact path for every
     sample (correct, only slower); ordinary parameters (decimal bounds, Δ >= 1e-100) all qualify.
     """
+    plan = _plan_of(params)
+    if plan is None or not log_premise_holds():
+        return None
+    return plan
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan_of(params: SnappingParameters) -> FastPlan | None:
+    """:func:`plan_for` once its premise holds: a function of ``params`` alone (every field is in
+    the key: the frozen dataclass hashes them all), so one plan per parameter set is kept for the
+    process (a :class:`FastPlan` is immutable)."""
     center = _as_double(params.center)
     sens = _as_double(params.sensitivity)
     lower = _as_double(params.lower)
@@ -106,8 +118,6 @@ def plan_for(params: SnappingParameters) -> FastPlan | None:
     k_clamp = -(-num // (den << L)) if L >= 0 else -(-(num << -L) // den)  # ⌈B̃/Λ⌉
     odd = int(params.sensitivity.numerator)
     odd //= odd & -odd
-    if not log_premise_holds():
-        return None
     p = fallback_probability(params)
     padded, timing_delta = _padding(params, p)
     return FastPlan(
