@@ -44,3 +44,22 @@ def test_every_listed_command_resolves_to_its_name() -> None:
         command = main.get_command(ctx, name)
         assert command is not None and command.name == name
     assert main.get_command(ctx, "no-such-command") is None
+
+
+_BAR_PROBE = """
+import sys
+from snapdp.cli._progress import progress_bar
+with progress_bar("running") as update:
+    assert update is None
+print("rich" in sys.modules)
+"""
+
+
+def test_no_progress_bar_and_no_rich_without_a_terminal() -> None:
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for name in ("FORCE_TERMINAL", "TTY_INTERACTIVE", "FORCE_COLOR"):
+        env.pop(name, None)
+    out = subprocess.run(
+        [sys.executable, "-c", _BAR_PROBE], check=True, capture_output=True, text=True, env=env
+    )
+    assert out.stdout.strip() == "False"
