@@ -4,6 +4,8 @@ terminal, and gone when the run ends. It counts the run's public steps
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -13,7 +15,11 @@ __all__ = ["progress_bar"]
 @contextmanager
 def progress_bar(what: str) -> Iterator[Callable[[int, int, str], None] | None]:
     """A callback ``(done, total, label)`` drawing a bar titled ``what``; None when standard
-    error is not a terminal (pipes, tests and CI get no bar and no stray output)."""
+    error is not a terminal (pipes, tests and CI get no bar and no stray output). ``rich`` is
+    imported only when a bar may be drawn."""
+    if not _may_be_terminal():
+        yield None
+        return
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -32,3 +38,15 @@ def progress_bar(what: str) -> Iterator[Callable[[int, int, str], None] | None]:
             bar.update(task, completed=done, total=total, description=f"{what}: {label}")
 
         yield update
+
+
+def _may_be_terminal() -> bool:
+    """False when ``rich`` would find no terminal either: standard error is not a tty and none of
+    the variables that make ``rich`` draw anyway is set."""
+    try:
+        tty = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return tty or any(
+        os.environ.get(v) for v in ("FORCE_TERMINAL", "TTY_INTERACTIVE", "FORCE_COLOR")
+    )

@@ -8,9 +8,10 @@ Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through
   partitioning); a file starting with the Parquet magic bytes is Parquet; any other file is a CSV,
   read one record per line (base step 1): :class:`CsvLines` parses it with numpy, in blocks,
   into a stream of Arrow lists of fields (DuckDB's CSV reader would end lines at a lone CR too
-  and let quotes span lines), re-read for each scan; a line over ``max_line_bytes`` is read
-  past, never held. Each file's header is parsed the same way (never sniffed) and its columns
-  are read by name; without a header the columns are declared (``CsvOptions.column_names``).
+  and let quotes span lines), re-read for each scan (a CSV of at most ``HOLD_BYTES`` is read
+  once, at the first aggregate, into a table the engine holds); a line over ``max_line_bytes``
+  is read past, never held. Each file's header is parsed the same way (never sniffed) and its
+  columns are read by name; without a header the columns are declared (``CsvOptions.column_names``).
   A pandas DataFrame is turned into an Arrow table column by column with the declared types
   (object columns cell by cell by the contract's rules: never by DuckDB's type inference from a
   sample of the data); an Arrow table is read as it is.
@@ -46,7 +47,13 @@ from snapdp.data.engines.csv.records import (
     RECORD_COLUMN,
 )
 from snapdp.data.engines.duckdb.query import cast_sql, check_columns, check_plan, plan_sql
-from snapdp.data.engines.duckdb.sources import PREFIX, TEXT_BLOB, DuckDBSource, quote_identifier
+from snapdp.data.engines.duckdb.sources import (
+    PREFIX,
+    TEXT_BLOB,
+    DuckDBSource,
+    quote_identifier,
+    read_failure,
+)
 from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError
 
@@ -90,13 +97,14 @@ class DuckDBEngine(DuckDBSource):
 
     def aggregate(self, plan: AggregatePlan) -> Aggregates:
         """The exact aggregates of ``plan`` (engine contract, docs/data.md)."""
+        self.hold()
         sql, layout = self.sql(plan)
         result = Aggregates.zeros(plan)
         failure: str | None = None
         try:
             rows = self._con.execute(sql).fetchall()
         except self._duckdb.Error as exc:
-            failure = _kind(exc)  # raised below, outside the handler: no __context__
+            failure = read_failure(exc)  # raised below, outside the handler: no __context__
         finally:
             if self._frame is not None:
                 self._con.unregister(f"{_P}frame")
@@ -178,7 +186,7 @@ class DuckDBEngine(DuckDBSource):
             return self._con.execute(sql).fetchall()
         except self._duckdb.Error as exc:
             raise ParameterError(
-                f"`data` {self._label!r} could not be read ({_kind(exc)})", parameter="data"
+                f"`data` {self._label!r} could not be read ({read_failure(exc)})", parameter="data"
             ) from None
 
     # -- SQL -----------------------------------------------------------------------------------
@@ -187,17 +195,3 @@ class DuckDBEngine(DuckDBSource):
         check_plan(plan, self._names)
         relation, types = self._source_for(plan)
         return plan_sql(plan, relation, types)
-
-
-def _kind(exc: BaseException) -> str:
-    """The kind of a read failure, from the exception's class only (never its text)."""
-    name = type(exc).__name__
-    if "IO" in name:
-        return "an I/O error"
-    if "OutOfMemory" in name:
-        return "out of memory: raise --memory-limit or set a temporary directory"
-    if "Conversion" in name or "InvalidInput" in name:
-        return "a file that is not a readable table"
-    if "Interrupt" in name:
-        return "interrupted"
-    return "a read error"

@@ -32,15 +32,18 @@ from snapdp.data.engines.csv.records import (
     RECORD_COLUMN,
     CsvLines,
 )
+from snapdp.data.engines.duckdb.arrow_text import bytes_type, text_as_binary
 from snapdp.data.engines.header import csv_header
 from snapdp.data.model.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = [
+    "HOLD_BYTES",
     "PREFIX",
     "TEXT_BLOB",
     "DuckDBSource",
     "quote_identifier",
+    "read_failure",
     "source_family",
     "sql_string",
 ]
@@ -55,6 +58,10 @@ _FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
 PREFIX = "_snapdp_"  # the prefix of every internal name
 _P = PREFIX
 TEXT_BLOB = "TEXT AS BLOB"  # a text column handed to DuckDB as bytes (decoded by the cast)
+#: A CSV source at most this large on disk is read once, at the first aggregate, into a DuckDB
+#: table the engine holds; every later aggregate of the session reads that table (the same rows,
+#: so the same exact aggregates). Larger sources are streamed again for each scan.
+HOLD_BYTES = 8 << 20
 
 
 def quote_identifier(name: str) -> str:
@@ -99,6 +106,7 @@ class DuckDBSource:
         # a Parquet source: its files and hive base folder, to read text columns as bytes
         self._parquet: tuple[list[str], str | None] | None = None
         self._parquet_text: tuple[str, dict[str, str]] | None = None
+        self._held = False  # a small CSV read once into a table (see HOLD_BYTES)
         self._con = duckdb.connect(":memory:")
         self._configure(memory_limit, temp_directory, threads)
         if isinstance(source, (str, Path)):
@@ -114,7 +122,7 @@ class DuckDBSource:
         elif _module(source).startswith("pyarrow") and type(source).__name__ == "Table":
             self._arrow = source
             self._label = "<pyarrow.Table>"
-            table, blobs = _text_as_binary(source)
+            table, blobs = text_as_binary(source)
             self._con.register(f"{_P}arrow", table)
             self._relation = quote_identifier(f"{_P}arrow")
             self._types = self._describe()
@@ -333,13 +341,36 @@ class DuckDBSource:
             return self._parquet_text_source()
         if self._frame is None:
             return self._relation, self._types
-        table, blobs = _text_as_binary(frame_to_arrow(self._frame, decl))
+        table, blobs = text_as_binary(frame_to_arrow(self._frame, decl))
         self._con.register(f"{_P}frame", table)
         relation = quote_identifier(f"{_P}frame")
         rows = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
         types = {str(r[0]): str(r[1]).upper() for r in rows}
         types.update(dict.fromkeys(blobs, TEXT_BLOB))
         return relation, types
+
+    def hold(self) -> None:
+        """Before an aggregate (never in :meth:`sql`, which reads nothing): read a CSV source of at
+        most :data:`HOLD_BYTES` on disk (its size, not its rows, decides) once into a table on
+        the connection and make it the relation: the same rows with the same text cells, so every
+        aggregate is unchanged. A read failure is one line naming the file and the kind of
+        failure, as an aggregate's."""
+        if self._held or self._lines is None:
+            return
+        self._held = True
+        if self._bytes is None or self._bytes > HOLD_BYTES:
+            return
+        table = quote_identifier(f"{_P}held")
+        failure: str | None = None
+        try:
+            self._con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {self._relation}")
+        except self._duckdb.Error as exc:
+            failure = read_failure(exc)  # raised below, outside the handler: no __context__
+        if failure is not None:
+            raise ParameterError(
+                f"`data` {self._label!r} could not be read ({failure})", parameter="data"
+            )
+        self._relation = table
 
     def _parquet_text_source(self) -> tuple[str, dict[str, str]]:
         """The Parquet source read by Arrow with its text columns as bytes (for a plan that reads
@@ -365,11 +396,9 @@ class DuckDBSource:
                         promote_options="permissive",
                     )
                     fixed = set()
-                fields = [
-                    f if f.name in fixed else f.with_type(_bytes_type(f.type)) for f in schema
-                ]
+                fields = [f if f.name in fixed else f.with_type(bytes_type(f.type)) for f in schema]
                 blobs = [
-                    f.name for f in schema if f.name not in fixed and _bytes_type(f.type) != f.type
+                    f.name for f in schema if f.name not in fixed and bytes_type(f.type) != f.type
                 ]
                 dataset = ds.dataset(
                     files,
@@ -416,42 +445,18 @@ def _unquote_sql(field: str) -> str:
     )
 
 
-def _bytes_type(arrow_type: Any) -> Any:
-    """The Arrow bytes type of a text type (string, large string, string view, a dictionary of
-    strings); any other type unchanged."""
-    import pyarrow as pa
-
-    t = arrow_type
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if pa.types.is_string(t):
-        return pa.binary()
-    if pa.types.is_large_string(t):
-        return pa.large_binary()
-    if pa.types.is_string_view(t):
-        return pa.binary_view()
-    return arrow_type
-
-
-def _text_as_binary(table: Any) -> tuple[Any, list[str]]:
-    """``table`` with every text column as bytes (no copy for plain strings) and the names of
-    those columns: DuckDB validates UTF-8 when it scans Arrow text and fails the whole query on
-    one bad cell; as bytes, the cast decodes each cell and makes a bad one null."""
-    import pyarrow as pa
-
-    blobs: list[str] = []
-    columns = []
-    for name, column in zip(table.column_names, table.columns, strict=True):
-        target = _bytes_type(column.type)
-        if target != column.type:
-            if pa.types.is_dictionary(column.type):
-                column = pa.chunked_array(
-                    [c.dictionary_decode() for c in column.chunks], column.type.value_type
-                )
-            column = pa.chunked_array([c.view(target) for c in column.chunks], target)
-            blobs.append(name)
-        columns.append(column)
-    return pa.Table.from_arrays(columns, names=table.column_names), blobs
+def read_failure(exc: BaseException) -> str:
+    """The kind of a read failure, from the exception's class only (never its text)."""
+    name = type(exc).__name__
+    if "IO" in name:
+        return "an I/O error"
+    if "OutOfMemory" in name:
+        return "out of memory: raise --memory-limit or set a temporary directory"
+    if "Conversion" in name or "InvalidInput" in name:
+        return "a file that is not a readable table"
+    if "Interrupt" in name:
+        return "interrupted"
+    return "a read error"
 
 
 def _module(obj: object) -> str:

@@ -1,0 +1,47 @@
+"""Arrow text handed to DuckDB as bytes (docs/data.md, "What does not fit"): DuckDB validates
+UTF-8 when it scans Arrow text and fails the whole query on one bad cell; as bytes, the engine's
+cast decodes each cell and makes a bad one null."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["bytes_type", "text_as_binary"]
+
+
+def bytes_type(arrow_type: Any) -> Any:
+    """The Arrow bytes type of a text type (string, large string, string view, a dictionary of
+    strings); any other type unchanged."""
+    import pyarrow as pa
+
+    t = arrow_type
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_string(t):
+        return pa.binary()
+    if pa.types.is_large_string(t):
+        return pa.large_binary()
+    if pa.types.is_string_view(t):
+        return pa.binary_view()
+    return arrow_type
+
+
+def text_as_binary(table: Any) -> tuple[Any, list[str]]:
+    """``table`` with every text column as bytes (no copy for plain strings) and the names of
+    those columns: DuckDB validates UTF-8 when it scans Arrow text and fails the whole query on
+    one bad cell; as bytes, the cast decodes each cell and makes a bad one null."""
+    import pyarrow as pa
+
+    blobs: list[str] = []
+    columns = []
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        target = bytes_type(column.type)
+        if target != column.type:
+            if pa.types.is_dictionary(column.type):
+                column = pa.chunked_array(
+                    [c.dictionary_decode() for c in column.chunks], column.type.value_type
+                )
+            column = pa.chunked_array([c.view(target) for c in column.chunks], target)
+            blobs.append(name)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names), blobs

@@ -1,0 +1,130 @@
+"""Caches and held sources return bit-identical results to the uncached path (docs/performance.md,
+"Latency"): the fast path's plan per parameter set, a small CSV read once per session."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import gmpy2
+import numpy as np
+import pytest
+
+from snapdp import fast_plan
+from snapdp.data import Plan
+from snapdp.data.engines.duckdb import sources
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.mechanism import SnappingMechanism
+
+DATA = Path(os.environ.get("SNAPDP_SHARED_DATA", "/work/shared/data")) / "PUMS.csv"
+needs_pums = pytest.mark.skipif(not DATA.exists(), reason="SNAPDP_SHARED_DATA not set")
+
+PLAN = """[data]
+source = "{source}"
+total_epsilon = 100
+
+[columns]
+age = {{ type = "integer", lower = 0, upper = 100 }}
+income = {{ type = "decimal", lower = 0, upper = 500000 }}
+sex = {{ type = "integer", keys = [0, 1] }}
+educ = {{ type = "integer", keys = [{educ}] }}
+
+[[query]]
+statistic = "count"
+by = ["sex", "educ"]
+epsilon = 0.333
+
+[[query]]
+statistic = "mean"
+column = "income"
+by = ["sex"]
+epsilon = 0.333
+
+[[query]]
+statistic = "quantiles"
+column = "age"
+quantiles = [0.5]
+epsilon = 0.333
+"""
+
+
+def _values(run: Any) -> list[list[Any]]:
+    return [[(row.keys, row.value, row.accuracy) for row in r.rows] for r in run.results]
+
+
+def _plan(folder: Path) -> Plan:
+    shutil.copy(DATA, folder / "PUMS.csv")
+    text = PLAN.format(
+        source=(folder / "PUMS.csv").as_posix(), educ=", ".join(map(str, range(1, 17)))
+    )
+    (folder / "plan.toml").write_text(text, encoding="utf-8")
+    return Plan.load(folder / "plan.toml")
+
+
+# -- the fast path's plan per parameter set ---------------------------------------------------
+def test_cached_fast_plan_equals_a_fresh_one() -> None:
+    for eps, sens, lower, upper in [(1.0, 1, 0, 100), (Fraction(1, 3), 2, -5, 7), (0.25, 1, 0, 1)]:
+        params = SnappingMechanism(eps, sens, lower, upper).parameters
+        cached = fast_plan.plan_for(params)
+        assert cached is not None
+        assert cached == fast_plan._plan_of.__wrapped__(params)  # the uncached computation
+        assert fast_plan.plan_for(params) is cached  # one plan per parameter set
+
+
+def test_fast_plan_cache_key_holds_every_parameter() -> None:
+    params = SnappingMechanism(1.0, 1, 0, 100).parameters
+    for f in dataclasses.fields(params):
+        value = getattr(params, f.name)
+        other = value + 1 if isinstance(value, int) else value * gmpy2.mpq(3, 2) + 1
+        changed = dataclasses.replace(params, **{f.name: other})
+        assert changed != params, f.name  # the key (the frozen dataclass) sees the field
+        assert hash(changed) != hash(params) or changed != params, f.name
+
+
+def test_releases_are_bit_identical_with_a_cold_or_warm_plan_cache() -> None:
+    def draw() -> list[float]:
+        mech = SnappingMechanism(Fraction(1, 3), 1, 0, 100, rng=np.random.default_rng(5))
+        return [float(x) for x in mech.release_many(np.arange(40, dtype=np.float64))]
+
+    fast_plan._plan_of.cache_clear()
+    cold = draw()
+    warm = draw()
+    assert cold == warm
+
+
+# -- a small CSV read once per session --------------------------------------------------------
+@needs_pums
+def test_a_held_csv_gives_the_streamed_release(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = _plan(tmp_path)
+    held = _values(plan.run(rng=np.random.default_rng(17)))
+    monkeypatch.setattr(sources, "HOLD_BYTES", -1)  # stream every scan, as before
+    streamed = _values(plan.run(rng=np.random.default_rng(17)))
+    assert held == streamed
+
+
+@needs_pums
+def test_a_small_csv_is_read_once_per_engine(tmp_path: Path) -> None:
+    plan = _plan(tmp_path)
+    engine = DuckDBEngine(str(tmp_path / "PUMS.csv"), csv=plan.schema.csv)
+    first = _values(plan.run(engine=engine, rng=np.random.default_rng(3)))
+    (tmp_path / "PUMS.csv").write_text("age,income,sex,educ\n", encoding="utf-8")  # emptied
+    again = _values(plan.run(engine=engine, rng=np.random.default_rng(3)))
+    assert again == first  # every aggregate answered from the table read the first time
+
+
+@needs_pums
+def test_sql_of_a_plan_reads_nothing(tmp_path: Path) -> None:
+    from snapdp.data.engines.base import AggregatePlan
+
+    plan = _plan(tmp_path)
+    engine = DuckDBEngine(str(tmp_path / "PUMS.csv"), csv=plan.schema.csv)
+    engine.sql(AggregatePlan(groupings=(plan.schema.column("sex"),)))
+    assert engine.progress() == 0  # nothing read: the table is made by the first aggregate
+    engine.aggregate(AggregatePlan(groupings=(plan.schema.column("sex"),)))
+    assert engine.progress() == 100
