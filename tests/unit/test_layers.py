@@ -26,22 +26,21 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cli/page", ("snapdp.cli", "snapdp.cli.*", "snapdp.ui", "snapdp.ui.*")),
     # the API modules above the front ends: entry points that parse TOML or SQL
     ("api", ("snapdp.data", "snapdp.data.api")),
-    ("front ends", ("snapdp.data.frontends", "snapdp.data.frontends.*", "snapdp.data.plan_toml")),
+    # text → workload (flags, TOML, SQL), the workload → TOML text writer, the demo table
+    ("front ends", ("snapdp.data.frontends", "snapdp.data.frontends.*")),
     # the release: the one session, the release core, the table door, plan runs (it follows the
     # planner's preview, so it sits above the planner)
     ("release", ("snapdp.data.release", "snapdp.data.release.*")),
     ("planner", (
-        "snapdp.data.planner", "snapdp.data.planner.*", "snapdp.data.demo",
+        "snapdp.data.planner", "snapdp.data.planner.*",
     )),
     # the data owner's tools that read the data without privacy (snapdp check), beside the planner
     ("owner", ("snapdp.data.owner", "snapdp.data.owner.*")),
     ("statistics", (
-        "snapdp.data.statistics", "snapdp.data.statistics.*", "snapdp.data.sample_variance",
-        "snapdp.data.quantiles",
-        "snapdp.data.calibration", "snapdp.data.consistency",
-        "snapdp.data.refusals", "snapdp.data.bounding", "snapdp.data.sensitivity",
-        "snapdp.data.sum_bound", "snapdp.data.exponential_quantiles",
-        "snapdp.data.quantile_values",
+        # statistics/: kinds, pipeline, calibration, refusals, sensitivity, bounding, consistency
+        # (+ consistency_fit), math/ (sum_bound, sample_variance)
+        "snapdp.data.statistics", "snapdp.data.statistics.*",
+        "snapdp.data.quantiles", "snapdp.data.exponential_quantiles", "snapdp.data.quantile_values",
     )),
     ("engines", ("snapdp.data.engines", "snapdp.data.engines.*")),
     # what a release hands back (results, writers, report) and the budget ledger: only model/ below

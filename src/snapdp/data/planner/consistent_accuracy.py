@@ -3,8 +3,8 @@ docs/data.md, "Tables that add up").
 
 A consistent release gives its families' counts open bounds (other mechanisms than an
 independent count's) and states each fitted value's ± from the fit
-(:func:`snapdp.data.consistency.make_consistent`): the smaller of the fit bound and the count's
-own ± plus the fit's shift |v − z| (each with the fit's rounding |v − ŷ| in the rounding
+(:func:`snapdp.data.statistics.consistency.make_consistent`): the smaller of the fit bound and
+the count's own ± plus the fit's shift |v − z| (each with the fit's rounding |v − ŷ| in the rounding
 modes). The shift is known only once the noise is drawn, so the statement shown before the
 release is the one the release makes when the fit moves no count, which is the least it states:
 this module runs the release's own steps — :func:`consistent_counts`, the
@@ -22,8 +22,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from snapdp.data import consistency
-from snapdp.data.consistency import make_consistent
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import check_mode
@@ -34,8 +32,10 @@ from snapdp.data.statistics import (
     assemble,
     calibrate,
     compile_query,
+    consistency,
     mechanisms,
 )
+from snapdp.data.statistics.consistency import make_consistent
 
 __all__ = ["NOTE", "consistent_counts", "consistent_statements"]
 
@@ -110,7 +110,7 @@ def consistent_counts(
 
 def _open_counts(compiled: list[Compiled], members: list[int]) -> list[Compiled]:
     """The counts of consistent families with bounds their noise never reaches (symmetric noise,
-    no clamp at 0; :func:`snapdp.data.consistency.open_bound`)."""
+    no clamp at 0; :func:`snapdp.data.statistics.consistency.open_bound`)."""
     out = list(compiled)
     for i in members:
         c = compiled[i]

@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 
 from snapdp.data import statistics
-from snapdp.data.consistency import Counted
 from snapdp.data.engines.base import Engine
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
@@ -48,9 +47,10 @@ from snapdp.data.planner.two_phase import (
     split_noises,
     with_target,
 )
-from snapdp.data.refusals import check_release
 from snapdp.data.release.core import Noisy, Progress, hash_key, release_core
 from snapdp.data.statistics import Compiled, Noise
+from snapdp.data.statistics.consistency import Counted
+from snapdp.data.statistics.refusals import check_release
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
