@@ -220,3 +220,24 @@ def test_the_check_sees_lazy_and_relative_imports(tmp_path: Path, text: str, cau
             target.write_text("")
     (tmp_path / "snapdp/data/planner/plan.py").write_text(text)
     assert bool(upward_imports(tmp_path)) is caught
+
+
+# -- one check per fact ---------------------------------------------------------------------
+def _data_files_with(text: str) -> list[str]:
+    return sorted(
+        str(p.relative_to(SRC))
+        for p in (SRC / "snapdp" / "data").rglob("*.py")
+        if text in p.read_text(encoding="utf-8")
+    )
+
+
+def test_one_rule_turns_a_confidence_into_alpha() -> None:
+    """α = 1 − confidence from the decimal written is computed in one place
+    (``snapdp.data.model.workload.alpha_of``); the planner, the session and the API call it."""
+    assert _data_files_with("1 - Fraction(repr(") == ["snapdp/data/model/workload.py"]
+
+
+def test_one_rule_writes_an_exact_number() -> None:
+    """Every exact number the data package writes for people or files (a plan, JSON, ε) goes
+    through ``snapdp._rational.exact_text``: no module spells the rule again."""
+    assert _data_files_with("max_digits=None") == []

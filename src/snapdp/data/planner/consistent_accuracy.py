@@ -24,7 +24,7 @@ import numpy as np
 
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
-from snapdp.data.model.workload import check_mode
+from snapdp.data.model.workload import alpha_of, check_mode
 from snapdp.data.statistics import (
     AccuracyStatement,
     Compiled,
@@ -60,7 +60,7 @@ def consistent_statements(
     planner's draft (L1 certificates taken for granted, as in
     :meth:`snapdp.data.planner.plan.Plan.preview`)."""
     mode = check_mode(consistent)
-    alpha = float(1 - Fraction(repr(float(confidence))))
+    alpha = alpha_of(confidence)
     compiled = [compile_query(q, schema, e) for q, e in zip(queries, epsilons, strict=True)]
     compiled, counts = consistent_counts(compiled, mode)
     noises = [calibrate(c, presume_certified=presume_certified) for c in compiled]

@@ -36,7 +36,7 @@ from snapdp.data import statistics
 from snapdp.data.engines.base import Engine
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
-from snapdp.data.model.workload import PlannedQuery, check_mode
+from snapdp.data.model.workload import PlannedQuery, alpha_of, check_mode
 from snapdp.data.output.results import QueryResult
 from snapdp.data.planner.consistent_accuracy import consistent_counts
 from snapdp.data.planner.two_phase import (
@@ -117,7 +117,7 @@ def prepare(
     steps = tuple(steps)
     if not steps:
         raise ParameterError("a release needs at least one query", parameter="queries")
-    alpha = float(1 - Fraction(repr(float(confidence))))
+    alpha = alpha_of(confidence)
     mode = check_mode(consistent)
     planned = [statistics.compile_query(s.query, schema, s.epsilon) for s in steps]
     own: dict[int, tuple[Noise, ...]] = {}
