@@ -241,3 +241,17 @@ def test_one_rule_writes_an_exact_number() -> None:
     """Every exact number the data package writes for people or files (a plan, JSON, ε) goes
     through ``snapdp._rational.exact_text``: no module spells the rule again."""
     assert _data_files_with("max_digits=None") == []
+
+
+#: The most lines a source file may have (issue 31: "no file over 500 lines").
+MAX_LINES = 500
+
+
+def test_no_source_file_is_over_500_lines() -> None:
+    """Every module under src/snapdp has one job and at most ``MAX_LINES`` lines."""
+    long = {
+        str(path.relative_to(SRC)): n
+        for path in sorted((SRC / "snapdp").rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, long
