@@ -1,4 +1,4 @@
-"""L1 calibration (snapdp.data.calibration): certification time, and the gain at k = 5.
+"""L1 calibration (snapdp.data.statistics.calibration): certification time, and the gain at k = 5.
 
 1. Time to certify (``shift_certificate``, first call, uncached) for the parameter sets the data
    layer uses: counts with Δ₁ = k and bounds [0, 2**40]; sums in quanta with Δ₁ = 10**6 and
@@ -20,7 +20,7 @@ import numpy as np
 
 from snapdp import SnappingMechanism
 from snapdp.accuracy import accuracy_bound
-from snapdp.data.calibration import _shift_certificate, calibrate_l1, shift_certificate
+from snapdp.data.statistics.calibration import _shift_certificate, calibrate_l1, shift_certificate
 
 N = 1 << 40
 CASES = [

@@ -142,7 +142,7 @@ def _timing() -> None:
     first call for a (b, depth, p) groups the weights once; a call at another ε reuses them."""
     import time
 
-    from snapdp.data.sum_bound import noise_kind
+    from snapdp.data.statistics.math.sum_bound import noise_kind
     from snapdp.rescaling import mechanism_parameters
 
     print("| b | depth | first call (groups the weights) | at a new ε | r for p = 1/2 at ε = 1 |")

@@ -125,7 +125,7 @@ def trace(plan_dir: Path) -> tuple[Walk, Walk]:
 
     for run in (1, 2):
         args = ["run", str(plan_dir / "plan.toml"), "--ledger", str(plan_dir / f"l{run}.sqlite"),
-                "--output", str(plan_dir / f"out{run}")]  # fmt: skip
+                "--output", str(plan_dir / f"out{run}"), "--total-epsilon", "10"]  # fmt: skip
         if run == 2:
             sys.setprofile(profile)
         try:

@@ -69,6 +69,12 @@ def format_rational(x: Fraction, *, max_digits: int | None = _MAX_DECIMAL_DIGITS
     return f"{sign}{whole}.{frac:0{digits}d}".rstrip("0").rstrip(".")
 
 
+def exact_text(x: Fraction) -> str:
+    """``x`` exactly, as people and files read it: a finite decimal when it is one (1/10 →
+    ``"0.1"``), else ``"p/q"`` (the one number-text rule of plans, JSON, results and ε)."""
+    return format_rational(x, max_digits=None)
+
+
 def shown_rational(x: Fraction, *, max_chars: int = _SHOWN_CHARS) -> str:
     """``x`` for messages and labels, at most about ``max_chars`` long: the shortest exact form
     that fits — a plain decimal (``"0.1"``, ``"5.000000000000001"``), a decimal in scientific

@@ -4,7 +4,7 @@ For a mechanism built with (ε_m, Δ_m, [lower, upper]) and a claim (ε, Δ) wit
 any claim, for tests), :func:`shift_certificate` checks exactly that the mechanism loses at most
 ε·d/Δ (plus a tiny additive slack) for each shift d <= Δ of its input. Two users:
 
-* the L1 calibration of grouped releases (:mod:`snapdp.data.calibration`, docs/data.md,
+* the L1 calibration of grouped releases (:mod:`snapdp.data.statistics.calibration`, docs/data.md,
   "Calibrated to the whole table (L1)"): every cell gets noise for Δ₁;
 * the rescaling that removes the power-of-two penalty (:mod:`snapdp.rescaling`,
   docs/mechanism.md, "No power-of-two penalty"): a mechanism built for Δ_m = r·Δ is used for

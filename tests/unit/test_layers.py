@@ -26,22 +26,21 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cli/page", ("snapdp.cli", "snapdp.cli.*", "snapdp.ui", "snapdp.ui.*")),
     # the API modules above the front ends: entry points that parse TOML or SQL
     ("api", ("snapdp.data", "snapdp.data.api")),
-    ("front ends", ("snapdp.data.frontends", "snapdp.data.frontends.*", "snapdp.data.plan_toml")),
+    # text → workload (flags, TOML, SQL), the workload → TOML text writer, the demo table
+    ("front ends", ("snapdp.data.frontends", "snapdp.data.frontends.*")),
     # the release: the one session, the release core, the table door, plan runs (it follows the
     # planner's preview, so it sits above the planner)
     ("release", ("snapdp.data.release", "snapdp.data.release.*")),
     ("planner", (
-        "snapdp.data.planner", "snapdp.data.planner.*", "snapdp.data.demo",
+        "snapdp.data.planner", "snapdp.data.planner.*",
     )),
     # the data owner's tools that read the data without privacy (snapdp check), beside the planner
     ("owner", ("snapdp.data.owner", "snapdp.data.owner.*")),
     ("statistics", (
-        "snapdp.data.statistics", "snapdp.data.statistics.*", "snapdp.data.sample_variance",
-        "snapdp.data.quantiles",
-        "snapdp.data.calibration", "snapdp.data.consistency",
-        "snapdp.data.refusals", "snapdp.data.bounding", "snapdp.data.sensitivity",
-        "snapdp.data.sum_bound", "snapdp.data.exponential_quantiles",
-        "snapdp.data.quantile_values",
+        # statistics/: kinds, pipeline, calibration, refusals, sensitivity, bounding, consistency
+        # (+ consistency_fit), math/ (sum_bound, sample_variance)
+        "snapdp.data.statistics", "snapdp.data.statistics.*",
+        "snapdp.data.quantiles", "snapdp.data.exponential_quantiles", "snapdp.data.quantile_values",
     )),
     ("engines", ("snapdp.data.engines", "snapdp.data.engines.*")),
     # what a release hands back (results, writers, report) and the budget ledger: only model/ below
@@ -221,3 +220,38 @@ def test_the_check_sees_lazy_and_relative_imports(tmp_path: Path, text: str, cau
             target.write_text("")
     (tmp_path / "snapdp/data/planner/plan.py").write_text(text)
     assert bool(upward_imports(tmp_path)) is caught
+
+
+# -- one check per fact ---------------------------------------------------------------------
+def _data_files_with(text: str) -> list[str]:
+    return sorted(
+        str(p.relative_to(SRC))
+        for p in (SRC / "snapdp" / "data").rglob("*.py")
+        if text in p.read_text(encoding="utf-8")
+    )
+
+
+def test_one_rule_turns_a_confidence_into_alpha() -> None:
+    """α = 1 − confidence from the decimal written is computed in one place
+    (``snapdp.data.model.workload.alpha_of``); the planner, the session and the API call it."""
+    assert _data_files_with("1 - Fraction(repr(") == ["snapdp/data/model/workload.py"]
+
+
+def test_one_rule_writes_an_exact_number() -> None:
+    """Every exact number the data package writes for people or files (a plan, JSON, ε) goes
+    through ``snapdp._rational.exact_text``: no module spells the rule again."""
+    assert _data_files_with("max_digits=None") == []
+
+
+#: The most lines a source file may have (issue 31: "no file over 500 lines").
+MAX_LINES = 500
+
+
+def test_no_source_file_is_over_500_lines() -> None:
+    """Every module under src/snapdp has one job and at most ``MAX_LINES`` lines."""
+    long = {
+        str(path.relative_to(SRC)): n
+        for path in sorted((SRC / "snapdp").rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, long

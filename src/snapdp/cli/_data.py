@@ -155,7 +155,7 @@ def run_table_release(
     source: object = data
     label = str(data)
     if data is None:
-        from snapdp.data.demo import DEMO_DATASET
+        from snapdp.data.frontends.demo import DEMO_DATASET
 
         source, label, declaration, by_columns = _demo(declaration, by_columns)
         dataset = DEMO_DATASET if dataset is None else dataset
@@ -254,7 +254,7 @@ def _demo(
     declaration: dict[str, Any], by: list[str]
 ) -> tuple[object, str, dict[str, Any], list[str]]:
     """The demo table, with its public facts declared (row count, keys of its columns)."""
-    from snapdp.data.demo import DEMO_KEYS, DEMO_ROWS, demo_table
+    from snapdp.data.frontends.demo import DEMO_KEYS, DEMO_ROWS, demo_table
 
     declaration = dict(declaration)
     declared_keys = {s.partition("=")[0].strip() for s in declaration.get("keys", ())}

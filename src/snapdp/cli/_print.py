@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
+from snapdp._rational import exact_text
 from snapdp.data.model.schema import Schema
 from snapdp.data.output.results import QueryResult
 from snapdp.data.planner.consistent_accuracy import NOTE as CONSISTENT_NOTE
@@ -93,12 +94,6 @@ def plain_number(x: float, significant: int = 6) -> str:
     if "." in text:
         text = text.rstrip("0").rstrip(".")
     return text
-
-
-def exact_text(x: Fraction) -> str:
-    from snapdp.data.output.results import _fraction_text
-
-    return _fraction_text(x)
 
 
 def key_text(k: object) -> str:

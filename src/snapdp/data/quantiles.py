@@ -10,9 +10,9 @@ non-negative leaf counts with a monotone CDF; :func:`quantiles_from_leaves` read
 
 Privacy: a row lies in exactly one node per level, so a unit with at most k rows (the per-unit
 row bound) moves one level's node counts by d₁, …, d_m with Σdᵢ <= k: each level is a histogram
-with L1 sensitivity k, calibrated as in :mod:`snapdp.data.calibration`. The levels are released
-with ε/depth each and compose to ε (sequential composition over the levels); their δ add up.
-Everything after the noise is post-processing of public quantities.
+with L1 sensitivity k, calibrated as in :mod:`snapdp.data.statistics.calibration`. The levels are
+released with ε/depth each and compose to ε (sequential composition over the levels); their δ add
+up. Everything after the noise is post-processing of public quantities.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from snapdp._exact import mpq
 from snapdp._rational import shown_rational
 from snapdp._validation import check_count, check_epsilon, check_finite, check_positive_finite
 from snapdp.accuracy import accuracy_bound
-from snapdp.data.calibration import Calibration, calibrate_l1
 from snapdp.data.model.schema import DEFAULT_MAX_ROWS
-from snapdp.data.sum_bound import NoiseKind, log_mgf_bound, noise_kind
+from snapdp.data.statistics.calibration import Calibration, calibrate_l1
+from snapdp.data.statistics.math.sum_bound import NoiseKind, log_mgf_bound, noise_kind
 from snapdp.errors import ParameterError
 from snapdp.rescaling import mechanism_parameters
 
@@ -683,15 +683,16 @@ def tree_tail_bound(
     """A bound c with P(|C̃(t) − C(t)| > c for some leaf edge t) <= α (``probability`` None), or
     the same for C̃(t) − p·Ñ against C(t) − p·N at the edges 0..n (with a p), when no node's output
     is clamped (:func:`node_bounds`). ``kinds``: each level's never-clamped error
-    (:func:`snapdp.data.sum_bound.noise_kind`, in rows), levels 1..depth. See docs/data.md.
+    (:func:`snapdp.data.statistics.math.sum_bound.noise_kind`, in rows), levels 1..depth. See
+    docs/data.md.
 
     The error at edge t is Σᵢ vₜᵢ·eᵢ over the independent node errors eᵢ (noise and snapping
     together). For each node, E e^(θ·e) <= B(θ) whatever the true count
-    (:func:`snapdp.data.sum_bound.log_mgf_bound`: the rounding averages out instead of adding
-    Λ/2 per unit of weight), so P(|Σ vₜᵢeᵢ| > c) <= 2·e^(−θc)·Πᵢ B(θ|vₜᵢ|) for each θ
-    (Chernoff, both tails: B bounds both signs). A union bound over the edges: c is the smallest
-    value (bisection) at which the sum over the edges of the best of these over θ is <= α, plus
-    the largest Σᵢ|vₜᵢ|·u₀ (the outputs' final rounding). Public parameters only; cached.
+    (:func:`snapdp.data.statistics.math.sum_bound.log_mgf_bound`: the rounding averages out
+    instead of adding Λ/2 per unit of weight), so P(|Σ vₜᵢeᵢ| > c) <= 2·e^(−θc)·Πᵢ B(θ|vₜᵢ|) for
+    each θ (Chernoff, both tails: B bounds both signs). A union bound over the edges: c is the
+    smallest value (bisection) at which the sum over the edges of the best of these over θ is
+    <= α, plus the largest Σᵢ|vₜᵢ|·u₀ (the outputs' final rounding). Public parameters only; cached.
     """
     edge, level, value, count, l1 = _tree_groups(b, depth, probability)
     edges = len(l1)

@@ -1,13 +1,14 @@
 """The demo table on the page: ``snapdp ui --demo`` opens snapdp's built-in synthetic table
-(:mod:`snapdp.data.demo`: 100,000 made-up people, not real ones) without a source, with its public
-facts declared and a few queries to start from (docs/ui.md, "Try it without data")."""
+(:mod:`snapdp.data.frontends.demo`: 100,000 made-up people, not real ones) without a source,
+with its public facts declared and a few queries to start from (docs/ui.md, "Try it without
+data")."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from snapdp.data.demo import DEMO_BOUNDS, DEMO_KEYS, DEMO_ROWS, demo_table
+from snapdp.data.frontends.demo import DEMO_BOUNDS, DEMO_KEYS, DEMO_ROWS, demo_table
 from snapdp.ui._document import COLUMN_FIELDS, blank_document
 
 __all__ = ["demo_document", "write_demo"]

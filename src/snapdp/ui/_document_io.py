@@ -16,9 +16,9 @@ from typing import Any
 
 from snapdp.data.api import Plan
 from snapdp.data.frontends.toml import loads_workload
+from snapdp.data.frontends.toml_writer import dumps, plan_document
 from snapdp.data.model.predicate import to_sql
 from snapdp.data.model.workload import Workload
-from snapdp.data.plan_toml import dumps, plan_document
 from snapdp.errors import ParameterError
 from snapdp.ui._document import (
     DATA_FIELDS,

@@ -14,11 +14,7 @@ import pytest
 
 from snapdp import SnappingMechanism
 from snapdp._exact import mpq
-from snapdp.data.calibration import (
-    SLACK_BOUND,
-    calibrate_l1,
-    shift_certificate,
-)
+from snapdp.data.statistics.calibration import SLACK_BOUND, calibrate_l1, shift_certificate
 from snapdp.errors import ParameterError
 from snapdp.verify import exact_distribution, privacy_loss
 from snapdp.verify.loss import _exp_bounds

@@ -26,10 +26,11 @@ from scipy.stats import binom
 from tests.data_oracle import OracleEngine
 
 from snapdp.cli import main
-from snapdp.data import Column, NullRule, Plan, PrivateTable, Query, Schema, consistency
-from snapdp.data.consistency import _largest_remainder, _simplex
+from snapdp.data import Column, NullRule, Plan, PrivateTable, Query, Schema
 from snapdp.data.model.predicate import Compare
 from snapdp.data.model.workload import check_mode
+from snapdp.data.statistics import consistency
+from snapdp.data.statistics.consistency_fit import _largest_remainder, _simplex
 from snapdp.errors import ParameterError
 
 # Only counts over the same rows are fitted together: each grouping column gives every row a cell
@@ -287,7 +288,7 @@ def test_the_statement_is_chosen_without_the_released_values(
     apart state the same kind of bound (a pick that moves with the noise would break the ±'s
     coverage). The fit bound is set just below the triangle bound's typical size, so the
     1e-12·|W|·|z| float margin of the fit bound, were it read by the rule, flips the pick."""
-    from snapdp.data import consistency
+    from snapdp.data.statistics import consistency_fit as consistency
 
     var = 100.0
 

@@ -20,7 +20,7 @@ from tests.data_oracle import OracleEngine
 
 from snapdp.data import Column, PrivateTable, Query, Schema
 from snapdp.data import quantiles as qmod
-from snapdp.data.sum_bound import noise_kind
+from snapdp.data.statistics.math.sum_bound import noise_kind
 from snapdp.mechanism import SnappingMechanism
 from snapdp.rescaling import mechanism_parameters
 

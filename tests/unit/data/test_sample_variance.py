@@ -1,4 +1,5 @@
-"""Sample variance and std (src/snapdp/data/sample_variance.py; docs/sql.md, "Sample variance").
+"""Sample variance and std (src/snapdp/data/statistics/math/sample_variance.py; docs/sql.md,
+"Sample variance").
 
 * Coverage: many seeded releases on the reference engine; the truth is the exact sample variance
   of the clamped values (rationals, computed from the rows, not from any engine); the stated ±
@@ -34,7 +35,7 @@ from snapdp.data.frontends.flags import workload_from_flags
 from snapdp.data.frontends.sql import parse_sql
 from snapdp.data.frontends.toml import load_plan
 from snapdp.data.model.workload import Declaration
-from snapdp.data.sample_variance import sample_accuracy, sample_value
+from snapdp.data.statistics.math.sample_variance import sample_accuracy, sample_value
 
 G = Column("g", "integer", keys=(0, 1, 2, 3))
 V = Column("v", "integer", lower=Fraction(0), upper=Fraction(10))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from snapdp.data import Column, Query, Schema
-from snapdp.data.sensitivity import INT64_LIMIT, fixed_point
 from snapdp.data.statistics import Part, compile_query, noisy_values
+from snapdp.data.statistics.sensitivity import INT64_LIMIT, fixed_point
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 

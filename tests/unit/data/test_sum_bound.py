@@ -18,8 +18,8 @@ import pytest
 from tests.data_oracle import OracleEngine
 
 from snapdp.data import Column, NullRule, PrivateTable, Query, Schema
-from snapdp.data.consistency import open_bound
-from snapdp.data.sum_bound import NoiseKind, _log_mgf, noise_kind, sum_accuracy
+from snapdp.data.statistics.consistency import open_bound
+from snapdp.data.statistics.math.sum_bound import NoiseKind, _log_mgf, noise_kind, sum_accuracy
 from snapdp.mechanism import SnappingMechanism
 
 EPS = Fraction(1, 3)

@@ -16,7 +16,7 @@ from tests.unit.ui._helpers import write_people
 
 from snapdp.data import Plan
 from snapdp.data.budget.ledger import Ledger
-from snapdp.data.plan_toml import plan_to_toml
+from snapdp.data.frontends.toml_writer import plan_to_toml
 
 CHROMIUM = os.environ.get("SNAPDP_CHROMIUM", "/usr/bin/chromium")
 ARGS = [

@@ -1,5 +1,5 @@
-"""The plan-file writer (snapdp.data.plan_toml): Plan.load(plan_to_toml(plan)) == plan, for plans
-drawn by hypothesis; decimals are written exactly (docs/plans.md, docs/ui.md)."""
+"""The plan-file writer (snapdp.data.frontends.toml_writer): Plan.load(plan_to_toml(plan)) ==
+plan, for plans drawn by hypothesis; decimals are written exactly (docs/plans.md, docs/ui.md)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from snapdp.data import Plan, PlannedQuery
+from snapdp.data.frontends.toml_writer import dumps, plan_to_toml
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
-from snapdp.data.plan_toml import dumps, plan_to_toml
 from snapdp.errors import ParameterError
 from snapdp.ui._document_io import document_from_plan, document_toml
 
@@ -169,7 +169,7 @@ def test_the_pages_document_keeps_the_plan(plan: Plan, tmp_path: Path) -> None:
 def test_a_field_the_writer_does_not_know_is_refused_not_dropped() -> None:
     from dataclasses import dataclass
 
-    from snapdp.data.plan_toml import _known_fields
+    from snapdp.data.frontends.toml_writer import _known_fields
 
     @dataclass
     class Later:

@@ -567,7 +567,7 @@ def test_a_two_phase_run_reports_what_it_spent_not_its_cap(
     start_server: Any, tmp_path: Path
 ) -> None:
     """Was: "ε spent" showed the plan's cap (20) while the ledger recorded 13.813."""
-    from snapdp.data.demo import DEMO_DATASET
+    from snapdp.data.frontends.demo import DEMO_DATASET
 
     ledger = tmp_path / "l.sqlite"
     c = start_server(demo=True, ledger=ledger, output=tmp_path / "out")

@@ -79,9 +79,9 @@ follows the same steps, so that all of them return the same numbers for the same
 6. **Values** (computed before step 5, whose row ranks use them). Each value column's cast
    value v (a double) becomes integer quanta
    q = clamp(round_half_even(clamp(v, L−1, U+1)·10^d), L_q, U_q) (the coarse clamp only keeps the
-   conversion in range; see :mod:`snapdp.data.sensitivity`); a null follows the column's null rule
-   (``impute_q``: that many quanta; None: the value is left out of this column's sums and counts,
-   the row still counts as a row).
+   conversion in range; see :mod:`snapdp.data.statistics.sensitivity`); a null follows the
+   column's null rule (``impute_q``: that many quanta; None: the value is left out of this
+   column's sums and counts, the row still counts as a row).
 7. **Aggregate** per cell: the number of rows; per value column Σq, the number of non-null q, and
    (when ``squares``) Σ(2q − L_q − U_q)² — all exact integers (128-bit or arbitrary precision; an
    engine never rounds a sum).

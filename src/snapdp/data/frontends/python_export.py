@@ -19,7 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from snapdp._rational import format_rational
+from snapdp._rational import exact_text
 from snapdp.data.model.workload import Workload
 from snapdp.errors import ParameterError
 
@@ -170,7 +170,7 @@ def _code(value: object, imports: dict[str, set[str]], depth: int) -> str:
         if value.denominator == 1:
             return str(value.numerator)
         imports.setdefault("fractions", set()).add("Fraction")
-        return f'Fraction("{format_rational(value, max_digits=None)}")'
+        return f'Fraction("{exact_text(value)}")'
     if isinstance(value, _dt.date):
         imports.setdefault("datetime", set()).add("date")
         return f"date({value.year}, {value.month}, {value.day})"

@@ -15,7 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from snapdp._rational import format_rational, shown_number
+from snapdp._rational import exact_text, shown_number
 from snapdp._validation import NumberSizeError, exact_decimal, exact_value
 from snapdp.data.model.keys import typed_key
 from snapdp.data.model.predicate import (
@@ -75,14 +75,9 @@ def workload_from_dict(data: object) -> Workload:
     return Workload(declaration, tuple(planned_from_dict(q, declaration) for q in raw))
 
 
-def _text(x: Fraction) -> str:
-    """A Fraction as a finite decimal when it is one (1/10 → "0.1"), else "p/q"."""
-    return format_rational(x, max_digits=None)
-
-
 # -- helpers -------------------------------------------------------------------------------
 def _num(x: Fraction | int | None) -> str | None:
-    return None if x is None else _text(Fraction(x))
+    return None if x is None else exact_text(Fraction(x))
 
 
 def _frac(value: object, key: str) -> Fraction:
@@ -117,7 +112,7 @@ def _known(d: Mapping[str, Any], keys: Sequence[str], where: str) -> None:
 
 def _key_json(x: object) -> object:
     if isinstance(x, Fraction):
-        return _text(x)
+        return exact_text(x)
     if isinstance(x, _dt.date):
         return x.isoformat()
     return x
@@ -372,7 +367,7 @@ def _literal_to_json(value: LiteralValue) -> dict[str, str | bool]:
     if isinstance(value, int):
         return {"integer": str(value)}
     if isinstance(value, Fraction):
-        return {"decimal": _text(value)}
+        return {"decimal": exact_text(value)}
     if isinstance(value, _dt.date):
         return {"date": value.isoformat()}
     return {"text": value}

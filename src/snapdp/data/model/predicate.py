@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal, TypeAlias
 
-from snapdp._rational import format_rational, shown_rational
+from snapdp._rational import shown_rational
 from snapdp._validation import check_number_size
 from snapdp.data.model.keys import typed_key
 from snapdp.data.model.schema import Schema
@@ -341,11 +341,6 @@ def _lit_text(value: LiteralValue) -> str:
     if isinstance(value, Fraction):  # for labels and messages: capped in length
         return shown_rational(value)
     return str(value)
-
-
-def _fraction_text(x: Fraction) -> str:
-    """A Fraction as a finite decimal when it is one (1/10 → "0.1"), else "p/q"."""
-    return format_rational(x, max_digits=None)
 
 
 def _readable(p: Predicate, top: bool = False) -> str:

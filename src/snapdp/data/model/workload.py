@@ -303,8 +303,13 @@ def _confidence(confidence: object) -> tuple[float, float]:
             f"`confidence` must be in (0, 1), not {shown_number(confidence)}",
             parameter="confidence",
         )
-    alpha = float(1 - Fraction(repr(c)))
-    return c, alpha
+    return c, alpha_of(c)
+
+
+def alpha_of(confidence: float) -> float:
+    """α = 1 − confidence, computed from the decimal the user wrote (0.95 → exactly 1/20, then
+    the double nearest it): the one place a confidence becomes the α every ± is stated at."""
+    return float(1 - Fraction(repr(float(confidence))))
 
 
 def resolved_source(source: object, base: Path | None) -> object:

@@ -29,7 +29,7 @@ from fractions import Fraction
 from types import ModuleType
 from typing import Any
 
-from snapdp._rational import format_rational
+from snapdp._rational import exact_text
 
 __all__ = ["HTML_ROWS", "html_table", "result_columns", "to_arrow", "to_pandas", "to_polars"]
 
@@ -64,7 +64,7 @@ def result_columns(results: Sequence[Any]) -> dict[str, list[Any]]:
             columns["rank_accuracy"].append(row.rank_accuracy)
             columns["confidence"].append(r.confidence)
             columns["epsilon"].append(float(r.epsilon))
-            columns["epsilon_exact"].append(format_rational(r.epsilon, max_digits=None))
+            columns["epsilon_exact"].append(exact_text(r.epsilon))
             if with_target:
                 columns["target_met"].append(r.target_met)
     return columns

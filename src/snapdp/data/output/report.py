@@ -13,8 +13,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Protocol
 
+from snapdp._rational import exact_text
 from snapdp.data.model.schema import Schema
-from snapdp.data.output.results import QueryResult, _fraction_text, _json_value
+from snapdp.data.output.results import QueryResult, _json_value
 from snapdp.data.output.svg_chart import bar_chart
 from snapdp.data.output.writers import _atomic
 
@@ -114,7 +115,7 @@ def render_report(
         "<title>snapdp release report</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>Release report</h1>",
-        f'<p class="meta">{len(results)} queries, total ε spent = {_fraction_text(total)} '
+        f'<p class="meta">{len(results)} queries, total ε spent = {exact_text(total)} '
         "(one ledger entry). Every value is within ± of the true value (after the declared "
         "clamping and contribution bounds) with the stated confidence. See docs/plans.md.</p>",
     ]
@@ -122,7 +123,7 @@ def render_report(
         items = "".join(f"<li>{html.escape(a)}</li>" for a in preview.assumptions)
         parts.append(f'<p class="meta">The plan assumed:</p><ul class="meta">{items}</ul>')
     for i, r in enumerate(results, start=1):
-        meta = f"ε = {_fraction_text(r.epsilon)}, confidence {r.confidence:g}"
+        meta = f"ε = {exact_text(r.epsilon)}, confidence {r.confidence:g}"
         if r.delta:
             meta += f", δ = {r.delta:.3g}"
         if r.target_note is not None:

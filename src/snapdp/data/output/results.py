@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from snapdp._rational import format_rational
+from snapdp._rational import exact_text
 from snapdp.data.model.keys import Key
 from snapdp.data.model.query import Query
 
@@ -70,7 +70,7 @@ class TableMethods:
         from snapdp.data.output import frames
 
         results = self._table_results()
-        total = _fraction_text(sum((r.epsilon for r in results), Fraction(0)))
+        total = exact_text(sum((r.epsilon for r in results), Fraction(0)))
         noun = "query" if len(results) == 1 else "queries"
         return frames.html_table(results, f"{len(results)} {noun}, ε = {total} in all")
 
@@ -105,7 +105,7 @@ class QueryResult(TableMethods):
     def _repr_html_(self) -> str:
         from snapdp.data.output import frames
 
-        caption = f"{self.label}: ε = {_fraction_text(self.epsilon)}"
+        caption = f"{self.label}: ε = {exact_text(self.epsilon)}"
         if self.target_note is not None:
             caption += f"; {self.target_note}"
         return frames.html_table((self,), caption)
@@ -135,7 +135,7 @@ class QueryResult(TableMethods):
         if any(r.independent is not None for r in self.rows):
             out["independent_value"] = [r.independent for r in self.rows]
         out.update(
-            epsilon=_fraction_text(self.epsilon),
+            epsilon=exact_text(self.epsilon),
             delta=self.delta,
             confidence=self.confidence,
             notes=list(self.notes),
@@ -153,11 +153,6 @@ class Results(list[QueryResult], TableMethods):
 
     def _table_results(self) -> Sequence[QueryResult]:
         return self
-
-
-def _fraction_text(x: Fraction) -> str:
-    """A Fraction as a finite decimal when it is one (1/10 → "0.1"), else "p/q"."""
-    return format_rational(x, max_digits=None)
 
 
 def _json_value(x: object) -> object:

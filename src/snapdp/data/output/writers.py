@@ -16,7 +16,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from snapdp.data.output.results import QueryResult, _fraction_text, _json_value
+from snapdp._rational import exact_text
+from snapdp.data.output.results import QueryResult, _json_value
 
 __all__ = ["RESULT_FILES", "long_table", "results_json", "write_results"]
 
@@ -49,7 +50,7 @@ def long_table(results: Sequence[QueryResult]) -> tuple[list[str], list[list[obj
                     row.accuracy,
                     row.rank_accuracy,
                     r.confidence,
-                    _fraction_text(r.epsilon),
+                    exact_text(r.epsilon),
                     r.target_met,
                 ]
             )
@@ -59,7 +60,7 @@ def long_table(results: Sequence[QueryResult]) -> tuple[list[str], list[list[obj
 def results_json(results: Sequence[QueryResult]) -> dict[str, Any]:
     """The columnar JSON form: ``{"queries": [QueryResult.as_dict(), ...], "epsilon": total}``."""
     total = sum((r.epsilon for r in results), Fraction(0))
-    return {"queries": [r.as_dict() for r in results], "epsilon": _fraction_text(total)}
+    return {"queries": [r.as_dict() for r in results], "epsilon": exact_text(total)}
 
 
 def write_results(results: Sequence[QueryResult], folder: str | Path) -> tuple[Path, ...]:

@@ -3,8 +3,8 @@ docs/data.md, "Tables that add up").
 
 A consistent release gives its families' counts open bounds (other mechanisms than an
 independent count's) and states each fitted value's ± from the fit
-(:func:`snapdp.data.consistency.make_consistent`): the smaller of the fit bound and the count's
-own ± plus the fit's shift |v − z| (each with the fit's rounding |v − ŷ| in the rounding
+(:func:`snapdp.data.statistics.consistency.make_consistent`): the smaller of the fit bound and
+the count's own ± plus the fit's shift |v − z| (each with the fit's rounding |v − ŷ| in the rounding
 modes). The shift is known only once the noise is drawn, so the statement shown before the
 release is the one the release makes when the fit moves no count, which is the least it states:
 this module runs the release's own steps — :func:`consistent_counts`, the
@@ -22,11 +22,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from snapdp.data import consistency
-from snapdp.data.consistency import make_consistent
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
-from snapdp.data.model.workload import check_mode
+from snapdp.data.model.workload import alpha_of, check_mode
 from snapdp.data.statistics import (
     AccuracyStatement,
     Compiled,
@@ -34,8 +32,10 @@ from snapdp.data.statistics import (
     assemble,
     calibrate,
     compile_query,
+    consistency,
     mechanisms,
 )
+from snapdp.data.statistics.consistency import make_consistent
 
 __all__ = ["NOTE", "consistent_counts", "consistent_statements"]
 
@@ -60,7 +60,7 @@ def consistent_statements(
     planner's draft (L1 certificates taken for granted, as in
     :meth:`snapdp.data.planner.plan.Plan.preview`)."""
     mode = check_mode(consistent)
-    alpha = float(1 - Fraction(repr(float(confidence))))
+    alpha = alpha_of(confidence)
     compiled = [compile_query(q, schema, e) for q, e in zip(queries, epsilons, strict=True)]
     compiled, counts = consistent_counts(compiled, mode)
     noises = [calibrate(c, presume_certified=presume_certified) for c in compiled]
@@ -110,7 +110,7 @@ def consistent_counts(
 
 def _open_counts(compiled: list[Compiled], members: list[int]) -> list[Compiled]:
     """The counts of consistent families with bounds their noise never reaches (symmetric noise,
-    no clamp at 0; :func:`snapdp.data.consistency.open_bound`)."""
+    no clamp at 0; :func:`snapdp.data.statistics.consistency.open_bound`)."""
     out = list(compiled)
     for i in members:
         c = compiled[i]

@@ -12,7 +12,7 @@ from typing import Any
 
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
-from snapdp.data.model.workload import PlannedQuery
+from snapdp.data.model.workload import PlannedQuery, alpha_of
 from snapdp.data.planner.preview import AccuracyAt, Allocation, PlanPreview
 from snapdp.data.planner.search import eps_text as _eps_text
 from snapdp.data.planner.search import smallest_epsilon
@@ -50,7 +50,7 @@ def _statement(
 
     compiled = statistics.compile_query(query, schema, epsilon)
     noises = statistics.calibrate(compiled, presume_certified=presume)
-    alpha = float(1 - Fraction(repr(confidence)))
+    alpha = alpha_of(confidence)
     return statistics.accuracy_of(compiled, noises, confidence, alpha, targets=False)
 
 

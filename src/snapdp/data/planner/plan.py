@@ -217,7 +217,7 @@ class Plan:
         read") for every query at its planned ε (a two-phase query's at its cap), naming the
         query's key."""
         from snapdp.data import statistics
-        from snapdp.data.refusals import check_release
+        from snapdp.data.statistics.refusals import check_release
 
         for i, a in enumerate(preview.allocations):
             compiled = statistics.compile_query(a.planned.query, self.schema, a.epsilon)

@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from snapdp.data.model.schema import Schema
-from snapdp.data.model.workload import PlannedQuery
+from snapdp.data.model.workload import PlannedQuery, alpha_of
 from snapdp.data.planner.search import eps_text as _eps_text
 from snapdp.data.planner.search import fraction_text as _text
 from snapdp.data.planner.search import num as _num
@@ -34,7 +34,7 @@ def usefulness_flags(schema: Schema, allocation: Allocation) -> list[str]:
 
     pq = allocation.planned
     compiled = statistics.compile_query(pq.query, schema, allocation.epsilon)
-    alpha = float(1 - Fraction(repr(pq.confidence)))
+    alpha = alpha_of(pq.confidence)
     out: list[str] = []
     for noise in statistics.calibrate(compiled):
         if noise.part.source == "exponential":  # no snapping: its flags do not apply

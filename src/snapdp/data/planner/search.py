@@ -9,7 +9,7 @@ from collections.abc import Callable
 from decimal import ROUND_CEILING, Decimal, localcontext
 from fractions import Fraction
 
-from snapdp._rational import format_rational
+from snapdp._rational import exact_text
 from snapdp.errors import ParameterError
 
 __all__ = [
@@ -230,7 +230,7 @@ def round_up_short(x: Fraction) -> Fraction:
 
 def fraction_text(x: Fraction) -> str:
     """A Fraction as an exact decimal when it is one (1/10 → "0.1"), else p/q."""
-    return format_rational(x, max_digits=None)
+    return exact_text(x)
 
 
 def eps_text(x: Fraction) -> str:

@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from snapdp.data import statistics
 from snapdp.data.model.schema import Schema
+from snapdp.data.model.workload import alpha_of
 from snapdp.data.output.results import QueryResult
 from snapdp.data.planner.search import EPS_MAX, eps_text, num, smallest_epsilon
 from snapdp.data.statistics import AccuracyStatement, Compiled, Noise, Part
@@ -140,7 +141,7 @@ def split_statement(
     ``targets`` (the planner reads :meth:`~AccuracyStatement.at` and the per-count form only)."""
     compiled = statistics.compile_query(query, schema, eps1 + eps2)
     noises = split_noises(compiled, eps1, eps2, presume_certified=presume_certified)
-    alpha = float(1 - Fraction(repr(confidence)))
+    alpha = alpha_of(confidence)
     return statistics.accuracy_of(compiled, noises, confidence, alpha, targets=False)
 
 
@@ -148,7 +149,7 @@ def split_statement(
 def _one_phase(schema: Schema, query: Any, eps: Fraction, confidence: float) -> AccuracyStatement:
     """What a one-phase release of ``query`` at ``eps`` states (cached)."""
     compiled = statistics.compile_query(query, schema, eps)
-    alpha = float(1 - Fraction(repr(confidence)))
+    alpha = alpha_of(confidence)
     noises = statistics.calibrate(compiled)
     return statistics.accuracy_of(compiled, noises, confidence, alpha, targets=False)
 

@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from snapdp.data import consistency, statistics
+from snapdp.data import statistics
 from snapdp.data.engines.base import AggregatePlan, Engine, ExecutorNoiseEngine, NoiseRequest
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.postprocess import integer_counts
 from snapdp.data.output.results import QueryResult
-from snapdp.data.statistics import Compiled, Noise, Part
+from snapdp.data.statistics import Compiled, Noise, Part, consistency
 from snapdp.mechanism import SnappingMechanism
 from snapdp.randomness import bit_source_from
 

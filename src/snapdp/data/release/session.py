@@ -33,11 +33,10 @@ from typing import Any
 import numpy as np
 
 from snapdp.data import statistics
-from snapdp.data.consistency import Counted
 from snapdp.data.engines.base import Engine
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
-from snapdp.data.model.workload import PlannedQuery, check_mode
+from snapdp.data.model.workload import PlannedQuery, alpha_of, check_mode
 from snapdp.data.output.results import QueryResult
 from snapdp.data.planner.consistent_accuracy import consistent_counts
 from snapdp.data.planner.two_phase import (
@@ -48,9 +47,10 @@ from snapdp.data.planner.two_phase import (
     split_noises,
     with_target,
 )
-from snapdp.data.refusals import check_release
 from snapdp.data.release.core import Noisy, Progress, hash_key, release_core
 from snapdp.data.statistics import Compiled, Noise
+from snapdp.data.statistics.consistency import Counted
+from snapdp.data.statistics.refusals import check_release
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
@@ -117,7 +117,7 @@ def prepare(
     steps = tuple(steps)
     if not steps:
         raise ParameterError("a release needs at least one query", parameter="queries")
-    alpha = float(1 - Fraction(repr(float(confidence))))
+    alpha = alpha_of(confidence)
     mode = check_mode(consistent)
     planned = [statistics.compile_query(s.query, schema, s.epsilon) for s in steps]
     own: dict[int, tuple[Noise, ...]] = {}

@@ -37,7 +37,6 @@ from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import _confidence, check_unit
 from snapdp.data.output.results import QueryResult, Results
-from snapdp.data.refusals import check_release
 from snapdp.data.release import session
 from snapdp.data.statistics import (
     AccuracyStatement,
@@ -46,6 +45,7 @@ from snapdp.data.statistics import (
     calibrate,
     compile_query,
 )
+from snapdp.data.statistics.refusals import check_release
 from snapdp.errors import ParameterError
 
 __all__ = ["PrivateTable", "split_epsilon"]

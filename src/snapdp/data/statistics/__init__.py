@@ -10,8 +10,8 @@ sum, mean, variance and std, :mod:`~snapdp.data.statistics.kinds.quantiles` for 
 steps every kind shares are in :mod:`snapdp.data.statistics.pipeline`, the values they pass in
 :mod:`snapdp.data.statistics.types`.
 
-(q: a value in quanta, see :mod:`snapdp.data.sensitivity`; N: the public row bound; r: the rows
-one unit can add to a cell, see :mod:`snapdp.data.bounding`.)
+(q: a value in quanta, see :mod:`snapdp.data.statistics.sensitivity`; N: the public row bound;
+r: the rows one unit can add to a cell, see :mod:`snapdp.data.statistics.bounding`.)
 
 **Accuracy before spending.** Count, sum and the substitute mean have a ± that depends on the
 public parameters only. A ratio mean's ± is (a_Σ + M·a_n)/ñ and a variance's is

@@ -5,8 +5,9 @@ exact inputs, draw the noise and assemble the result (docs/data.md, "Statistics"
 **Grouped parts** (DESIGN §8.4). A unit touches at most ``cells`` cells and moves each by at most
 ``per_cell``, all together by at most ``l1``. Each cell's mechanism gets ε/cells at the per-cell
 sensitivity (composition over the cells one unit touches) — or, when ``l1`` is smaller than
-cells·per_cell and the per-shift certificate of :func:`snapdp.data.calibration.calibrate_l1`
-holds, the full (certified, slack-reduced) ε at sensitivity ``l1``, whichever has less noise.
+cells·per_cell and the per-shift certificate of
+:func:`snapdp.data.statistics.calibration.calibrate_l1` holds, the full (certified,
+slack-reduced) ε at sensitivity ``l1``, whichever has less noise.
 Without a certificate the result says that it fell back. Either way the parts' ε compose to the
 query's exactly (:func:`check_composition`).
 
@@ -25,15 +26,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from snapdp.data import calibration
 from snapdp.data import exponential_quantiles as expq
-from snapdp.data.bounding import reach
 from snapdp.data.engines.base import Aggregates
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, Schema, keys_product
 from snapdp.data.output.results import QueryResult, ResultRow
-from snapdp.data.sensitivity import fits_int64
+from snapdp.data.statistics import calibration
+from snapdp.data.statistics.bounding import reach
 from snapdp.data.statistics.kinds import kind_of
+from snapdp.data.statistics.sensitivity import fits_int64
 from snapdp.data.statistics.types import AccuracyStatement, Compiled, Noise, Part, frac, up
 from snapdp.errors import ParameterError
 from snapdp.exponential import exponential_parameters
@@ -93,8 +94,8 @@ def calibrate(compiled: Compiled, *, presume_certified: bool = False) -> tuple[N
     """Each part's exact mechanism parameters (see the module docstring, "Grouped parts").
 
     ``presume_certified``: take the L1 certificate's success for granted
-    (:func:`snapdp.data.calibration.presumed_l1`) — for the planner's search over ε only, never
-    for a release.
+    (:func:`snapdp.data.statistics.calibration.presumed_l1`) — for the planner's search over ε
+    only, never for a release.
     """
     noises = (_calibrate_part(compiled, p, presume_certified) for p in compiled.parts)
     out = tuple(replace(n, presumed=presume_certified) for n in noises)

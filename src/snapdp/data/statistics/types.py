@@ -16,15 +16,15 @@ import numpy.typing as npt
 
 from snapdp._rational import shown_rational
 from snapdp.accuracy import accuracy_bound
-from snapdp.data import sample_variance
-from snapdp.data.bounding import Reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
 from snapdp.data.model.keys import Key
 from snapdp.data.model.predicate import Predicate
 from snapdp.data.model.query import ROOT_STATISTICS, Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import ResultRow
-from snapdp.data.sensitivity import FixedPoint
+from snapdp.data.statistics.bounding import Reach
+from snapdp.data.statistics.math import sample_variance
+from snapdp.data.statistics.sensitivity import FixedPoint
 from snapdp.errors import ParameterError
 from snapdp.parameters import SnappingParameters
 from snapdp.rescaling import mechanism_parameters

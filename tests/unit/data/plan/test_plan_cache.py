@@ -12,13 +12,14 @@ from fractions import Fraction
 import pytest
 
 from snapdp import shift
-from snapdp.data import refusals, statistics
+from snapdp.data import statistics
 from snapdp.data.api import Plan
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, ContributionBounds, Schema
 from snapdp.data.model.workload import PlannedQuery
 from snapdp.data.planner.search import TOLERANCE, smallest_epsilon
-from snapdp.data.refusals import DELTA_LIMIT, check_release
+from snapdp.data.statistics import refusals
+from snapdp.data.statistics.refusals import DELTA_LIMIT, check_release
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
@@ -96,7 +97,7 @@ def test_a_draft_plan_runs_no_certificate(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(shift, "_shift_certificate", counting)
     import snapdp._certcache as certcache
-    import snapdp.data.calibration as calibration
+    import snapdp.data.statistics.calibration as calibration
 
     monkeypatch.setattr(calibration, "_shift_certificate", counting)
     # the rescaling's certificates: not even looked up (shipped, on disk or computed)

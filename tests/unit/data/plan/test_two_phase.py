@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import snapdp
 from snapdp.cli import main
 from snapdp.data import statistics
 from snapdp.data.api import Plan
@@ -280,7 +281,7 @@ q = PlannedQuery(Query("mean", "age", ("sex",)), accuracy=Fraction(1, 2))
 Plan(schema, [q], source={str(source)!r}, total_epsilon=Fraction(4)).run(
     ledger={str(tmp_path / "b.sqlite")!r}, total_epsilon=10)
 """
-    env = {**os.environ, "PYTHONPATH": str(Path(statistics.__file__).parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(snapdp.__file__).parents[1])}
     done = subprocess.run([sys.executable, "-c", script], env=env, check=False)
     assert done.returncode == 9
     report = read_ledger(tmp_path / "b.sqlite")

@@ -11,7 +11,7 @@ whose parts are exact sums per cell (docs/data.md, "Statistics").
 * variance, std: Σw² (ε·0.24), Σw (ε·0.34) and the number of values (ε·0.42), with
   w = 2q − L_q − U_q and W = U_q − L_q; moves by r·W², r·W, r; bounds [0, N·W²], [−N·W, N·W],
   [0, N]. The sample forms (var_samp, std_samp) release the same parts and divide by ñ − 1
-  (post-processing, :mod:`snapdp.data.sample_variance`).
+  (post-processing, :mod:`snapdp.data.statistics.math.sample_variance`).
 
 The variance split is the one that minimises its stated error: that error is
 (a_Σw² + 2W·a_Σw + 3W²·a_n)/(4ñ), and each a is proportional to 1/ε of its part, so
@@ -24,14 +24,14 @@ import math
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 
-from snapdp.data import sample_variance
-from snapdp.data.bounding import Reach
 from snapdp.data.engines.base import Aggregates, ValueColumn
 from snapdp.data.model.keys import Key
 from snapdp.data.model.query import ROOT_STATISTICS, SPREAD_STATISTICS, Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import ResultRow
-from snapdp.data.sensitivity import FixedPoint, fixed_point
+from snapdp.data.statistics.bounding import Reach
+from snapdp.data.statistics.math import sample_variance
+from snapdp.data.statistics.sensitivity import FixedPoint, fixed_point
 from snapdp.data.statistics.types import (
     AccuracyStatement,
     Compiled,

@@ -11,13 +11,14 @@ from typing import Any
 
 from snapdp.data import exponential_quantiles as expq
 from snapdp.data import quantile_values, quantiles
-from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates
 from snapdp.data.model.keys import Key
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import ResultRow
-from snapdp.data.sensitivity import FixedPoint
+from snapdp.data.statistics.bounding import Reach, reach
+from snapdp.data.statistics.math.sum_bound import noise_kind
+from snapdp.data.statistics.sensitivity import FixedPoint
 from snapdp.data.statistics.types import (
     AccuracyStatement,
     Compiled,
@@ -30,7 +31,6 @@ from snapdp.data.statistics.types import (
     numeric_column,
     up,
 )
-from snapdp.data.sum_bound import noise_kind
 from snapdp.errors import ParameterError
 from snapdp.ieee import double_at_least
 from snapdp.parameters import SnappingParameters

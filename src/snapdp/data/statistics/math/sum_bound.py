@@ -3,8 +3,8 @@ up", "The tighter fit bound").
 
 A consistent table's fitted value is ŷⱼ = Σᵢ wᵢ·zᵢ, so ŷⱼ − yⱼ = Σᵢ wᵢ·eᵢ with eᵢ the errors of
 independently released counts. Each eᵢ is the error of a snapping mechanism whose output is never
-clamped (:func:`snapdp.data.consistency.open_bound`): in the data's units, for a true count at
-offset x from the output grid (spacing G),
+clamped (:func:`snapdp.data.statistics.consistency.open_bound`): in the data's units, for a
+true count at offset x from the output grid (spacing G),
 
     e = G·round((x + Y)/G) − x (+ at most u₀, the final rounding of the output),
 

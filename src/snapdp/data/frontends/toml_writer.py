@@ -19,7 +19,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from snapdp._rational import format_rational
+from snapdp._rational import exact_text
 from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, CsvOptions
 from snapdp.data.model.workload import DEFAULT_CONFIDENCE
 from snapdp.errors import ParameterError
@@ -225,7 +225,7 @@ def _value(value: object, key: object) -> str:
             raise ParameterError(f"`{key}` must be a finite number, not {value}", parameter=None)
         return str(value)
     if isinstance(value, Fraction):
-        text = format_rational(value, max_digits=None)
+        text = exact_text(value)
         if "/" in text:
             raise ParameterError(
                 f"`{key}` = {text} has no exact decimal form; a plan file cannot hold it",
