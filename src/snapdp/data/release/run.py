@@ -121,7 +121,7 @@ def _release(
         check_unit(plan.schema)
     tick("preparing the mechanisms")
     steps = [
-        session.Step(a.planned.query, a.epsilon, a.two_phase, a.planned)
+        session.Step(a.planned.query, a.epsilon, a.two_phase, a.planned, a.planned.delta)
         for a in preview.allocations
     ]
     prepared = session.prepare(  # before any ledger file

@@ -1,0 +1,114 @@
+"""Groups from the data (docs/sql.md, "Groups from the data"): GROUP BY a column without declared
+keys, its groups chosen privately at a δ."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, Schema
+from snapdp.data.release.table import PrivateTable
+from snapdp.errors import ParameterError
+
+SCHEMA = Schema((Column("city", "text"), Column("income", "integer", 0, 100)))
+
+
+def _table(rows: list[dict[str, object]], seed: int, schema: Schema = SCHEMA) -> PrivateTable:
+    return PrivateTable(
+        pd.DataFrame(rows), schema, total_epsilon=100, rng=np.random.default_rng(seed)
+    )
+
+
+def _people(extra: list[str] = ()) -> list[dict[str, object]]:  # type: ignore[assignment]
+    cities = ["a"] * 300 + ["b"] * 200 + ["c"] * 3 + list(extra)
+    return [{"city": c, "income": 10 + i % 50} for i, c in enumerate(cities)]
+
+
+def test_refused_without_delta_before_any_noise() -> None:
+    t = _table(_people(), 1)
+    with pytest.raises(ParameterError) as err:
+        t.release([Query("count", by=("city",))], 1)
+    text = str(err.value)
+    assert "--delta" in text and "OPTIONS(delta" in text and "\n" not in text
+    assert "docs/sql.md" in text and t.spent == 0
+
+
+def test_count_and_mean_share_the_count_and_state_epsilon_delta() -> None:
+    t = _table(_people(), 2)
+    count, mean = t.release(
+        [Query("count", by=("city",)), Query("mean", "income", by=("city",))], 1, delta="1e-6"
+    )
+    assert {r.keys for r in count.rows} == {("a",), ("b",)}
+    assert {r.keys for r in mean.rows} == {("a",), ("b",)}
+    assert count.delta >= 1e-6 and mean.delta < 1e-6  # the selection's δ is stated once
+    assert t.spent == 1
+
+
+def test_mean_alone_takes_half_its_epsilon_for_the_count() -> None:
+    t = _table(_people(), 3)
+    (mean,) = t.release([Query("mean", "income", by=("city",))], 1, delta="1e-6")
+    assert mean.epsilon == 1 and t.spent == 1
+    assert any("1/2 of its ε" in n for n in mean.notes)
+
+
+def test_neighbours_differ_only_in_noise_and_the_new_key() -> None:
+    for seed in range(10):
+        d = _table(_people(), seed).release([Query("count", by=("city",))], 1, delta="1e-6")[0]
+        d2 = _table(_people(["new"]), seed).release(
+            [Query("count", by=("city",))], 1, delta="1e-6"
+        )[0]
+        assert (d.label, d.epsilon, d.delta, d.notes, d.key_columns) == (
+            d2.label, d2.epsilon, d2.delta, d2.notes, d2.key_columns,
+        )  # fmt: skip
+        assert {r.keys for r in d.rows} == {r.keys for r in d2.rows} == {("a",), ("b",)}
+
+
+def test_never_a_key_not_in_the_data_several_columns() -> None:
+    schema = Schema((Column("city", "text"), Column("n", "integer"), Column("day", "date")))
+    rows = [{"city": "a", "n": 1, "day": "2024-01-01"}] * 50 + [
+        {"city": "b", "n": 2, "day": "2024-01-02"}
+    ] * 50
+    seen: set[tuple[object, ...]] = set()
+    for seed in range(20):
+        (r,) = _table(rows, seed, schema).release(
+            [Query("count", by=("city", "n", "day"))], 1, delta="0.4"
+        )
+        seen |= {row.keys for row in r.rows}
+    assert seen <= {("a", 1, dt.date(2024, 1, 1)), ("b", 2, dt.date(2024, 1, 2))}
+    assert seen
+
+
+def test_mixed_with_declared_keys() -> None:
+    schema = Schema((Column("sex", "integer", keys=(1, 2)), Column("city", "text")))
+    rows = [{"sex": 1 + i % 2, "city": "a"} for i in range(200)] + [{"sex": 3, "city": "b"}] * 90
+    (r,) = _table(rows, 4, schema).release([Query("count", by=("sex", "city"))], 1, delta="1e-6")
+    assert {row.keys for row in r.rows} == {(1, "a"), (2, "a")}
+
+
+def test_pums_ages(pums: Path) -> None:
+    """PUMS acceptance (fewer runs here; the benchmark runs 60): GROUP BY age at ε = 1,
+    δ = 1e-6 shows ≥ 80% of the ages held by ≥ 40 people, never an age not in the data, and a
+    one-person age rarely."""
+    with open(pums / "PUMS.csv", newline="") as f:
+        ages = Counter(int(r["age"]) for r in csv.DictReader(f))
+    big = {a for a, n in ages.items() if n >= 40}
+    single = {a for a, n in ages.items() if n == 1}
+    schema = Schema((Column("age", "integer"),))
+    table = PrivateTable(
+        str(pums / "PUMS.csv"), schema, total_epsilon=1000, rng=np.random.default_rng(35)
+    )
+    singles = 0
+    for _ in range(10):
+        (r,) = table.release([Query("count", by=("age",))], 1, delta="1e-6")
+        shown = {row.keys[0] for row in r.rows}
+        assert shown <= set(ages)
+        assert len(shown & big) >= 0.8 * len(big)
+        singles += bool(shown & single)
+    assert singles <= 1
