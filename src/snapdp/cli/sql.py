@@ -33,6 +33,11 @@ __all__ = ["sql"]
     type=epsilon_type,
     help="ε of the whole query, split equally between its aggregates (or OPTIONS(epsilon=…)).",
 )
+@click.option(
+    "--delta",
+    type=epsilon_type,
+    help="δ of the query: lets GROUP BY take columns without declared keys (docs/sql.md).",
+)
 @click.option("--ledger", type=click.Path(dir_okay=False), help="SQLite budget ledger file.")
 @click.option(
     "--total-epsilon",
@@ -48,6 +53,7 @@ def sql(
     query: str,
     declaration: str,
     epsilon: Fraction | None,
+    delta: Fraction | None,
     ledger: str | None,
     total_epsilon: Fraction | None,
     dataset: str | None,
@@ -57,7 +63,8 @@ def sql(
 ) -> None:
     """Release the aggregates of the SELECT QUERY over the table declared in --declaration.
     Accepted: COUNT, SUM, AVG, VAR_POP/VAR_SAMP, STDDEV_POP/STDDEV_SAMP, PERCENTILE_CONT, MEDIAN;
-    WHERE over declared columns; GROUP BY declared keys or bins; HAVING and ORDER BY over the
+    WHERE over declared columns; GROUP BY declared keys or bins (or, with --delta, columns whose
+    groups are chosen privately from the data); HAVING and ORDER BY over the
     released values. See docs/sql.md."""
     from dataclasses import replace
 
@@ -79,7 +86,7 @@ def sql(
     if confidence is not None:
         decl = replace(decl, confidence=confidence)
     try:
-        parsed = parse_sql(query, decl, epsilon=epsilon)
+        parsed = parse_sql(query, decl, epsilon=epsilon, delta=delta)
     except SqlError as exc:
         if as_json:
             click.echo(json.dumps({"error": str(exc)}))
@@ -97,7 +104,8 @@ def sql(
     # Everything decidable from the query, the declaration and ε is refused here, before the
     # source is opened (the same refusals as --dry-run and `snapdp plan`; docs/plans.md).
     blind = PrivateTable(schema=schema, engine=_NoEngine(str(source)), ledger=Ledger(None, total))
-    statements = blind.accuracy(queries, epsilons, confidence=conf)
+    qdelta = workload.delta
+    statements = blind.accuracy(queries, epsilons, confidence=conf, delta=qdelta)
     if dry_run:
         print_accuracy(statements, as_json)
         return
@@ -108,7 +116,8 @@ def sql(
         ledger=Ledger(None, total),
         dataset=dataset or workload.dataset,
     )
-    prepared = table.prepare(queries, epsilons, confidence=conf)  # before any ledger file
+    # before any ledger file:
+    prepared = table.prepare(queries, epsilons, confidence=conf, delta=qdelta)
     name = table.dataset
     # A ledger file spends only from a budget its owner set: its entry, or --total-epsilon;
     # a declaration's total_epsilon never creates one (docs/sql.md, docs/plans.md).
