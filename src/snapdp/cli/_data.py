@@ -14,6 +14,7 @@ import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any, ParamSpec, TypeVar
 
 import click
@@ -148,6 +149,7 @@ def run_table_release(
     var_samps: Sequence[str] = (),
     std_samps: Sequence[str] = (),
     grid_counts: bool = False,
+    delta: Fraction | None = None,
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -181,13 +183,14 @@ def run_table_release(
         where=where,
         consistent=consistent,
         grid_counts=grid_counts,
+        delta=delta,
     )
     schema = workload.schema
     queries = [pq.query for pq in workload.queries]
     # Everything decidable from the parameters is refused here, before the data is opened
     # (the same refusals as --dry-run and `snapdp plan`; docs/plans.md).
     blind = PrivateTable(schema=schema, engine=_NoEngine(label), ledger=Ledger(None, eps))
-    statements = blind.accuracy(queries, eps, confidence=confidence)
+    statements = blind.accuracy(queries, eps, confidence=confidence, delta=delta)
     if dry_run:
         print_accuracy(_planned(workload, statements), as_json)
         return
@@ -199,7 +202,11 @@ def run_table_release(
         dataset=dataset,
     )
     prepared = table.prepare(  # before any ledger file is created
-        queries, eps, confidence=confidence, consistent=workload.declaration.consistent
+        queries,
+        eps,
+        confidence=confidence,
+        consistent=workload.declaration.consistent,
+        delta=delta,
     )
     name = table.dataset
     book = Ledger(ledger, total if ledger is not None else (total or eps), dataset=name)

@@ -170,7 +170,7 @@ def select(
             value = {tuple(r.keys): r.value for r in counted.rows}
             shown = [k for k in keys if s.rule.shown(float(value[k]))]
         kept = frozenset(shown)
-        note = f"groups from the data: {s.rule.describe()} ({_HOW})"
+        note = f"{s.rule.describe()}; {_HOW}"
         for i in s.members:
             out.shown[i] = kept
             out.notes[i] = note
