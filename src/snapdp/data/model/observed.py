@@ -12,12 +12,24 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Sequence
 from dataclasses import replace
+from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from snapdp.data.model.keys import Key
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema
 
-__all__ = ["DATA_KEY_TYPES", "placeholder_size", "undeclared", "with_keys", "with_placeholders"]
+if TYPE_CHECKING:
+    from snapdp.data.model.workload import PlannedQuery
+
+__all__ = [
+    "DATA_KEY_TYPES",
+    "data_delta",
+    "placeholder_size",
+    "undeclared",
+    "with_keys",
+    "with_placeholders",
+]
 
 #: The types whose keys may come from the data.
 DATA_KEY_TYPES = ("text", "integer", "date")
@@ -80,3 +92,15 @@ def _placeholder(kind: str, i: int) -> Key:
     if kind == "date":
         return _dt.date.fromordinal(1 + i)
     return f"\x00{i}"
+
+
+def data_delta(schema: Schema, queries: Sequence[PlannedQuery]) -> Fraction | None:
+    """The δ asked for the key selections of ``queries`` (one per grouping and row filter with
+    keys from the data, at its first query's δ); None when no query takes keys from the data.
+    A release records the δ the selections reach, never more than this."""
+    seen: dict[tuple[object, ...], Fraction] = {}
+    for pq in queries:
+        q = pq.query
+        if pq.delta is not None and undeclared(q, schema):
+            seen.setdefault((q.by, q.where), pq.delta)
+    return sum(seen.values(), Fraction(0)) if seen else None

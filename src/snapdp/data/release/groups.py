@@ -122,7 +122,7 @@ def plan_selections(
             eps = epsilons[first] / 2
             epsilons[first] -= eps
             count_q = Query("count", by=by, where=where)
-        delta = deltas[counter if counter is not None else members[0]]
+        delta = deltas[members[0]]  # the first query of the grouping states its δ
         assert delta is not None
         compiled = statistics.compile_query(count_q, schema, eps)
         noise = statistics.calibrate(compiled)
