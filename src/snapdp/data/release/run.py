@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from snapdp._validation import check_epsilon
-from snapdp.data.budget.ledger import Ledger, resolve_dataset
+from snapdp.data.budget.datasets import resolve_dataset
+from snapdp.data.budget.ledger import Ledger
 from snapdp.data.engines import factory
 from snapdp.data.engines.base import Engine
 from snapdp.data.model.schema import Schema
