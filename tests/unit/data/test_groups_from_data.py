@@ -112,3 +112,41 @@ def test_pums_ages(pums: Path) -> None:
         assert len(shown & big) >= 0.8 * len(big)
         singles += bool(shown & single)
     assert singles <= 1
+
+
+def test_ledger_records_delta_and_refuses_beyond_the_delta_budget(tmp_path: Path) -> None:
+    from snapdp.errors import PrivacyBudgetError
+
+    book = tmp_path / "ledger.db"
+    q = [Query("count", by=("city",))]
+    no_budget = PrivateTable(
+        pd.DataFrame(_people()), SCHEMA, ledger=book, total_epsilon=10, dataset="people"
+    )
+    with pytest.raises(PrivacyBudgetError, match="--total-delta"):
+        no_budget.release(q, 1, delta="1e-6")
+    assert not book.exists()  # refused before anything was written
+    t = PrivateTable(
+        pd.DataFrame(_people()),
+        SCHEMA,
+        ledger=book,
+        total_epsilon=10,
+        dataset="people",
+        total_delta="1.5e-6",
+    )
+    for _ in range(4):  # each asks δ = 1e-6 and records the δ its selection reaches (≤ 1e-6)
+        try:
+            t.release(q, 1, delta="1e-6")
+        except PrivacyBudgetError as exc:
+            assert "δ budget exceeded" in str(exc)
+            break
+    else:
+        raise AssertionError("the δ budget never refused")
+    deltas = [e.delta for e in t.ledger.entries()]
+    assert deltas and all(0 < d <= 1.01e-6 for d in deltas)
+    assert sum(deltas) <= 1.5e-6 < sum(deltas) + deltas[0]
+    assert t.spent == len(deltas)
+    again = PrivateTable(
+        pd.DataFrame(_people()), SCHEMA, ledger=book, dataset="people", total_delta="1e-3"
+    )
+    with pytest.raises(ParameterError, match="never changed"):
+        again.release(q, 1, delta="1e-9")

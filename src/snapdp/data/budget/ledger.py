@@ -50,6 +50,7 @@ from typing import Any, TypeVar
 
 from snapdp._rational import format_rational, shown_number, storage_text
 from snapdp._validation import check_epsilon, check_positive_finite
+from snapdp.data.budget.delta import read_total_delta, refuse_delta, write_total_delta
 from snapdp.data.budget.store import (
     _DEFAULT_TIMEOUT,
     _SCHEMA,
@@ -71,6 +72,7 @@ from snapdp.data.budget.store import (
     _upgrade,
     _where,
 )
+from snapdp.data.model.workload import check_delta
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 
 __all__ = [
@@ -124,7 +126,9 @@ class Ledger:
         *,
         dataset: str | None = None,
         timeout: float = _DEFAULT_TIMEOUT,
+        total_delta: object = None,
     ) -> None:
+        self.total_delta = None if total_delta is None else check_delta("total_delta", total_delta)
         if dataset is None:
             dataset = DEFAULT_DATASET
         if not isinstance(dataset, str) or not dataset.strip():
@@ -193,7 +197,7 @@ class Ledger:
         return [e for e in self._current().entries if e.dataset == self.dataset]
 
     # -- spending --------------------------------------------------------------------------
-    def check(self, epsilon: object) -> None:
+    def check(self, epsilon: object, *, selection_delta: float = 0.0) -> None:
         """Refuse now what :meth:`spend` would refuse, before the caller draws any noise.
 
         Raises PrivacyBudgetError if ``epsilon`` exceeds what remains; LedgerError if the ledger
@@ -203,10 +207,20 @@ class Ledger:
         eps = check_epsilon("epsilon", epsilon)
         if self.path is not None and not self.path.exists():
             _probe_folder(self.path)
-            state = _State(version=0)
+            state, known = _State(version=0), None
         else:
-            state = self._transaction(lambda con, st: st, probe=True)
+            state, known = self._transaction(
+                lambda con, st: (st, read_total_delta(con, self.dataset)), probe=True
+            )
         self._refuse_if_short(eps, state)
+        self._delta_budget(known, state, selection_delta)
+
+    def _delta_budget(self, known: Fraction | None, state: _State, needed: float) -> None:
+        """The δ budget's refusals (:mod:`snapdp.data.budget.delta`); a one-off δ in memory."""
+        if self.path is not None or self.total_delta is not None:
+            refuse_delta(
+                self.dataset, self._where(), known, self.total_delta, state.entries, needed
+            )
 
     def spend(
         self,
@@ -215,8 +229,11 @@ class Ledger:
         what: str,
         dataset_label: str,
         query: dict[str, Any],
+        *,
+        selection_delta: float = 0.0,
     ) -> int:
-        """Record a spend atomically, or refuse it and record nothing.
+        """Record a spend atomically, or refuse it and record nothing (``selection_delta``: the
+        part of δ the dataset's δ budget pays, :mod:`snapdp.data.budget.delta`).
 
         ``epsilon`` is taken exactly (:func:`~snapdp._validation.check_epsilon`); pass the
         rational the user gave, not a double near it. Raises PrivacyBudgetError if the dataset's
@@ -235,6 +252,10 @@ class Ledger:
 
         def write(con: sqlite3.Connection, state: _State) -> int:
             self._refuse_if_short(eps, state)
+            known = read_total_delta(con, self.dataset)
+            self._delta_budget(known, state, selection_delta)
+            if known is None and self.total_delta is not None:
+                write_total_delta(con, self.dataset, self.total_delta)
             if self.dataset not in state.budgets:
                 _insert_budget(con, self.dataset, self.total_epsilon)
             fields = [

@@ -188,7 +188,9 @@ def run(
     what = "; ".join(c.query.label for c in p.compiled)
     meta = p.meta(rng is not None)
     if not p.adaptive:
-        ledger.check(p.total)
+        # groups from the data: their δ is paid by the dataset's δ budget (docs/plans.md)
+        paid = {"selection_delta": p.selection_delta} if p.selections else {}
+        ledger.check(p.total, **paid)
         progress = Progress()
         total = p.total  # an extra selection count takes its ε from its query's
         planned_delta = _planned_delta(p.noises) + p.selection_delta
@@ -205,9 +207,9 @@ def run(
                 results = _with_targets(p, released.results, released.noisy, {})
         except BaseException:
             if progress.noise_drawn:  # noise exists: its ε counts, whatever happens next
-                ledger.spend(total, up_delta(planned_delta), what, dataset, meta)
+                ledger.spend(total, up_delta(planned_delta), what, dataset, meta, **paid)
             raise
-        ledger.spend(total, up_delta(_delta(results)), what, dataset, meta)
+        ledger.spend(total, up_delta(_delta(results)), what, dataset, meta, **paid)
         return results, total
     entry = ledger.reserve(p.total, up_delta(_planned_delta(p.noises)), what, dataset, meta)
     needs: dict[int, tuple[float, Compiled]] = {}

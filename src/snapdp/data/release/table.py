@@ -65,7 +65,8 @@ class PrivateTable:
     budget is kept under (default: the source's resolved path; required for an in-memory
     source, such as a DataFrame, with a ledger file; a :class:`Ledger` passed in keeps its own).
     ``rng``: a seeded numpy Generator makes the hash key and the noise reproducible and NOT
-    private (tests only).
+    private (tests only). ``total_delta``: the dataset's δ budget (the owner's; docs/plans.md,
+    "δ"), which groups from the data spend from a ledger file.
     """
 
     def __init__(
@@ -78,6 +79,7 @@ class PrivateTable:
         dataset: str | None = None,
         engine: Engine | None = None,
         rng: np.random.Generator | None = None,
+        total_delta: object = None,
     ) -> None:
         if schema is None:
             schema = Schema()
@@ -98,7 +100,9 @@ class PrivateTable:
             ledger_file=ledger is not None and not isinstance(ledger, Ledger),
         )
         self.ledger = (
-            ledger if isinstance(ledger, Ledger) else Ledger(ledger, total_epsilon, dataset=name)
+            ledger
+            if isinstance(ledger, Ledger)
+            else Ledger(ledger, total_epsilon, dataset=name, total_delta=total_delta)
         )
         self.dataset = name
         self._rng = rng
