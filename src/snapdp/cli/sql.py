@@ -44,6 +44,11 @@ __all__ = ["sql"]
     type=epsilon_type,
     help="Total budget of the dataset when its ledger entry is new.",
 )
+@click.option(
+    "--total-delta",
+    type=epsilon_type,
+    help="Total δ of the dataset when its ledger entry is new (the owner's; docs/plans.md).",
+)
 @click.option("--dataset", metavar="NAME", help="The name of the dataset's budget in --ledger.")
 @click.option("--confidence", type=float, default=None, help="Every ± holds with this probability.")
 @click.option("--dry-run", is_flag=True, help="Show the accuracy; draw no noise, spend nothing.")
@@ -56,6 +61,7 @@ def sql(
     delta: Fraction | None,
     ledger: str | None,
     total_epsilon: Fraction | None,
+    total_delta: Fraction | None,
     dataset: str | None,
     confidence: float | None,
     dry_run: bool,
@@ -122,7 +128,12 @@ def sql(
     # A ledger file spends only from a budget its owner set: its entry, or --total-epsilon;
     # a declaration's total_epsilon never creates one (docs/sql.md, docs/plans.md).
     given = None if total_epsilon is None else Fraction(total_epsilon)
-    book = Ledger(ledger, given if ledger is not None else (given or total), dataset=name)
+    book = Ledger(
+        ledger,
+        given if ledger is not None else (given or total),
+        dataset=name,
+        total_delta=total_delta,
+    )
     table.ledger = book
     before = len(book.entries())
     try:

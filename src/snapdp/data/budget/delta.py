@@ -19,7 +19,7 @@ from snapdp._rational import format_rational, storage_text
 from snapdp.data.budget.store import LedgerEntry
 from snapdp.errors import ParameterError, PrivacyBudgetError
 
-__all__ = ["read_total_delta", "refuse_delta", "write_total_delta"]
+__all__ = ["read_total_delta", "refuse_delta", "set_total_delta", "write_total_delta"]
 
 _TABLE = (
     "CREATE TABLE IF NOT EXISTS delta_budgets (dataset TEXT PRIMARY KEY, total_delta TEXT NOT NULL)"
@@ -44,6 +44,20 @@ def write_total_delta(con: sqlite3.Connection, dataset: str, total: Fraction) ->
     """Keep ``total`` as ``dataset``'s δ budget (in the caller's transaction)."""
     con.execute(_TABLE)
     con.execute("INSERT INTO delta_budgets VALUES (?, ?)", (dataset, storage_text(total)))
+
+
+def set_total_delta(
+    con: sqlite3.Connection, dataset: str, where: str, given: Fraction | None
+) -> bool:
+    """Keep the owner's δ budget ``given`` (``snapdp budget --total-delta``); True when newly
+    kept, False when absent or already this; a different one is refused."""
+    if given is None:
+        return False
+    known = read_total_delta(con, dataset)
+    refuse_delta(dataset, where, known, given, (), 0.0)
+    if known is None:
+        write_total_delta(con, dataset, given)
+    return known is None
 
 
 def refuse_delta(

@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 
 from snapdp._rational import format_rational, shown_number, storage_text
 from snapdp._validation import check_epsilon, check_positive_finite
-from snapdp.data.budget.delta import read_total_delta, refuse_delta, write_total_delta
+from snapdp.data.budget import delta as _delta
 from snapdp.data.budget.store import (
     _DEFAULT_TIMEOUT,
     _SCHEMA,
@@ -210,7 +210,7 @@ class Ledger:
             state, known = _State(version=0), None
         else:
             state, known = self._transaction(
-                lambda con, st: (st, read_total_delta(con, self.dataset)), probe=True
+                lambda con, st: (st, _delta.read_total_delta(con, self.dataset)), probe=True
             )
         self._refuse_if_short(eps, state)
         self._delta_budget(known, state, selection_delta)
@@ -218,7 +218,7 @@ class Ledger:
     def _delta_budget(self, known: Fraction | None, state: _State, needed: float) -> None:
         """The δ budget's refusals (:mod:`snapdp.data.budget.delta`); a one-off δ in memory."""
         if self.path is not None or self.total_delta is not None:
-            refuse_delta(
+            _delta.refuse_delta(
                 self.dataset, self._where(), known, self.total_delta, state.entries, needed
             )
 
@@ -252,10 +252,10 @@ class Ledger:
 
         def write(con: sqlite3.Connection, state: _State) -> int:
             self._refuse_if_short(eps, state)
-            known = read_total_delta(con, self.dataset)
+            known = _delta.read_total_delta(con, self.dataset)
             self._delta_budget(known, state, selection_delta)
             if known is None and self.total_delta is not None:
-                write_total_delta(con, self.dataset, self.total_delta)
+                _delta.write_total_delta(con, self.dataset, self.total_delta)
             if self.dataset not in state.budgets:
                 _insert_budget(con, self.dataset, self.total_epsilon)
             fields = [
@@ -279,15 +279,15 @@ class Ledger:
         return self._transaction(write, probe=False)
 
     def set_budget(self) -> bool:
-        """Record this dataset's budget, ``total_epsilon``, with no release (the data owner's
-        act: ``snapdp budget --total-epsilon``). False when the ledger already keeps this very
-        budget; a different one was refused when the ledger was opened (a budget is never
-        changed)."""
+        """Record this dataset's budget, ``total_epsilon`` (and ``total_delta``), with no release
+        (the owner's act: ``snapdp budget --total-epsilon``). False when the ledger already keeps
+        this very budget; a different one is refused (a budget is never changed)."""
 
         def write(con: sqlite3.Connection, state: _State) -> bool:
             self._refuse_if_short(Fraction(0), state)
+            new = _delta.set_total_delta(con, self.dataset, self._where(), self.total_delta)
             if self.dataset in state.budgets or state.cap is not None:
-                return False
+                return new
             _insert_budget(con, self.dataset, self.total_epsilon)
             return True
 
