@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 from collections import Counter
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -150,3 +151,40 @@ def test_ledger_records_delta_and_refuses_beyond_the_delta_budget(tmp_path: Path
     )
     with pytest.raises(ParameterError, match="never changed"):
         again.release(q, 1, delta="1e-9")
+
+
+def test_every_front_end_carries_delta(tmp_path: Path) -> None:
+    """SQL (flag and OPTIONS), a plan file ([data] and per query), the page's JSON and the
+    codec all carry δ to the workload; without one the SQL refusal names what to add."""
+    from snapdp.data.frontends.sql import SqlError, parse_sql
+    from snapdp.data.frontends.toml import load_workload
+    from snapdp.data.model.codec import workload_from_dict, workload_to_dict
+    from snapdp.data.model.workload import Declaration
+    from snapdp.ui._workload_json import workload_from_document
+
+    decl = Declaration(SCHEMA, "people.csv", dataset="people")
+    text = "SELECT city, COUNT(*), AVG(income) FROM people GROUP BY city"
+    with pytest.raises(SqlError, match=r"--delta 1e-6 or OPTIONS\(delta = 1e-6\)"):
+        parse_sql(text, decl, epsilon=1)
+    w = parse_sql(text, decl, epsilon=1, delta="1e-6").workload
+    assert {pq.delta for pq in w.queries} == {Fraction(1, 10**6)}
+    prefixed = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1, delta = 1e-6) " + text[7:]
+    assert parse_sql(prefixed, decl).workload.delta == Fraction(1, 10**6)
+    assert workload_from_dict(workload_to_dict(w)) == w
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[data]\nsource = "people.csv"\nname = "people"\ndelta = 1e-6\n'
+        '[columns]\ncity = { type = "text" }\n'
+        '[[query]]\nstatistic = "count"\nby = "city"\nepsilon = 1\n'
+        '[[query]]\nstatistic = "count"\nby = "city"\nepsilon = 1\ndelta = 1e-7\n'
+    )
+    assert [pq.delta for pq in load_workload(plan).queries] == [
+        Fraction(1, 10**6), Fraction(1, 10**7),
+    ]  # fmt: skip
+    doc = {
+        "data": {"delta": "1e-6"},
+        "columns": [{"name": "city", "type": "text"}],
+        "queries": [{"statistic": "count", "by": "city", "how": "epsilon", "value": "1"}],
+    }
+    page, _ = workload_from_document(doc, "people.csv", tmp_path)
+    assert page.queries[0].delta == Fraction(1, 10**6)
