@@ -168,16 +168,17 @@ def main() -> None:
     t_sel = time.time() - t0
     keep: dict[str, Callable[[int], float]] = {"snapdp": sel.recall}
     shown: dict[str, np.ndarray] = {"snapdp": snapdp_runs(counts, eps, delta, runs)}
-    notes = [f"snapdp: threshold {sel.threshold} on the snapped count, δ <= {float(sel.delta):.3g}"
-             f" (computed in {t_sel:.1f} s)"]  # fmt: skip
+    notes = [f"snapdp: count >= {int(sel.threshold + 0.5)} (grid value >= {sel.threshold}), "
+             f"δ <= {float(sel.delta):.3g} (computed in {t_sel:.1f} s)"]  # fmt: skip
     if not args.no_opendp:
         thr = opendp_threshold(float(eps), float(delta))
         for name, t in (("OpenDP", thr), ("OpenDP, threshold + 1", thr + 1)):
             keep[name] = lambda n, t=t: geometric_tail(t - n, 1 / float(eps))
             shown[name] = opendp_runs(counts, float(eps), t, runs)
         true_delta = geometric_tail(thr - 1, 1 / float(eps))
-        notes.append(f"OpenDP: threshold {thr} (its map: δ <= {float(delta):.3g}; a one-person "
-                     f"key actually shows with probability {true_delta:.3g})")  # fmt: skip
+        notes.append(f"OpenDP (its own unseeded draws): threshold {thr} (its map: δ <= "
+                     f"{float(delta):.3g}; a one-person key actually shows with probability "
+                     f"{true_delta:.3g})")  # fmt: skip
     for name, e in (("magic (ε)", float(eps)), ("magic (ε/2)", float(eps) / 2)):
         pi = magic_keep(e, float(delta), 1, 200)
         keep[name] = lambda n, pi=pi: pi[min(n, len(pi) - 1)]
@@ -189,7 +190,7 @@ def _print_thresholds() -> None:
     """The count at which a key is shown half the time, over (ε, δ, L0): snapdp's thresholded
     count, the magic selection at (ε, δ) and at (ε/2, δ)."""
     print()
-    print("| ε | δ | L0 | snapdp threshold | snapdp δ | shown half the time at: snapdp |"
+    print("| ε | δ | L0 | snapdp T (grid value) | snapdp δ | shown half the time at: snapdp |"
           " magic (ε) | magic (ε/2) |")  # fmt: skip
     print("|" + " --- |" * 8)
     for eps in (Fraction(1, 2), Fraction(1), Fraction(2)):

@@ -9,6 +9,7 @@ model of U* with the code under test, not its sweep over classes.
 
 from __future__ import annotations
 
+import math
 import struct
 from fractions import Fraction
 
@@ -24,7 +25,7 @@ from snapdp.data.statistics.types import Noise, Part
 from snapdp.distribution import exact_distribution_for
 from snapdp.errors import ParameterError
 from snapdp.parameters import SnappingParameters
-from snapdp.snapping import normalize, output_from_index, snapped_output
+from snapdp.snapping import normalize, snapped_output
 
 _FIRST, _LAST = 1, 0x3FEFFFFFFFFFFFFF  # bit patterns of 2**-1074 and of the largest double < 1
 _NORMALISER = 1 - mpq(1, 2) ** 1074
@@ -74,13 +75,6 @@ def _composed(p: mpq, groups: int) -> mpq:
     return 1 - (1 - p) ** groups
 
 
-def _grid_value(params: SnappingParameters, threshold: float) -> int:
-    """The grid index k whose output is ``threshold`` (interior outputs only)."""
-    k = round((exact_rational(threshold) - params.center) / params.sensitivity / params.grid)
-    assert output_from_index(params, k) == threshold
-    return int(k)
-
-
 # -- exact oracle and brute force -------------------------------------------------------------
 
 SMALL = [  # (ε, count upper bound, δ, L0, L∞)
@@ -88,6 +82,9 @@ SMALL = [  # (ε, count upper bound, δ, L0, L∞)
     (Fraction(1), 100, Fraction(1, 1000), 3, 2),
     (Fraction(1, 2), 200, Fraction(1, 10**6), 2, 1),
     (Fraction(2), 60, Fraction(1, 20), 1, 3),
+    (Fraction(4), 100, Fraction(1, 1000), 1, 1),  # a grid of 0.27 rows: finer than integers
+    (Fraction(4), 100, Fraction(1, 20), 1, 1),
+    (Fraction(8), 100, Fraction(1, 1000), 1, 1),
 ]
 
 
@@ -95,24 +92,28 @@ SMALL = [  # (ε, count upper bound, δ, L0, L∞)
 def test_threshold_matches_exact_oracle(
     epsilon: Fraction, upper: int, delta: Fraction, groups: int, linf: int
 ) -> None:
-    """T meets the δ on the oracle's exact tail, and every lower output value violates it."""
+    """T = m − 1/2 meets the δ on the oracle's exact tail; every smaller integer m′ fails."""
     noise = _noise(epsilon, upper)
     sel = key_selection(noise, delta=delta, max_groups=groups, rows_per_key=linf)
     params = noise.parameters()
     d = mpq(delta.numerator, delta.denominator)
+    assert (sel.threshold + 0.5).is_integer()
+    # the release shows the count rounded half up: "count >= ⌈T⌉" is "grid value >= ⌈T⌉ − 1/2"
+    # (before the fix T was a grid value; at ε = 8 this event had 13 times the δ)
+    rounded = oracle_tail(params, linf, math.ceil(sel.threshold) - 0.5)
+    assert _composed(rounded, groups) <= d
     p = oracle_tail(params, linf, sel.threshold)
     assert _composed(p, groups) <= d
     assert Fraction(int(p.numerator), int(p.denominator)) <= sel.key_probability
     tau = _composed(p, groups)
     assert Fraction(int(tau.numerator), int(tau.denominator)) <= sel.delta <= delta
-    # brute force: every output value below T, down to the one-unit key's own count, fails
-    j = _grid_value(params, sel.threshold) - 1
+    # brute force: every lower integer threshold, down to the one-unit key's own count, fails
+    below = sel.threshold - 1
     violated = 0
-    while output_from_index(params, j) >= linf:
-        below = output_from_index(params, j)
+    while below >= linf - 0.5:
         assert _composed(oracle_tail(params, linf, below), groups) > d, below
         violated += 1
-        j -= 1
+        below -= 1
     assert violated >= 1
 
 
@@ -169,7 +170,10 @@ def test_one_unit_keys_shown_at_most_delta(groups: int, linf: int) -> None:
     )  # fmt: skip
     assert mech.parameters == noise.parameters()
     released = mech.release_many(np.full(runs * groups, linf, dtype=np.int64))
-    shown = (released >= sel.threshold).reshape(runs, groups).any(axis=1)
+    on_grid = released >= sel.threshold
+    rounded = np.floor(released + 0.5)  # the integer count a release shows (exact here)
+    assert np.array_equal(on_grid, np.array([sel.shown(float(r)) for r in rounded]))
+    shown = on_grid.reshape(runs, groups).any(axis=1)
     limit = int(binom.isf(ALPHA, runs, float(delta)))
     assert int(shown.sum()) <= limit
     # the exact τ is what the draws estimate: not far below either (two-sided, same α)
@@ -195,6 +199,7 @@ def test_too_small_delta_refused_on_one_line() -> None:
     [
         ({"delta": Fraction(0), "max_groups": 1, "rows_per_key": 1}, "delta"),
         ({"delta": Fraction(1), "max_groups": 1, "rows_per_key": 1}, "delta"),
+        ({"delta": 1e-6, "max_groups": 1, "rows_per_key": 1}, "delta"),
         ({"delta": Fraction(1, 100), "max_groups": 0, "rows_per_key": 1}, "max_groups"),
         ({"delta": Fraction(1, 100), "max_groups": 1, "rows_per_key": 0}, "rows_per_key"),
     ],
@@ -212,6 +217,18 @@ def test_describe_is_one_public_line() -> None:
     )
     line = sel.describe()
     assert "\n" not in line and "Fraction" not in line
-    assert f"{sel.threshold:,.6g}" in line
+    assert (
+        f"at least {int(sel.threshold + 0.5):,} (its grid value at least {sel.threshold:,})" in line
+    )
     assert sel.shown(sel.threshold) and not sel.shown(np.nextafter(sel.threshold, 0.0))
     assert isinstance(sel, KeySelection) and sel.delta <= Fraction(1, 10**6)
+
+
+def test_many_groups_use_the_union_bound() -> None:
+    """Past 4096 keys per unit, τ is bounded by L0·p (no huge rational power)."""
+    noise = _noise(Fraction(1), 1000)
+    sel = key_selection(noise, delta=Fraction(1, 100), max_groups=5000, rows_per_key=1)
+    params = noise.parameters()
+    p = oracle_tail(params, 1, sel.threshold)
+    assert 5000 * p <= mpq(1, 100)
+    assert 5000 * oracle_tail(params, 1, sel.threshold - 1) > mpq(1, 100)

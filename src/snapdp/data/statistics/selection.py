@@ -22,6 +22,7 @@ argument; the tests also check it on the exact distributions).
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Context, Decimal
@@ -39,7 +40,7 @@ from snapdp.distribution import (
 )
 from snapdp.errors import ParameterError
 from snapdp.parameters import SnappingParameters
-from snapdp.snapping import normalize, output_from_index, snapped_output
+from snapdp.snapping import normalize, snapped_output
 
 __all__ = ["KeySelection", "key_selection", "shown_probability"]
 
@@ -53,8 +54,9 @@ class KeySelection:
     """The public rule that decides which undeclared keys a release shows.
 
     Attributes:
-        threshold: a key is shown iff its released (snapped, noisy) count is >= ``threshold``;
-            the threshold is one of the count mechanism's own output values (a double).
+        threshold: a key is shown iff its released (snapped, noisy) count is >= ``threshold``,
+            a half-integer m − 1/2: the same decision for the grid value and for the integer
+            count a release shows (the grid value rounded half up), "count >= m".
         delta: the δ the selection adds: τ = 1 − (1 − p)^L0 rounded up, never above the δ asked
             (p the probability that a key held by one unit is shown; exact rational).
         max_groups: L0, the keys one unit can add rows to.
@@ -72,7 +74,10 @@ class KeySelection:
     parameters: SnappingParameters | None = field(default=None, repr=False, compare=False)
 
     def shown(self, released_count: float) -> bool:
-        """Whether a key whose released count is ``released_count`` is shown."""
+        """Whether a key whose released count is ``released_count`` is shown: the count's grid
+        value as the mechanism output it, or that value rounded half up (the same decision);
+        never a value changed by anything else (a fit with other counts), which the δ does not
+        cover."""
         return released_count >= self.threshold
 
     def recall(self, rows: int) -> float:
@@ -86,17 +91,19 @@ class KeySelection:
         """One public, data-free line for plans and outputs."""
         return (
             f"keys not declared: a key is shown only if its noisy count is at least "
-            f"{num(self.threshold)}; a key held by one unit (up to {self.rows_per_key} row(s) in "
-            f"each of up to {self.max_groups} key(s)) shows with probability <= "
-            f"{_decimal(self.delta)} (δ of the selection)"
+            f"{_whole(self.threshold)} (its grid value at least {self.threshold:,}); "
+            f"the keys one unit alone holds (at most {self.max_groups}, "
+            f"{self.rows_per_key} row(s) each) are shown with probability <= "
+            f"{_decimal(self.delta)} in all (the selection's δ)"
         )
 
 
 def key_selection(
     noise: Noise, *, delta: Fraction, max_groups: int, rows_per_key: int
 ) -> KeySelection:
-    """The smallest threshold T among the outputs of the count's mechanism (``noise``) with
-    1 − (1 − P(M(L∞) >= T))^L0 <= ``delta``, computed on the mechanism's exact distribution.
+    """The threshold T = m − 1/2 for the smallest integer m with
+    1 − (1 − P(M(L∞) >= T))^L0 <= ``delta``, computed on the exact output distribution of the
+    count's mechanism (``noise``); see :func:`_threshold`.
 
     A δ outside (0, 1), L0 or L∞ below 1, and a δ too small for any threshold up to the count's
     upper bound are refused with a one-line ParameterError naming ``delta`` (or the bound).
@@ -128,7 +135,12 @@ def key_selection(
 
 
 def _check(delta: object, max_groups: object, rows_per_key: object) -> None:
-    if not isinstance(delta, Fraction) or not 0 < delta < 1:
+    if not isinstance(delta, Fraction):
+        raise ParameterError(
+            f"delta = {delta} must be given as an exact fraction for keys nobody declared",
+            parameter="delta",
+        )
+    if not 0 < delta < 1:
         raise ParameterError(
             f"delta = {_decimal(delta)} must be above 0 and below 1 for keys nobody declared "
             f"({_DOCS})",
@@ -207,24 +219,37 @@ def _meets(p: mpq, max_groups: int, delta: mpq) -> bool:
     return bool(_composed(p, max_groups) <= delta)
 
 
+@functools.lru_cache(maxsize=256)
 def _threshold(
     params: SnappingParameters, rows_per_key: int, max_groups: int, delta: mpq
 ) -> tuple[float | None, mpq]:
-    """(T, P(M(L∞) >= T)) for the smallest qualifying output T, or (None, 1) when none is."""
+    """(T, P(M(L∞) >= T)) with T = m − 1/2 for the smallest integer m that qualifies, or
+    (None, 1) when none does below the count's upper bound.
+
+    The released COUNT is the grid value g rounded half up (docs/utility.md, "Integer counts"),
+    so "count >= m" is the event g >= m − 1/2, and T = m − 1/2 decides the same for g and for
+    its rounding. The qualifying events of the grid values are found first: v* the smallest
+    output with an acceptable tail (the first grid value above the support, of tail 0, when
+    even the top output fails), v′ the output just below it. Then m is the smallest integer with
+    m − 1/2 > v′: {g >= m − 1/2} is contained in {g >= v*}, and m − 1 would take in v′.
+    """
     values = _outputs(params, _input(params, rows_per_key))
     _, k_upper = class_bounds(params)
-    _, _, top_k = values[-1]
-    if top_k < k_upper:  # the next grid value above the support: shown with probability 0
-        best: tuple[float | None, mpq] = (output_from_index(params, top_k + 1), mpq(0))
-    else:
-        best = (None, mpq(1))
+    found = values[-1][2] < k_upper  # the grid value above the support: shown with probability 0
+    below = values[-1][0]
     tail = mpq(0)
-    for value, mass, _k in reversed(values):
-        tail += mass
+    for i in range(len(values) - 1, 0, -1):
+        tail += values[i][1]
         if not _meets(tail, max_groups, delta):
             break
-        best = (value, tail)
-    return best
+        found, below = True, values[i - 1][0]
+    if not found:
+        return None, mpq(1)
+    cut = Fraction(math.floor(Fraction(below) + Fraction(1, 2)) + 1) - Fraction(1, 2)
+    if cut > Fraction(int(params.upper.numerator), int(params.upper.denominator)):
+        return None, mpq(1)
+    shown = sum((m for v, m, _k in values if Fraction(v) >= cut), mpq(0))
+    return float(cut), shown
 
 
 # -- shown numbers ------------------------------------------------------------------------------
@@ -242,6 +267,11 @@ def _round_up(q: mpq) -> Fraction:
         approx = ctx.next_plus(approx)
         out = Fraction(approx)
     return out
+
+
+def _whole(threshold: float) -> str:
+    """m for the threshold m − 1/2, as an integer with thousands separators."""
+    return f"{math.floor(threshold) + 1:,}"
 
 
 def _decimal(x: object) -> str:
