@@ -93,26 +93,29 @@ def test_mixed_with_declared_keys() -> None:
     assert {row.keys for row in r.rows} == {(1, "a"), (2, "a")}
 
 
-def test_pums_ages(pums: Path) -> None:
-    """PUMS acceptance (fewer runs here; the benchmark runs 60): GROUP BY age at ε = 1,
-    δ = 1e-6 shows ≥ 80% of the ages held by ≥ 40 people, never an age not in the data, and a
-    one-person age rarely."""
-    with open(pums / "PUMS.csv", newline="") as f:
+def test_pums_ages(pums: Path, tmp_path: Path) -> None:
+    """PUMS acceptance: GROUP BY age at ε = 1, δ = 1e-6 shows ≥ 80% of the ages held by ≥ 40
+    people, never an age not in the data, and a one-person age in at most 2 of 60 runs. PUMS.csv
+    (1,000 people) holds no age of 40 people and none of one, so the table here is PUMS.csv four
+    times over (each row a person) plus one person aged 120."""
+    lines = (pums / "PUMS.csv").read_text().splitlines()
+    table_csv = tmp_path / "pums4.csv"
+    table_csv.write_text("\n".join([lines[0], *lines[1:] * 4, "120,1,9,1,0,1"]) + "\n")
+    with open(table_csv, newline="") as f:
         ages = Counter(int(r["age"]) for r in csv.DictReader(f))
     big = {a for a, n in ages.items() if n >= 40}
     single = {a for a, n in ages.items() if n == 1}
+    assert len(big) >= 10 and single == {120}
     schema = Schema((Column("age", "integer"),))
-    table = PrivateTable(
-        str(pums / "PUMS.csv"), schema, total_epsilon=1000, rng=np.random.default_rng(35)
-    )
+    table = PrivateTable(str(table_csv), schema, total_epsilon=1000, rng=np.random.default_rng(35))
     singles = 0
-    for _ in range(10):
+    for _ in range(60):
         (r,) = table.release([Query("count", by=("age",))], 1, delta="1e-6")
         shown = {row.keys[0] for row in r.rows}
         assert shown <= set(ages)
         assert len(shown & big) >= 0.8 * len(big)
         singles += bool(shown & single)
-    assert singles <= 1
+    assert singles <= 2
 
 
 def test_ledger_records_delta_and_refuses_beyond_the_delta_budget(tmp_path: Path) -> None:
