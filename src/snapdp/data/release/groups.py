@@ -164,11 +164,11 @@ def select(
         shown: list[tuple[Key, ...]] = []
         counted: QueryResult | None = None
         if keys:
-            observed = with_keys(schema, *_data_domain(schema, s.columns, keys))
+            observed = _domain(schema, s.columns, keys)
             count = _recompiled(s.count, observed)
             counted = release(observed, count, s.noise)
-            value = {tuple(r.keys): r.value for r in counted.rows}
-            shown = [k for k in keys if s.rule.shown(float(value[k]))]
+            value = {tuple(r.keys): float(r.value) for r in counted.rows}
+            shown = [k for k in keys if k in value and s.rule.shown(value[k])]
         kept = frozenset(shown)
         note = f"{s.rule.describe()}; {_HOW}"
         for i in s.members:
@@ -180,9 +180,22 @@ def select(
             if not shown:
                 out.compiled[i] = None
                 continue
-            domain = with_keys(schema, *_data_domain(schema, s.columns, shown))
+            domain = _domain(schema, s.columns, sorted(shown))
             out.compiled[i] = _recompiled(prepared_compiled[i], domain)
     return out
+
+
+def _domain(schema: Schema, columns: Sequence[str], keys: Sequence[tuple[Key, ...]]) -> Schema:
+    """``schema`` with the data-keyed ``columns`` given the projections of ``keys``. A failure
+    names no key: its message depends on the data, so only the rule is said."""
+    try:
+        return with_keys(schema, *_data_domain(schema, columns, keys))
+    except ParameterError:
+        raise ParameterError(
+            f"the groups found in the data could not be used as keys ({_HOW}); declare the "
+            "keys of the GROUP BY columns",
+            parameter="keys",
+        ) from None
 
 
 def finish(
@@ -210,7 +223,9 @@ def empty(compiled: Compiled, delta: float, confidence: float) -> QueryResult:
 
 
 def _only(result: QueryResult, kept: frozenset[tuple[Key, ...]]) -> QueryResult:
-    return replace(result, rows=tuple(r for r in result.rows if tuple(r.keys) in kept))
+    """The rows of the kept keys, in the keys' order (post-processing of public choices)."""
+    rows = [r for r in result.rows if tuple(r.keys) in kept]
+    return replace(result, rows=tuple(sorted(rows, key=lambda r: tuple(r.keys))))
 
 
 def _noted(result: QueryResult, note: str) -> QueryResult:
