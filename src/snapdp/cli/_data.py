@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from fractions import Fraction
@@ -239,6 +240,10 @@ def run_table_release(
         )
         return
     print_results(label, results, eps, ledger, remaining, schema)
+    if prepared.selections:  # docs/sql.md, "Groups from the data"
+        shown_delta = math.fsum(r.delta for r in results)
+        click.echo(f"(ε, δ)-DP: δ = {shown_delta:.3g} in all (groups chosen from the data, "
+                   "plus the snapping mechanism's own)")  # fmt: skip
 
 
 def _planned(workload: Workload, statements: list[AccuracyStatement]) -> list[AccuracyStatement]:

@@ -10,6 +10,7 @@ its line, column and a caret, before any data is read and with nothing spent.
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 
 import click
@@ -160,3 +161,7 @@ def sql(
         )
         return
     print_results(str(source), results, total, ledger, remaining, schema)
+    if prepared.selections:  # docs/sql.md, "Groups from the data"
+        shown_delta = math.fsum(r.delta for r in results)
+        click.echo(f"(ε, δ)-DP: δ = {shown_delta:.3g} in all (groups chosen from the data, "
+                   "plus the snapping mechanism's own)")  # fmt: skip
