@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any, ParamSpec, TypeVar
 
 import click
@@ -148,6 +150,7 @@ def run_table_release(
     var_samps: Sequence[str] = (),
     std_samps: Sequence[str] = (),
     grid_counts: bool = False,
+    delta: Fraction | None = None,
 ) -> None:
     """Run one table release (see ``snapdp release --help``) and print its results."""
     eps = check_epsilon("epsilon", epsilon)
@@ -181,13 +184,14 @@ def run_table_release(
         where=where,
         consistent=consistent,
         grid_counts=grid_counts,
+        delta=delta,
     )
     schema = workload.schema
     queries = [pq.query for pq in workload.queries]
     # Everything decidable from the parameters is refused here, before the data is opened
     # (the same refusals as --dry-run and `snapdp plan`; docs/plans.md).
     blind = PrivateTable(schema=schema, engine=_NoEngine(label), ledger=Ledger(None, eps))
-    statements = blind.accuracy(queries, eps, confidence=confidence)
+    statements = blind.accuracy(queries, eps, confidence=confidence, delta=delta)
     if dry_run:
         print_accuracy(_planned(workload, statements), as_json)
         return
@@ -199,7 +203,11 @@ def run_table_release(
         dataset=dataset,
     )
     prepared = table.prepare(  # before any ledger file is created
-        queries, eps, confidence=confidence, consistent=workload.declaration.consistent
+        queries,
+        eps,
+        confidence=confidence,
+        consistent=workload.declaration.consistent,
+        delta=delta,
     )
     name = table.dataset
     book = Ledger(ledger, total if ledger is not None else (total or eps), dataset=name)
@@ -232,6 +240,10 @@ def run_table_release(
         )
         return
     print_results(label, results, eps, ledger, remaining, schema)
+    if prepared.selections:  # docs/sql.md, "Groups from the data"
+        shown_delta = math.fsum(r.delta for r in results)
+        click.echo(f"(ε, δ)-DP: δ = {shown_delta:.3g} in all (groups chosen from the data, "
+                   "plus the snapping mechanism's own)")  # fmt: skip
 
 
 def _planned(workload: Workload, statements: list[AccuracyStatement]) -> list[AccuracyStatement]:

@@ -55,6 +55,12 @@ _CSV_COLUMNS = (
     "A budget is set once and never changed.",
 )
 @click.option(
+    "--total-delta",
+    metavar="DELTA",
+    help="Set --dataset's total δ (what groups chosen from the data may spend; docs/plans.md). "
+    "Set once and never changed, beside or after --total-epsilon.",
+)
+@click.option(
     "--lock-timeout",
     type=click.FloatRange(min=0, min_open=True, max=86_400),
     default=60.0,
@@ -68,6 +74,7 @@ def budget(
     dataset: str | None,
     export: str | None,
     total_epsilon: str | None,
+    total_delta: str | None,
     lock_timeout: float,
     as_json: bool,
 ) -> None:
@@ -76,9 +83,9 @@ def budget(
     decimal it was given (0.1), or as p/q when no short decimal is exact. See docs/data.md,
     "Budgets and the ledger". With --total-epsilon, set a new dataset's budget instead (the data
     owner's act: `snapdp run`, `snapdp ui` and the page spend only from a budget the owner set;
-    docs/plans.md)."""
-    if total_epsilon is not None:
-        _set_budget(ledger, dataset, total_epsilon, export, lock_timeout, as_json)
+    docs/plans.md); --total-delta sets its δ budget (groups chosen from the data)."""
+    if total_epsilon is not None or total_delta is not None:
+        _set_budget(ledger, dataset, total_epsilon, export, lock_timeout, as_json, total_delta)
         return
     report = read_ledger(ledger, timeout=lock_timeout)
     datasets, entries = report.datasets, report.entries
@@ -140,22 +147,30 @@ def budget(
 def _set_budget(
     ledger: str,
     dataset: str | None,
-    total_epsilon: str,
+    total_epsilon: str | None,
     export: str | None,
     lock_timeout: float,
     as_json: bool,
+    total_delta: str | None = None,
 ) -> None:
     """Record ``dataset``'s budget in ``ledger`` with no release; refuse to change one."""
+    flag = "--total-epsilon" if total_epsilon is not None else "--total-delta"
     if dataset is None:
-        raise click.UsageError(
-            "`--total-epsilon` needs `--dataset`: the dataset whose budget it is"
-        )
+        raise click.UsageError(f"`{flag}` needs `--dataset`: the dataset whose budget it is")
     if export is not None:
         raise ParameterError(
             "`--total-epsilon` sets a budget; use `--export` in a separate call", parameter="export"
         )
-    total = check_epsilon("total_epsilon", total_epsilon)
     known = {d.dataset: d.total_epsilon for d in _datasets(ledger, lock_timeout)}
+    if total_epsilon is None and dataset not in known:
+        raise ParameterError(
+            f"`--total-delta` needs the dataset's ε budget: give --total-epsilon beside it "
+            f"(dataset {dataset} has none in ledger {ledger})",
+            parameter="total_epsilon",
+        )
+    total = (
+        known[dataset] if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
+    )
     if dataset in known and known[dataset] != total:
         raise ParameterError(
             f"`--total-epsilon`: dataset {dataset} already has total ε = "
@@ -163,19 +178,22 @@ def _set_budget(
             '(docs/data.md, "Budgets and the ledger")',
             parameter="total_epsilon",
         )
-    book = Ledger(ledger, total, dataset=dataset, timeout=lock_timeout)
+    book = Ledger(ledger, total, dataset=dataset, timeout=lock_timeout, total_delta=total_delta)
     created = book.set_budget()
+    delta = {} if book.total_delta is None else {"total_delta": str(total_delta)}
     if as_json:
         click.echo(
             json.dumps(
                 {"ledger": ledger, "dataset": dataset, "created": created,
-                 **_exact("total_epsilon", total)}
+                 **_exact("total_epsilon", total), **delta}
             )
         )  # fmt: skip
         return
     done = "set" if created else "was already"
+    also = "" if book.total_delta is None else f", total δ {total_delta}"
     click.echo(
-        f"dataset {dataset}: total ε {done} {format_rational(total)} in {ledger} (nothing spent)"
+        f"dataset {dataset}: total ε {done} {format_rational(total)}{also} in {ledger} "
+        "(nothing spent)"
     )
 
 

@@ -81,6 +81,12 @@ def _export(p: Plan, python: str | None, notebook: str | None) -> None:
     "(the plan's total_epsilon never sets it; or use snapdp budget --total-epsilon).",
 )
 @click.option(
+    "--total-delta",
+    metavar="DELTA",
+    help="The dataset's total δ (groups chosen from the data), the owner's act, when the ledger "
+    "has none for it yet (or use snapdp budget --total-delta; docs/plans.md).",
+)
+@click.option(
     "--output",
     type=click.Path(file_okay=False),
     help="Folder for results.csv, results.parquet, results.json and report.html "
@@ -92,6 +98,7 @@ def run(
     plan_file: str,
     ledger: str,
     total_epsilon: str | None,
+    total_delta: str | None,
     output: str | None,
     as_json: bool,
 ) -> None:
@@ -117,7 +124,13 @@ def run(
             bar(done, total, label)
 
     with progress_bar(f"snapdp run {Path(plan_file).name}") as bar:
-        done = p.run(ledger=ledger, total_epsilon=total_epsilon, output=out, progress=progress)
+        done = p.run(
+            ledger=ledger,
+            total_epsilon=total_epsilon,
+            output=out,
+            progress=progress,
+            total_delta=total_delta,
+        )
     mark_spent(spent_note)
     results = list(done.results)
     if as_json:

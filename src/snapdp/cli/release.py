@@ -32,6 +32,12 @@ from snapdp.mechanism import SnappingMechanism
     required=True,
     help="Privacy parameter ε > 0 (total), taken exactly as typed (0.1 is 1/10).",
 )
+@click.option(
+    "--delta",
+    type=epsilon_type,
+    help="δ: lets --by name columns without declared keys, their groups chosen privately "
+    "(docs/sql.md, 'Groups from the data').",
+)
 @click.option("--lower", type=float, help="Single-value mode: public lower bound.")
 @click.option("--upper", type=float, help="Single-value mode: public upper bound.")
 @sensitivity_option
@@ -164,6 +170,7 @@ def release(
     glob: bool,
     consistent: str | None,
     grid_counts: bool,
+    delta: Fraction | None,
     **declaration: Any,
 ) -> None:
     """Release one value (--value) or statistics over DATA (a CSV or Parquet file).
@@ -244,6 +251,7 @@ def release(
         where=where,
         consistent=consistent,
         grid_counts=grid_counts,
+        delta=delta,
     )
 
 

@@ -10,6 +10,7 @@ its line, column and a caret, before any data is read and with nothing spent.
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 
 import click
@@ -33,11 +34,21 @@ __all__ = ["sql"]
     type=epsilon_type,
     help="ε of the whole query, split equally between its aggregates (or OPTIONS(epsilon=…)).",
 )
+@click.option(
+    "--delta",
+    type=epsilon_type,
+    help="δ of the query: lets GROUP BY take columns without declared keys (docs/sql.md).",
+)
 @click.option("--ledger", type=click.Path(dir_okay=False), help="SQLite budget ledger file.")
 @click.option(
     "--total-epsilon",
     type=epsilon_type,
     help="Total budget of the dataset when its ledger entry is new.",
+)
+@click.option(
+    "--total-delta",
+    type=epsilon_type,
+    help="Total δ of the dataset when its ledger entry is new (the owner's; docs/plans.md).",
 )
 @click.option("--dataset", metavar="NAME", help="The name of the dataset's budget in --ledger.")
 @click.option("--confidence", type=float, default=None, help="Every ± holds with this probability.")
@@ -48,8 +59,10 @@ def sql(
     query: str,
     declaration: str,
     epsilon: Fraction | None,
+    delta: Fraction | None,
     ledger: str | None,
     total_epsilon: Fraction | None,
+    total_delta: Fraction | None,
     dataset: str | None,
     confidence: float | None,
     dry_run: bool,
@@ -57,7 +70,8 @@ def sql(
 ) -> None:
     """Release the aggregates of the SELECT QUERY over the table declared in --declaration.
     Accepted: COUNT, SUM, AVG, VAR_POP/VAR_SAMP, STDDEV_POP/STDDEV_SAMP, PERCENTILE_CONT, MEDIAN;
-    WHERE over declared columns; GROUP BY declared keys or bins; HAVING and ORDER BY over the
+    WHERE over declared columns; GROUP BY declared keys or bins (or, with --delta, columns whose
+    groups are chosen privately from the data); HAVING and ORDER BY over the
     released values. See docs/sql.md."""
     from dataclasses import replace
 
@@ -79,7 +93,7 @@ def sql(
     if confidence is not None:
         decl = replace(decl, confidence=confidence)
     try:
-        parsed = parse_sql(query, decl, epsilon=epsilon)
+        parsed = parse_sql(query, decl, epsilon=epsilon, delta=delta)
     except SqlError as exc:
         if as_json:
             click.echo(json.dumps({"error": str(exc)}))
@@ -97,7 +111,8 @@ def sql(
     # Everything decidable from the query, the declaration and ε is refused here, before the
     # source is opened (the same refusals as --dry-run and `snapdp plan`; docs/plans.md).
     blind = PrivateTable(schema=schema, engine=_NoEngine(str(source)), ledger=Ledger(None, total))
-    statements = blind.accuracy(queries, epsilons, confidence=conf)
+    qdelta = workload.delta
+    statements = blind.accuracy(queries, epsilons, confidence=conf, delta=qdelta)
     if dry_run:
         print_accuracy(statements, as_json)
         return
@@ -108,12 +123,18 @@ def sql(
         ledger=Ledger(None, total),
         dataset=dataset or workload.dataset,
     )
-    prepared = table.prepare(queries, epsilons, confidence=conf)  # before any ledger file
+    # before any ledger file:
+    prepared = table.prepare(queries, epsilons, confidence=conf, delta=qdelta)
     name = table.dataset
     # A ledger file spends only from a budget its owner set: its entry, or --total-epsilon;
     # a declaration's total_epsilon never creates one (docs/sql.md, docs/plans.md).
     given = None if total_epsilon is None else Fraction(total_epsilon)
-    book = Ledger(ledger, given if ledger is not None else (given or total), dataset=name)
+    book = Ledger(
+        ledger,
+        given if ledger is not None else (given or total),
+        dataset=name,
+        total_delta=total_delta,
+    )
     table.ledger = book
     before = len(book.entries())
     try:
@@ -140,3 +161,7 @@ def sql(
         )
         return
     print_results(str(source), results, total, ledger, remaining, schema)
+    if prepared.selections:  # docs/sql.md, "Groups from the data"
+        shown_delta = math.fsum(r.delta for r in results)
+        click.echo(f"(ε, δ)-DP: δ = {shown_delta:.3g} in all (groups chosen from the data, "
+                   "plus the snapping mechanism's own)")  # fmt: skip

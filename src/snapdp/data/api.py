@@ -54,13 +54,14 @@ class Plan(_plan.Plan):
         dataset: str | None = None,
         preview: PlanPreview | None = None,
         progress: ProgressCallback | None = None,
+        total_delta: object = None,
     ) -> PlanRun:
         """Release every query as ONE ledger entry and, with ``output``, write
         ``results.csv``, ``results.parquet``, ``results.json`` and ``report.html`` there
         (:func:`snapdp.data.release.run.run_plan`, which says what each argument does)."""
         return run_plan(self, ledger=ledger, total_epsilon=total_epsilon, output=output,
                         engine=engine, rng=rng, dataset=dataset, preview=preview,
-                        progress=progress)  # fmt: skip
+                        progress=progress, total_delta=total_delta)  # fmt: skip
 
     def __eq__(self, other: object) -> bool:
         """Equal to any plan (this class or the planner's) with equal fields."""

@@ -62,6 +62,7 @@ DATA_FIELDS = (
     "column_names",
     "max_line_bytes",
     "dataset",
+    "delta",  # groups from the data (docs/sql.md); kept, not shown by the page
 )
 COLUMN_FIELDS = ("name", "type", "lower", "upper", "keys", "bins", "nulls")
 QUERY_FIELDS = (

@@ -34,6 +34,7 @@ from snapdp.data.model.workload import (
     Declaration,
     PlannedQuery,
     Workload,
+    check_delta,
     check_mode,
 )
 from snapdp.data.planner.preview import PlanPreview, usefulness_flags
@@ -304,7 +305,9 @@ class _Builder:
             own = integer(q["group_size"], where + "group_size")
             size = self.count((*key, "group_size"), own, q["group_size"])
         kw = {how: value} if size is None else {how: value, "group_size": size}
-        return self.guard(key, lambda: PlannedQuery(query, confidence=decl.confidence, **kw))
+        return self.guard(
+            key, lambda: PlannedQuery(query, confidence=decl.confidence, delta=decl.delta, **kw)
+        )
 
     def bins(self, key: Path_, text: str, by: tuple[str, ...]) -> tuple[Any, ...]:
         """A query's bins: edges for its one ``by`` column, or ``column: edges; column: edges``
@@ -358,9 +361,13 @@ class _Builder:
         consistent: Any = data.get("consistent", False)
         self.guard(("data", "consistent"), lambda: check_mode(consistent))
         dataset = data.get("dataset")
+        delta = None
+        if "delta" in data:  # groups from the data: the δ of every query (docs/sql.md)
+            self.origins.add(("data", "delta"), "data.delta")
+            delta = self.guard(("data", "delta"), lambda: check_delta("delta", data["delta"]))
         decl = self.guard(("data",), lambda: Declaration(
             schema, source, total, confidence, None, dataset if isinstance(dataset, str) else None,
-            base, consistent))  # fmt: skip
+            base, consistent, delta))  # fmt: skip
         queries = self.queries(replace(decl, group_size=size), size)
         sizes = {pq.group_size for pq in queries}
         common = next(iter(sizes)) if len(sizes) == 1 else None

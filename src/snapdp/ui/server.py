@@ -42,7 +42,8 @@ import numpy as np
 
 from snapdp._rational import format_rational
 from snapdp._validation import check_epsilon
-from snapdp.data.budget.ledger import Ledger, resolve_dataset
+from snapdp.data.budget.datasets import resolve_dataset
+from snapdp.data.budget.ledger import Ledger
 from snapdp.data.frontends.demo import DEMO_DATASET
 from snapdp.data.frontends.toml import load_workload
 from snapdp.errors import LedgerError, ParameterError

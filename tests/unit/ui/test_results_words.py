@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from snapdp.data.sample_variance import FALLBACK_NOTE
+from snapdp.data.statistics.math.sample_variance import FALLBACK_NOTE
 from tests.unit.ui._helpers import document, query, write_people
 
 from snapdp.data.output.postprocess import INTEGER_NOTE

@@ -50,6 +50,7 @@ from typing import Any, TypeVar
 
 from snapdp._rational import format_rational, shown_number, storage_text
 from snapdp._validation import check_epsilon, check_positive_finite
+from snapdp.data.budget import delta as _delta
 from snapdp.data.budget.store import (
     _DEFAULT_TIMEOUT,
     _SCHEMA,
@@ -71,6 +72,7 @@ from snapdp.data.budget.store import (
     _upgrade,
     _where,
 )
+from snapdp.data.model.workload import check_delta
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 
 __all__ = [
@@ -79,9 +81,7 @@ __all__ = [
     "Ledger",
     "LedgerEntry",
     "LedgerReport",
-    "dataset_name_for",
     "read_ledger",
-    "resolve_dataset",
 ]
 
 # Test hooks: called just before / just after the spend commits (tests kill the process there).
@@ -106,39 +106,6 @@ class LedgerReport:
     entries: list[LedgerEntry]
 
 
-def dataset_name_for(source: object, label: str) -> str | None:
-    """The default dataset name of a source: its resolved path if it is a path; else the engine's
-    ``label`` when that names a file (an engine opened on a path); None for an in-memory source
-    (a DataFrame or Arrow table, whose label ``<…>`` is only its type): such a source has no name
-    of its own, and two of them must not share a budget by accident (docs/data.md, "A budget per
-    dataset")."""
-    if isinstance(source, (str, Path)):
-        return str(Path(source).expanduser().resolve())
-    if source is not None or (label.startswith("<") and label.endswith(">")):
-        return None
-    return label
-
-
-def resolve_dataset(dataset: str | None, source: object, label: str, *, ledger_file: bool) -> str:
-    """The dataset name a release spends under: ``dataset`` if given, else the source's default
-    (:func:`dataset_name_for`). An in-memory source without a name is refused when the budget is
-    kept in a ledger file (``ledger_file``): else two different DataFrames would silently share
-    one budget; with an in-memory ledger its label serves (that budget lives with the table)."""
-    if dataset is not None:
-        return dataset
-    name = dataset_name_for(source, label)
-    if name is not None:
-        return name
-    if ledger_file:
-        raise ParameterError(
-            f"`dataset` is needed with a ledger file for an in-memory source ({label}): it has "
-            "no file name to keep its budget under; name it, e.g. dataset='survey-2026' "
-            '(docs/data.md, "A budget per dataset")',
-            parameter="dataset",
-        )
-    return label
-
-
 class Ledger:
     """The budget of one dataset, ``total_epsilon``, in the SQLite ledger at ``path``.
 
@@ -159,7 +126,9 @@ class Ledger:
         *,
         dataset: str | None = None,
         timeout: float = _DEFAULT_TIMEOUT,
+        total_delta: object = None,
     ) -> None:
+        self.total_delta = None if total_delta is None else check_delta("total_delta", total_delta)
         if dataset is None:
             dataset = DEFAULT_DATASET
         if not isinstance(dataset, str) or not dataset.strip():
@@ -228,7 +197,7 @@ class Ledger:
         return [e for e in self._current().entries if e.dataset == self.dataset]
 
     # -- spending --------------------------------------------------------------------------
-    def check(self, epsilon: object) -> None:
+    def check(self, epsilon: object, *, selection_delta: float = 0.0) -> None:
         """Refuse now what :meth:`spend` would refuse, before the caller draws any noise.
 
         Raises PrivacyBudgetError if ``epsilon`` exceeds what remains; LedgerError if the ledger
@@ -238,10 +207,20 @@ class Ledger:
         eps = check_epsilon("epsilon", epsilon)
         if self.path is not None and not self.path.exists():
             _probe_folder(self.path)
-            state = _State(version=0)
+            state, known = _State(version=0), None
         else:
-            state = self._transaction(lambda con, st: st, probe=True)
+            state, known = self._transaction(
+                lambda con, st: (st, _delta.read_total_delta(con, self.dataset)), probe=True
+            )
         self._refuse_if_short(eps, state)
+        self._delta_budget(known, state, selection_delta)
+
+    def _delta_budget(self, known: Fraction | None, state: _State, needed: float) -> None:
+        """The δ budget's refusals (:mod:`snapdp.data.budget.delta`); a one-off δ in memory."""
+        if self.path is not None or self.total_delta is not None:
+            _delta.refuse_delta(
+                self.dataset, self._where(), known, self.total_delta, state.entries, needed
+            )
 
     def spend(
         self,
@@ -250,8 +229,11 @@ class Ledger:
         what: str,
         dataset_label: str,
         query: dict[str, Any],
+        *,
+        selection_delta: float = 0.0,
     ) -> int:
-        """Record a spend atomically, or refuse it and record nothing.
+        """Record a spend atomically, or refuse it and record nothing (``selection_delta``: the
+        part of δ the dataset's δ budget pays, :mod:`snapdp.data.budget.delta`).
 
         ``epsilon`` is taken exactly (:func:`~snapdp._validation.check_epsilon`); pass the
         rational the user gave, not a double near it. Raises PrivacyBudgetError if the dataset's
@@ -270,6 +252,10 @@ class Ledger:
 
         def write(con: sqlite3.Connection, state: _State) -> int:
             self._refuse_if_short(eps, state)
+            known = _delta.read_total_delta(con, self.dataset)
+            self._delta_budget(known, state, selection_delta)
+            if known is None and self.total_delta is not None:
+                _delta.write_total_delta(con, self.dataset, self.total_delta)
             if self.dataset not in state.budgets:
                 _insert_budget(con, self.dataset, self.total_epsilon)
             fields = [
@@ -293,15 +279,15 @@ class Ledger:
         return self._transaction(write, probe=False)
 
     def set_budget(self) -> bool:
-        """Record this dataset's budget, ``total_epsilon``, with no release (the data owner's
-        act: ``snapdp budget --total-epsilon``). False when the ledger already keeps this very
-        budget; a different one was refused when the ledger was opened (a budget is never
-        changed)."""
+        """Record this dataset's budget, ``total_epsilon`` (and ``total_delta``), with no release
+        (the owner's act: ``snapdp budget --total-epsilon``). False when the ledger already keeps
+        this very budget; a different one is refused (a budget is never changed)."""
 
         def write(con: sqlite3.Connection, state: _State) -> bool:
             self._refuse_if_short(Fraction(0), state)
+            new = _delta.set_total_delta(con, self.dataset, self._where(), self.total_delta)
             if self.dataset in state.budgets or state.cap is not None:
-                return False
+                return new
             _insert_budget(con, self.dataset, self.total_epsilon)
             return True
 

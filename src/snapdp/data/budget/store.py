@@ -28,7 +28,7 @@ DEFAULT_DATASET = "default"
 _FORMAT = "snapdp-ledger"
 _VERSION = "2"
 _DEFAULT_TIMEOUT = 60.0
-_OURS = {"meta", "budgets", "spends", "settlements", "sqlite_sequence"}
+_OURS = {"meta", "budgets", "spends", "settlements", "sqlite_sequence", "delta_budgets"}
 _OURS_V1 = {"meta", "spends", "sqlite_sequence"}
 _SETTLEMENTS = (
     "CREATE TABLE IF NOT EXISTS settlements (spend INTEGER PRIMARY KEY, time TEXT NOT NULL, "

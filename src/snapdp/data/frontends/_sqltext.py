@@ -26,6 +26,7 @@ __all__ = ["SqlError", "SqlText"]
 
 _OPTION_NAMES = {
     "epsilon": "epsilon",
+    "delta": "delta",
     "privacy_unit_column": "privacy_unit",
     "max_groups_contributed": "max_groups_per_unit",
     "max_rows_contributed": "max_rows_per_unit",

@@ -57,11 +57,13 @@ def workload_from_flags(
     consistent: str | None = None,
     quantile_method: str = "tree",
     grid_counts: bool = False,
+    delta: Fraction | None = None,
 ) -> Workload:
     """The workload the flags state: ``declaration`` holds the declaration flags' values (the
     keyword arguments of :func:`schema_from_options`), the statistic flags their specs, ``by``
     the grouping columns; ``where`` a SQL condition every statistic filters its rows by;
-    ``epsilon`` is the total, split equally between the statistics."""
+    ``epsilon`` is the total, split equally between the statistics; ``delta`` (``--delta``) lets
+    ``--by`` name columns without declared keys (docs/sql.md, "Groups from the data")."""
     quantile_specs = [_quantiles_spec(q) for q in quantiles]
     flagged = [("--sum", s) for s in sums] + [("--mean", s) for s in means]
     flagged += [("--var", s) for s in variances] + [("--std", s) for s in stds]
@@ -102,6 +104,7 @@ def workload_from_flags(
         confidence=confidence,
         dataset=dataset,
         consistent=False if consistent is None else consistent,
+        delta=delta,
     )
     if where is not None:
         from snapdp.data.frontends.sql import parse_predicate

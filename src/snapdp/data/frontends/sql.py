@@ -30,10 +30,11 @@ from snapdp.data.frontends._sqlallow import CLAUSES, KEYWORDS, first_refused
 from snapdp.data.frontends._sqlpost import SqlPostTerms
 from snapdp.data.frontends._sqlterms import canonical
 from snapdp.data.frontends._sqltext import SqlError
+from snapdp.data.model.observed import DATA_KEY_TYPES
 from snapdp.data.model.predicate import Predicate
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import ContributionBounds, Schema
-from snapdp.data.model.workload import Declaration, PlannedQuery, Workload
+from snapdp.data.model.workload import Declaration, PlannedQuery, Workload, check_delta
 from snapdp.data.output.postprocess import Output, PostProcessing
 from snapdp.data.output.postprocess import apply_post_processing as _apply
 from snapdp.data.output.results import QueryResult
@@ -69,14 +70,17 @@ def parse_sql(
     epsilon: object = None,
     accuracy: object = None,
     weight: object = None,
+    delta: object = None,
 ) -> SqlQuery:
     """The workload of the SELECT ``text`` over ``declaration``'s table.
 
     ``epsilon``: the query's total ε, split equally between its aggregates (or BigQuery's
     ``OPTIONS(epsilon = …)``); or ``accuracy`` (each aggregate's target ±) or ``weight`` (shared
-    equally) for a plan file. A :class:`SqlError` with a caret for anything outside docs/sql.md.
+    equally) for a plan file. ``delta`` (or ``OPTIONS(delta = …)``): lets GROUP BY take columns
+    without declared keys (docs/sql.md, "Groups from the data"). A :class:`SqlError` with a caret
+    for anything outside docs/sql.md.
     """
-    return _Parser(text, declaration).parse(epsilon, accuracy, weight)
+    return _Parser(text, declaration).parse(epsilon, accuracy, weight, delta)
 
 
 def parse_predicate(text: str, declaration: Declaration, label: str = "where") -> Predicate:
@@ -109,10 +113,15 @@ class _Parser(SqlPostTerms):
     """The statement of docs/sql.md (clauses, OPTIONS, ε) over the terms of
     :class:`~._sqlpost.SqlPostTerms`."""
 
-    def parse(self, epsilon: object, accuracy: object, weight: object) -> SqlQuery:
+    def parse(
+        self, epsilon: object, accuracy: object, weight: object, delta: object = None
+    ) -> SqlQuery:
         from sqlglot import exp
 
         tree = self.tree()
+        self.delta = self._option_delta(delta)
+        if self.delta is None:
+            self.delta = self.declaration.delta  # a plan's [data] delta
         self._refuse_structure(tree)
         self._allow_listed(tree, CLAUSES)
         declaration = self._declaration()
@@ -156,6 +165,8 @@ class _Parser(SqlPostTerms):
         self._allow_listed(tree)
         declaration = replace(declaration, schema=self.schema)  # with any CLAMP bounds
         planned = self._planned(declaration, queries, epsilon, accuracy, weight)
+        if self.delta is not None:
+            planned = [replace(pq, delta=self.delta) for pq in planned]
         workload = Workload(declaration, tuple(planned))
         post = PostProcessing(tuple(outputs), having, order)
         return SqlQuery(self.original, workload, post)
@@ -252,7 +263,7 @@ class _Parser(SqlPostTerms):
         bounds = schema.bounds
         for key, (value, where) in self.options.items():
             text = str(value)
-            if key in ("epsilon", "grid_counts"):
+            if key in ("epsilon", "delta", "grid_counts"):
                 continue
             if key == "privacy_unit":
                 self._restated_unit(text)
@@ -271,7 +282,7 @@ class _Parser(SqlPostTerms):
                                             bounds.max_rows_per_group),
                          schema.max_rows, schema.rows, schema.csv)  # fmt: skip
         except ParameterError as exc:
-            first = next(k for k in self.options if k not in ("epsilon", "privacy_unit"))
+            first = next(k for k in self.options if k not in ("epsilon", "delta", "privacy_unit"))
             raise self.option_error(first, self.words(str(exc)), exc.parameter) from None
         return replace(d, schema=new)
 
@@ -326,12 +337,8 @@ class _Parser(SqlPostTerms):
                 raise self.at(node, "GROUP BY takes declared columns only")
             name = self.column_name(node)
             col = self.schema.column(name)
-            if not col.is_grouping:
-                raise self.at(
-                    node,
-                    f"GROUP BY {name!r}: the column has no declared keys or bins, so its groups "
-                    "would come from the data",
-                )
+            if not col.is_grouping and (col.type not in DATA_KEY_TYPES or self.delta is None):
+                raise self.at(node, _no_keys(name, col.type))
             if name in out:
                 raise self.at(node, f"GROUP BY repeats {name!r}")
             out.append(name)
@@ -387,6 +394,21 @@ class _Parser(SqlPostTerms):
             )  # fmt: skip
         return option
 
+    def _option_delta(self, given: object) -> Fraction | None:
+        """``OPTIONS(delta = …)`` or the δ given beside the query (they must agree)."""
+        if "delta" not in self.options:
+            return None if given is None else check_delta("delta", given)
+        text = str(self.options["delta"][0])
+        try:
+            option = check_delta("delta", text)
+        except ParameterError as exc:
+            raise self.option_error("delta", self.words(str(exc)), "delta") from None
+        if given is not None and check_delta("delta", given) != option:
+            raise self.option_error(
+                "delta", f"OPTIONS(delta = {text}) differs from the δ given ({given})", "delta"
+            )
+        return option
+
     def _assign_bounds(self, tree: Any) -> None:
         """Each ``contribution_bounds_per_group`` to the aggregate it was written in: the last
         function that starts before it."""
@@ -402,3 +424,17 @@ class _Parser(SqlPostTerms):
             if not before:
                 raise self.error(at, at, "contribution_bounds_per_group belongs in an aggregate")
             self.owner[id(max(before, key=lambda x: x[0])[1])] = (lo, hi)
+
+
+def _no_keys(name: str, kind: str) -> str:
+    """Why GROUP BY refuses a column without declared keys, and what to add."""
+    if kind not in DATA_KEY_TYPES:
+        return (
+            f"GROUP BY {name!r}: the column has no declared keys or bins, and a {kind} column "
+            "needs them"
+        )
+    return (
+        f"GROUP BY {name!r}: the column has no declared keys or bins, so its groups would come "
+        "from the data: add a δ (--delta 1e-6 or OPTIONS(delta = 1e-6)) to choose them privately "
+        "(docs/sql.md, 'Groups from the data')"
+    )

@@ -31,6 +31,7 @@ from snapdp.data.model.workload import (
     Declaration,
     PlannedQuery,
     Workload,
+    check_delta,
     check_mode,
 )
 from snapdp.data.planner.plan import Plan
@@ -118,6 +119,7 @@ class _Loader:
         size_default: int | None = None  # the planner's default
         if "group_size" in data:
             size_default = self.integer(data["group_size"])
+        self.delta_default = self.delta(data)
         queries = [
             pq
             for i, q in enumerate(raw_queries)
@@ -150,6 +152,15 @@ class _Loader:
             ),
         )
         return plan
+
+    def delta(self, entries: dict[str, tuple[Any, Path_]]) -> Fraction | None:
+        """``delta`` of [data] or of a query (docs/plans.md, `delta`): δ in (0, 1), exact."""
+        if "delta" not in entries:
+            return None
+        value, key = entries["delta"]
+        text = value if isinstance(value, str) else str(self.number((value, key), str))
+        d: Fraction = self.wrap(key, lambda: check_delta("delta", text))
+        return d
 
     def consistent(self, data: dict[str, tuple[Any, Path_]]) -> bool | str:
         """``[data] consistent``: false, true or a mode (docs/data.md, "Tables that add up")."""
@@ -186,6 +197,7 @@ class _Loader:
                 raise self.error(key, "must be a path (a string)", "source")
             kw["source"] = value
         kw["consistent"] = self.consistent(data)
+        kw["delta"] = self.delta(data)
         decl: Declaration = self.wrap(
             ("data",), lambda: Declaration(schema, base=self.path.parent, **kw)
         )
@@ -200,7 +212,11 @@ class _Loader:
         key: Path_ = ("query", i)
         decl = replace(self.declaration(), confidence=conf, group_size=size)
         if "sql" in raw:
-            extra = [k for k in raw if k not in ("sql", "epsilon", "accuracy", "target", "weight")]
+            extra = [
+                k
+                for k in raw
+                if k not in ("sql", "epsilon", "accuracy", "target", "weight", "delta")
+            ]
             if extra:
                 raise self.error(
                     (*key, extra[0]),
@@ -215,7 +231,12 @@ class _Loader:
             if not isinstance(text, str):
                 raise self.error((*key, "sql"), "must be a SELECT (a string)", "sql")
             try:
-                parsed = parse_sql(text, decl, **how)
+                delta = (
+                    self.delta({"delta": (raw["delta"], (*key, "delta"))})
+                    if "delta" in raw
+                    else None
+                )
+                parsed = parse_sql(text, decl, delta=delta, **how)
             except ParameterError as exc:
                 raise self.error((*key, "sql"), str(exc), exc.parameter) from None
             if parsed.post.having is not None or parsed.post.order:
@@ -394,9 +415,12 @@ class _Loader:
             conf = self.number(entries["confidence"], float)
         if "group_size" in entries:
             size = self.integer(entries["group_size"])
+        delta = self.delta(entries)
+        if delta is None:
+            delta = getattr(self, "delta_default", None)
         try:
             sized: dict[str, Any] = {} if size is None else {"group_size": size}
-            return PlannedQuery(query, confidence=conf, **sized, **how)
+            return PlannedQuery(query, confidence=conf, delta=delta, **sized, **how)
         except ParameterError as exc:
             sub = entries.get(exc.parameter or "", (None, key))[1]
             raise self.error(sub, str(exc), exc.parameter) from None

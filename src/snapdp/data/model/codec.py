@@ -219,6 +219,7 @@ def declaration_to_dict(d: Declaration) -> dict[str, Any]:
         "dataset": d.dataset,
         "base": None if d.base is None else str(d.base),
         "consistent": d.consistent,
+        **({} if d.delta is None else {"delta": _num(d.delta)}),
     }
 
 
@@ -226,7 +227,7 @@ def declaration_from_dict(data: object) -> Declaration:
     """The inverse of :func:`declaration_to_dict`."""
     d = _mapping(data, "declaration")
     keys = ("schema", "source", "total_epsilon", "confidence", "group_size", "dataset", "base",
-            "consistent")  # fmt: skip
+            "consistent", "delta")  # fmt: skip
     _known(d, keys, "declaration")
     total = d.get("total_epsilon")
     confidence = d.get("confidence")
@@ -239,6 +240,7 @@ def declaration_from_dict(data: object) -> Declaration:
         d.get("dataset"),
         None if d.get("base") is None else Path(d["base"]),
         d.get("consistent", False),
+        None if d.get("delta") is None else _frac(d["delta"], "delta"),
     )
 
 
@@ -268,12 +270,14 @@ def planned_to_dict(pq: PlannedQuery) -> dict[str, Any]:
     out["confidence"] = repr(pq.confidence)
     if pq.group_size is not None:
         out["group_size"] = pq.group_size
+    if pq.delta is not None:
+        out["delta"] = _num(pq.delta)
     return out
 
 
 _QUERY_KEYS = ("statistic", "column", "by", "bins", "quantiles", "method", "name", "resolution",
                "where", "epsilon", "accuracy", "weight", "confidence", "group_size",
-               "grid_counts")  # fmt: skip
+               "grid_counts", "delta")  # fmt: skip
 
 
 def planned_from_dict(data: object, declaration: Declaration | None = None) -> PlannedQuery:
@@ -309,7 +313,8 @@ def planned_from_dict(data: object, declaration: Declaration | None = None) -> P
         size["group_size"] = d["group_size"]
     elif decl.group_size is not None:
         size["group_size"] = decl.group_size
-    return PlannedQuery(query, confidence=confidence, **size, **how)
+    delta = decl.delta if d.get("delta") is None else _frac(d["delta"], "delta")
+    return PlannedQuery(query, confidence=confidence, delta=delta, **size, **how)
 
 
 # -- the row filter ------------------------------------------------------------------------------

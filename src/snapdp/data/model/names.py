@@ -86,6 +86,7 @@ NAMES: Mapping[str, Name] = {
     "max_line_bytes": Name("--max-line-bytes", ("data", "max_line_bytes", ())),
     "dataset": Name("--dataset", ("data", "dataset", ("name",)), "FROM"),
     "consistent": Name("--consistent", ("data", "consistent", ())),
+    "data_delta": Name("--delta", ("data", "delta", ())),
     # [columns.NAME]
     "type": Name("--column", ("columns", "type", ())),
     "lower": Name(_VALUES, ("columns", "lower", ("min",)), "CLAMP"),
@@ -113,6 +114,7 @@ NAMES: Mapping[str, Name] = {
     "accuracy": Name(None, ("query", "accuracy", ("target", "target_accuracy"))),
     "query_confidence": Name("--confidence", ("query", "confidence", ())),
     "weight": Name(None, ("query", "weight", ())),
+    "delta": Name("--delta", ("query", "delta", ()), "OPTIONS(delta)"),
     "query_group_size": Name(None, ("query", "group_size", ("reference_group_size",))),
     # the single-value release and the other commands: flags only (a command's own option of
     # the same name wins, e.g. ``snapdp release --value``'s --lower/--upper)
@@ -121,6 +123,7 @@ NAMES: Mapping[str, Name] = {
     "values": Name("--value"),
     "alpha": Name("--alpha"),
     "ledger": Name("--ledger"),
+    "total_delta": Name("--total-delta"),
     "timeout": Name("--lock-timeout"),
     "neighbour": Name("--neighbour"),
     "memory_limit": Name("--memory-limit"),

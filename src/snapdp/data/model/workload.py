@@ -39,6 +39,7 @@ __all__ = [
     "Declaration",
     "PlannedQuery",
     "Workload",
+    "check_delta",
     "check_mode",
     "check_unit",
     "resolved_source",
@@ -64,8 +65,11 @@ class PlannedQuery:
     weight: Fraction | None = None
     confidence: float = DEFAULT_CONFIDENCE
     group_size: int | None = None
+    delta: Fraction | None = None  # groups from the data (docs/sql.md, "Groups from the data")
 
     def __post_init__(self) -> None:
+        if self.delta is not None:
+            object.__setattr__(self, "delta", check_delta("delta", self.delta))
         given = [k for k in ("epsilon", "accuracy", "weight") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ParameterError(
@@ -142,8 +146,11 @@ class Declaration:
     dataset: str | None = None
     base: Path | None = None
     consistent: bool | str = False
+    delta: Fraction | None = None  # the default δ of its queries (docs/plans.md, `delta`)
 
     def __post_init__(self) -> None:
+        if self.delta is not None:
+            object.__setattr__(self, "delta", check_delta("delta", self.delta))
         if not isinstance(self.schema, Schema):
             raise ParameterError(
                 f"`schema` must be a Schema, not {self.schema!r}", parameter="schema"
@@ -179,16 +186,19 @@ class Declaration:
         epsilon: object = None,
         accuracy: object = None,
         weight: object = None,
+        delta: object = None,
     ) -> PlannedQuery:
         """``query`` with exactly one of a fixed ε, a target ± or a weight, stated at this
-        declaration's confidence and group size."""
+        declaration's confidence and group size; its δ (None: the declaration's)."""
         size = {} if self.group_size is None else {"group_size": self.group_size}
+        d = self.delta if delta is None else check_delta("delta", delta)
         return PlannedQuery(
             query,
             epsilon=None if epsilon is None else exact_value(epsilon, name="epsilon"),
             accuracy=None if accuracy is None else exact_value(accuracy, name="accuracy"),
             weight=None if weight is None else exact_value(weight, name="weight"),
             confidence=self.confidence,
+            delta=d,
             **size,
         )
 
@@ -254,6 +264,13 @@ class Workload:
         """The declaration's dataset name."""
         return self.declaration.dataset
 
+    @property
+    def delta(self) -> Fraction | None:
+        """The δ its queries may use for groups from the data: the largest a query states
+        (each query's own δ is spent only when it chooses groups from the data)."""
+        deltas = [pq.delta for pq in self.queries if pq.delta is not None]
+        return max(deltas) if deltas else None
+
     def with_queries(self, queries: Sequence[PlannedQuery]) -> Workload:
         """The same declaration with other queries."""
         return replace(self, queries=tuple(queries))
@@ -277,6 +294,16 @@ def check_mode(consistent: object) -> str | None:
         f"`consistent` must be true, false or one of {', '.join(MODES)}, not {consistent!r}",
         parameter="consistent",
     )
+
+
+def check_delta(name: str, x: object) -> Fraction:
+    """δ as an exact rational in (0, 1): a ParameterError naming ``name`` otherwise."""
+    value = check_epsilon(name, x)
+    if not value < 1:
+        raise ParameterError(
+            f"`{name}` must be below 1, such as 1e-6, not {shown_number(value)}", parameter=name
+        )
+    return value
 
 
 def check_unit(schema: Schema) -> None:

@@ -45,6 +45,7 @@ from typing import Any, TypeVar
 from snapdp._validation import check_epsilon
 from snapdp.data.model.names import KeyedError, Locator, Path_, describe_key
 from snapdp.data.model.names import located as _located
+from snapdp.data.model.observed import DATA_KEY_TYPES, data_delta
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.model.workload import (
     DEFAULT_CONFIDENCE,
@@ -160,7 +161,10 @@ class Plan:
                 presume_certified=presume_certified,
             )
             self._refuse(preview)
-            return self._consistent(preview, presume_certified)
+            return replace(
+                self._consistent(preview, presume_certified),
+                delta=data_delta(self.schema, self.queries),
+            )
         except KeyedError:
             raise
         except _QueryError as exc:
@@ -240,11 +244,12 @@ class Plan:
         overrides = {c for c, _ in q.bins}
         for j, name in enumerate(q.by):
             col = self._column(name, ("query", i, "by"))
-            if name not in overrides and not col.is_grouping:
+            from_data = pq.delta is not None and col.type in DATA_KEY_TYPES  # docs/sql.md
+            if name not in overrides and not col.is_grouping and not from_data:
                 raise self._error(
                     ("query", i, "by"),
                     f"column {name!r} has no declared `keys` or `bins`: it cannot group a "
-                    f"release (by[{j}])",
+                    f"release (by[{j}]) unless the query has a `delta`",
                     "by",
                 )
         if q.column is not None:

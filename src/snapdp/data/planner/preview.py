@@ -125,6 +125,7 @@ class PlanPreview:
     total: Fraction
     total_epsilon: Fraction | None
     assumptions: tuple[str, ...] = ()
+    delta: Fraction | None = None  # groups from the data: the δ of their selections
 
     @property
     def epsilons(self) -> list[Fraction]:
@@ -144,6 +145,7 @@ class PlanPreview:
             "total_is_cap": self.at_most,
             "total_epsilon": None if self.total_epsilon is None else _text(self.total_epsilon),
             "assumptions": list(self.assumptions),
+            **({} if self.delta is None else {"delta": _text(self.delta)}),
         }
 
     def describe(self) -> str:
@@ -168,5 +170,10 @@ class PlanPreview:
         if self.total_epsilon is not None:
             total += f" of {_eps_text(self.total_epsilon)}"
         lines += ["", total]
+        if self.delta is not None:  # docs/sql.md, "Groups from the data"
+            lines.append(
+                f"(ε, δ)-DP: ε as above, δ = {_text(self.delta)} for the groups chosen from the "
+                "data (plus the snapping mechanism's own δ)"
+            )
         lines += [f"assumes: {a}" for a in self.assumptions]
         return "\n".join(lines)

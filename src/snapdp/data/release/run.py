@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 
 from snapdp._validation import check_epsilon
-from snapdp.data.budget.ledger import Ledger, resolve_dataset
+from snapdp.data.budget.datasets import resolve_dataset
+from snapdp.data.budget.ledger import Ledger
 from snapdp.data.engines import factory
 from snapdp.data.engines.base import Engine
 from snapdp.data.model.schema import Schema
-from snapdp.data.model.workload import check_unit
+from snapdp.data.model.workload import check_delta, check_unit
 from snapdp.data.output.report import write_report
 from snapdp.data.output.results import QueryResult, TableMethods
 from snapdp.data.output.writers import write_results
@@ -64,6 +65,7 @@ def run_plan(
     dataset: str | None = None,
     preview: PlanPreview | None = None,
     progress: ProgressCallback | None = None,
+    total_delta: object = None,
 ) -> PlanRun:
     """Release every query of ``plan`` as ONE ledger entry and, with ``output``, write
     ``results.csv``, ``results.parquet``, ``results.json`` and ``report.html`` there.
@@ -77,6 +79,8 @@ def run_plan(
     checked writable before anything is spent. ``rng``: seeded noise, NOT private (tests only).
     ``preview``: the plan's :meth:`~snapdp.data.planner.plan.Plan.preview`, to skip planning
     again. ``progress``: a :data:`ProgressCallback` (a bar in ``snapdp run``, a line on the page).
+    ``total_delta``: the owner's δ budget for a ledger that has none yet (``--total-delta``;
+    docs/plans.md, "δ").
     """
     tick = _Ticker(progress, 3 + (output is not None))
     tick("planning")
@@ -85,11 +89,16 @@ def run_plan(
     elif tuple(a.planned for a in preview.allocations) != tuple(plan.queries):
         raise ParameterError("`preview` is not this plan's preview", parameter="preview")
     given = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
+    owner_delta = None if total_delta is None else check_delta("total_delta", total_delta)
     book = _early_ledger(plan, ledger, given, dataset, engine)  # before the source is opened
+    if book is not None:
+        book.total_delta = owner_delta
     fresh = [] if output is None else _missing(Path(output))
     out_dir = None if output is None else _prepare_output(Path(output))
     try:
-        return _release(plan, preview, out_dir, ledger, given, book, engine, rng, dataset, tick)
+        return _release(
+            plan, preview, out_dir, ledger, given, book, engine, rng, dataset, tick, owner_delta
+        )
     except BaseException:  # a failed run leaves no output folder it created
         for folder in fresh:
             with contextlib.suppress(OSError):
@@ -113,6 +122,7 @@ def _release(
     rng: np.random.Generator | None,
     dataset: str | None,
     tick: _Ticker,
+    owner_delta: Fraction | None = None,
 ) -> PlanRun:
     if engine is None:
         engine = _default_engine(plan.source_path(), plan.schema)
@@ -121,7 +131,7 @@ def _release(
         check_unit(plan.schema)
     tick("preparing the mechanisms")
     steps = [
-        session.Step(a.planned.query, a.epsilon, a.two_phase, a.planned)
+        session.Step(a.planned.query, a.epsilon, a.two_phase, a.planned, a.planned.delta)
         for a in preview.allocations
     ]
     prepared = session.prepare(  # before any ledger file
@@ -141,6 +151,7 @@ def _release(
         book = Ledger(None, given or default_total, dataset=name)
     else:
         book = _owner_ledger(Path(str(ledger)), given, name)
+        book.total_delta = owner_delta
     tick.total += session.phase_two_steps(prepared)
     tick("releasing")
     results, spent = session.run(prepared, engine, book, name, rng=rng, on_step=tick)

@@ -47,7 +47,9 @@ from snapdp.data.planner.two_phase import (
     split_noises,
     with_target,
 )
+from snapdp.data.release import groups
 from snapdp.data.release.core import Noisy, Progress, hash_key, release_core
+from snapdp.data.release.groups import Selection, plan_selections
 from snapdp.data.statistics import Compiled, Noise
 from snapdp.data.statistics.consistency import Counted
 from snapdp.data.statistics.refusals import check_release
@@ -66,6 +68,7 @@ class Step:
     epsilon: Fraction
     two_phase: TwoPhase | None = None
     planned: PlannedQuery | None = None  # for the two-phase search and the target's verdict
+    delta: Fraction | None = None  # groups from the data (docs/sql.md)
 
 
 @dataclass(frozen=True)
@@ -81,11 +84,17 @@ class Prepared:
     mode: str | None
     confidence: float
     alpha: float
+    selections: tuple[Selection, ...] = ()
 
     @property
     def total(self) -> Fraction:
         """The ε the release spends (fixed ε), or reserves (its two-phase caps included)."""
         return sum((s.epsilon for s in self.steps), Fraction(0))
+
+    @property
+    def selection_delta(self) -> float:
+        """The δ of its key selections (groups from the data)."""
+        return math.fsum(float(s.delta) for s in self.selections)
 
     @property
     def adaptive(self) -> bool:
@@ -101,6 +110,7 @@ class Prepared:
             "confidence": self.confidence,
             "schema": self.schema.describe(),
             "seeded": seeded,
+            **({"delta": [str(s.delta) for s in self.selections]} if self.selections else {}),
         }
 
 
@@ -119,7 +129,14 @@ def prepare(
         raise ParameterError("a release needs at least one query", parameter="queries")
     alpha = alpha_of(confidence)
     mode = check_mode(consistent)
-    planned = [statistics.compile_query(s.query, schema, s.epsilon) for s in steps]
+    epsilons, selections = plan_selections(
+        schema, [s.query for s in steps], [s.epsilon for s in steps], [s.delta for s in steps]
+    )
+    if selections:
+        _refuse_adaptive(steps, mode)
+    planned = [
+        statistics.compile_query(s.query, schema, e) for s, e in zip(steps, epsilons, strict=True)
+    ]
     own: dict[int, tuple[Noise, ...]] = {}
     for i, (s, c) in enumerate(zip(steps, planned, strict=True)):
         if s.two_phase is None:  # the parameter-only refusals, as the planner states them
@@ -134,8 +151,25 @@ def prepare(
             noises.append(own[i] if c is planned[i] else statistics.calibrate(c))
     check_columns(engine, schema, compiled)
     return Prepared(
-        schema, steps, tuple(compiled), tuple(noises), tuple(counts), mode, confidence, alpha
-    )
+        schema, steps, tuple(compiled), tuple(noises), tuple(counts), mode, confidence, alpha,
+        tuple(selections),
+    )  # fmt: skip
+
+
+def _refuse_adaptive(steps: Sequence[Step], mode: str | None) -> None:
+    """Groups from the data are released at a fixed ε and without a consistent fit."""
+    if any(s.two_phase is not None for s in steps):
+        raise ParameterError(
+            "groups from the data need a fixed epsilon or a weight, not a target ± "
+            "(docs/sql.md, 'Groups from the data')",
+            parameter="accuracy",
+        )
+    if mode is not None:
+        raise ParameterError(
+            "groups from the data cannot be made consistent: leave `consistent` off "
+            "(docs/sql.md, 'Groups from the data')",
+            parameter="consistent",
+        )
 
 
 def run(
@@ -154,21 +188,29 @@ def run(
     what = "; ".join(c.query.label for c in p.compiled)
     meta = p.meta(rng is not None)
     if not p.adaptive:
-        ledger.check(p.total)
+        # groups from the data: their δ is paid by the dataset's δ budget (docs/plans.md)
+        paid = {"selection_delta": p.selection_delta} if p.selections else {}
+        ledger.check(p.total, **paid)
         progress = Progress()
+        total = p.total  # an extra selection count takes its ε from its query's
+        planned_delta = _planned_delta(p.noises) + p.selection_delta
         try:
-            released = release_core(
-                engine, p.schema, list(p.compiled), list(p.noises), rng=rng, key=hash_key(rng),
-                confidence=p.confidence, alpha=p.alpha, mode=p.mode, counts=list(p.counts),
-                progress=progress,
-            )  # fmt: skip
-            results = _with_targets(p, released.results, released.noisy, {})
+            key = hash_key(rng)
+            if p.selections:
+                results = _selected_release(p, engine, rng, key, progress)
+            else:
+                released = release_core(
+                    engine, p.schema, list(p.compiled), list(p.noises), rng=rng, key=key,
+                    confidence=p.confidence, alpha=p.alpha, mode=p.mode, counts=list(p.counts),
+                    progress=progress,
+                )  # fmt: skip
+                results = _with_targets(p, released.results, released.noisy, {})
         except BaseException:
             if progress.noise_drawn:  # noise exists: its ε counts, whatever happens next
-                ledger.spend(p.total, up_delta(_planned_delta(p.noises)), what, dataset, meta)
+                ledger.spend(total, up_delta(planned_delta), what, dataset, meta, **paid)
             raise
-        ledger.spend(p.total, up_delta(_delta(results)), what, dataset, meta)
-        return results, p.total
+        ledger.spend(total, up_delta(_delta(results)), what, dataset, meta, **paid)
+        return results, total
     entry = ledger.reserve(p.total, up_delta(_planned_delta(p.noises)), what, dataset, meta)
     needs: dict[int, tuple[float, Compiled]] = {}
     eps1 = {i: s.two_phase.phase1 for i, s in enumerate(p.steps) if s.two_phase is not None}
@@ -206,6 +248,44 @@ def run(
     spent = sum((c.epsilon for c in released.compiled), Fraction(0))
     ledger.settle(entry, spent, up_delta(_delta(results)))
     return results, spent
+
+
+def _selected_release(
+    p: Prepared, engine: Engine, rng: np.random.Generator | None, key: str, progress: Progress
+) -> list[QueryResult]:
+    """A release with groups from the data (:mod:`snapdp.data.release.groups`): the selections
+    first, then every other query in one core run; each result only for its kept keys."""
+
+    def count(schema: Schema, c: Compiled, noise: tuple[Noise, ...]) -> QueryResult:
+        out = release_core(
+            engine, schema, [c], [noise], rng=rng, key=key, confidence=p.confidence,
+            alpha=p.alpha, progress=progress,
+        )  # fmt: skip
+        return out.results[0]
+
+    chosen = groups.select(p.selections, p.compiled, p.schema, count, engine, key)
+    first = {s.members[0]: s for s in p.selections}
+    live = [
+        i
+        for i in range(len(p.compiled))
+        if i not in chosen.results and chosen.compiled.get(i, p.compiled[i]) is not None
+    ]
+    compiled = [chosen.compiled.get(i) or p.compiled[i] for i in live]
+    released = release_core(
+        engine, p.schema, compiled, [p.noises[i] for i in live], rng=rng, key=key,
+        confidence=p.confidence, alpha=p.alpha, progress=progress,
+    ) if live else None  # fmt: skip
+    by_index = dict(zip(live, released.results if released else [], strict=True))
+    results = []
+    for i, c in enumerate(p.compiled):
+        r = chosen.results.get(i) or by_index.get(i)
+        if r is None:
+            r = groups.empty(c, _planned_delta([p.noises[i]]), p.confidence)
+        if i in chosen.shown:
+            r = groups.finish(r, chosen.shown[i], first.get(i), chosen.notes[i])
+            r = replace(r, epsilon=p.steps[i].epsilon)
+        results.append(r)
+    return results
 
 
 def phase_two_steps(prepared: Prepared) -> int:

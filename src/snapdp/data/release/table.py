@@ -30,14 +30,16 @@ from typing import Any
 import numpy as np
 
 from snapdp._validation import check_epsilon
-from snapdp.data.budget.ledger import Ledger, resolve_dataset
+from snapdp.data.budget.datasets import resolve_dataset
+from snapdp.data.budget.ledger import Ledger
 from snapdp.data.engines import factory
 from snapdp.data.engines.base import Engine
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
-from snapdp.data.model.workload import _confidence, check_unit
+from snapdp.data.model.workload import _confidence, check_delta, check_unit
 from snapdp.data.output.results import QueryResult, Results
 from snapdp.data.release import session
+from snapdp.data.release.groups import refuse_without_delta
 from snapdp.data.statistics import (
     AccuracyStatement,
     Compiled,
@@ -63,7 +65,8 @@ class PrivateTable:
     budget is kept under (default: the source's resolved path; required for an in-memory
     source, such as a DataFrame, with a ledger file; a :class:`Ledger` passed in keeps its own).
     ``rng``: a seeded numpy Generator makes the hash key and the noise reproducible and NOT
-    private (tests only).
+    private (tests only). ``total_delta``: the dataset's δ budget (the owner's; docs/plans.md,
+    "δ"), which groups from the data spend from a ledger file.
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class PrivateTable:
         dataset: str | None = None,
         engine: Engine | None = None,
         rng: np.random.Generator | None = None,
+        total_delta: object = None,
     ) -> None:
         if schema is None:
             schema = Schema()
@@ -96,7 +100,9 @@ class PrivateTable:
             ledger_file=ledger is not None and not isinstance(ledger, Ledger),
         )
         self.ledger = (
-            ledger if isinstance(ledger, Ledger) else Ledger(ledger, total_epsilon, dataset=name)
+            ledger
+            if isinstance(ledger, Ledger)
+            else Ledger(ledger, total_epsilon, dataset=name, total_delta=total_delta)
         )
         self.dataset = name
         self._rng = rng
@@ -151,9 +157,10 @@ class PrivateTable:
         *,
         confidence: float = 0.95,
         split: Sequence[object] | None = None,
+        delta: object = None,
     ) -> list[AccuracyStatement]:
         """What :meth:`release` would state for these queries; spends nothing, reads nothing."""
-        compiled, _, conf, alpha = self._compile(queries, epsilon, confidence, split)
+        compiled, _, conf, alpha = self._compile(queries, epsilon, confidence, split, delta)
         return [accuracy_of(c, calibrate(c), conf, alpha) for c in compiled]
 
     def validate(
@@ -178,13 +185,15 @@ class PrivateTable:
         confidence: float = 0.95,
         split: Sequence[object] | None = None,
         consistent: bool | str = False,
+        delta: object = None,
     ) -> session.Prepared:
         """The first step of :meth:`release` (:func:`snapdp.data.release.session.prepare`): every
         refusal that needs no data value; reads no values, opens no ledger, spends nothing."""
         qs = _queries(queries)
         conf, _ = _confidence(confidence)
         shares = split_epsilon(epsilon, len(qs), split)
-        steps = [session.Step(q, e) for q, e in zip(qs, shares, strict=True)]
+        d = None if delta is None else check_delta("delta", delta)
+        steps = [session.Step(q, e, delta=d) for q, e in zip(qs, shares, strict=True)]
         return session.prepare(
             self.schema, steps, self.engine, confidence=conf, consistent=consistent
         )
@@ -198,6 +207,7 @@ class PrivateTable:
         confidence: float = 0.95,
         split: Sequence[object] | None = None,
         consistent: bool | str = False,
+        delta: object = None,
     ) -> list[QueryResult]:
         """Release ``queries``. ``epsilon``: a total, split equally (or by ``split`` weights), or
         a list of exact per-query ε. Spends their sum on the ledger, in one entry, committed
@@ -206,12 +216,19 @@ class PrivateTable:
         margins add up (post-processing; docs/data.md, "Tables that add up"). ``queries`` may
         also be what :meth:`prepare` returned (then nothing is compiled again). Returns a list
         of results, one per query (a :class:`~snapdp.data.output.results.Results`), with
-        ``to_pandas()``, ``to_polars()`` and ``to_arrow()`` (docs/notebooks.md)."""
+        ``to_pandas()``, ``to_polars()`` and ``to_arrow()`` (docs/notebooks.md). ``delta``: lets
+        a query group by a column without declared keys, choosing its groups from the data
+        privately (docs/sql.md, "Groups from the data")."""
         if isinstance(queries, session.Prepared):
             prepared = queries
         else:
             prepared = self.prepare(
-                queries, epsilon, confidence=confidence, split=split, consistent=consistent
+                queries,
+                epsilon,
+                confidence=confidence,
+                split=split,
+                consistent=consistent,
+                delta=delta,
             )
         results, _ = session.run(prepared, self.engine, self.ledger, self.dataset, rng=self._rng)
         return Results(results)
@@ -223,8 +240,12 @@ class PrivateTable:
         epsilon: object,
         confidence: float,
         split: Sequence[object] | None,
+        delta: object = None,
     ) -> tuple[list[Compiled], Fraction, float, float]:
         qs = _queries(queries)
+        d = None if delta is None else check_delta("delta", delta)
+        for q in qs:  # groups from the data need a δ, refused here as in a release
+            refuse_without_delta(q, self.schema, d)
         conf, alpha = _confidence(confidence)
         shares = split_epsilon(epsilon, len(qs), split)
         compiled = [compile_query(q, self.schema, e) for q, e in zip(qs, shares, strict=True)]

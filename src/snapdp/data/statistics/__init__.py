@@ -30,6 +30,7 @@ import functools
 from dataclasses import replace
 from fractions import Fraction
 
+from snapdp.data.model.observed import with_placeholders
 from snapdp.data.model.predicate import check_predicate, columns_of
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
@@ -76,6 +77,7 @@ def compile_query(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
     changes no part: it only removes rows, each on its own, before contribution bounding."""
     if not isinstance(query, Query):
         raise ParameterError(f"a query must be a Query, not {query!r}", parameter="queries")
+    schema = with_placeholders(query, schema)  # groups from the data: a public domain
     try:
         return _compiled(query, schema, Fraction(epsilon))
     except TypeError:  # an unhashable part (never in a valid declaration): compile afresh

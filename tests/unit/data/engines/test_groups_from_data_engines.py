@@ -1,0 +1,65 @@
+"""Groups from the data on DuckDB and Spark (docs/sql.md, "Groups from the data"): the same
+observed keys, and the same shown keys for one seed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.data.engines.observed import observed_keys
+from snapdp.data.model.predicate import Compare
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, CsvOptions, Schema
+from snapdp.data.release.table import PrivateTable
+
+SCHEMA = Schema((Column("city", "text"), Column("n", "integer", 0, 100), Column("day", "date")))
+ROWS = (
+    [("paris", "3", "2024-01-01")] * 60
+    + [("rome", "x", "2024-01-02")] * 40  # n not an integer: null, so no key
+    + [("oslo", "7", "2024-01-03")] * 45
+    + [("tiny", "7", "2024-01-03")]
+)
+
+
+def _csv(tmp_path: Path) -> Path:
+    p = tmp_path / "people.csv"
+    p.write_text("city,n,day\n" + "".join(f"{a},{b},{c}\n" for a, b, c in ROWS))
+    return p
+
+
+def _spark(path: Path, spark: Any) -> Any:
+    from snapdp.data.engines.spark.engine import SparkEngine
+
+    return SparkEngine(str(path), spark=spark, csv=CsvOptions())
+
+
+def test_duckdb_and_spark_observe_the_same_keys(tmp_path: Path, spark_session: Any) -> None:
+    path = _csv(tmp_path)
+    cols = list(SCHEMA.columns)
+    where = Compare("n", ">", 0)
+    expected = {("paris", 3), ("oslo", 7), ("tiny", 7)}
+    for engine in (DuckDBEngine(str(path), csv=CsvOptions()), _spark(path, spark_session)):
+        got = observed_keys(engine, cols[:2], where, [cols[1]])
+        assert set(got) == expected and len(got) == len(expected)
+
+
+def test_duckdb_and_spark_show_the_same_keys_for_one_seed(
+    tmp_path: Path, spark_session: Any
+) -> None:
+    path = _csv(tmp_path)
+    q = [Query("count", by=("city", "day"))]
+    for seed in range(3):
+        shown = []
+        for engine in (DuckDBEngine(str(path), csv=CsvOptions()), _spark(path, spark_session)):
+            table = PrivateTable(
+                schema=SCHEMA, engine=engine, total_epsilon=10, rng=np.random.default_rng(seed)
+            )
+            (r,) = table.release(q, 1, delta="1e-6")
+            shown.append([(row.keys, row.value) for row in r.rows])
+        assert shown[0] == shown[1]
+        held = {("paris", 1), ("rome", 2), ("oslo", 3)}
+        assert {k for k, _ in shown[0]} <= {(c, dt.date(2024, 1, d)) for c, d in held}

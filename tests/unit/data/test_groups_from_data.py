@@ -1,0 +1,214 @@
+"""Groups from the data (docs/sql.md, "Groups from the data"): GROUP BY a column without declared
+keys, its groups chosen privately at a δ."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from collections import Counter
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, Schema
+from snapdp.data.release.table import PrivateTable
+from snapdp.errors import ParameterError
+
+SCHEMA = Schema((Column("city", "text"), Column("income", "integer", 0, 100)))
+
+
+def _table(rows: list[dict[str, object]], seed: int, schema: Schema = SCHEMA) -> PrivateTable:
+    return PrivateTable(
+        pd.DataFrame(rows), schema, total_epsilon=100, rng=np.random.default_rng(seed)
+    )
+
+
+def _people(extra: list[str] = ()) -> list[dict[str, object]]:  # type: ignore[assignment]
+    cities = ["a"] * 300 + ["b"] * 200 + ["c"] * 3 + list(extra)
+    return [{"city": c, "income": 10 + i % 50} for i, c in enumerate(cities)]
+
+
+def test_refused_without_delta_before_any_noise() -> None:
+    t = _table(_people(), 1)
+    with pytest.raises(ParameterError) as err:
+        t.release([Query("count", by=("city",))], 1)
+    text = str(err.value)
+    assert "--delta" in text and "OPTIONS(delta" in text and "\n" not in text
+    assert "docs/sql.md" in text and t.spent == 0
+
+
+def test_count_and_mean_share_the_count_and_state_epsilon_delta() -> None:
+    t = _table(_people(), 2)
+    count, mean = t.release(
+        [Query("count", by=("city",)), Query("mean", "income", by=("city",))], 1, delta="1e-6"
+    )
+    assert {r.keys for r in count.rows} == {("a",), ("b",)}
+    assert {r.keys for r in mean.rows} == {("a",), ("b",)}
+    assert 1e-12 < count.delta <= 1.01e-6 and mean.delta < 1e-20  # the selection's δ, once
+    assert t.spent == 1
+
+
+def test_mean_alone_takes_half_its_epsilon_for_the_count() -> None:
+    t = _table(_people(), 3)
+    (mean,) = t.release([Query("mean", "income", by=("city",))], 1, delta="1e-6")
+    assert mean.epsilon == 1 and t.spent == 1
+    assert any("1/2 of its ε" in n for n in mean.notes)
+
+
+def test_neighbours_differ_only_in_noise_and_the_new_key() -> None:
+    for seed in range(10):
+        d = _table(_people(), seed).release([Query("count", by=("city",))], 1, delta="1e-6")[0]
+        d2 = _table(_people(["new"]), seed).release(
+            [Query("count", by=("city",))], 1, delta="1e-6"
+        )[0]
+        assert (d.label, d.epsilon, d.delta, d.notes, d.key_columns) == (
+            d2.label, d2.epsilon, d2.delta, d2.notes, d2.key_columns,
+        )  # fmt: skip
+        assert {r.keys for r in d.rows} == {r.keys for r in d2.rows} == {("a",), ("b",)}
+
+
+def test_never_a_key_not_in_the_data_several_columns() -> None:
+    schema = Schema((Column("city", "text"), Column("n", "integer"), Column("day", "date")))
+    rows = [{"city": "a", "n": 1, "day": "2024-01-01"}] * 50 + [
+        {"city": "b", "n": 2, "day": "2024-01-02"}
+    ] * 50
+    seen: set[tuple[object, ...]] = set()
+    for seed in range(20):
+        (r,) = _table(rows, seed, schema).release(
+            [Query("count", by=("city", "n", "day"))], 1, delta="0.4"
+        )
+        seen |= {row.keys for row in r.rows}
+    assert seen <= {("a", 1, dt.date(2024, 1, 1)), ("b", 2, dt.date(2024, 1, 2))}
+    assert seen
+
+
+def test_mixed_with_declared_keys() -> None:
+    schema = Schema((Column("sex", "integer", keys=(1, 2)), Column("city", "text")))
+    rows = [{"sex": 1 + i % 2, "city": "a"} for i in range(200)] + [{"sex": 3, "city": "b"}] * 90
+    (r,) = _table(rows, 4, schema).release([Query("count", by=("sex", "city"))], 1, delta="1e-6")
+    assert {row.keys for row in r.rows} == {(1, "a"), (2, "a")}
+
+
+def test_pums_ages(pums: Path, tmp_path: Path) -> None:
+    """PUMS acceptance: GROUP BY age at ε = 1, δ = 1e-6 shows ≥ 80% of the ages held by ≥ 40
+    people, never an age not in the data, and a one-person age in at most 2 of 60 runs. PUMS.csv
+    (1,000 people) holds no age of 40 people and none of one, so the table here is PUMS.csv four
+    times over (each row a person) plus one person aged 120."""
+    lines = (pums / "PUMS.csv").read_text().splitlines()
+    table_csv = tmp_path / "pums4.csv"
+    table_csv.write_text("\n".join([lines[0], *lines[1:] * 4, "120,1,9,1,0,1"]) + "\n")
+    with open(table_csv, newline="") as f:
+        ages = Counter(int(r["age"]) for r in csv.DictReader(f))
+    big = {a for a, n in ages.items() if n >= 40}
+    single = {a for a, n in ages.items() if n == 1}
+    assert len(big) >= 10 and single == {120}
+    schema = Schema((Column("age", "integer"),))
+    table = PrivateTable(str(table_csv), schema, total_epsilon=1000, rng=np.random.default_rng(35))
+    singles = 0
+    for _ in range(60):
+        (r,) = table.release([Query("count", by=("age",))], 1, delta="1e-6")
+        shown = {row.keys[0] for row in r.rows}
+        assert shown <= set(ages)
+        assert len(shown & big) >= 0.8 * len(big)
+        singles += bool(shown & single)
+    assert singles <= 2
+
+
+def test_ledger_records_delta_and_refuses_beyond_the_delta_budget(tmp_path: Path) -> None:
+    from snapdp.errors import PrivacyBudgetError
+
+    book = tmp_path / "ledger.db"
+    q = [Query("count", by=("city",))]
+    no_budget = PrivateTable(
+        pd.DataFrame(_people()), SCHEMA, ledger=book, total_epsilon=10, dataset="people"
+    )
+    with pytest.raises(PrivacyBudgetError, match="--total-delta"):
+        no_budget.release(q, 1, delta="1e-6")
+    assert not book.exists()  # refused before anything was written
+    t = PrivateTable(
+        pd.DataFrame(_people()),
+        SCHEMA,
+        ledger=book,
+        total_epsilon=10,
+        dataset="people",
+        total_delta="1.5e-6",
+    )
+    for _ in range(4):  # each asks δ = 1e-6 and records the δ its selection reaches (≤ 1e-6)
+        try:
+            t.release(q, 1, delta="1e-6")
+        except PrivacyBudgetError as exc:
+            assert "δ budget exceeded" in str(exc)
+            break
+    else:
+        raise AssertionError("the δ budget never refused")
+    deltas = [e.delta for e in t.ledger.entries()]
+    assert deltas and all(0 < d <= 1.01e-6 for d in deltas)
+    assert sum(deltas) <= 1.5e-6 < sum(deltas) + deltas[0]
+    assert t.spent == len(deltas)
+    again = PrivateTable(
+        pd.DataFrame(_people()), SCHEMA, ledger=book, dataset="people", total_delta="1e-3"
+    )
+    with pytest.raises(ParameterError, match="never changed"):
+        again.release(q, 1, delta="1e-9")
+
+
+def test_every_front_end_carries_delta(tmp_path: Path) -> None:
+    """SQL (flag and OPTIONS), a plan file ([data] and per query), the page's JSON and the
+    codec all carry δ to the workload; without one the SQL refusal names what to add."""
+    from snapdp.data.frontends.sql import SqlError, parse_sql
+    from snapdp.data.frontends.toml import load_workload
+    from snapdp.data.model.codec import workload_from_dict, workload_to_dict
+    from snapdp.data.model.workload import Declaration
+    from snapdp.ui._workload_json import workload_from_document
+
+    decl = Declaration(SCHEMA, "people.csv", dataset="people")
+    text = "SELECT city, COUNT(*), AVG(income) FROM people GROUP BY city"
+    with pytest.raises(SqlError, match=r"--delta 1e-6 or OPTIONS\(delta = 1e-6\)"):
+        parse_sql(text, decl, epsilon=1)
+    w = parse_sql(text, decl, epsilon=1, delta="1e-6").workload
+    assert {pq.delta for pq in w.queries} == {Fraction(1, 10**6)}
+    prefixed = "SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(epsilon = 1, delta = 1e-6) " + text[7:]
+    assert parse_sql(prefixed, decl).workload.delta == Fraction(1, 10**6)
+    assert workload_from_dict(workload_to_dict(w)) == w
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        '[data]\nsource = "people.csv"\nname = "people"\ndelta = 1e-6\n'
+        '[columns]\ncity = { type = "text" }\n'
+        '[[query]]\nstatistic = "count"\nby = "city"\nepsilon = 1\n'
+        '[[query]]\nstatistic = "count"\nby = "city"\nepsilon = 1\ndelta = 1e-7\n'
+    )
+    assert [pq.delta for pq in load_workload(plan).queries] == [
+        Fraction(1, 10**6), Fraction(1, 10**7),
+    ]  # fmt: skip
+    doc = {
+        "data": {"delta": "1e-6"},
+        "columns": [{"name": "city", "type": "text"}],
+        "queries": [{"statistic": "count", "by": "city", "how": "epsilon", "value": "1"}],
+    }
+    page, _ = workload_from_document(doc, "people.csv", tmp_path)
+    assert page.queries[0].delta == Fraction(1, 10**6)
+
+
+def test_privacy_unit_needs_a_bound_on_its_groups_and_then_works() -> None:
+    from snapdp.data.model.schema import ContributionBounds
+
+    rows = [{"pid": i // 3, "city": "abc"[i % 3], "income": 5} for i in range(900)]
+    unbounded = Schema(
+        (Column("pid", "integer"), *SCHEMA.columns),
+        privacy_unit="pid",
+        bounds=ContributionBounds(max_rows_per_group=1),
+    )
+    with pytest.raises(ParameterError, match="max_groups_per_unit"):
+        _table(rows, 1, unbounded).release([Query("count", by=("city",))], 1, delta="1e-6")
+    bounded = Schema(
+        unbounded.columns,
+        privacy_unit="pid",
+        bounds=ContributionBounds(max_groups_per_unit=2, max_rows_per_group=1),
+    )
+    (r,) = _table(rows, 1, bounded).release([Query("count", by=("city",))], 1, delta="1e-6")
+    assert {row.keys for row in r.rows} <= {("a",), ("b",), ("c",)} and len(r.rows) >= 2
+    assert "up to 2 key(s)" in " ".join(r.notes) or "at most 2" in " ".join(r.notes)
