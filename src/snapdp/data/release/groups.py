@@ -24,7 +24,7 @@ from typing import Any
 from snapdp.data import statistics
 from snapdp.data.engines.observed import observed_keys
 from snapdp.data.model.keys import Key
-from snapdp.data.model.observed import DATA_KEY_TYPES, placeholder_size, undeclared, with_keys
+from snapdp.data.model.observed import DATA_KEY_TYPES, undeclared, with_keys
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
 from snapdp.data.output.results import QueryResult
@@ -79,22 +79,26 @@ def refuse_without_delta(query: Query, schema: Schema, delta: Fraction | None) -
         return  # the compiler refuses it: it needs declared keys or bins
     if delta is None:
         raise ParameterError(
-            f"GROUP BY {name!r}: the column has no declared keys, so its groups would come from "
+            f"GROUP BY `{name}`: the column has no declared keys, so its groups would come from "
             f"the data; add a δ (--delta 1e-6, OPTIONS(delta = 1e-6) or `delta` in the plan) to "
             f"choose them privately, or declare its keys or bins ({_HOW})",
             parameter="by",
         )
     if query.bins:
         raise ParameterError(
-            f"GROUP BY {name!r}: groups from the data cannot be combined with bins in one query "
+            f"GROUP BY `{name}`: groups from the data cannot be combined with bins in one query "
             f"({_HOW})",
             parameter="bins",
         )
-    if not placeholder_size(schema):
+    if schema.privacy_unit is not None:
+        # The L0/L∞/k bounding ranks a unit's cells by their index in the observed domain, and
+        # one unit's new key shifts that index for every other unit: the bounding would stop
+        # being stable. Until the rank reads the key itself, a unit other than the row is refused.
         raise ParameterError(
-            f"GROUP BY {name!r}: groups from the data need max_groups_per_unit (or "
-            f"max_rows_per_unit) for the privacy unit ({_HOW})",
-            parameter="max_groups_per_unit",
+            f"GROUP BY `{name}`: groups from the data need each row to be its own privacy unit "
+            f"for now; declare the keys of `{name}` to group by it with the privacy unit "
+            f"`{schema.privacy_unit}` ({_HOW})",
+            parameter="privacy_unit",
         )
 
 
