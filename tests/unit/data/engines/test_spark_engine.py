@@ -454,7 +454,7 @@ def test_executor_noise_on_long_sums_is_near_the_exact_sums(spark_session: Any) 
     """Quanta below 2^19 are summed as longs: the executors' noisy sums (50 cells) stay within
     the mechanism's accuracy of the exact ones; the same plan with quanta at 2^19 takes the
     DECIMAL path and gives the same exact sums."""
-    from snapdp.data.engines.spark.engine import _LONG_SUM_LIMIT
+    from snapdp.data.engines.relational.plan import LONG_SUM_LIMIT as _LONG_SUM_LIMIT
 
     frame = pd.DataFrame({"k": [i % 50 for i in range(5000)], "v": [3.0] * 5000})
     key = Column("k", "integer", keys=tuple(range(50)))

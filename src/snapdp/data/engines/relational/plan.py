@@ -45,11 +45,11 @@ from snapdp.data.engines.relational import exprs
 from snapdp.data.engines.relational.topn import Digest, DigestLane, Kept, TopRows, TopSpec
 from snapdp.errors import ParameterError
 
-__all__ = ["Query", "aggregate_query", "check_values", "q_type", "ranked"]
+__all__ = ["LONG_SUM_LIMIT", "Query", "aggregate_query", "check_values", "q_type", "ranked"]
 
 P = "_snapdp_"
 CELL, UNIT = f"{P}cell", f"{P}u"
-_SPARK_SUM_LIMIT = 1 << 19  # longs sum exactly below 2^44 values of quanta below 2^19
+LONG_SUM_LIMIT = 1 << 19  # longs sum exactly below 2^44 values of quanta below 2^19
 
 
 @dataclass(frozen=True)
@@ -374,7 +374,7 @@ def _aggregates(plan: AggregatePlan, relation: str, wide: bool) -> tuple[exp.Sel
         q = _c(f"{P}q{j}")
         if wide:
             total: exp.Expression = exp.Cast(this=exp.Sum(this=q), to=_t("HUGEINT"))
-        elif max(abs(vc.lower_q), abs(vc.upper_q)) < _SPARK_SUM_LIMIT:
+        elif max(abs(vc.lower_q), abs(vc.upper_q)) < LONG_SUM_LIMIT:
             total = exp.Sum(this=q.copy())
         else:
             total = exp.Sum(this=exp.Cast(this=q.copy(), to=_t("HUGEINT")))

@@ -152,7 +152,8 @@ def _by_aggregate(e: TopRows, type_: str | None, count: bool) -> exp.Select:
         agg = exp.Unnest(
             expressions=[exp.ArgMin(this=picked, expression=_c(spec.rank), count=_n(spec.n))]
         )
-    inner = exp.select(*spec.by, exp.alias_(agg, t)).from_(e.this.copy()).group_by(*spec.by)
+    keys = [b for b in spec.by if b != t]  # without values the cell is the picked column
+    inner = exp.select(*keys, exp.alias_(agg, t)).from_(e.this.copy()).group_by(*spec.by)
     if not spec.values:
         return inner
     if type_ is None:
