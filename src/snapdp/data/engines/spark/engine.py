@@ -1,9 +1,11 @@
 """The Spark engine: the engine contract of :mod:`snapdp.data.engines.base` in Spark SQL.
 
-Every step of the contract (read, cast, cells, units, keyed-hash bounding, quanta, exact
-aggregates) is written here as Spark column expressions so that, for the same plan and
-``hash_key``, this engine returns exactly the aggregates of the pure-Python reference engine
-and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluster"):
+The source is read here (:mod:`.reading`); every later step of the contract (cast, cells, units,
+keyed-hash bounding, quanta, exact aggregates) is the shared query tree of
+:mod:`snapdp.data.engines.relational.plan`, rendered by ``SnapSpark`` and run by ONE ``spark.sql``
+over the source as a temporary view, so that, for the same plan and ``hash_key``, this engine
+returns exactly the aggregates of the pure-Python reference engine and of the DuckDB engine
+(tested bit for bit; docs/data.md, "Running on a cluster"):
 
 * CSV is read one record per line, every cell as text (base step 1; docs/data.md, "CSV input"):
   Spark's CSV reader only reads the lines (ISO-8859-1, LF as line separator, separator and
@@ -14,7 +16,8 @@ and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluste
 * Spark's own casts differ from the contract ("1e3", " 5", "Infinity", "1.0E10", "00", …), so
   every cast from text is gated by the contract's regular expressions (``rlike``) and done with
   ``try_cast`` (nothing raises under ANSI mode).
-* Keys are matched as typed values (a broadcast join on a typed key table), bins by a
+* Keys are matched as typed values (a join on an inline typed key table,
+  which Spark broadcasts as a small relation), bins by a
   comparison tree of fixed depth (every row makes the same comparisons, docs/data.md, "Run
   time"), nulls by each column's rule; ``least``/``greatest`` (which skip NULLs) are only
   applied to non-null values.
@@ -22,13 +25,14 @@ and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluste
   2^63, so ANSI mode never raises), one projection per lane; a text unit's lanes come from the
   hex digits of its ``md5``. Tested equal to ``row_rank`` and ``group_rank``.
 * Row bounds of 1 (k, L∞) are ``min_by`` aggregates over the row packed into a long (no sort of
-  each unit's rows); larger row bounds and L0 use ``row_number``/``dense_rank`` windows.
+  each unit's rows); larger row bounds use ``row_number`` windows; L0 keeps each unit's
+  lowest-ranked distinct cells the same way, then a semi-join.
 * Sums are exact: longs for quanta below 2^19 in magnitude (for cells of fewer than 2^44
   non-null values), else DECIMAL(38, 0); sums of squares are split into 31-bit limbs and
   recombined in Python, so nothing is rounded.
 
-Internal columns are projected under fresh names (``_s<i>``, ``_q<j>``, …) after selecting only the
-declared columns, so no user column name can collide with them. Nothing here raises, warns or logs
+Internal columns are projected under fresh names (``_snapdp_c<i>``, ``_snapdp_q<j>``, …) in the
+query's first step, so no user column name can collide with them. Nothing here raises, warns or logs
 about what the data holds (DESIGN §8.1): the only errors name the source or the plan.
 
 Executor noise (:class:`~snapdp.data.engines.base.ExecutorNoiseEngine`): for many cells the exact
