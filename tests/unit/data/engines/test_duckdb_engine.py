@@ -23,6 +23,7 @@ import pytest
 import sqlglot
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sqlglot import exp
 from tests.data_oracle import OracleEngine, cast
 from tests.unit.data.engines import _rank_cases as rank_cases
 
@@ -36,9 +37,9 @@ from snapdp.data.engines.base import (
     row_rank,
 )
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
-from snapdp.data.engines.duckdb.query import _q_type, _ranked
 from snapdp.data.engines.relational import exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
+from snapdp.data.engines.relational.plan import q_type, ranked
 from snapdp.data.model.schema import Column, ContributionBounds, NullRule
 
 
@@ -226,7 +227,7 @@ def test_rank_in_sql_equals_row_rank_and_group_rank(index: int) -> None:
     rows = rank_cases.rows(plan, 400, index)
     assert plan.unit is not None
     u_type = "BIGINT" if plan.unit.type == "integer" else "VARCHAR"
-    q_types = [_q_type(vc) for vc in plan.values]
+    q_types = [q_type(vc) for vc in plan.values]
     con = duckdb.connect()
     columns = [f"_snapdp_u {u_type}", "_snapdp_i BIGINT", "_snapdp_cell BIGINT"]
     columns += [f"_snapdp_q{j} {t}" for j, t in enumerate(q_types)]
@@ -235,13 +236,15 @@ def test_rank_in_sql_equals_row_rank_and_group_rank(index: int) -> None:
         f"INSERT INTO t VALUES ({', '.join('?' * len(columns))})",
         [[unit, i, cell, *qs] for i, (unit, cell, qs) in enumerate(rows)],
     )
-    got = con.execute(
-        f"SELECT _snapdp_i, r FROM {_ranked('t', plan, ROW_TAG, True, 'r')} ORDER BY 1"
-    ).fetchall()
+    names = [c.split()[0] for c in columns]
+
+    def rank_sql(tag: int, values: bool) -> str:
+        tree = ranked(exp.to_table("t"), names, plan, tag, values, "r")
+        return f"SELECT _snapdp_i, r FROM ({duckdb_sql(tree)}) ORDER BY 1"
+
+    got = con.execute(rank_sql(ROW_TAG, True)).fetchall()
     assert [r for _, r in got] == [row_rank(plan, u, c, qs) for u, c, qs in rows]
-    got = con.execute(
-        f"SELECT _snapdp_i, r FROM {_ranked('t', plan, GROUP_TAG, False, 'r')} ORDER BY 1"
-    ).fetchall()
+    got = con.execute(rank_sql(GROUP_TAG, False)).fetchall()
     assert [r for _, r in got] == [group_rank(plan, u, c) for u, c, _ in rows]
     assert all(0 <= r < 1 << 63 for _, r in got)
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from sqlglot import exp
 from tests.data_oracle import OracleEngine
 from tests.unit.data.engines import _rank_cases as rank_cases
 from tests.unit.data.engines._csv_cases import AWKWARD as AWKWARD_LINES
@@ -27,8 +28,11 @@ from snapdp.data.engines.base import (
     NoiseRequest,
     ValueColumn,
     group_rank,
+    row_radices,
     row_rank,
 )
+from snapdp.data.engines.relational.dialects import spark_sql
+from snapdp.data.engines.relational.plan import ranked
 from snapdp.data.model.schema import Column, ContributionBounds, NullRule
 from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
@@ -143,8 +147,6 @@ def test_spark_ranks_equal_row_rank_and_group_rank(spark_session: Any, index: in
     """The ranks computed by Spark (ANSI mode: an overflow would raise) equal the contract's
     ``row_rank`` and ``group_rank`` bit for bit, on random rows with integer units at the ends of
     int64, awkward text units, null quanta, one- and two-lane value digits and 2^34 cells."""
-    from snapdp.data.engines.spark.bounding import with_rank as _with_rank
-
     plan = rank_cases.plans(SPARK_EXTREME)[index]
     rows = rank_cases.rows(plan, 300, index)
     assert plan.unit is not None
@@ -156,7 +158,11 @@ def test_spark_ranks_equal_row_rank_and_group_rank(spark_session: Any, index: in
     df = spark_session.createDataFrame(
         [(u, i, c, *qs) for i, (u, c, qs) in enumerate(rows)], schema
     )
-    got = _with_rank(_with_rank(df, plan, ROW_TAG, True, "_rr"), plan, GROUP_TAG, False, "_gr")
+    names = ["_snapdp_u", "_i", "_snapdp_cell", *(f"_snapdp_q{j}" for j in range(len(plan.values)))]
+    df.toDF(*names).createOrReplaceTempView("ranked_rows")
+    rows_ranked = ranked(exp.to_table("ranked_rows"), names, plan, ROW_TAG, True, "_rr", False)
+    both = ranked(rows_ranked.subquery("r"), [*names, "_rr"], plan, GROUP_TAG, False, "_gr", False)
+    got = spark_session.sql(spark_sql(both))
     out = sorted(tuple(r) for r in got.select("_i", "_rr", "_gr").collect())
     assert [r[1] for r in out] == [row_rank(plan, u, c, qs) for u, c, qs in rows]
     assert [r[2] for r in out] == [group_rank(plan, u, c) for u, c, _ in rows]
@@ -309,6 +315,12 @@ V_WIDE = ValueColumn(
 )
 
 
+def _radices(plan: AggregatePlan) -> list[int] | None:
+    """The digits of a packed row, None when their product reaches 2^63 (then a struct)."""
+    radices = row_radices(plan)
+    return radices if math.prod(radices) < 1 << 63 else None
+
+
 @pytest.mark.parametrize("values", [(V,), (V, V_WIDE)], ids=["packed row", "struct row"])
 @pytest.mark.parametrize("bounds", _BOUNDS, ids=[str(b) for b in _BOUNDS])
 def test_bounding_equals_the_oracle_on_a_random_table(
@@ -320,8 +332,6 @@ def test_bounding_equals_the_oracle_on_a_random_table(
     packed long or a struct, the others windows) keeps the oracle's rows: 400 rows of 25 units
     over 4 keys, with exact duplicate rows (equal ranks) and null values, so each bound removes
     rows."""
-    from snapdp.data.engines.spark.bounding import packed_radices as _radices
-
     rng = np.random.default_rng(7)  # test data only
     n = 400
     cells = rng.integers(-8, 30, n).astype(float)
@@ -363,8 +373,6 @@ def test_a_packed_row_at_the_edge_of_a_long_unpacks_exactly(
 ) -> None:
     """Two cells times U_q − L_q + 2 = 2^62 − 1 values: the radix product is 2^63 − 2, the largest
     packed row 2^63 − 3; the extreme quanta and a null come back exactly (as in the oracle)."""
-    from snapdp.data.engines.spark.bounding import packed_radices as _radices
-
     lo, hi = -((1 << 61) - 2), (1 << 61) - 1
     vc = ValueColumn(Column("v", "integer", lower=lo, upper=hi), 0, lo, hi, None)
     plan = AggregatePlan(
@@ -386,16 +394,17 @@ def test_colliding_cell_ranks_still_keep_exactly_l0_cells(
 ) -> None:
     """With ranks cut to 16 values (the rank mod 16) most cells of a unit collide: L0 = 3 must still
     keep exactly 3 cells per unit (5 units, 10 cells of one row each: 15 rows in all)."""
-    from pyspark.sql import functions as sf
+    import snapdp.data.engines.relational.plan as relational_plan
 
-    import snapdp.data.engines.spark.bounding as spark_engine
+    exact = relational_plan.ranked
 
-    exact = spark_engine.with_rank
+    def coarse(relation: Any, cols: list[str], plan: AggregatePlan, *args: Any) -> exp.Select:
+        name = args[2]
+        tree = exact(relation, cols, plan, *args)
+        cut = exp.alias_(exp.Mod(this=exp.column(name), expression=exp.Literal.number(16)), name)
+        return exp.select(*cols, cut).from_(tree.subquery("c"))
 
-    def coarse(df: Any, plan: AggregatePlan, tag: int, values: bool, name: str) -> Any:
-        return exact(df, plan, tag, values, name).withColumn(name, sf.col(name) % 16)
-
-    monkeypatch.setattr(spark_engine, "with_rank", coarse)
+    monkeypatch.setattr(relational_plan, "ranked", coarse)
     frame = pd.DataFrame(
         [(k, 1.0, f"u{u}") for u in range(5) for k in range(10)], columns=["k", "v", "u"]
     )
@@ -445,7 +454,7 @@ def test_executor_noise_on_long_sums_is_near_the_exact_sums(spark_session: Any) 
     """Quanta below 2^19 are summed as longs: the executors' noisy sums (50 cells) stay within
     the mechanism's accuracy of the exact ones; the same plan with quanta at 2^19 takes the
     DECIMAL path and gives the same exact sums."""
-    from snapdp.data.engines.spark.engine import _LONG_SUM_LIMIT
+    from snapdp.data.engines.relational.plan import LONG_SUM_LIMIT as _LONG_SUM_LIMIT
 
     frame = pd.DataFrame({"k": [i % 50 for i in range(5000)], "v": [3.0] * 5000})
     key = Column("k", "integer", keys=tuple(range(50)))

@@ -13,7 +13,9 @@ real differences between the engines:
   ±2^61 so that the cast can never raise);
 * :class:`CellText`: a text cell as the contract reads it (empty is null; for Spark, text that
   is not UTF-8, which Spark does not check in Parquet bytes, is null too);
-* :class:`BytesText` (DuckDB only): text handed over as bytes, decoded (not UTF-8: null).
+* :class:`BytesText` (DuckDB only): text handed over as bytes, decoded (not UTF-8: null);
+* :class:`~.topn.TopRows` (top-n per group), :class:`~.topn.Digest` and
+  :class:`~.topn.DigestLane` (a text unit's hash lanes): see :mod:`.topn`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any, ClassVar
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.dialects.spark import Spark
+
+from snapdp.data.engines.relational import topn
 
 __all__ = [
     "BytesText",
@@ -141,6 +145,9 @@ class SnapDuckDB(DuckDB):
             CellText: _duckdb_cell_text,
             BytesText: _duckdb_bytes_text,
             exp.Not: _not_sql,
+            topn.TopRows: topn.lower_duckdb,
+            topn.Digest: topn.duckdb_digest,
+            topn.DigestLane: topn.duckdb_digest_lane,
         }
 
 
@@ -159,6 +166,9 @@ class SnapSpark(Spark):
             CellText: _spark_cell_text,
             BytesText: _no_bytes,
             exp.Not: _not_sql,
+            topn.TopRows: topn.lower_spark,
+            topn.Digest: topn.spark_digest,
+            topn.DigestLane: topn.spark_digest_lane,
         }
 
 

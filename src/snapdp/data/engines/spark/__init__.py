@@ -1,2 +1,2 @@
 """The Spark engine: reading (:mod:`.reading`), the plan rendered from the shared tree
-(:mod:`.engine`), bounding (:mod:`.bounding`), executor noise (:mod:`.executor`); docs/data.md."""
+(:mod:`.engine`, one ``spark.sql`` per plan), executor noise (:mod:`.executor`); docs/data.md."""

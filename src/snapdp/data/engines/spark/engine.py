@@ -1,9 +1,11 @@
 """The Spark engine: the engine contract of :mod:`snapdp.data.engines.base` in Spark SQL.
 
-Every step of the contract (read, cast, cells, units, keyed-hash bounding, quanta, exact
-aggregates) is written here as Spark column expressions so that, for the same plan and
-``hash_key``, this engine returns exactly the aggregates of the pure-Python reference engine
-and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluster"):
+The source is read here (:mod:`.reading`); every later step of the contract (cast, cells, units,
+keyed-hash bounding, quanta, exact aggregates) is the shared query tree of
+:mod:`snapdp.data.engines.relational.plan`, rendered by ``SnapSpark`` and run by ONE ``spark.sql``
+over the source as a temporary view, so that, for the same plan and ``hash_key``, this engine
+returns exactly the aggregates of the pure-Python reference engine and of the DuckDB engine
+(tested bit for bit; docs/data.md, "Running on a cluster"):
 
 * CSV is read one record per line, every cell as text (base step 1; docs/data.md, "CSV input"):
   Spark's CSV reader only reads the lines (ISO-8859-1, LF as line separator, separator and
@@ -14,7 +16,8 @@ and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluste
 * Spark's own casts differ from the contract ("1e3", " 5", "Infinity", "1.0E10", "00", …), so
   every cast from text is gated by the contract's regular expressions (``rlike``) and done with
   ``try_cast`` (nothing raises under ANSI mode).
-* Keys are matched as typed values (a broadcast join on a typed key table), bins by a
+* Keys are matched as typed values (a join on an inline typed key table,
+  which Spark broadcasts as a small relation), bins by a
   comparison tree of fixed depth (every row makes the same comparisons, docs/data.md, "Run
   time"), nulls by each column's rule; ``least``/``greatest`` (which skip NULLs) are only
   applied to non-null values.
@@ -22,13 +25,14 @@ and of the DuckDB engine (tested bit for bit; docs/data.md, "Running on a cluste
   2^63, so ANSI mode never raises), one projection per lane; a text unit's lanes come from the
   hex digits of its ``md5``. Tested equal to ``row_rank`` and ``group_rank``.
 * Row bounds of 1 (k, L∞) are ``min_by`` aggregates over the row packed into a long (no sort of
-  each unit's rows); larger row bounds and L0 use ``row_number``/``dense_rank`` windows.
+  each unit's rows); larger row bounds use ``row_number`` windows; L0 keeps each unit's
+  lowest-ranked distinct cells the same way, then a semi-join.
 * Sums are exact: longs for quanta below 2^19 in magnitude (for cells of fewer than 2^44
   non-null values), else DECIMAL(38, 0); sums of squares are split into 31-bit limbs and
   recombined in Python, so nothing is rounded.
 
-Internal columns are projected under fresh names (``_s<i>``, ``_q<j>``, …) after selecting only the
-declared columns, so no user column name can collide with them. Nothing here raises, warns or logs
+Internal columns are projected under fresh names (``_snapdp_c<i>``, ``_snapdp_q<j>``, …) in the
+query's first step, so no user column name can collide with them. Nothing here raises, warns or logs
 about what the data holds (DESIGN §8.1): the only errors name the source or the plan.
 
 Executor noise (:class:`~snapdp.data.engines.base.ExecutorNoiseEngine`): for many cells the exact
@@ -39,6 +43,7 @@ value per cell.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,24 +54,21 @@ from sqlglot import exp
 
 from snapdp.data.engines._cells import declared_columns, frame_to_arrow
 from snapdp.data.engines.base import (
-    ROW_TAG,
     AggregatePlan,
     Aggregates,
     NoiseRequest,
 )
-from snapdp.data.engines.relational import exprs
 from snapdp.data.engines.relational.dialects import spark_sql
-from snapdp.data.engines.spark import bounding, executor
-from snapdp.data.engines.spark.reading import from_pandas, quote_identifier, read_path
-from snapdp.data.model.schema import Column, CsvOptions
+from snapdp.data.engines.relational.plan import aggregate_query
+from snapdp.data.engines.spark import executor
+from snapdp.data.engines.spark.reading import from_pandas, read_path
+from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = ["SparkEngine"]
 
 _Q_LIMIT = 1 << 61  # quanta bounds must fit here: q, 2q − L − U and the limbs stay in a long
-# Quanta below 2^19 in magnitude are summed as longs, exact for cells of fewer than 2^44 non-null
-# values (1.7·10^13; beyond, Spark's long sum overflows); wider quanta as DECIMAL(38, 0), slower.
-_LONG_SUM_LIMIT = 1 << 19
+_VIEWS = itertools.count()  # the source's temporary view, one name per plan
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint")
 _FLOATING = ("float", "double")
 
@@ -213,11 +215,10 @@ class SparkEngine:
             for r, (name, _, _) in zip(requests, specs, strict=True)
         }
 
-    # -- the plan as Spark expressions -----------------------------------------------------
+    # -- the plan as one Spark SQL query -----------------------------------------------------
     def _aggregate_df(self, plan: AggregatePlan) -> tuple[Any, tuple[str, ...]]:
-        """Per non-empty cell: ``_cell``, ``_rows``, ``_sum<j>``, ``_cnt<j>``, ``_sq<j>_<limb>``."""
-        from pyspark.sql import functions as sf
-
+        """Per non-empty cell: ``_cell``, ``_rows``, ``_sum<j>``, ``_cnt<j>``, ``_sq<j>_<limb>``:
+        the shared query tree, rendered for Spark, run by one ``spark.sql`` over the source."""
         names = plan.used_columns()
         present = set(self.column_names())
         for name in names:
@@ -232,92 +233,11 @@ class SparkEngine:
                     "the Spark engine (fewer decimals)",
                     parameter="decimals",
                 )
-        src = {name: f"_s{i}" for i, name in enumerate(names)}
         source = self._source_df(plan)
-        dtypes = dict(source.dtypes)
-        df = source.select(*[sf.col(quote_identifier(n)).alias(src[n]) for n in names])
-        session = source.sparkSession
-
-        # step 3: the row filter (on the cast values), then cells
-        if plan.where is not None:
-            where_cols = {c.name: c for c in plan.where_columns}
-            cast_values = {
-                name: _cast(c, src[name], dtypes[name]) for name, c in where_cols.items()
-            }
-            df = df.where(_expr(exprs.predicate(plan.where, cast_values, where_cols)))
-        df = df.withColumn("_cell", sf.lit(0).cast("long"))
-        stride = 1
-        for g in reversed(plan.groupings):
-            value = exprs.with_null_rule(g, _cast(g, src[g.name], dtypes[g.name]))
-            idx_name = f"_i{len(df.columns)}"
-            if g.keys is not None:  # a hash join: no key is found later than another
-                keys = _key_table(session, g, idx_name)
-                if keys is None:  # no cell can equal any key
-                    df = df.where(sf.lit(False)).withColumn(idx_name, sf.lit(0))
-                else:
-                    df = df.withColumn("_kv", _expr(value))
-                    df = df.join(sf.broadcast(keys), "_kv", "inner").drop("_kv")
-            else:
-                df = df.withColumn(idx_name, _expr(exprs.bin_index(g, value)))
-                df = df.where(sf.col(idx_name).isNotNull())
-            df = df.withColumn("_cell", sf.col("_cell") + sf.col(idx_name).cast("long") * stride)
-            stride *= g.n_cells
-
-        # step 6: quanta
-        for j, vc in enumerate(plan.values):
-            value = _cast(vc.column, src[vc.column.name], dtypes[vc.column.name])
-            df = df.withColumn(f"_q{j}", _expr(exprs.quanta(vc, value, "BIGINT")))
-
-        # steps 4 and 5: units and bounding
-        if plan.unit is not None:
-            unit = _expr(_cast(plan.unit, src[plan.unit.name], dtypes[plan.unit.name]))
-            qcols = [f"_q{j}" for j in range(len(plan.values))]
-            # the unit keeps its type (a long groups faster than its text); ranks use its text
-            df = df.select(unit.alias("_u"), "_cell", *qcols)  # no source columns
-            own = df.where(sf.col("_u").isNull()) if plan.null_units == "own" else None
-            df = df.where(sf.col("_u").isNotNull())
-            b = plan.bounds
-            if b.is_bounded:
-                df = bounding.with_rank(df, plan, ROW_TAG, True, "_rr")
-                if b.max_rows_per_group is not None:
-                    df = bounding.top_rows(df, plan, ["_u", "_cell"], b.max_rows_per_group)
-                if b.max_groups_per_unit is not None:
-                    df = bounding.top_cells(df, plan, b.max_groups_per_unit)
-                if b.max_rows_per_unit is not None:
-                    df = bounding.top_rows(df, plan, ["_u"], b.max_rows_per_unit)
-                df = df.drop("_rr")
-            if own is not None:
-                df = df.unionByName(own)
-
-        # step 7: exact aggregates
-        limbs: tuple[str, ...] = ("hh", "hl", "ll")
-        aggs = [sf.count(sf.lit(1)).alias("_rows")]
-        for j, vc in enumerate(plan.values):
-            q = sf.col(f"_q{j}")
-            if max(abs(vc.lower_q), abs(vc.upper_q)) < _LONG_SUM_LIMIT:
-                aggs.append(sf.sum(q).alias(f"_sum{j}"))  # a long: exact below 2^44 values
-            else:
-                aggs.append(sf.sum(q.cast("decimal(38,0)")).alias(f"_sum{j}"))
-            aggs.append(sf.count(q).alias(f"_cnt{j}"))
-            if vc.squares:
-                t = sf.abs(q * 2 - sf.lit(vc.lower_q + vc.upper_q))
-                hi = sf.shiftright(t, executor.LIMB)
-                lo = t.bitwiseAND(sf.lit((1 << executor.LIMB) - 1))
-                for n, term in zip(limbs, (hi * hi, hi * lo, lo * lo), strict=True):
-                    aggs.append(sf.sum(term.cast("decimal(38,0)")).alias(f"_sq{j}_{n}"))
-        agg = df.groupBy("_cell").agg(*aggs)
-        cols = [sf.col("_cell"), sf.col("_rows")]
-        for j, vc in enumerate(plan.values):
-            cols += [
-                sf.coalesce(sf.col(f"_sum{j}"), sf.lit(0)).alias(f"_sum{j}"),
-                sf.col(f"_cnt{j}"),
-            ]
-            if vc.squares:
-                cols += [
-                    sf.coalesce(sf.col(f"_sq{j}_{n}"), sf.lit(0)).alias(f"_sq{j}_{n}")
-                    for n in limbs
-                ]
-        return agg.select(*cols), limbs
+        families = {name: _family(dtype) for name, dtype in source.dtypes if name in names}
+        view = f"_snapdp_source_{next(_VIEWS)}"
+        query = aggregate_query(plan, exp.to_table(view), families, wide=False)
+        return _run(source, view, spark_sql(query.tree)), ("hh", "hl", "ll")
 
 
 # -- the contract's expressions, rendered from the shared tree ----------------------------
@@ -335,20 +255,12 @@ def _family(dtype: str) -> str:
     return {"boolean": "bool", "date": "date"}.get(d, "other")
 
 
-def _cast(column: Column, name: str, dtype: str) -> exp.Expression:
-    """The contract's cast of the source column ``name`` of Spark type ``dtype`` (step 2)."""
-    return exprs.cast_native(exprs.column(name), _family(dtype), column.type)
-
-
-def _expr(node: exp.Expression) -> Any:
-    """A node of the shared tree as a Spark column."""
-    from pyspark.sql import functions as sf
-
-    return sf.expr(spark_sql(node))
-
-
-def _key_table(session: Any, g: Column, idx_name: str) -> Any:
-    """The declared keys as a typed table (_kv, idx); the first of equal doubles wins. None
-    when no cell can equal any key."""
-    values = exprs.keys_values(g, ("_kv", idx_name))
-    return None if values is None else session.sql(f"SELECT * FROM {spark_sql(values)}")
+def _run(source: Any, view: str, sql: str) -> Any:
+    """``sql`` over ``source`` as the temporary view ``view``: one ``spark.sql`` per plan. The
+    view lives only while Spark analyses the query (the analysed plan holds the source's plan)."""
+    session = source.sparkSession
+    source.createOrReplaceTempView(view)
+    try:
+        return session.sql(sql)
+    finally:
+        session.catalog.dropTempView(view)

@@ -6,10 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sqlglot import exp
+
 from snapdp.data.engines._cells import frame_to_arrow
 from snapdp.data.engines.duckdb.observed import typed_tuple
 from snapdp.data.engines.relational import exprs
-from snapdp.data.engines.spark.engine import _cast, _expr
+from snapdp.data.engines.relational.dialects import spark_sql
+from snapdp.data.engines.spark.engine import _family
 from snapdp.data.engines.spark.reading import from_pandas, quote_identifier
 from snapdp.data.model.keys import Key
 from snapdp.data.model.predicate import Predicate
@@ -46,3 +49,15 @@ def spark_keys(
     ]
     df = df.select(*keys).dropna().distinct()
     return [typed_tuple(columns, tuple(row)) for row in df.collect()]
+
+
+def _cast(column: Column, name: str, dtype: str) -> exp.Expression:
+    """The contract's cast of the source column ``name`` of Spark type ``dtype``."""
+    return exprs.cast_native(exprs.column(name), _family(dtype), column.type)
+
+
+def _expr(node: exp.Expression) -> Any:
+    """A node of the shared tree as a Spark column."""
+    from pyspark.sql import functions as sf
+
+    return sf.expr(spark_sql(node))
