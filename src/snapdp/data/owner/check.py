@@ -21,8 +21,9 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from sqlglot import exp
+
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
-from snapdp.data.engines.duckdb.query import cell_index_sql
 from snapdp.data.engines.relational import exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column, Schema
@@ -199,27 +200,20 @@ def check(
         if schema.privacy_unit not in declared:
             columns.append(unit_col)
     base = engine.cast_select(columns)
-    t = f"(WITH t AS ({base}) SELECT * FROM t)"
     index = {c.name: i for i, c in enumerate(columns)}
 
-    items = ["COUNT(*)"]
+    items: list[exp.Expression] = [_count()]
     for i, c in enumerate(columns):
-        items += [
-            f"COUNT(*) FILTER (WHERE raw_{i} IS NULL)",
-            f"COUNT(*) FILTER (WHERE raw_{i} IS NOT NULL AND val_{i} IS NULL)",
-        ]
+        items += [_count(_is_null(_raw(i))), _count(_and(_not_null(_raw(i)), _is_null(_val(i))))]
         if c.lower is not None and c.upper is not None:
-            lo, hi = _double(c.lower), _double(c.upper)
+            as_double = exp.Cast(this=_val(i), to=exp.DataType.build("DOUBLE"))
             items += [
-                f"COUNT(*) FILTER (WHERE CAST(val_{i} AS DOUBLE) < {lo})",
-                f"COUNT(*) FILTER (WHERE CAST(val_{i} AS DOUBLE) > {hi})",
+                _count(exp.LT(this=as_double, expression=_double(c.lower))),
+                _count(exp.GT(this=as_double.copy(), expression=_double(c.upper))),
             ]
         if c.is_grouping:
-            items.append(
-                f"COUNT(*) FILTER (WHERE val_{i} IS NOT NULL AND "
-                f"{cell_index_sql(c, f'val_{i}')} IS NULL)"
-            )
-    counts = list(engine.fetch(f"SELECT {', '.join(items)} FROM {t}")[0])
+            items.append(_count(_and(_not_null(_val(i)), _is_null(_cell(c, i)))))
+    counts = list(_fetch(engine, base, exp.select(*items).from_("t"))[0])
     rows = int(counts.pop(0))
     reports: list[ColumnReport] = []
     for i, c in enumerate(columns):
@@ -233,26 +227,29 @@ def check(
         if c.is_grouping:
             r.outside_domain = int(counts.pop(0))
         if r.cast_failures and examples > 0:
-            r.examples = [
-                str(x[0])
-                for x in engine.fetch(
-                    f"SELECT DISTINCT raw_{i} FROM {t} WHERE raw_{i} IS NOT NULL AND "
-                    f"val_{i} IS NULL ORDER BY raw_{i} LIMIT {int(examples)}"
-                )
-            ]
+            failed = (
+                exp.select(_raw(i))
+                .distinct()
+                .from_("t")
+                .where(_and(_not_null(_raw(i)), _is_null(_val(i))))
+                .order_by(_raw(i))
+                .limit(int(examples))
+            )
+            r.examples = [str(x[0]) for x in _fetch(engine, base, failed)]
         if r.outside_domain:
-            r.undeclared = [
-                (str(v), int(n))
-                for v, n in engine.fetch(
-                    f"SELECT raw_{i}, COUNT(*) AS n FROM {t} WHERE val_{i} IS NOT NULL AND "
-                    f"{cell_index_sql(c, f'val_{i}')} IS NULL GROUP BY raw_{i} "
-                    f"ORDER BY n DESC, raw_{i} LIMIT {int(top)}"
-                )
-            ]
+            outside = (
+                exp.select(_raw(i), exp.alias_(_count(), "n"))
+                .from_("t")
+                .where(_and(_not_null(_val(i)), _is_null(_cell(c, i))))
+                .group_by(_raw(i))
+                .order_by(exp.Ordered(this=exp.column("n"), desc=True), _raw(i))
+                .limit(int(top))
+            )
+            r.undeclared = [(str(v), int(n)) for v, n in _fetch(engine, base, outside)]
         reports.append(r)
     unit = None
     if unit_col is not None:
-        unit = _unit_report(engine, schema, unit_col, t, index, columns)
+        unit = _unit_report(engine, schema, unit_col, base, index, columns)
     lines = engine.line_counts()
     skipped = None if lines is None else lines[0] - lines[1]
     where = engine.skipped_lines(examples) if skipped else []
@@ -265,55 +262,94 @@ def _unit_report(
     engine: DuckDBEngine,
     schema: Schema,
     unit_col: Column,
-    t: str,
+    base: str,
     index: dict[str, int],
     columns: Sequence[Column],
 ) -> UnitReport:
-    u = f"val_{index[unit_col.name]}"
+    u = _val(index[unit_col.name])
     report = UnitReport(unit_col.name, null_rule=schema.null_units)
-    report.null_units = int(engine.fetch(f"SELECT COUNT(*) FROM {t} WHERE {u} IS NULL")[0][0])
-    units, most = engine.fetch(
-        f"SELECT COUNT(*), COALESCE(MAX(n), 0) FROM (SELECT COUNT(*) AS n FROM {t} "
-        f"WHERE {u} IS NOT NULL GROUP BY {u})"
-    )[0]
-    report.units, report.max_rows_per_unit = int(units), int(most)
+    nulls = exp.select(_count()).from_("t").where(_is_null(u))
+    report.null_units = int(_fetch(engine, base, nulls)[0][0])
+    per_unit = exp.select(exp.alias_(_count(), "n")).from_("t").where(_not_null(u)).group_by(u)
+    most = exp.func("COALESCE", exp.Max(this=exp.column("n")), exp.Literal.number(0))
+    units, largest = _fetch(engine, base, exp.select(_count(), most).from_(per_unit.subquery()))[0]
+    report.units, report.max_rows_per_unit = int(units), int(largest)
     b = schema.bounds
     if b.max_rows_per_unit is not None:
-        k = b.max_rows_per_unit
-        report.over_rows_per_unit = _over(
-            engine, f"SELECT COUNT(*) AS n FROM {t} WHERE {u} IS NOT NULL GROUP BY {u}", k
-        )
+        report.over_rows_per_unit = _over(engine, base, per_unit, b.max_rows_per_unit)
     groupings = [c for c in columns if c.is_grouping]
     if groupings and (b.max_groups_per_unit is not None or b.max_rows_per_group is not None):
-        cell_parts = [cell_index_sql(c, f"val_{index[c.name]}") for c in groupings]
-        cell = "[" + ", ".join(cell_parts) + "]"
-        not_null = " AND ".join(f"({p}) IS NOT NULL" for p in cell_parts)
-        cells = f"(SELECT {u} AS u, {cell} AS cell FROM {t} WHERE {u} IS NOT NULL AND {not_null})"
+        parts = [_cell(c, index[c.name]) for c in groupings]
+        cell = exp.Array(expressions=parts)
+        keep = _and(_not_null(u), *(_not_null(p.copy()) for p in parts))
+        cells = (
+            exp.select(exp.alias_(u.copy(), "u"), exp.alias_(cell, "cell"))
+            .from_("t")
+            .where(keep)
+            .subquery()
+        )
         if b.max_groups_per_unit is not None:
-            report.over_groups_per_unit = _over(
-                engine,
-                f"SELECT COUNT(DISTINCT cell) AS n FROM {cells} GROUP BY u",
-                b.max_groups_per_unit,
-            )
+            distinct = exp.Count(this=exp.Distinct(expressions=[exp.column("cell")]))
+            groups = exp.select(exp.alias_(distinct, "n")).from_(cells).group_by("u")
+            report.over_groups_per_unit = _over(engine, base, groups, b.max_groups_per_unit)
         if b.max_rows_per_group is not None:
-            report.over_rows_per_group = _over(
-                engine,
-                f"SELECT COUNT(*) AS n FROM {cells} GROUP BY u, cell",
-                b.max_rows_per_group,
-            )
+            rows = exp.select(exp.alias_(_count(), "n")).from_(cells.copy()).group_by("u", "cell")
+            report.over_rows_per_group = _over(engine, base, rows, b.max_rows_per_group)
     return report
 
 
-def _over(engine: DuckDBEngine, counts: str, bound: int) -> tuple[int, int]:
+def _over(engine: DuckDBEngine, base: str, counts: exp.Select, bound: int) -> tuple[int, int]:
     """(how many groups of ``counts`` have n above ``bound``, how much above it in all)."""
-    row = engine.fetch(
-        f"SELECT COUNT(*) FILTER (WHERE n > {bound}), "
-        f"COALESCE(SUM(GREATEST(n - {bound}, 0)), 0) FROM ({counts})"
-    )[0]
+    n, k = exp.column("n"), exp.Literal.number(int(bound))
+    excess = exp.func(
+        "GREATEST", exp.Sub(this=n.copy(), expression=k.copy()), exp.Literal.number(0)
+    )
+    total = exp.func("COALESCE", exp.Sum(this=excess), exp.Literal.number(0))
+    query = exp.select(_count(exp.GT(this=n, expression=k)), total).from_(counts.subquery())
+    row = _fetch(engine, base, query)[0]
     return int(row[0]), int(row[1])
 
 
-def _double(x: object) -> str:
-    """SQL: the double nearest the bound ``x`` (the engines' typed literal)."""
+def _fetch(engine: DuckDBEngine, base: str, query: exp.Select) -> list[tuple[Any, ...]]:
+    """Run ``query`` over ``t``, the engine's raw and cast columns (:meth:`cast_select`)."""
+    return list(engine.fetch(f"WITH t AS ({base}) {duckdb_sql(query)}"))
+
+
+def _count(where: exp.Expression | None = None) -> exp.Expression:
+    """COUNT(*), or COUNT(*) FILTER (WHERE ``where``)."""
+    count = exp.Count(this=exp.Star())
+    return count if where is None else exp.Filter(this=count, expression=exp.Where(this=where))
+
+
+def _raw(i: int) -> exp.Column:
+    return exp.column(f"raw_{i}")
+
+
+def _val(i: int) -> exp.Column:
+    return exp.column(f"val_{i}")
+
+
+def _is_null(e: exp.Expression) -> exp.Expression:
+    return exp.Is(this=e, expression=exp.Null())
+
+
+def _not_null(e: exp.Expression) -> exp.Expression:
+    return exp.Not(this=_is_null(e))
+
+
+def _and(*terms: exp.Expression) -> exp.Expression:
+    out = terms[0]
+    for t in terms[1:]:
+        out = exp.And(this=out, expression=t)
+    return out
+
+
+def _cell(column: Column, i: int) -> exp.Expression:
+    """The index of ``val_i`` among ``column``'s keys or bins (NULL: outside them)."""
+    return exprs.cell_index(column, _val(i))
+
+
+def _double(x: object) -> exp.Expression:
+    """The double nearest the bound ``x`` (the engines' typed literal)."""
     assert isinstance(x, (int, Fraction))
-    return duckdb_sql(exprs.double(exprs.nearest_double(x)))
+    return exprs.double(exprs.nearest_double(x))

@@ -23,7 +23,6 @@ from snapdp.errors import ParameterError
 
 __all__ = [
     "cast_sql",
-    "cell_index_sql",
     "check_columns",
     "check_plan",
     "plan_sql",
@@ -48,13 +47,6 @@ def cast_sql(name: str, column: Column, types: dict[str, str]) -> str:
     """SQL: the source column ``name`` cast to ``column.type`` by the contract's rules."""
     family = _family(types.get(name, "VARCHAR"))
     return duckdb_sql(exprs.cast_native(exprs.column(name), family, column.type))
-
-
-def cell_index_sql(column: Column, value: str) -> str:
-    """SQL: the index of the cast column ``value`` among ``column``'s keys or bins after its
-    null rule (NULL: the row is dropped from groupings on the column). For ``snapdp check``;
-    the engine itself joins a keys table, with the same result."""
-    return duckdb_sql(exprs.cell_index(column, exprs.column(value)))
 
 
 def check_plan(plan: AggregatePlan, names: Sequence[str]) -> None:
