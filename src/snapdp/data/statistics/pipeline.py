@@ -239,7 +239,7 @@ def _exponential_values(
     params = exponential_parameters(mechanism.epsilon, int(part.l1), m)
     out = []
     for start in range(0, len(exact), m):  # the same work for every cell
-        losses = expq.losses([int(c) for c in exact[start : start + m]], p)
+        losses = expq.losses([int(c) for c in exact[start : start + m]], p, part.offset)
         out.append(float(exponential_sample(params, losses, mechanism.bit_source)))
     return np.array(out, dtype=np.float64)
 

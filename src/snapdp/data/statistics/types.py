@@ -48,6 +48,7 @@ class Part:
     upper: int
     cells: int | None = None  # cells one unit touches, when not the query's (tree levels)
     probability: Fraction | None = None  # source "exponential": the quantile's p
+    offset: int = 0  # source "exponential": the target rank is p·n + offset (a bracket)
 
 
 @dataclass(frozen=True)
