@@ -37,11 +37,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("owner", ("snapdp.data.owner", "snapdp.data.owner.*")),
     ("statistics", (
         "snapdp.data.statistics", "snapdp.data.statistics.*", "snapdp.data.sample_variance",
-        "snapdp.data.quantiles",
         "snapdp.data.calibration", "snapdp.data.consistency",
         "snapdp.data.refusals", "snapdp.data.bounding", "snapdp.data.sensitivity",
-        "snapdp.data.sum_bound", "snapdp.data.exponential_quantiles",
-        "snapdp.data.quantile_values",
+        "snapdp.data.sum_bound",
     )),
     ("engines", ("snapdp.data.engines", "snapdp.data.engines.*")),
     # what a release hands back (results, writers, report) and the budget ledger: only model/ below

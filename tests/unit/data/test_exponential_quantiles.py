@@ -15,9 +15,9 @@ from tests.unit.data._engines import oracle_engine
 from tests.unit.data.test_release_neighbours import AWKWARD, _Recorder, _schema, _table
 
 from snapdp.data import Column, ContributionBounds, Ledger, Plan, PrivateTable, Query, Schema
-from snapdp.data import exponential_quantiles as expq
 from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.statistics import compile_query, exact_inputs
+from snapdp.data.statistics.math import exponential_grid as expq
 from snapdp.errors import ParameterError
 
 QUERY = Query(

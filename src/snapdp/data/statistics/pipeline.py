@@ -26,7 +26,6 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp.data import calibration
-from snapdp.data import exponential_quantiles as expq
 from snapdp.data.bounding import reach
 from snapdp.data.engines.base import Aggregates
 from snapdp.data.model.query import Query
@@ -34,6 +33,7 @@ from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, Schema, keys_prod
 from snapdp.data.output.results import QueryResult, ResultRow
 from snapdp.data.sensitivity import fits_int64
 from snapdp.data.statistics.kinds import kind_of
+from snapdp.data.statistics.math import exponential_grid as expq
 from snapdp.data.statistics.types import AccuracyStatement, Compiled, Noise, Part, frac, up
 from snapdp.errors import ParameterError
 from snapdp.exponential import exponential_parameters

@@ -101,7 +101,7 @@ class Compiled:
     reach: Reach
     schema: Schema = field(repr=False)
     leaf: Column | None = None  # quantiles: the value column binned at the tree's leaves
-    tree: Any = None  # quantiles: the tree (snapdp.data.quantiles.TreeSpec)
+    tree: Any = None  # quantiles: the tree (snapdp.data.statistics.math.quantile_tree.TreeSpec)
     where: Predicate | None = None  # the row filter, literals typed by the declaration
     where_columns: tuple[Column, ...] = ()  # the declared columns it reads
     grid: Any = None  # exponential quantiles: the candidates (exponential_quantiles.QuantileGrid)

@@ -9,8 +9,6 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from snapdp.data import exponential_quantiles as expq
-from snapdp.data import quantile_values, quantiles
 from snapdp.data.bounding import Reach, reach
 from snapdp.data.engines.base import Aggregates
 from snapdp.data.model.keys import Key
@@ -18,6 +16,10 @@ from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import ResultRow
 from snapdp.data.sensitivity import FixedPoint
+from snapdp.data.statistics.math import exponential_grid as expq
+from snapdp.data.statistics.math import quantile_tail as quantiles_tail
+from snapdp.data.statistics.math import quantile_tree as quantiles
+from snapdp.data.statistics.math import quantile_values
 from snapdp.data.statistics.types import (
     AccuracyStatement,
     Compiled,
@@ -162,7 +164,8 @@ def _quantile_accuracy(
 ) -> AccuracyStatement:
     """Rank ± = 2·c, c the CDF ± at every leaf edge at once: the smaller of W·(the largest node
     ± at α/T), T the nodes of one cell's tree (union bound), and the tail bound over the tree's
-    noises (:func:`snapdp.data.quantiles.chernoff_cdf`); in values, before the release, a
+    noises (:func:`~snapdp.data.statistics.math.quantile_tail.chernoff_cdf`); in values, before
+    the release, a
     planning figure: leaf width + rank·(U − L)/n for n evenly spread rows (the release states
     the ± from the released tree, see :func:`_quantile_rows`)."""
     tree = compiled.tree
@@ -178,7 +181,7 @@ def _quantile_accuracy(
     # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF)
     targets = []
     for p in compiled.query.quantiles if with_targets else ():
-        w1 = quantiles.target_weight_stats(tree.branching, tree.depth, float(p))[0]
+        w1 = quantiles_tail.target_weight_stats(tree.branching, tree.depth, float(p))[0]
         tail = _chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p))
         targets.append(min(up(w1 * node), tail, up((1 + float(p)) * cdf)))
 
@@ -206,18 +209,19 @@ def _tighter_tail(
     targets: list[float],
 ) -> tuple[float, list[float]]:
     """The CDF ± c and the per-probability ± rₚ of :func:`_quantile_accuracy`, each lowered to
-    :func:`snapdp.data.quantiles.tree_tail_bound` when that is smaller: each node's whole error
+    :func:`~snapdp.data.statistics.math.quantile_tail.tree_tail_bound` when that is smaller:
+    each node's whole error
     (noise and snapping) with its rounding averaged out, the clamp never binding (node bounds).
     Public parameters only; cached in the quantiles module (docs/data.md, "Accuracy before
     spending", *Averaged*)."""
     tree = compiled.tree
     kinds = tuple(noise_kind(p) for p in params)
-    cdf = min(cdf, quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha))
+    cdf = min(cdf, quantiles_tail.tree_tail_bound(tree.branching, tree.depth, kinds, alpha))
     probs = compiled.query.quantiles
     out = []
     for i, target in enumerate(targets):  # empty when the caller asked for no targets
         p = float(probs[i])
-        tail = quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha, p)
+        tail = quantiles_tail.tree_tail_bound(tree.branching, tree.depth, kinds, alpha, p)
         out.append(min(target, tail, up((1 + p) * cdf)))
     return cdf, out
 
@@ -231,7 +235,8 @@ def _exponential_accuracy(
     with_targets: bool = True,
 ) -> AccuracyStatement:
     """Rank ± of each point (every draw at α/#draws): the released cell's true rank interval lies
-    within it of p·n, for every n (:func:`snapdp.data.exponential_quantiles.rank_bound`). In
+    within it of p·n, for every n
+    (:func:`snapdp.data.statistics.math.exponential_grid.rank_bound`). In
     values the release reads the ± from its two brackets (:func:`_exponential_rows`); before it,
     a planning figure: a cell + (point rank ± + K + bracket rank ±)·(U − L)/n for n evenly
     spread rows."""
@@ -282,7 +287,7 @@ def _ranks(compiled: Compiled, i: int, each: float) -> tuple[float, float, bool]
 
 #: The quantile tail bound, cached per (tree, scale, grid, α, nodes, probability): a pure
 #: function of public parameters that the planner, the plan's preview and the release each ask for.
-_chernoff_cdf = functools.lru_cache(maxsize=4096)(quantiles.chernoff_cdf)
+_chernoff_cdf = functools.lru_cache(maxsize=4096)(quantiles_tail.chernoff_cdf)
 
 
 def _exponential_rows(
@@ -340,7 +345,7 @@ def _quantile_rows(
         v = quantile_values.released_value(x, *bounds)
         lo, hi = qmod.value_interval(ls_cdf, tree, p, target)  # exact leaf edges
         acc = quantile_values.value_pm(v, lo, hi)
-        rank = qmod.released_rank(float(p), cdf, target)  # (1 + p)·cdf, or less
+        rank = quantiles_tail.released_rank(float(p), cdf, target)  # (1 + p)·cdf, or less
         interval = quantile_values.released_interval(lo, hi, *bounds)
         rows.append(ResultRow(keys, v, acc, p, rank, interval=interval))
     return rows

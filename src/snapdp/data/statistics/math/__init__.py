@@ -1,0 +1,1 @@
+"""Statistics math: pure functions of public parameters and exact counts."""
