@@ -31,7 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from snapdp.data import Column, PrivateTable, Query, Schema, statistics
-from snapdp.data import quantiles as qmod
+from snapdp.data.statistics.math import quantile_tail as qmod_tail
+from snapdp.data.statistics.math import quantile_tree as qmod
 
 DATA = Path("/work/shared/data/PUMS.csv")
 SETS = {"median": (Fraction(1, 2),), "quartiles": (Fraction(1, 4), Fraction(1, 2), Fraction(3, 4))}
@@ -138,8 +139,9 @@ def main() -> None:
 
 
 def _timing() -> None:
-    """The cost of :func:`snapdp.data.quantiles.tree_tail_bound` (one process, one core): the
-    first call for a (b, depth, p) groups the weights once; a call at another ε reuses them."""
+    """The cost of :func:`~snapdp.data.statistics.math.quantile_tail.tree_tail_bound` (one
+    process, one core): the first call for a (b, depth, p) groups the weights once; a call at
+    another ε reuses them."""
     import time
 
     from snapdp.data.statistics.math.sum_bound import noise_kind
@@ -155,7 +157,7 @@ def _timing() -> None:
             cals = qmod.level_calibrations(spec, eps, 1, lo, hi)
             kinds = tuple(noise_kind(mechanism_parameters(k.epsilon, 1, lo, hi)) for k in cals)
             start = time.perf_counter()
-            bound = qmod.tree_tail_bound(b, depth, kinds, 0.05, 0.5)
+            bound = qmod_tail.tree_tail_bound(b, depth, kinds, 0.05, 0.5)
             times.append(time.perf_counter() - start)
             c = c or bound
         print(f"| {b} | {depth} | {times[0]:.3f} s | {times[1]:.3f} s | {c:.1f} |")

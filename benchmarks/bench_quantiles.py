@@ -1,4 +1,5 @@
-"""Tree-histogram quantiles (snapdp.data.quantiles) against OpenDP's private quantile, on PUMS.
+"""Tree-histogram quantiles (snapdp.data.statistics.math.quantile_tree) against OpenDP's
+private quantile, on PUMS.
 
 For age [0, 100] and income [0, 500000] of /work/shared/data/PUMS.csv (1000 rows, one row per
 person, so k = 1), the quartiles (0.25, 0.5, 0.75) at a total ε = 1:
@@ -8,7 +9,8 @@ person, so k = 1), the quartiles (0.25, 0.5, 0.75) at a total ε = 1:
   quantiles;
 * snapdp ``method = "exponential"``: the exact exponential mechanism
   (:mod:`snapdp.exponential`) once per quantile at ε/#quantiles over the grid of
-  :func:`snapdp.data.exponential_quantiles.quantile_grid` (the integer ages; income cells of
+  :func:`~snapdp.data.statistics.math.exponential_grid.quantile_grid` (the integer ages;
+  income cells of
   1000), drawn directly from the module (the release path gives the same draws);
 * OpenDP 0.16: ``make_private_quantile`` (exponential mechanism over candidates, pure DP,
   symmetric distance) once per quantile at ε/3, the candidates being the same leaf edges.
@@ -29,8 +31,9 @@ import opendp.prelude as dp
 import pandas as pd
 
 from snapdp import SnappingMechanism, exponential
-from snapdp.data import exponential_quantiles as eq
-from snapdp.data import quantiles as q
+from snapdp.data.statistics.math import exponential_grid as eq
+from snapdp.data.statistics.math import quantile_tail as q_tail
+from snapdp.data.statistics.math import quantile_tree as q
 from snapdp.randomness import SeededSource
 
 DATA = "/work/shared/data/PUMS.csv"
@@ -116,7 +119,7 @@ def main() -> None:
         tree = f"tree b={spec.branching}, depth={spec.depth}, leaf={float(spec.leaf_width):g}"
         for label, probs in (("quartiles", QUARTILES), ("deciles", DECILES)):
             truth = [float(np.quantile(values, p, method="inverted_cdf")) for p in probs]
-            acc = q.rank_accuracy(spec, EPSILON, 1, 0.95, len(probs))
+            acc = q_tail.rank_accuracy(spec, EPSILON, 1, 0.95, len(probs))
             ours_v, ours_r = [], []
             for _ in range(args.runs):
                 est = _snapdp_quantiles(values, spec, rng, probs)

@@ -107,7 +107,7 @@ def test_every_statistic_covers_its_truth(pums: Path) -> None:
 def test_quantiles_cover_their_rank_accuracy(pums: Path) -> None:
     """Each released p-quantile lies within one leaf of a value whose true rank is within the
     stated rank ± of p·n (checked with the true counts below/at the window's ends)."""
-    pytest.importorskip("snapdp.data.quantiles")
+    pytest.importorskip("snapdp.data.statistics.math.quantile_tree")
     path = pums / "PUMS_pid.csv"
     df = pd.read_csv(path)
     schema = Schema(

@@ -1,5 +1,6 @@
 """The exact exponential mechanism (snapdp.exponential) and its quantile loss
-(snapdp.data.exponential_quantiles), against independent oracles: exact rationals, brute force
+(snapdp.data.statistics.math.exponential_grid), against independent oracles: exact
+rationals, brute force
 over neighbouring datasets on a tiny domain, and a chi-square test with a fixed seed."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from snapdp.data import exponential_quantiles as eq
+from snapdp.data.statistics.math import exponential_grid as eq
 from snapdp.errors import ParameterError
 from snapdp.exponential import (
     ExponentialParameters,

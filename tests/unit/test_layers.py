@@ -38,9 +38,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("owner", ("snapdp.data.owner", "snapdp.data.owner.*")),
     ("statistics", (
         # statistics/: kinds, pipeline, calibration, refusals, sensitivity, bounding, consistency
-        # (+ consistency_fit), math/ (sum_bound, sample_variance)
+        # (+ consistency_fit), math/ (sum_bound, sample_variance, quantile_tree, quantile_tail,
+        # exponential_grid, quantile_values)
         "snapdp.data.statistics", "snapdp.data.statistics.*",
-        "snapdp.data.quantiles", "snapdp.data.exponential_quantiles", "snapdp.data.quantile_values",
     )),
     ("engines", ("snapdp.data.engines", "snapdp.data.engines.*")),
     # what a release hands back (results, writers, report) and the budget ledger: only model/ below

@@ -24,7 +24,8 @@ ctx = click.Context(main)
 command = main.get_command(ctx, "run")
 assert command is not None and command.name == "run"
 heavy = ("pandas", "rich", "snapdp.ui.server", "snapdp.data.owner.check", "snapdp.cli.verify",
-         "snapdp.cli.budget", "snapdp.data.frontends.demo", "matplotlib", "pyarrow", "sqlglot", "polars")
+         "snapdp.cli.budget", "snapdp.data.frontends.demo", "matplotlib", "pyarrow", "sqlglot",
+         "polars")
 print(json.dumps([m for m in heavy if m in sys.modules]))
 """
 

@@ -19,7 +19,8 @@ from scipy.stats import binom
 from tests.data_oracle import OracleEngine
 
 from snapdp.data import Column, PrivateTable, Query, Schema
-from snapdp.data import quantiles as qmod
+from snapdp.data.statistics.math import quantile_tail as qmod_tail
+from snapdp.data.statistics.math import quantile_tree as qmod
 from snapdp.data.statistics.math.sum_bound import noise_kind
 from snapdp.mechanism import SnappingMechanism
 from snapdp.rescaling import mechanism_parameters
@@ -116,7 +117,7 @@ def test_target_weights_match_dense_least_squares(b: int, depth: int, p: float) 
     cum = np.tril(np.ones((b**depth + 1, b**depth)), -1)  # edge t sums the leaves before it
     w = cum @ np.linalg.pinv(a)  # CDF weights on the nodes, edges 0..n
     v = w - p * w[-1][None, :]
-    w1, s2, wmax = qmod.target_weight_stats(b, depth, p)
+    w1, s2, wmax = qmod_tail.target_weight_stats(b, depth, p)
     assert w1 == pytest.approx(np.abs(v).sum(axis=1).max(), rel=1e-6)
     assert s2 == pytest.approx((v * v).sum(axis=1).max(), rel=1e-6)
     assert wmax == pytest.approx(np.abs(v).max(), rel=1e-6)
@@ -150,13 +151,13 @@ def test_tree_tail_bound_is_below_the_old_bounds(b: int, depth: int, eps: Fracti
     grid = max(p.grid * p.sensitivity for p in params)
     nodes = sum(spec.nodes(lv) for lv in range(1, depth + 1))
     alpha = 0.05
-    old = qmod.chernoff_cdf(spec, scale, grid, 1, alpha, nodes)
-    new = qmod.tree_tail_bound(b, depth, kinds, alpha)
+    old = qmod_tail.chernoff_cdf(spec, scale, grid, 1, alpha, nodes)
+    new = qmod_tail.tree_tail_bound(b, depth, kinds, alpha)
     assert new <= old
-    assert qmod.rank_accuracy(spec, eps, 1, 1 - alpha, 1).cdf <= new  # rank_accuracy takes it
+    assert qmod_tail.rank_accuracy(spec, eps, 1, 1 - alpha, 1).cdf <= new  # rank_accuracy takes it
     for p in (0.1, 0.5, 0.75):
-        old_p = qmod.chernoff_cdf(spec, scale, grid, 1, alpha, nodes, p)
-        assert qmod.tree_tail_bound(b, depth, kinds, alpha, p) <= old_p
+        old_p = qmod_tail.chernoff_cdf(spec, scale, grid, 1, alpha, nodes, p)
+        assert qmod_tail.tree_tail_bound(b, depth, kinds, alpha, p) <= old_p
     if b == 10:
         assert new <= 0.7 * old
 
@@ -192,17 +193,17 @@ def test_tree_tail_bound_covers(confidence: float) -> None:
     errors, _ = _ls_errors(b, depth, eps, runs, 7)
     alpha = 1 - confidence
     limit = binom.isf(1e-6, runs, alpha)
-    c = qmod.tree_tail_bound(b, depth, kinds, alpha)
+    c = qmod_tail.tree_tail_bound(b, depth, kinds, alpha)
     worst = np.abs(errors).max(axis=1)
     assert int((worst > c).sum()) <= limit
     assert float((worst <= c).mean()) >= confidence  # seeded: the coverage itself
     assert worst.max() > c / 2
     for p in (0.25, 0.5, 0.9):
-        r = qmod.tree_tail_bound(b, depth, kinds, alpha, p)
+        r = qmod_tail.tree_tail_bound(b, depth, kinds, alpha, p)
         combo = np.abs(errors - p * errors[:, -1:]).max(axis=1)  # (C̃ − p·Ñ) − (C − p·N)
         assert int((combo > r).sum()) <= limit
         assert float((combo <= r).mean()) >= confidence
-        assert qmod.released_rank(p, c, r) <= (1 + p) * c * (1 + 1e-8)
+        assert qmod_tail.released_rank(p, c, r) <= (1 + p) * c * (1 + 1e-8)
 
 
 def test_released_rank_holds_after_the_isotonic_step() -> None:
@@ -220,11 +221,11 @@ def test_released_rank_holds_after_the_isotonic_step() -> None:
     cdf_true = np.concatenate(([0.0], np.cumsum(leaves)))
     n = cdf_true[-1]
     mechs = [SnappingMechanism(c.epsilon, 1, lo, hi, rng=np.random.default_rng(8)) for c in cals]
-    c = qmod.tree_tail_bound(b, depth, kinds, alpha)
+    c = qmod_tail.tree_tail_bound(b, depth, kinds, alpha)
     probs = (0.1, 0.25, 0.5, 0.75)
-    targets = {p: qmod.tree_tail_bound(b, depth, kinds, alpha, p) for p in probs}
+    targets = {p: qmod_tail.tree_tail_bound(b, depth, kinds, alpha, p) for p in probs}
     alone = {p: max(1 + 2 * p, p / (1 - p)) * targets[p] for p in probs}
-    ranks = {p: qmod.released_rank(p, c, targets[p]) for p in probs}
+    ranks = {p: qmod_tail.released_rank(p, c, targets[p]) for p in probs}
     assert ranks[0.25] < 1.25 * c and ranks[0.5] < 1.5 * c  # the rₚ branch is the one tested
     misses = misses_alone = 0
     for _ in range(runs):

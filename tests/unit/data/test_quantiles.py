@@ -16,7 +16,8 @@ import pytest
 from scipy.stats import binom
 
 from snapdp import SnappingMechanism
-from snapdp.data import quantiles as q
+from snapdp.data.statistics.math import quantile_tail as q_tail
+from snapdp.data.statistics.math import quantile_tree as q
 from snapdp.errors import ParameterError
 
 
@@ -185,10 +186,10 @@ def test_rank_accuracy_coverage_seeded(explicit_bounds: bool) -> None:
     k, eps, conf = 2, Fraction(1), 0.5  # a low confidence makes the test able to fail
     if explicit_bounds:  # the union bound only
         lo, hi = 0, 1 << 20
-        acc = q.rank_accuracy(spec, eps, k, conf, 3, lo, hi)
+        acc = q_tail.rank_accuracy(spec, eps, k, conf, 3, lo, hi)
     else:  # node_bounds: the Chernoff bound
         lo, hi = q.node_bounds(spec, eps, k)
-        acc = q.rank_accuracy(spec, eps, k, conf, 3)
+        acc = q_tail.rank_accuracy(spec, eps, k, conf, 3)
     assert acc.calibrated
     cals = q.level_calibrations(spec, eps, k, lo, hi)
     rng = np.random.default_rng(2026)
@@ -227,21 +228,21 @@ def test_node_bounds_are_out_of_reach() -> None:
 
 def test_rank_and_value_accuracy_statements() -> None:
     spec = q.tree_spec(0, 100, 1)
-    acc = q.rank_accuracy(spec, 1, 1, 0.95, 3)
+    acc = q_tail.rank_accuracy(spec, 1, 1, 0.95, 3)
     assert acc.rank == pytest.approx(2 * acc.cdf)
-    union = q.rank_accuracy(spec, 1, 1, 0.95, 3, 0, 1 << 40)
+    union = q_tail.rank_accuracy(spec, 1, 1, 0.95, 3, 0, 1 << 40)
     assert union.cdf >= union.weight * union.node  # explicit bounds: the union bound
     assert acc.cdf < union.cdf / 2  # node_bounds: the Chernoff bound is much tighter
     # more ε: a smaller bound; more confidence: a larger one
-    assert q.rank_accuracy(spec, 2, 1, 0.95, 3).cdf < acc.cdf
-    assert q.rank_accuracy(spec, 1, 1, 0.999, 3).cdf > acc.cdf
-    v = q.value_accuracy(spec, acc, 10_000)
+    assert q_tail.rank_accuracy(spec, 2, 1, 0.95, 3).cdf < acc.cdf
+    assert q_tail.rank_accuracy(spec, 1, 1, 0.999, 3).cdf > acc.cdf
+    v = q_tail.value_accuracy(spec, acc, 10_000)
     assert v == pytest.approx(float(spec.leaf_width) + acc.rank * 100 / 10_000)
-    assert q.value_accuracy(spec, acc, 1) == 100  # capped at U − L
+    assert q_tail.value_accuracy(spec, acc, 1) == 100  # capped at U − L
     with pytest.raises(ParameterError, match="`n_ref`"):
-        q.value_accuracy(spec, acc, 0)
+        q_tail.value_accuracy(spec, acc, 0)
     with pytest.raises(ParameterError, match="`confidence`"):
-        q.rank_accuracy(spec, 1, 1, 1.5, 3)
+        q_tail.rank_accuracy(spec, 1, 1, 1.5, 3)
 
 
 def _rank_statement_holds(
@@ -272,7 +273,7 @@ def _pums_age_coverage(path: str) -> None:
     spec = q.tree_spec(0, 100, 1)
     k, eps, conf = 1, Fraction(1, 2), 0.5
     probs = (0.1, 0.25, 0.5, 0.75, 0.9)
-    acc = q.rank_accuracy(spec, eps, k, conf, len(probs))
+    acc = q_tail.rank_accuracy(spec, eps, k, conf, len(probs))
     lo, hi = q.node_bounds(spec, eps, k)
     cals = q.level_calibrations(spec, eps, k)
     leaves = np.bincount(np.minimum(np.clip(values, 0, 100).astype(int), 99), minlength=100)

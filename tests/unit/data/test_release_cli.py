@@ -255,7 +255,7 @@ def test_a_refused_release_leaves_no_ledger_file(tmp_path: Path) -> None:
 
 
 def test_quantiles_on_the_command_line(tmp_path: Path) -> None:
-    pytest.importorskip("snapdp.data.quantiles")
+    pytest.importorskip("snapdp.data.statistics.math.quantile_tree")
     lines = "".join(f"{a % 20},{a % 2}\n" for a in range(100))
     data = _csv(tmp_path, "age,sex\n" + lines)
     code, out = _run("release", data, "--epsilon", "2", "--quantiles",

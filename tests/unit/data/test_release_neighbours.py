@@ -35,7 +35,9 @@ QUERIES = [
     Query("variance", "v", by=("g",)),
     Query("std", "w"),
 ]
-if importlib.util.find_spec("snapdp.data.quantiles") is not None:  # the stats module is merged
+if (
+    importlib.util.find_spec("snapdp.data.statistics.math.quantile_tree") is not None
+):  # the stats module is merged
     QUERIES.append(
         Query("quantiles", "v", by=("h",), quantiles=(Fraction(1, 2),), resolution=Fraction(1, 2))
     )

@@ -35,9 +35,8 @@ def _queries() -> list[tuple[Query, Schema]]:
             out.append((Query(stat, column, by=by, quantiles=probs), BOUNDED))
     out.append((Query("mean", "x", method="substitute"), ONE_ROW))
     for by in ((), ("g", "h")):
-        out.append(
-            (Query("quantiles", "x", by=by, quantiles=HALVES, method="exponential"), BOUNDED)
-        )
+        for method in ("exponential", "tree"):
+            out.append((Query("quantiles", "x", by=by, quantiles=HALVES, method=method), BOUNDED))
     return out
 
 

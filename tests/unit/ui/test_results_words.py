@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from snapdp.data.statistics.math.sample_variance import FALLBACK_NOTE
 from tests.unit.ui._helpers import document, query, write_people
 
 from snapdp.data.output.postprocess import INTEGER_NOTE
 from snapdp.data.output.postprocess import NOTE as POST_NOTE
 from snapdp.data.planner.consistent_accuracy import NOTE as CONSISTENT_NOTE
+from snapdp.data.statistics.math.sample_variance import FALLBACK_NOTE
 from snapdp.ui._notes import NOTE_KINDS, plain_note
 
 #: One technical note of each kind, as a release states it.

@@ -39,10 +39,11 @@ class Query:
     ``bins``: (column, edges) pairs overriding a grouping column's domain with numeric bins for
     this query. ``quantiles``: probabilities in (0, 1) for ``statistic="quantiles"``.
     ``method``: for a mean, "ratio" (noisy sum / noisy count, default) or "substitute" (needs the
-    declared public row count); for quantiles, "tree" (a tree histogram, the default; "ratio",
-    the field's default, means it too) or "exponential" (the exact exponential mechanism, one
-    per probability; docs/data.md, "Quantiles by the exponential mechanism"). ``name``: a label
-    for results (default: derived).
+    declared public row count); for quantiles, "tree" (a tree histogram) or "exponential" (the
+    exact exponential mechanism; docs/data.md, "Quantiles by the exponential mechanism"); the
+    field's default, "ratio", lets the planner choose whichever states the smaller ± at the
+    query's ε (docs/utility.md, "Quantiles: the tree or the exponential mechanism").
+    ``name``: a label for results (default: derived).
     ``resolution``: for quantiles, the widest leaf of the tree histogram (default: the declared
     range / 1024, and at least 1 for an integer column). ``where``: keep only the rows this
     predicate holds for (SQL's WHERE; checked against the declaration when compiled).
@@ -112,8 +113,6 @@ class Query:
                     f"`method` of quantiles must be 'tree' or 'exponential', not {self.method!r}",
                     parameter="method",
                 )
-            if self.method == "tree":  # the default, written one way (equal queries compare equal)
-                object.__setattr__(self, "method", "ratio")
         elif self.method not in ("ratio", "substitute"):
             raise ParameterError(
                 f"`method` must be 'ratio' or 'substitute', not {self.method!r}", parameter="method"

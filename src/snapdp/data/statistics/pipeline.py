@@ -6,8 +6,7 @@ exact inputs, draw the noise and assemble the result (docs/data.md, "Statistics"
 ``per_cell``, all together by at most ``l1``. Each cell's mechanism gets ε/cells at the per-cell
 sensitivity (composition over the cells one unit touches) — or, when ``l1`` is smaller than
 cells·per_cell and the per-shift certificate of
-:func:`snapdp.data.statistics.calibration.calibrate_l1` holds, the full (certified,
-slack-reduced) ε at sensitivity ``l1``, whichever has less noise.
+:func:`snapdp.data.statistics.calibration.calibrate_l1` holds, the full (certified, slack-reduced) ε at sensitivity ``l1``, whichever has less noise.
 Without a certificate the result says that it fell back. Either way the parts' ε compose to the
 query's exactly (:func:`check_composition`).
 
@@ -26,7 +25,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from snapdp.data import exponential_quantiles as expq
 from snapdp.data.engines.base import Aggregates
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, Schema, keys_product
@@ -34,6 +32,7 @@ from snapdp.data.output.results import QueryResult, ResultRow
 from snapdp.data.statistics import calibration
 from snapdp.data.statistics.bounding import reach
 from snapdp.data.statistics.kinds import kind_of
+from snapdp.data.statistics.math import exponential_grid as expq
 from snapdp.data.statistics.sensitivity import fits_int64
 from snapdp.data.statistics.types import AccuracyStatement, Compiled, Noise, Part, frac, up
 from snapdp.errors import ParameterError
@@ -240,7 +239,7 @@ def _exponential_values(
     params = exponential_parameters(mechanism.epsilon, int(part.l1), m)
     out = []
     for start in range(0, len(exact), m):  # the same work for every cell
-        losses = expq.losses([int(c) for c in exact[start : start + m]], p)
+        losses = expq.losses([int(c) for c in exact[start : start + m]], p, part.offset)
         out.append(float(exponential_sample(params, losses, mechanism.bit_source)))
     return np.array(out, dtype=np.float64)
 

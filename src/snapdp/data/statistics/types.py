@@ -48,6 +48,7 @@ class Part:
     upper: int
     cells: int | None = None  # cells one unit touches, when not the query's (tree levels)
     probability: Fraction | None = None  # source "exponential": the quantile's p
+    offset: int = 0  # source "exponential": the target rank is p·n + offset (a bracket)
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ class Compiled:
     reach: Reach
     schema: Schema = field(repr=False)
     leaf: Column | None = None  # quantiles: the value column binned at the tree's leaves
-    tree: Any = None  # quantiles: the tree (snapdp.data.quantiles.TreeSpec)
+    tree: Any = None  # quantiles: the tree (snapdp.data.statistics.math.quantile_tree.TreeSpec)
     where: Predicate | None = None  # the row filter, literals typed by the declaration
     where_columns: tuple[Column, ...] = ()  # the declared columns it reads
     grid: Any = None  # exponential quantiles: the candidates (exponential_quantiles.QuantileGrid)

@@ -20,7 +20,8 @@ KINDS: dict[str, Kind] = {
     "std": moments.SPREAD,
     "var_samp": moments.SPREAD,
     "std_samp": moments.SPREAD,
-    "quantiles": quantiles.TREE,
+    "quantiles": quantiles.AUTO,
+    "quantiles/tree": quantiles.TREE,
     "quantiles/exponential": quantiles.EXPONENTIAL,
 }
 

@@ -9,14 +9,16 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from snapdp.data import exponential_quantiles as expq
-from snapdp.data import quantile_values, quantiles
 from snapdp.data.engines.base import Aggregates
 from snapdp.data.model.keys import Key
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import ResultRow
 from snapdp.data.statistics.bounding import Reach, reach
+from snapdp.data.statistics.math import exponential_grid as expq
+from snapdp.data.statistics.math import quantile_tail as quantiles_tail
+from snapdp.data.statistics.math import quantile_tree as quantiles
+from snapdp.data.statistics.math import quantile_values
 from snapdp.data.statistics.math.sum_bound import noise_kind
 from snapdp.data.statistics.sensitivity import FixedPoint
 from snapdp.data.statistics.types import (
@@ -35,7 +37,7 @@ from snapdp.errors import ParameterError
 from snapdp.ieee import double_at_least
 from snapdp.parameters import SnappingParameters
 
-__all__ = ["EXPONENTIAL", "TREE"]
+__all__ = ["AUTO", "EXPONENTIAL", "TREE"]
 
 _QUANTILE_NOTE = (
     "quantiles: each lies within one leaf of a value whose true rank is within the rank ± of "
@@ -89,12 +91,8 @@ def _compile_tree(
         if col.type == "integer":
             resolution = max(resolution, Fraction(1))
     tree = _tree_spec(col.lower, col.upper, resolution)
-    edges = list(qmod.leaf_edges(tree))
-    # Every value of the type lies in [−big, big): int64 for integers (compared exactly), finite
-    # doubles otherwise (2^1024 is past the largest double: its edge compares as ±inf).
-    big = Fraction(1 << 63) if col.type == "integer" else Fraction(1 << 1024)
-    edges[0], edges[-1] = -big, big
-    leaf = replace(col, lower=None, upper=None, keys=None, bins=tuple(edges))
+    edges = _type_edges(col, qmod.leaf_edges(tree))
+    leaf = replace(col, lower=None, upper=None, keys=None, bins=edges)
     r = reach(schema, by_cells * tree.leaves)
     n = schema.max_rows
     cells = [min(r.cells, by_cells * tree.nodes(lv)) for lv in range(1, tree.depth + 1)]
@@ -118,24 +116,42 @@ def _compile_exponential(
 ) -> Compiled:
     """Quantiles by the exact exponential mechanism (docs/data.md, "Quantiles by the exponential
     mechanism"): the engine counts rows per (cell, grid cell), the outer edges pushed out as for
-    the tree (the clamp); one part per probability with ε/#probabilities, loss sensitivity
-    max(a, b − a)·l1 for p = a/b, every group at that ε (a unit's rows over the groups add up
-    to at most l1, and each group's privacy loss grows with its own share)."""
+    the tree (the clamp); three parts per probability with ε/(3·#probabilities) each: the point
+    and two brackets aimed K rows below and above p·n (docs/utility.md, "The exponential
+    mechanism's value ±"); loss sensitivity max(a, b − a)·l1 for p = a/b, every group at that ε
+    (a unit's rows over the groups add up to at most l1, and each group's privacy loss grows
+    with its own share)."""
     col = _bounded_column(query, schema)
     assert col.lower is not None and col.upper is not None
     grid = expq.quantile_grid(col.lower, col.upper, col.type == "integer", query.resolution)
-    edges = list(grid.edges)
-    big = Fraction(1 << 63) if col.type == "integer" else Fraction(1 << 1024)
-    edges[0], edges[-1] = -big, big
-    leaf = replace(col, lower=None, upper=None, keys=None, bins=tuple(edges))
+    leaf = replace(col, lower=None, upper=None, keys=None, bins=_type_edges(col, grid.edges))
     r = reach(schema, by_cells * grid.cells)
-    share = Fraction(1, len(query.quantiles))
+    share = Fraction(1, 3 * len(query.quantiles))
+    alpha = _BRACKET_ALPHA / (3 * len(query.quantiles))
     parts = []
     for i, p in enumerate(query.quantiles):
         sens = expq.sensitivity(p, r.l1)
-        expq.parameters(epsilon * share, p, r.l1, grid.cells)  # refuses a too small ε, by name
-        parts.append(Part(f"q{i + 1}", "exponential", share, sens, sens, 0, grid.cells - 1, 1, p))
+        params = expq.parameters(epsilon * share, p, r.l1, grid.cells)  # refuses a small ε
+        k = expq.bracket_offset(params, p, alpha)
+        for suffix, offset in (("", 0), ("lo", -k), ("hi", k)):
+            name = f"q{i + 1}{suffix}"
+            parts.append(
+                Part(name, "exponential", share, sens, sens, 0, grid.cells - 1, 1, p, offset)
+            )
     return Compiled(query, epsilon, groupings, None, None, tuple(parts), r, schema, leaf, grid=grid)
+
+
+#: The confidence the brackets' offset K is set for (99%): a statement at this confidence or
+#: less states a value ± from the brackets; above it, the range.
+_BRACKET_ALPHA = 0.01
+
+
+def _type_edges(col: Column, edges: Sequence[Fraction]) -> tuple[Fraction, ...]:
+    """``edges`` with the outer ones pushed to the ends of the column's type: ±2^63 (integer,
+    compared exactly) or ±2^1024 (decimal, past every double: it compares as ±inf), so that a
+    value below L counts in the first bin and one above U in the last (the clamp)."""
+    big = Fraction(1 << 63) if col.type == "integer" else Fraction(1 << 1024)
+    return (-big, *edges[1:-1], big)
 
 
 def _quantile_accuracy(
@@ -148,7 +164,8 @@ def _quantile_accuracy(
 ) -> AccuracyStatement:
     """Rank ± = 2·c, c the CDF ± at every leaf edge at once: the smaller of W·(the largest node
     ± at α/T), T the nodes of one cell's tree (union bound), and the tail bound over the tree's
-    noises (:func:`snapdp.data.quantiles.chernoff_cdf`); in values, before the release, a
+    noises (:func:`~snapdp.data.statistics.math.quantile_tail.chernoff_cdf`); in values, before
+    the release, a
     planning figure: leaf width + rank·(U − L)/n for n evenly spread rows (the release states
     the ± from the released tree, see :func:`_quantile_rows`)."""
     tree = compiled.tree
@@ -164,7 +181,7 @@ def _quantile_accuracy(
     # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF)
     targets = []
     for p in compiled.query.quantiles if with_targets else ():
-        w1 = quantiles.target_weight_stats(tree.branching, tree.depth, float(p))[0]
+        w1 = quantiles_tail.target_weight_stats(tree.branching, tree.depth, float(p))[0]
         tail = _chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p))
         targets.append(min(up(w1 * node), tail, up((1 + float(p)) * cdf)))
 
@@ -192,18 +209,19 @@ def _tighter_tail(
     targets: list[float],
 ) -> tuple[float, list[float]]:
     """The CDF ± c and the per-probability ± rₚ of :func:`_quantile_accuracy`, each lowered to
-    :func:`snapdp.data.quantiles.tree_tail_bound` when that is smaller: each node's whole error
+    :func:`~snapdp.data.statistics.math.quantile_tail.tree_tail_bound` when that is smaller:
+    each node's whole error
     (noise and snapping) with its rounding averaged out, the clamp never binding (node bounds).
     Public parameters only; cached in the quantiles module (docs/data.md, "Accuracy before
     spending", *Averaged*)."""
     tree = compiled.tree
     kinds = tuple(noise_kind(p) for p in params)
-    cdf = min(cdf, quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha))
+    cdf = min(cdf, quantiles_tail.tree_tail_bound(tree.branching, tree.depth, kinds, alpha))
     probs = compiled.query.quantiles
     out = []
     for i, target in enumerate(targets):  # empty when the caller asked for no targets
         p = float(probs[i])
-        tail = quantiles.tree_tail_bound(tree.branching, tree.depth, kinds, alpha, p)
+        tail = quantiles_tail.tree_tail_bound(tree.branching, tree.depth, kinds, alpha, p)
         out.append(min(target, tail, up((1 + p) * cdf)))
     return cdf, out
 
@@ -216,41 +234,60 @@ def _exponential_accuracy(
     notes: tuple[str, ...],
     with_targets: bool = True,
 ) -> AccuracyStatement:
-    """Rank ± (every probability at once: each at α/#probabilities): the released value is the
-    middle of a grid cell whose true rank interval lies within it of p·n, for every n
-    (:func:`snapdp.data.exponential_quantiles.rank_bound`). In values: a planning figure, half
-    a cell + rank·(U − L)/n for n evenly spread rows; the release can state no more."""
+    """Rank ± of each point (every draw at α/#draws): the released cell's true rank interval lies
+    within it of p·n, for every n
+    (:func:`snapdp.data.statistics.math.exponential_grid.rank_bound`). In
+    values the release reads the ± from its two brackets (:func:`_exponential_rows`); before it,
+    a planning figure: a cell + (point rank ± + K + bracket rank ±)·(U − L)/n for n evenly
+    spread rows."""
     grid = compiled.grid
     each = alpha / len(noises)
-    targets = []
-    for n, p in zip(noises, compiled.query.quantiles, strict=True):
-        params = expq.parameters(n.epsilon, p, compiled.reach.l1, grid.cells)
-        targets.append(up(expq.rank_bound(params, p, each)))
+    targets, spans = [], []
+    for i in range(len(compiled.query.quantiles)):
+        point, half, _holds = _ranks(compiled, i, each)
+        targets.append(up(point))
+        spans.append(point + half)
     rank = max(targets)
-    span = double_at_least(grid.upper - grid.lower)  # the ± in values covers the whole range
+    span = double_at_least(grid.upper - grid.lower)
     note = (
         "quantiles (exponential mechanism, exact, pure ε): each released value is the middle of a "
-        f"cell of {frac(grid.width)} whose true rank is within the rank ± of p·n, whatever n; "
-        "the ± in values is the range (no count is released; docs/data.md, 'Quantiles by the "
-        "exponential mechanism')"
+        f"cell of {frac(grid.width)} whose true rank is within the rank ± of p·n, whatever n, "
+        "moved into the interval of two bracketing draws; the ± in values is read from that "
+        "interval (docs/utility.md, 'The exponential mechanism's value ±')"
     )
     return AccuracyStatement(
         compiled.query,
         compiled.epsilon,
         confidence,
         None,
-        up(rank * span),
+        min(span, up(max(spans) * span)),
         span,
         (*notes, note),
         rank=rank,
-        leaf_width=float(grid.half_width),
+        leaf_width=float(grid.width),
         targets=tuple(targets),
     )
 
 
+def _ranks(compiled: Compiled, i: int, each: float) -> tuple[float, float, bool]:
+    """For probability i at α = ``each`` per draw: the point's rank ±, the brackets' half-width
+    in ranks (K + their rank ±) and whether their rank ± is below K (the brackets hold)."""
+    p = compiled.query.quantiles[i]
+    by_name = {part.name: part for part in compiled.parts}
+    point, lo = by_name[f"q{i + 1}"], by_name[f"q{i + 1}lo"]
+    cells, l1 = compiled.grid.cells, compiled.reach.l1
+
+    def rank(part: Part) -> float:
+        eps = compiled.epsilon * part.weight
+        return expq.rank_bound(expq.parameters(eps, p, l1, cells), p, each)
+
+    k, bracket = -lo.offset, rank(lo)  # both brackets have the same ε and sensitivity
+    return rank(point), k + bracket, bracket < k
+
+
 #: The quantile tail bound, cached per (tree, scale, grid, α, nodes, probability): a pure
 #: function of public parameters that the planner, the plan's preview and the release each ask for.
-_chernoff_cdf = functools.lru_cache(maxsize=4096)(quantiles.chernoff_cdf)
+_chernoff_cdf = functools.lru_cache(maxsize=4096)(quantiles_tail.chernoff_cdf)
 
 
 def _exponential_rows(
@@ -260,16 +297,25 @@ def _exponential_rows(
     i: int,
     keys: tuple[Key | str, ...],
 ) -> list[ResultRow]:
-    """The released grid cells' values; ± in values: the range (nothing else is released); the
-    rank ± per probability."""
+    """Each probability's point moved into [the lower edge of the low bracket's cell, the top of
+    the high bracket's cell], the ± in values its larger distance to an end (post-processing of
+    the three draws; the range when the brackets do not hold at this confidence or cross)."""
     grid = compiled.grid
     assert statement.cap is not None
+    bounds = (grid.lower, grid.upper)
+    each = (1 - statement.confidence) / len(compiled.parts)
     rows = []
-    for part, p, rank in zip(compiled.parts, compiled.query.quantiles, statement.targets,
-                             strict=True):  # fmt: skip
-        j = int(noisy[part.name][i])
-        value = quantile_values.released_value(grid.value(j), grid.lower, grid.upper)
-        rows.append(ResultRow(keys, value, statement.cap, p, rank))
+    for n, (p, rank) in enumerate(zip(compiled.query.quantiles, statement.targets, strict=True)):
+        j, jlo, jhi = (int(noisy[f"q{n + 1}{s}"][i]) for s in ("", "lo", "hi"))
+        lo, hi = grid.edges[jlo], grid.top(jhi)
+        if not (_ranks(compiled, n, each)[2] and lo <= hi):
+            value = quantile_values.released_value(grid.value(j), *bounds)
+            rows.append(ResultRow(keys, value, statement.cap, p, rank))
+            continue
+        value = quantile_values.released_value(min(max(grid.value(j), lo), hi), *bounds)
+        acc = quantile_values.value_pm(value, lo, hi)
+        interval = quantile_values.released_interval(lo, hi, *bounds)
+        rows.append(ResultRow(keys, value, acc, p, rank, interval=interval))
     return rows
 
 
@@ -299,7 +345,7 @@ def _quantile_rows(
         v = quantile_values.released_value(x, *bounds)
         lo, hi = qmod.value_interval(ls_cdf, tree, p, target)  # exact leaf edges
         acc = quantile_values.value_pm(v, lo, hi)
-        rank = qmod.released_rank(float(p), cdf, target)  # (1 + p)·cdf, or less
+        rank = quantiles_tail.released_rank(float(p), cdf, target)  # (1 + p)·cdf, or less
         interval = quantile_values.released_interval(lo, hi, *bounds)
         rows.append(ResultRow(keys, v, acc, p, rank, interval=interval))
     return rows
@@ -335,3 +381,89 @@ TREE = Kind(_compile_tree, _quantile_accuracy, _tree_inputs, _quantile_rows, _ro
 EXPONENTIAL = Kind(
     _compile_exponential, _exponential_accuracy, _grid_inputs, _exponential_rows, _rows_unit
 )
+
+
+_CHOICE_ALPHA = 0.05  # the confidence (95%) the two methods' figures are compared at
+
+
+def _compile_auto(
+    query: Query,
+    schema: Schema,
+    epsilon: Fraction,
+    groupings: tuple[Column, ...],
+    by_cells: int,
+    r: Reach,
+) -> Compiled:
+    """The method with the smaller stated ± at this ε (public parameters only): both compiled,
+    then compared by the half-width in ranks of the interval each reads its value ± from — the
+    tree's rₚ + c (the CDF ± c, its per-probability bound rₚ), the exponential mechanism's
+    K + its brackets' rank ± — at 95%, the largest over the probabilities (docs/utility.md,
+    "Quantiles: the tree or the exponential mechanism")."""
+    tree = _compile_tree(query, schema, epsilon, groupings, by_cells, r)
+    try:
+        expo = _compile_exponential(query, schema, epsilon, groupings, by_cells, r)
+    except ParameterError:  # too many cells, or too small an ε per draw: the tree
+        return tree
+    return expo if _exponential_half(expo) < _tree_half(tree) else tree
+
+
+def _tree_half(compiled: Compiled) -> float:
+    """max over p of rₚ + c at 95%, each level's noise composed over the cells a unit touches
+    (the planner's figure, without the L1 calibration)."""
+    noises = [
+        Noise(part, compiled.epsilon * part.weight / (part.cells or 1), part.per_cell,
+              part.cells or 1, False)
+        for part in compiled.parts
+    ]  # fmt: skip
+    statement = _quantile_accuracy(compiled, noises, 1 - _CHOICE_ALPHA, _CHOICE_ALPHA, ())
+    assert statement.rank is not None
+    return max(t + statement.rank / 2 for t in statement.targets)
+
+
+def _exponential_half(compiled: Compiled) -> float:
+    """max over p of K + the brackets' rank ± at 95% (each of the 3·#p draws at α/(3·#p))."""
+    each = _CHOICE_ALPHA / len(compiled.parts)
+    return max(_ranks(compiled, i, each)[1] for i in range(len(compiled.query.quantiles)))
+
+
+def _chosen(compiled: Compiled) -> Kind:
+    return TREE if compiled.grid is None else EXPONENTIAL
+
+
+def _auto_accuracy(
+    compiled: Compiled,
+    noises: Sequence[Noise],
+    confidence: float,
+    alpha: float,
+    notes: tuple[str, ...],
+    with_targets: bool = True,
+) -> AccuracyStatement:
+    """The chosen method's statement, with a note naming it."""
+    which = "the tree" if compiled.grid is None else "the exponential mechanism"
+    note = (
+        f"quantile method: {which}, chosen for its smaller stated ± at this ε (set `method` to "
+        "choose; docs/utility.md, 'Quantiles: the tree or the exponential mechanism')"
+    )
+    kind = _chosen(compiled)
+    return kind.accuracy(compiled, noises, confidence, alpha, (*notes, note), with_targets)
+
+
+def _auto_inputs(
+    compiled: Compiled, aggregates: Aggregates, value_index: int | None
+) -> dict[str, list[int | Fraction]]:
+    return _chosen(compiled).inputs(compiled, aggregates, value_index)
+
+
+def _auto_rows(
+    compiled: Compiled,
+    statement: AccuracyStatement,
+    noisy: Noisy,
+    i: int,
+    keys: tuple[Key | str, ...],
+) -> list[ResultRow]:
+    return _chosen(compiled).rows(compiled, statement, noisy, i, keys)
+
+
+AUTO = Kind(_compile_auto, _auto_accuracy, _auto_inputs, _auto_rows, _rows_unit)
+"""The default: the tree or the exponential mechanism, whichever states the smaller ± at the
+query's ε (:func:`_compile_auto`)."""

@@ -1,2 +1,2 @@
-"""Exact and floating-point mathematics of the statistics: sums of snapped noises and the
-sample variance (docs/data.md)."""
+"""Statistics math: pure functions of public parameters and exact counts (sums of snapped
+noises, the sample variance, quantile trees and grids; docs/data.md)."""

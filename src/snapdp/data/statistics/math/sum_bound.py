@@ -150,7 +150,8 @@ def _log_mgf(kind: NoiseKind, t: _Array) -> _Array:
 def log_mgf_bound(kind: NoiseKind, t: _Array) -> _Array:
     """An upper bound on log E e^(t·e) for one never-clamped error e of this kind, at every
     offset of the true count (the B of the module docstring): inf where |t|·L₊ is too close to 1.
-    Used for trees' CDF errors too (:func:`snapdp.data.quantiles.tree_tail_bound`)."""
+    Used for trees' CDF errors too
+    (:func:`snapdp.data.statistics.math.quantile_tail.tree_tail_bound`)."""
     return _log_mgf(kind, np.asarray(t, dtype=np.float64))
 
 

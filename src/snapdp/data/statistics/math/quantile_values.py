@@ -1,7 +1,8 @@
 """A released quantile as a number: inside the declared bounds, with a ± that covers its rounding.
 
 The tree and the exponential mechanism find a quantile as an exact rational in [L, U]
-(:func:`snapdp.data.quantiles.exact_quantiles`, :meth:`QuantileGrid.value`). It is released as
+(:func:`snapdp.data.statistics.math.quantile_tree.exact_quantiles`,
+:meth:`QuantileGrid.value`). It is released as
 (docs/data.md, "Released quantiles are inside the bounds"):
 
 * the double nearest it among the doubles in [L, U] (rounded to nearest, then moved one step

@@ -39,6 +39,7 @@ from snapdp.exponential import ExponentialParameters, exponential_parameters
 __all__ = [
     "MAX_CANDIDATES",
     "QuantileGrid",
+    "bracket_offset",
     "losses",
     "parameters",
     "quantile_grid",
@@ -78,6 +79,13 @@ class QuantileGrid:
             last = min(hi - 1, self.upper)
             return (lo + last) / 2
         return (lo + hi) / 2
+
+    def top(self, j: int) -> Fraction:
+        """The largest value of cell j: its last integer (at most ``upper``) for integers, else
+        its upper edge."""
+        if self.integer:
+            return min(self.edges[j + 1] - 1, self.upper)
+        return self.edges[j + 1]
 
     @property
     def half_width(self) -> Fraction:
@@ -138,14 +146,16 @@ def parameters(
     return exponential_parameters(epsilon, sensitivity(probability, row_bound), cells)
 
 
-def losses(counts: Sequence[int], probability: Fraction) -> list[int]:
-    """dⱼ = max(b·Cⱼ − a·n, a·n − b·Cⱼ₊₁, 0) for each cell j (see the module docstring)."""
+def losses(counts: Sequence[int], probability: Fraction, offset: int = 0) -> list[int]:
+    """dⱼ = max(b·Cⱼ − a·n, a·n − b·Cⱼ₊₁, 0) for each cell j (see the module docstring); with
+    ``offset`` k the target rank is p·n + k (a public integer: the sensitivity is unchanged),
+    dⱼ = b·(the distance from p·n + k to [Cⱼ, Cⱼ₊₁])."""
     p = Fraction(probability)
     a, b = p.numerator, p.denominator
     n = 0
     for c in counts:
         n += int(c)
-    an = a * n
+    an = a * n + b * int(offset)
     out = []
     below = 0
     for c in counts:
@@ -158,3 +168,10 @@ def losses(counts: Sequence[int], probability: Fraction) -> list[int]:
 def rank_bound(params: ExponentialParameters, probability: Fraction, alpha: float) -> float:
     """± in ranks at confidence 1 − α: t/b, t = :meth:`ExponentialParameters.loss_bound`."""
     return params.loss_bound(alpha) / Fraction(probability).denominator
+
+
+def bracket_offset(params: ExponentialParameters, probability: Fraction, alpha: float) -> int:
+    """K, the rank offset of a bracketing draw: the least integer above its rank ± at confidence
+    1 − α, so that a draw aimed at p·n − K lies below every p-quantile and one aimed at
+    p·n + K above (docs/utility.md, "The exponential mechanism's value ±")."""
+    return math.floor(rank_bound(params, probability, alpha)) + 1
