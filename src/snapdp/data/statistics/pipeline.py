@@ -6,9 +6,9 @@ exact inputs, draw the noise and assemble the result (docs/data.md, "Statistics"
 ``per_cell``, all together by at most ``l1``. Each cell's mechanism gets ε/cells at the per-cell
 sensitivity (composition over the cells one unit touches) — or, when ``l1`` is smaller than
 cells·per_cell and the per-shift certificate of
-:func:`snapdp.data.statistics.calibration.calibrate_l1` holds, the full (certified, slack-reduced) ε at sensitivity ``l1``, whichever has less noise.
-Without a certificate the result says that it fell back. Either way the parts' ε compose to the
-query's exactly (:func:`check_composition`).
+:func:`snapdp.data.statistics.calibration.calibrate_l1` holds, the full (certified, slack-reduced) ε
+at sensitivity ``l1``, whichever has less noise. Without a certificate the result says that it fell
+back. Either way the parts' ε compose to the query's exactly (:func:`check_composition`).
 
 Each step that depends on the statistic asks the query's kind
 (:mod:`snapdp.data.statistics.kinds`); this module holds what every kind shares.

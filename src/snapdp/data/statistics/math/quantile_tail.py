@@ -282,11 +282,11 @@ def tree_tail_bound(
 
     The error at edge t is Σᵢ vₜᵢ·eᵢ over the independent node errors eᵢ (noise and snapping
     together). For each node, E e^(θ·e) <= B(θ) whatever the true count
-    (:func:`snapdp.data.statistics.math.sum_bound.log_mgf_bound`: the rounding averages out
-    instead of adding Λ/2 per unit of weight), so P(|Σ vₜᵢeᵢ| > c) <= 2·e^(−θc)·Πᵢ B(θ|vₜᵢ|) for each θ
+    (:func:`snapdp.data.statistics.math.sum_bound.log_mgf_bound`: the rounding averages out instead
+    of adding Λ/2 per unit of weight), so P(|Σ vₜᵢeᵢ| > c) <= 2·e^(−θc)·Πᵢ B(θ|vₜᵢ|) for each θ
     (Chernoff, both tails: B bounds both signs). A union bound over the edges: c is the smallest
-    value (bisection) at which the sum over the edges of the best of these over θ is <= α, plus
-    the largest Σᵢ|vₜᵢ|·u₀ (the outputs' final rounding). Public parameters only; cached.
+    value (bisection) at which the sum over the edges of the best of these over θ is <= α, plus the
+    largest Σᵢ|vₜᵢ|·u₀ (the outputs' final rounding). Public parameters only; cached.
     """
     edge, level, value, count, l1 = _tree_groups(b, depth, probability)
     edges = len(l1)

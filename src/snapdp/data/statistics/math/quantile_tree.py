@@ -8,10 +8,10 @@ the levels); :func:`consistent_leaves` post-processes the noisy tree into consis
 non-negative leaf counts with a monotone CDF; :func:`quantiles_from_leaves` reads the quantiles.
 :func:`rank_accuracy` and :func:`value_accuracy` state the accuracy before anything is spent.
 
-Privacy: a row lies in exactly one node per level, so a unit with at most k rows (the per-unit
-row bound) moves one level's node counts by d₁, …, d_m with Σdᵢ <= k: each level is a histogram
-with L1 sensitivity k, calibrated as in :mod:`snapdp.data.statistics.calibration`. The levels
-are released with ε/depth each and compose to ε (sequential composition over the levels); their δ add up.
+Privacy: a row lies in exactly one node per level, so a unit with at most k rows (the per-unit row
+bound) moves one level's node counts by d₁, …, d_m with Σdᵢ <= k: each level is a histogram with L1
+sensitivity k, calibrated as in :mod:`snapdp.data.statistics.calibration`. The levels are released
+with ε/depth each and compose to ε (sequential composition over the levels); their δ add up.
 Everything after the noise is post-processing of public quantities.
 """
 
