@@ -22,6 +22,20 @@ def did_you_mean(word: object, known: Iterable[str]) -> str:
     return f"; did you mean {found[0]!r}?" if found else ""
 
 
+def not_declared(name: str, declared: Iterable[str], *, what: str = "column") -> str:
+    """The one text for a name the declaration does not have (docs/data.md, "The declaration"):
+    ``column 'x' is not declared; did you mean 'y'? (declared: 'a', 'b')``. Declared names only,
+    never data values."""
+    names = list(declared)
+    listed = ", ".join(repr(n) for n in names) or "none"
+    return f"{what} {name!r} is not declared{did_you_mean(name, names)} (declared: {listed})"
+
+
+def not_in_source(name: str) -> str:
+    """The one text for a declared column that the source lacks (its header is not listed)."""
+    return f"declared column {name!r} is not in the data"
+
+
 class ParameterError(ValueError, TypeError):
     """A parameter or input breaks a stated rule; the message names it and repeats its value.
 

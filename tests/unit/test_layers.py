@@ -255,3 +255,15 @@ def test_no_source_file_is_over_500_lines() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     }
     assert not long, long
+
+
+def test_one_text_for_a_name_not_declared_and_a_column_not_in_the_source() -> None:
+    """Every refusal of an undeclared name or a column the source lacks comes from
+    ``snapdp.errors.not_declared`` / ``not_in_source`` (issue 31 item 6: one check per fact)."""
+    own = {SRC / "snapdp" / "errors.py"}
+    for path in sorted((SRC / "snapdp").rglob("*.py")):
+        if path in own:
+            continue
+        text = path.read_text(encoding="utf-8")
+        assert "is not declared" not in text.replace("``", ""), path
+        assert "is not in the data" not in text, path

@@ -55,7 +55,7 @@ def test_misspelt_name_gets_a_suggestion_under_its_caret(
 
 def test_no_suggestion_when_nothing_is_close() -> None:
     first, _ = _refusal("SELECT AVG(zzz) FROM people")
-    assert "did you mean" not in first and "(declared: age, income, region)" in first
+    assert "did you mean" not in first and "(declared: 'age', 'income', 'region')" in first
     first, _ = _refusal("SELECT COUNT(*) FROM zzz")
     assert "did you mean" not in first and "the declared table is 'people'" in first
 

@@ -212,7 +212,7 @@ def test_an_output_name_used_twice_is_refused_at_the_second(text: str, under: st
 # -- item 12: OPTIONS messages ---------------------------------------------------------------------
 def test_options_messages_name_the_option_with_a_caret_and_no_repr() -> None:
     first, shown, caret = _refusal(PREFIX + "privacy_unit_column = nosuch) COUNT(*) FROM people")
-    assert "column nosuch is not declared" in first and "bound" not in first
+    assert "column 'nosuch' is not declared" in first and "bound" not in first
     assert _caret_under(shown, caret) == "privacy_unit_column = nosuch"
     first, shown, caret = _refusal(PREFIX + "epsilon = 0) COUNT(*) FROM people", epsilon=None)
     assert "epsilon must be > 0, not 0" in first and "--epsilon" not in first

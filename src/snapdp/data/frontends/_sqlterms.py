@@ -31,7 +31,7 @@ from snapdp.data.model.predicate import (
 )
 from snapdp.data.model.query import Query
 from snapdp.data.model.workload import Declaration
-from snapdp.errors import ParameterError, did_you_mean
+from snapdp.errors import ParameterError, did_you_mean, not_declared
 
 __all__ = ["COMPARE", "FLIP", "SqlTerms", "canonical", "describe"]
 
@@ -95,9 +95,7 @@ class SqlTerms(SqlText):
             same = [n for n in names if n.lower() == name.lower()]
             name = same[0] if len(same) == 1 else name
         if name not in names:
-            declared = ", ".join(names) or "none"
-            hint = did_you_mean(name, names)
-            raise self.at(node, f"column {name!r} is not declared{hint} (declared: {declared})")
+            raise self.at(node, not_declared(name, names))
         return name
 
     # -- aggregates ------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from snapdp.data.model.schema import (
     Schema,
 )
 from snapdp.data.model.workload import Declaration, Workload
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, not_declared
 
 __all__ = ["default_by", "queries_from_flags", "schema_from_options", "workload_from_flags"]
 
@@ -255,7 +255,7 @@ def schema_from_options(
         name, rule = _assignment(spec, "--nulls", "COL=drop|VALUE")
         if name not in drafts:
             raise ParameterError(
-                f"`--nulls`: column {name!r} is not declared (declare it with --column, or use it)"
+                f"`--nulls`: {not_declared(name, drafts)}; declare it with --column, or use it"
             )
         update(name, "--nulls", nulls=rule)
     declared = tuple(_column(name, d) for name, d in drafts.items() if name != privacy_unit)

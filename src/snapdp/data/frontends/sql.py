@@ -38,7 +38,7 @@ from snapdp.data.model.workload import Declaration, PlannedQuery, Workload, chec
 from snapdp.data.output.postprocess import Output, PostProcessing
 from snapdp.data.output.postprocess import apply_post_processing as _apply
 from snapdp.data.output.results import QueryResult
-from snapdp.errors import ParameterError, did_you_mean
+from snapdp.errors import ParameterError, did_you_mean, not_declared
 
 __all__ = ["SqlError", "SqlQuery", "apply_post_processing", "parse_predicate", "parse_sql"]
 
@@ -292,11 +292,10 @@ class _Parser(SqlPostTerms):
         unit = self.schema.privacy_unit
         names = [c.name for c in self.schema.columns] + ([unit] if unit else [])
         if text not in names:
-            declared = ", ".join(c.name for c in self.schema.columns) or "none"
+            declared = (c.name for c in self.schema.columns)
             raise self.option_error(
-                "privacy_unit", f"privacy_unit_column: column {text} is not declared (declared: "
-                f"{declared})",
-            )  # fmt: skip
+                "privacy_unit", f"privacy_unit_column: {not_declared(text, declared)}"
+            )
         if text == unit:
             return
         whose = (f"the declared privacy unit is {unit}" if unit is not None else

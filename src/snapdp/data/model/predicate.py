@@ -32,7 +32,7 @@ from snapdp._rational import shown_rational
 from snapdp._validation import check_number_size
 from snapdp.data.model.keys import typed_key
 from snapdp.data.model.schema import Schema
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, not_declared
 
 __all__ = [
     "OPERATORS",
@@ -158,11 +158,11 @@ def check_predicate(predicate: Predicate, schema: Schema) -> Predicate:
     value of its column's type."""
     if isinstance(predicate, (Compare, InList, IsNull)):
         name = predicate.column
-        declared = {c.name for c in schema.columns}
+        declared = [c.name for c in schema.columns]
         if name not in declared:
             raise ParameterError(
-                f"the filter reads column {name!r}, which is not declared; declare it with a "
-                "type (docs/sql.md, 'WHERE')",
+                f"the filter: {not_declared(name, declared)}; declare it with a type "
+                "(docs/sql.md, 'WHERE')",
                 parameter="where",
             )
         kind = schema.column(name).type

@@ -31,7 +31,7 @@ from snapdp._validation import (
     check_count,
 )
 from snapdp.data.model.keys import Key, exact_number, typed_key
-from snapdp.errors import ParameterError, did_you_mean
+from snapdp.errors import ParameterError, not_declared
 
 __all__ = [
     "COLUMN_TYPES",
@@ -346,11 +346,8 @@ class Schema:
         for c in self.columns:
             if c.name == name:
                 return c
-        declared = ", ".join(repr(c.name) for c in self.columns) or "none"
         raise ParameterError(
-            f"column {name!r} is not declared{did_you_mean(name, (c.name for c in self.columns))} "
-            f"(declared: {declared})",
-            parameter="columns",
+            not_declared(name, (c.name for c in self.columns)), parameter="columns"
         )
 
     def with_columns(self, columns: Iterable[Column]) -> Schema:

@@ -35,7 +35,7 @@ from snapdp.data.statistics.kinds import kind_of
 from snapdp.data.statistics.math import exponential_grid as expq
 from snapdp.data.statistics.sensitivity import fits_int64
 from snapdp.data.statistics.types import AccuracyStatement, Compiled, Noise, Part, frac, up
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, not_declared
 from snapdp.exponential import exponential_parameters
 from snapdp.exponential import sample as exponential_sample
 from snapdp.mechanism import SnappingMechanism
@@ -67,12 +67,12 @@ def compile_parts(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
 def _groupings(query: Query, schema: Schema) -> tuple[Column, ...]:
     overrides = dict(query.bins)
     groupings: list[Column] = []
-    declared = {c.name for c in schema.columns}
+    declared = [c.name for c in schema.columns]
     for name in query.by:
         if name not in declared and name not in overrides:
             raise ParameterError(
-                f"grouping column {name!r} is not declared: declare its keys or bins "
-                "(docs/data.md, 'The declaration')",
+                f"{not_declared(name, declared, what='grouping column')}: declare its keys or "
+                "bins (docs/data.md, 'The declaration')",
                 parameter="by",
             )
         col = schema.column(name) if name in declared else Column(name, "decimal")

@@ -19,7 +19,7 @@ from snapdp.data.engines.relational import exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.engines.relational.plan import aggregate_query
 from snapdp.data.model.schema import Column
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, not_in_source
 
 __all__ = [
     "cast_sql",
@@ -70,8 +70,4 @@ def check_columns(used: Sequence[str], names: Sequence[str]) -> None:
     """Every used column must be in the source (its names are public: header or schema)."""
     missing = [c for c in used if c not in names]
     if missing:
-        raise ParameterError(
-            f"column {missing[0]!r} is not in the data (its columns: "
-            f"{', '.join(repr(n) for n in names[:20])}{', …' if len(names) > 20 else ''})",
-            parameter="columns",
-        )
+        raise ParameterError(not_in_source(missing[0]), parameter="columns")

@@ -63,7 +63,7 @@ from snapdp.data.engines.relational.plan import aggregate_query
 from snapdp.data.engines.spark import executor
 from snapdp.data.engines.spark.reading import from_pandas, read_path
 from snapdp.data.model.schema import CsvOptions
-from snapdp.errors import ParameterError
+from snapdp.errors import ParameterError, not_in_source
 
 __all__ = ["SparkEngine"]
 
@@ -223,9 +223,7 @@ class SparkEngine:
         present = set(self.column_names())
         for name in names:
             if name not in present:
-                raise ParameterError(
-                    f"declared column {name!r} is not in the data", parameter="columns"
-                )
+                raise ParameterError(not_in_source(name), parameter="columns")
         for vc in plan.values:
             if max(abs(vc.lower_q), abs(vc.upper_q)) >= _Q_LIMIT:
                 raise ParameterError(
