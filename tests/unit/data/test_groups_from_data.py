@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from snapdp.data.model.predicate import Compare
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.release.table import PrivateTable
@@ -71,19 +72,88 @@ def test_neighbours_differ_only_in_noise_and_the_new_key() -> None:
         assert {r.keys for r in d.rows} == {r.keys for r in d2.rows} == {("a",), ("b",)}
 
 
-def test_never_a_key_not_in_the_data_several_columns() -> None:
-    schema = Schema((Column("city", "text"), Column("n", "integer"), Column("day", "date")))
-    rows = [{"city": "a", "n": 1, "day": "2024-01-01"}] * 50 + [
-        {"city": "b", "n": 2, "day": "2024-01-02"}
-    ] * 50
+def test_never_a_key_not_in_the_data() -> None:
+    schema = Schema((Column("day", "date"),))
+    rows = [{"day": "2024-01-01"}] * 50 + [{"day": "2024-01-02"}] * 50
     seen: set[tuple[object, ...]] = set()
     for seed in range(20):
-        (r,) = _table(rows, seed, schema).release(
-            [Query("count", by=("city", "n", "day"))], 1, delta="0.4"
-        )
+        (r,) = _table(rows, seed, schema).release([Query("count", by=("day",))], 1, delta="0.4")
         seen |= {row.keys for row in r.rows}
-    assert seen <= {("a", 1, dt.date(2024, 1, 1)), ("b", 2, dt.date(2024, 1, 2))}
+    assert seen <= {(dt.date(2024, 1, 1),), (dt.date(2024, 1, 2),)}
     assert seen
+
+
+def test_two_columns_from_the_data_are_refused_before_reading() -> None:
+    """The domain is the product of each column's keys: read from the data, its size would grow
+    with the product of distinct values (work and memory that one person moves)."""
+    schema = Schema((Column("city", "text"), Column("n", "integer"), Column("day", "date")))
+    rows = [{"city": "a", "n": 1, "day": "2024-01-01"}] * 50
+    with pytest.raises(ParameterError, match="one column per query") as err:
+        _table(rows, 0, schema).release([Query("count", by=("city", "n"))], 1, delta="0.4")
+    assert err.value.parameter == "by" and "`city`, `n`" in str(err.value)
+
+
+def _shape(r: object) -> dict[str, object]:
+    d = dict(r.as_dict())  # type: ignore[attr-defined]
+    d.pop("rows", None)
+    return d
+
+
+def test_no_row_and_one_row_give_results_of_one_shape() -> None:
+    """D: no row passes the filter; D′: one does (its key is almost never shown). The results
+    must not differ in anything but values and shown keys: notes, mechanisms, ε, δ."""
+    schema = Schema((Column("name", "text"), Column("income", "integer", 0, 100)))
+    base = [{"name": "bob", "income": 5}] * 20
+    q = [
+        Query("count", by=("name",), where=Compare("name", "=", "alice")),
+        Query("mean", "income", by=("name",), where=Compare("name", "=", "alice")),
+    ]
+    for seed in range(20):
+        d = _table(base, seed, schema).release(q, 1, delta="1e-6")
+        d2 = _table([*base, {"name": "alice", "income": 7}], seed, schema).release(
+            q, 1, delta="1e-6"
+        )
+        assert [_shape(r) for r in d] == [_shape(r) for r in d2]
+
+
+def test_a_date_beyond_python_years_is_no_key_and_no_error(tmp_path: Path) -> None:
+    """A native date past year 9999 (Parquet) is dropped as no key: D and D′ release alike,
+    and no message ever quotes it."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    schema = Schema((Column("day", "date"),))
+    day = (dt.date(2024, 1, 1) - dt.date(1970, 1, 1)).days
+    far = 3_000_000  # about the year 10,183
+    for name, days in (("d", [day] * 60), ("d2", [day] * 60 + [far])):
+        pq.write_table(
+            pa.table({"day": pa.array(days, type=pa.date32())}), tmp_path / f"{name}.parquet"
+        )
+    out = []
+    for name in ("d", "d2"):
+        t = PrivateTable(
+            str(tmp_path / f"{name}.parquet"),
+            schema,
+            total_epsilon=10,
+            rng=np.random.default_rng(1),
+        )
+        (r,) = t.release([Query("count", by=("day",))], 1, delta="1e-6")
+        out.append((_shape(r), {row.keys for row in r.rows}))
+    assert out[0][0] == out[1][0]
+    assert out[0][1] <= {(dt.date(2024, 1, 1),)} and out[1][1] <= {(dt.date(2024, 1, 1),)}
+
+
+def test_an_extra_count_states_its_own_snapping_delta() -> None:
+    from snapdp.data.release import groups
+
+    schema = SCHEMA
+    _, (alone,) = groups.plan_selections(
+        schema, [Query("mean", "income", by=("city",))], [Fraction(1)], [Fraction(1, 10**6)]
+    )
+    _, (shared,) = groups.plan_selections(
+        schema, [Query("count", by=("city",))], [Fraction(1)], [Fraction(1, 10**6)]
+    )
+    assert alone.counter is None and alone.delta > alone.rule.delta
+    assert shared.delta == shared.rule.delta
 
 
 def test_mixed_with_declared_keys() -> None:

@@ -24,13 +24,14 @@ from typing import Any
 from snapdp.data import statistics
 from snapdp.data.engines.observed import observed_keys
 from snapdp.data.model.keys import Key
-from snapdp.data.model.observed import DATA_KEY_TYPES, undeclared, with_keys
+from snapdp.data.model.observed import DATA_KEY_TYPES, undeclared, with_keys, with_placeholders
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
 from snapdp.data.output.results import QueryResult
 from snapdp.data.statistics import Compiled, Noise
 from snapdp.data.statistics.selection import KeySelection, key_selection
 from snapdp.errors import ParameterError
+from snapdp.mechanism import SnappingMechanism
 
 __all__ = [
     "Selected",
@@ -65,8 +66,18 @@ class Selection:
 
     @property
     def delta(self) -> Fraction:
-        """The selection's δ."""
-        return self.rule.delta
+        """The selection's δ: the threshold's, plus an extra count's own snapping δ (a query's own
+        COUNT states its snapping δ itself)."""
+        if self.counter is not None:
+            return self.rule.delta
+        own = sum((n.cells * Fraction(_snapping_delta(n)) for n in self.noise), Fraction(0))
+        return self.rule.delta + own
+
+
+def _snapping_delta(n: Noise) -> float:
+    return float(
+        SnappingMechanism(n.epsilon, n.sensitivity, n.part.lower, n.part.upper).privacy.delta
+    )
 
 
 def refuse_without_delta(query: Query, schema: Schema, delta: Fraction | None) -> None:
@@ -82,6 +93,14 @@ def refuse_without_delta(query: Query, schema: Schema, delta: Fraction | None) -
             f"GROUP BY `{name}`: the column has no declared keys, so its groups would come from "
             f"the data; add a δ (--delta 1e-6, OPTIONS(delta = 1e-6) or `delta` in the plan) to "
             f"choose them privately, or declare its keys or bins ({_HOW})",
+            parameter="by",
+        )
+    if len(names) > 1:
+        # The engine's domain is the product of each column's keys: read from the data, its size
+        # (work, memory) would grow with the product of distinct values, which one person moves.
+        raise ParameterError(
+            f"GROUP BY {', '.join(f'`{n}`' for n in names)}: groups from the data work on one "
+            f"column per query for now; declare the keys of all but one of them ({_HOW})",
             parameter="by",
         )
     if query.bins:
@@ -170,9 +189,12 @@ def select(
         if keys:
             observed = _domain(schema, s.columns, keys)
             count = _recompiled(s.count, observed)
-            counted = release(observed, count, s.noise)
-            value = {tuple(r.keys): float(r.value) for r in counted.rows}
-            shown = [k for k in keys if k in value and s.rule.shown(value[k])]
+        else:  # no key: the same release on the placeholder domain, so that the result has the
+            # notes and mechanisms of any other (its rows are dropped: no key is kept)
+            observed, count = with_placeholders(s.count.query, schema), s.count
+        counted = release(observed, count, s.noise)
+        value = {tuple(r.keys): float(r.value) for r in counted.rows}
+        shown = [k for k in keys if k in value and s.rule.shown(value[k])]
         kept = frozenset(shown)
         note = f"{s.rule.describe()}; {_HOW}"
         for i in s.members:
@@ -246,7 +268,15 @@ def _recompiled(placeholder: Compiled, schema: Schema) -> Compiled:
 def _candidates(engine: Any, s: Selection, schema: Schema, salt: str) -> list[tuple[Key, ...]]:
     """The observed key tuples (declared keys kept only when declared), in keyed-hash order."""
     cols = [schema.column(n) for n in s.columns]
-    rows = observed_keys(engine, cols, s.count.where, s.count.where_columns)
+    try:
+        rows = observed_keys(engine, cols, s.count.where, s.count.where_columns)
+    except ParameterError:
+        raise
+    except Exception as exc:  # its text may quote a value read from the data: name the class only
+        raise ParameterError(
+            f"the groups found in the data could not be read ({type(exc).__name__}; {_HOW})",
+            parameter="keys",
+        ) from None
     ok = [
         t for t in rows if all(c.keys is None or v in c.keys for c, v in zip(cols, t, strict=True))
     ]

@@ -3,7 +3,6 @@ observed keys, and the same shown keys for one seed."""
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +50,7 @@ def test_duckdb_and_spark_show_the_same_keys_for_one_seed(
     tmp_path: Path, spark_session: Any
 ) -> None:
     path = _csv(tmp_path)
-    q = [Query("count", by=("city", "day"))]
+    q = [Query("count", by=("city",))]
     for seed in range(3):
         shown = []
         for engine in (DuckDBEngine(str(path), csv=CsvOptions()), _spark(path, spark_session)):
@@ -61,5 +60,4 @@ def test_duckdb_and_spark_show_the_same_keys_for_one_seed(
             (r,) = table.release(q, 1, delta="1e-6")
             shown.append([(row.keys, row.value) for row in r.rows])
         assert shown[0] == shown[1]
-        held = {("paris", 1), ("rome", 2), ("oslo", 3)}
-        assert {k for k, _ in shown[0]} <= {(c, dt.date(2024, 1, d)) for c, d in held}
+        assert {k for k, _ in shown[0]} <= {("paris",), ("rome",), ("oslo",), ("tiny",)}

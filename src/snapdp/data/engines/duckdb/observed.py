@@ -37,6 +37,12 @@ def duckdb_keys(
         for i, c in enumerate(columns)
     ]
     conds = [f"{_P}k{i} IS NOT NULL" for i in range(len(columns))]
+    # a date outside Python's years 1..9999 is no key (no declared key can equal it either)
+    conds += [
+        f"{_P}k{i} BETWEEN DATE '0001-01-01' AND DATE '9999-12-31'"
+        for i, c in enumerate(columns)
+        if c.type == "date"
+    ]
     inner = f"SELECT {', '.join(casts)} FROM {relation}"
     if where is not None:
         values = {n: exprs.column(a) for n, a in alias.items()}

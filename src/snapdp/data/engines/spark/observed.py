@@ -47,7 +47,11 @@ def spark_keys(
         _expr(exprs.with_null_rule(c, _cast(c, src[c.name], dtypes[c.name]))).alias(f"_k{i}")
         for i, c in enumerate(columns)
     ]
-    df = df.select(*keys).dropna().distinct()
+    df = df.select(*keys).dropna()
+    for i, c in enumerate(columns):  # a date outside Python's years 1..9999 is no key
+        if c.type == "date":
+            df = df.where(sf.expr(f"_k{i} BETWEEN DATE '0001-01-01' AND DATE '9999-12-31'"))
+    df = df.distinct()
     return [typed_tuple(columns, tuple(row)) for row in df.collect()]
 
 
