@@ -261,7 +261,7 @@ def _noted(result: QueryResult, note: str) -> QueryResult:
 def _recompiled(placeholder: Compiled, schema: Schema) -> Compiled:
     """``placeholder``'s query on ``schema``'s keys, with the placeholder's reach and parts
     (so its noise is the one calibrated before any data was read)."""
-    c = statistics.compile_query(placeholder.query, schema, placeholder.epsilon)
+    c = statistics.compile_fresh(placeholder.query, schema, placeholder.epsilon)
     return replace(c, reach=placeholder.reach, parts=placeholder.parts)
 
 

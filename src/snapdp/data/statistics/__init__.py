@@ -63,6 +63,7 @@ __all__ = [
     "assemble",
     "calibrate",
     "check_composition",
+    "compile_fresh",
     "compile_query",
     "exact_inputs",
     "key_label",
@@ -82,6 +83,12 @@ def compile_query(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
         return _compiled(query, schema, Fraction(epsilon))
     except TypeError:  # an unhashable part (never in a valid declaration): compile afresh
         return _compile(query, schema, epsilon)
+
+
+def compile_fresh(query: Query, schema: Schema, epsilon: Fraction) -> Compiled:
+    """:func:`compile_query` without the process cache: for a schema holding keys read from the
+    data (groups from the data), which must not stay in memory after the release."""
+    return _compile(query, schema, Fraction(epsilon))
 
 
 @functools.lru_cache(maxsize=4096)
