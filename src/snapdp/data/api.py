@@ -86,19 +86,28 @@ class PrivateTable(_release.PrivateTable):
     """A table behind a privacy budget (:class:`snapdp.data.release.table.PrivateTable`) that also
     answers SQL (docs/sql.md)."""
 
-    def sql(self, query: str, epsilon: object = None, *, confidence: float = 0.95) -> Results:
+    def sql(
+        self, query: str, epsilon: object = None, *, confidence: float = 0.95, delta: object = None
+    ) -> Results:
         """Release the aggregates of the SELECT ``query`` (docs/sql.md): one result per aggregate,
         in SELECT order, with HAVING and ORDER BY applied to the released values. ``epsilon``:
         the query's total, split equally between its aggregates (or BigQuery's
         ``OPTIONS(epsilon = …)``). A query outside the grammar raises a
         :class:`~snapdp.data.frontends.sql.SqlError` (line, column, caret) before anything is
-        read or spent. FROM may name any table (unqualified): this one is the only one."""
+        read or spent. FROM may name any table (unqualified): this one is the only one. ``delta`` (or
+        ``OPTIONS(delta = …)``) lets GROUP BY take a column's groups from the data (docs/sql.md,
+        "Groups from the data")."""
         declaration = Declaration(self.schema, confidence=confidence)
-        parsed = parse_sql(query, declaration, epsilon=epsilon)
+        parsed = parse_sql(query, declaration, epsilon=epsilon, delta=delta)
         schema = parsed.workload.schema  # OPTIONS / CLAMP may refine the declaration
         if schema.privacy_unit is not None:
             check_unit(schema)
-        steps = [session.Step(q, e) for q, e in zip(parsed.queries, parsed.epsilons, strict=True)]
+        steps = [
+            session.Step(q, e, delta=pq.delta)
+            for q, e, pq in zip(
+                parsed.queries, parsed.epsilons, parsed.workload.queries, strict=True
+            )
+        ]
         prepared = session.prepare(schema, steps, self.engine, confidence=confidence)
         results = self.release(prepared)
         return Results(apply_post_processing(parsed, results))

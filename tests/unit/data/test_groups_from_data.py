@@ -279,3 +279,18 @@ def test_a_privacy_unit_other_than_the_row_is_refused_before_reading() -> None:
         with pytest.raises(ParameterError, match="its own privacy unit") as err:
             _table(rows, 1, schema).release([Query("count", by=("city",))], 1, delta="1e-6")
         assert err.value.parameter == "privacy_unit" and "`pid`" in str(err.value)
+
+
+def test_private_table_sql_takes_delta_from_options_and_from_the_call() -> None:
+    from snapdp.data import PrivateTable as SqlTable
+
+    rows = _people()
+    for text, delta in (
+        ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS(delta = 1e-6) city, COUNT(*) AS n "
+         "FROM t GROUP BY city", None),
+        ("SELECT city, COUNT(*) AS n FROM t GROUP BY city", "1e-6"),
+    ):  # fmt: skip
+        t = SqlTable(pd.DataFrame(rows), SCHEMA, total_epsilon=10, rng=np.random.default_rng(3))
+        (r,) = t.sql(text, 1, delta=delta)
+        assert {row.keys for row in r.rows} == {("a",), ("b",)}
+        assert r.delta > 0
