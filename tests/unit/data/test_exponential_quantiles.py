@@ -217,3 +217,14 @@ def test_the_default_method_is_the_one_with_the_smaller_stated_pm() -> None:
     assert not any("chosen" in n for n in forced.notes)
     assert all(r.interval is not None and r.accuracy < 10 for r in auto.rows)
     assert auto.rows[0].accuracy < forced.rows[0].accuracy + 1
+
+
+def test_a_grid_past_the_candidate_cap_is_refused_before_any_edge_is_built() -> None:
+    """Bounds near 2^62 with one integer per cell: m is counted and refused first (the default
+    method compiles the exponential grid for every quantile query, so this must be cheap)."""
+    from snapdp.data.statistics.math.exponential_grid import quantile_grid
+
+    with pytest.raises(ParameterError, match="resolution"):
+        quantile_grid(Fraction(0), Fraction(2**62), True, None)
+    with pytest.raises(ParameterError, match="resolution"):
+        quantile_grid(Fraction(0), Fraction(1), False, Fraction(1, 2**62))

@@ -112,13 +112,10 @@ def quantile_grid(
             )
         w = 1 if resolution is None else max(1, math.floor(resolution))
         m = -(-(hi - lo + 1) // w)
-        edges = (*tuple(Fraction(lo + j * w) for j in range(m)), Fraction(hi + 1))
     else:
         res = (upper - lower) / 1024 if resolution is None else Fraction(resolution)
         m = max(2, math.ceil((upper - lower) / res))
-        step = (upper - lower) / m
-        edges = (*tuple(lower + j * step for j in range(m)), upper)
-    if m > MAX_CANDIDATES:
+    if m > MAX_CANDIDATES:  # checked before any edge is built: m can be near 2^64
         raise ParameterError(
             f"the exponential method allows at most {MAX_CANDIDATES} cells; "
             + (
@@ -129,6 +126,11 @@ def quantile_grid(
             + f" gives {m}: choose a coarser `resolution`",
             parameter="resolution",
         )
+    if integer:
+        edges = (*tuple(Fraction(lo + j * w) for j in range(m)), Fraction(hi + 1))
+    else:
+        step = (upper - lower) / m
+        edges = (*tuple(lower + j * step for j in range(m)), upper)
     return QuantileGrid(Fraction(lower), Fraction(upper), edges, integer)
 
 
