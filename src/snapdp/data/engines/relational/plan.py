@@ -43,6 +43,9 @@ from snapdp.data.engines.base import (
 )
 from snapdp.data.engines.relational import exprs
 from snapdp.data.engines.relational.topn import Digest, DigestLane, Kept, TopRows, TopSpec
+from snapdp.data.engines.relational.topn import node_column as _c
+from snapdp.data.engines.relational.topn import node_int as _n
+from snapdp.data.engines.relational.topn import node_type as _t
 from snapdp.errors import ParameterError
 
 __all__ = ["LONG_SUM_LIMIT", "Query", "aggregate_query", "check_values", "q_type", "ranked"]
@@ -61,20 +64,6 @@ class Query:
     tree: exp.Select
     layout: list[str]
     limb_bits: int
-
-
-def _c(name: str) -> exp.Column:
-    return exp.column(name)
-
-
-def _n(x: int) -> exp.Expression:
-    if x < 0:
-        return exp.Paren(this=exp.Neg(this=exp.Literal.number(-x)))
-    return exp.Literal.number(x)
-
-
-def _t(name: str) -> exp.DataType:
-    return exp.DataType.build(name, dialect="duckdb")
 
 
 def _p(e: exp.Expression) -> exp.Paren:

@@ -78,18 +78,24 @@ class DigestLane(exp.Expression):
     arg_types: ClassVar[dict[str, bool]] = {"this": True, "index": True}
 
 
-def _c(name: str) -> exp.Column:
+def node_column(name: str) -> exp.Column:
+    """A column reference by ``name``."""
     return exp.column(name)
 
 
-def _n(x: int) -> exp.Expression:
+def node_int(x: int) -> exp.Expression:
+    """The integer ``x`` as a literal (a negative one in parentheses)."""
     if x < 0:
         return exp.Paren(this=exp.Neg(this=exp.Literal.number(-x)))
     return exp.Literal.number(x)
 
 
-def _t(name: str) -> exp.DataType:
+def node_type(name: str) -> exp.DataType:
+    """The SQL type ``name`` (written as DuckDB spells it; each dialect renders its own)."""
     return exp.DataType.build(name, dialect="duckdb")
+
+
+_c, _n, _t = node_column, node_int, node_type
 
 
 def _packed(spec: TopSpec, type_: str) -> exp.Expression:
