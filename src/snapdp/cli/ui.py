@@ -15,6 +15,7 @@ import click
 
 from snapdp._validation import check_epsilon
 from snapdp.cli._common import library_errors
+from snapdp.data.model.workload import check_delta
 from snapdp.ui.server import UiConfig, UiServer
 
 __all__ = ["ui"]
@@ -54,6 +55,13 @@ __all__ = ["ui"]
     "already budgets: the page spends from a budget, never sets one.",
 )
 @click.option(
+    "--total-delta",
+    metavar="DELTA",
+    help="The dataset's lifetime δ budget in --ledger, set by the data owner: what groups "
+    "taken from the data spend (docs/sql.md, 'Groups from the data'). Without it, such plans "
+    "run only on a dataset whose ledger already has a δ budget.",
+)
+@click.option(
     "--demo",
     is_flag=True,
     help="Open snapdp's synthetic demo table (100,000 made-up people) instead of a source, with "
@@ -73,6 +81,7 @@ def ui(
     output: str | None,
     port: int,
     total_epsilon: str | None,
+    total_delta: str | None,
     demo: bool,
     no_browser: bool,
 ) -> None:
@@ -94,6 +103,7 @@ def ui(
         total_epsilon=None
         if total_epsilon is None
         else check_epsilon("total_epsilon", total_epsilon),
+        total_delta=None if total_delta is None else check_delta("total_delta", total_delta),
         demo=demo,
     )
     server = UiServer(config)

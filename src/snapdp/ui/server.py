@@ -84,6 +84,9 @@ class UiConfig:
     #: The dataset's lifetime budget, set by the data owner when ``snapdp ui`` starts (a ledger
     #: entry for the dataset works too): the page only spends from a budget, never sets one.
     total_epsilon: Fraction | None = None
+    #: The dataset's δ budget, set by the data owner (``--total-delta``) for a ledger that has
+    #: none yet: what groups from the data spend (docs/sql.md, "Groups from the data").
+    total_delta: Fraction | None = None
     #: Open snapdp's synthetic demo table (no source): a ledger in the server's private folder
     #: and a budget of 1 unless given (docs/ui.md, "Try it without data").
     demo: bool = False
@@ -316,6 +319,7 @@ class UiServer:
                 dataset=dataset,
                 progress=record,
                 rng=rng,
+                total_delta=self.config.total_delta,
             )
             key = secrets.token_urlsafe(16)
             self._runs[key] = _Run(folder, {f.name: f for f in done.files})

@@ -139,3 +139,32 @@ def test_grid_counts_from_the_page(run_page: Any, start_server: Any, tmp_path: P
     doc["queries"][1] = query("mean", column="age", grid_counts="true")
     r = client.api("preview", {"document": doc})
     assert r.status == 422 and r.json()["error"]["field"] == "query[2].grid_counts"
+
+
+def test_groups_from_the_data_run_from_the_page_with_the_owners_delta_budget(
+    start_server: Any, tmp_path: Path
+) -> None:
+    """`snapdp ui --total-delta` is the owner's δ budget: a plan grouping by a column without
+    keys (δ in the page's data) runs and spends δ; without a δ budget it is refused and spends
+    nothing (docs/sql.md, "Groups from the data")."""
+    doc = document(total_epsilon="10", delta="1e-6")
+    doc["queries"] = [query("count", by="age", how="epsilon", value="1")]
+    for name, delta in (("none", None), ("owner", Fraction(1, 10**5))):
+        folder = tmp_path / name
+        folder.mkdir()
+        client = start_server(
+            source=str(write_people(folder / "people.csv", 400)),
+            ledger=folder / "ledger.sqlite",
+            output=folder / "out",
+            total_epsilon=Fraction(10),
+            total_delta=delta,
+        )
+        digest = client.api("preview", {"document": doc}).json()["digest"]
+        r = client.api("run", {"document": doc, "digest": digest, "nonce": name * 16})
+        if delta is None:
+            assert r.status != 200 and "δ budget" in r.json()["error"]["message"]
+            continue
+        assert r.status == 200, r.body
+        (result,) = r.json()["results"]
+        assert set(result["keys"]["age"]) <= set(range(20, 70))
+        assert result["delta"] > 0

@@ -147,6 +147,8 @@ def _release(
         name = book.dataset
     elif isinstance(ledger, Ledger):
         book = ledger
+        if owner_delta is not None:  # the owner's δ budget for a ledger the caller opened
+            book.total_delta = owner_delta
     elif ledger is None:
         book = Ledger(None, given or default_total, dataset=name)
     else:
