@@ -39,7 +39,15 @@ if (
     importlib.util.find_spec("snapdp.data.statistics.math.quantile_tree") is not None
 ):  # the stats module is merged
     QUERIES.append(
-        Query("quantiles", "v", by=("h",), quantiles=(Fraction(1, 2),), resolution=Fraction(1, 2))
+        Query(
+            "quantiles",
+            "v",
+            by=("h",),
+            quantiles=(Fraction(1, 2),),
+            resolution=Fraction(1, 2),
+            method="tree",
+        )  # the tree's histogram parts (the exponential losses are checked in
+        # tests/unit/data/test_exponential_neighbours.py)
     )
 
 

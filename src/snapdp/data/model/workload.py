@@ -70,6 +70,12 @@ class PlannedQuery:
     def __post_init__(self) -> None:
         if self.delta is not None:
             object.__setattr__(self, "delta", check_delta("delta", self.delta))
+        if (
+            self.accuracy is not None
+            and self.query.statistic == "quantiles"
+            and self.query.method == "ratio"
+        ):  # a target plans on the tree's figures (and its count for a two-phase release)
+            object.__setattr__(self, "query", replace(self.query, method="tree"))
         given = [k for k in ("epsilon", "accuracy", "weight") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ParameterError(

@@ -310,8 +310,9 @@ def _exponential_rows(
         lo, hi = grid.edges[jlo], grid.top(jhi)
         if not (_ranks(compiled, n, each)[2] and lo <= hi):
             value = quantile_values.released_value(grid.value(j), *bounds)
-            rows.append(ResultRow(keys, value, statement.cap, p, rank))
-            continue
+            whole = quantile_values.released_interval(grid.lower, grid.upper, *bounds)
+            rows.append(ResultRow(keys, value, statement.cap, p, rank, interval=whole))
+            continue  # the whole range: every row states an interval, whatever the draws
         value = quantile_values.released_value(min(max(grid.value(j), lo), hi), *bounds)
         acc = quantile_values.value_pm(value, lo, hi)
         interval = quantile_values.released_interval(lo, hi, *bounds)
@@ -409,10 +410,11 @@ def _compile_auto(
 
 def _tree_half(compiled: Compiled) -> float:
     """max over p of rₚ + c at 95%, each level's noise composed over the cells a unit touches
-    (the planner's figure, without the L1 calibration)."""
+    (the planner's figure, without the L1 calibration; certificates presumed: a comparison of
+    public figures, never a statement, so a draft plan certifies nothing)."""
     noises = [
         Noise(part, compiled.epsilon * part.weight / (part.cells or 1), part.per_cell,
-              part.cells or 1, False)
+              part.cells or 1, False, presumed=True)
         for part in compiled.parts
     ]  # fmt: skip
     statement = _quantile_accuracy(compiled, noises, 1 - _CHOICE_ALPHA, _CHOICE_ALPHA, ())
