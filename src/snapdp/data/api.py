@@ -94,9 +94,9 @@ class PrivateTable(_release.PrivateTable):
         the query's total, split equally between its aggregates (or BigQuery's
         ``OPTIONS(epsilon = …)``). A query outside the grammar raises a
         :class:`~snapdp.data.frontends.sql.SqlError` (line, column, caret) before anything is
-        read or spent. FROM may name any table (unqualified): this one is the only one. ``delta`` (or
-        ``OPTIONS(delta = …)``) lets GROUP BY take a column's groups from the data (docs/sql.md,
-        "Groups from the data")."""
+        read or spent. FROM may name any table (unqualified): this one is the only one.
+        ``delta`` (or ``OPTIONS(delta = …)``) lets GROUP BY take a column's groups from the data
+        (docs/sql.md, "Groups from the data")."""
         declaration = Declaration(self.schema, confidence=confidence)
         parsed = parse_sql(query, declaration, epsilon=epsilon, delta=delta)
         schema = parsed.workload.schema  # OPTIONS / CLAMP may refine the declaration
