@@ -115,9 +115,11 @@ __all__ = [
     "ValueColumn",
     "bin_edges",
     "bin_tree",
+    "cell_lanes",
     "group_rank",
     "int_at_least",
     "int_below",
+    "key_lanes",
     "key_words",
     "lane_count",
     "mix_rank",
@@ -164,6 +166,8 @@ class AggregatePlan:
     bounding is done). ``hash_key``: 32 hex digits (four 32-bit key words, :func:`key_words`),
     fresh per release (from the release's random source), keying the ranks of step 5.
     ``where``: the row filter of step 3 (None: every row), over the declared ``where_columns``.
+    ``by_value``: the grouping columns whose keys were read from the data; when any is named the
+    ranks of step 5 read each cell's key values instead of its index (:func:`cell_lanes`).
     """
 
     groupings: tuple[Column, ...] = ()
@@ -174,6 +178,7 @@ class AggregatePlan:
     hash_key: str = "0" * 32
     where: Predicate | None = None
     where_columns: tuple[Column, ...] = ()
+    by_value: tuple[str, ...] = ()
 
     @property
     def n_cells(self) -> int:
@@ -391,9 +396,11 @@ def mix_rank(hash_key: str, tag: int, lanes: Sequence[int]) -> int:
 
 
 def row_radices(plan: AggregatePlan) -> list[int]:
-    """The radices of a row's digits: n_cells for the cell index, then per value column
-    U_q − L_q + 2 (its digit: 0 for a null quantum, q − L_q + 1 otherwise)."""
-    return [plan.n_cells, *(vc.upper_q - vc.lower_q + 2 for vc in plan.values)]
+    """The radices of a row's digits: n_cells for the cell index (not when the plan ranks by
+    value: :func:`cell_lanes` stand for the cell), then per value column U_q − L_q + 2 (its
+    digit: 0 for a null quantum, q − L_q + 1 otherwise)."""
+    values = [vc.upper_q - vc.lower_q + 2 for vc in plan.values]
+    return values if plan.by_value else [plan.n_cells, *values]
 
 
 def row_chunks(plan: AggregatePlan) -> list[list[int]]:
@@ -430,12 +437,14 @@ def row_lanes(
 ) -> list[int]:
     """A row's rank lanes: per chunk (:func:`row_chunks`) the lanes (``lane_count(chunk_width)``)
     of its digits in mixed radix, the first digit most significant (with one chunk: the row
-    packed as the engines pack it), then :func:`with_unit`."""
-    digits = [cell] + [
+    packed as the engines pack it), after the :func:`cell_lanes` when the plan ranks by value;
+    then :func:`with_unit`."""
+    digits = [] if plan.by_value else [cell]
+    digits += [
         0 if q is None else q - vc.lower_q + 1 for vc, q in zip(plan.values, quanta, strict=True)
     ]
     radices = row_radices(plan)
-    out: list[int] = []
+    out: list[int] = cell_lanes(plan, cell) if plan.by_value else []
     for chunk in row_chunks(plan):
         value = 0
         for i in chunk:
@@ -451,5 +460,32 @@ def row_rank(plan: AggregatePlan, unit: int | str, cell: int, quanta: Sequence[i
 
 def group_rank(plan: AggregatePlan, unit: int | str, cell: int) -> int:
     """The rank of a (unit, cell) pair for the L0 bound."""
-    lanes = with_unit(unit_lanes(unit), int_lanes(cell, lane_count(plan.n_cells)))
-    return mix_rank(plan.hash_key, GROUP_TAG, lanes)
+    return mix_rank(plan.hash_key, GROUP_TAG, with_unit(unit_lanes(unit), cell_lanes(plan, cell)))
+
+
+def key_lanes(key: object) -> list[int]:
+    """The two lanes of a key read from the data: the first 8 MD5 bytes (little-endian) of its
+    text — a date as YYYY-MM-DD, an integer as its decimal digits, a text as it is (unkeyed:
+    the release key enters in :func:`mix_rank`)."""
+    text = key.isoformat() if hasattr(key, "isoformat") else str(key)
+    digest = hashlib.md5(text.encode("utf-8"), usedforsecurity=False).digest()
+    return int_lanes(int.from_bytes(digest[:8], "little"), 2)
+
+
+def cell_lanes(plan: AggregatePlan, cell: int) -> list[int]:
+    """The lanes that stand for a cell in a rank: its index (``lane_count(n_cells)`` lanes);
+    when the plan ranks by value, per grouping column its key's :func:`key_lanes` (a column in
+    ``by_value``) or its index in the column's own domain — a function of the key tuple and
+    the declaration, so a key another unit adds moves no rank (docs/data.md, "Privacy units")."""
+    if not plan.by_value:
+        return int_lanes(cell, lane_count(plan.n_cells))
+    out: list[int] = []
+    stride = plan.n_cells
+    for g in plan.groupings:
+        stride //= g.n_cells
+        i = cell // stride % g.n_cells
+        if g.name in plan.by_value and g.keys is not None:
+            out += key_lanes(g.keys[i])
+        else:
+            out += int_lanes(i, lane_count(g.n_cells))
+    return out

@@ -36,6 +36,7 @@ from snapdp.data.engines.base import (
     AggregatePlan,
     ValueColumn,
     chunk_width,
+    key_lanes,
     key_words,
     lane_count,
     row_chunks,
@@ -130,13 +131,14 @@ def _fold(t: str) -> exp.Paren:
 
 def _row_lanes(plan: AggregatePlan, wide: bool) -> list[exp.Expression]:
     radices = row_radices(plan)
-    digits: list[exp.Expression] = [_c(CELL)]
+    digits: list[exp.Expression] = [] if plan.by_value else [_c(CELL)]
+    first = len(digits)
     for j, vc in enumerate(plan.values):
         q = exp.Cast(this=_c(f"{P}q{j}"), to=_t(q_type(vc, wide)))
         d: exp.Expression = exp.Coalesce(
             this=exp.Sub(this=q, expression=_n(vc.lower_q - 1)), expressions=[_n(0)]
         )
-        digits.append(d if radices[j + 1] >= 1 << 63 else exp.Cast(this=d, to=_t("BIGINT")))
+        digits.append(d if radices[first + j] >= 1 << 63 else exp.Cast(this=d, to=_t("BIGINT")))
     lanes: list[exp.Expression] = []
     for chunk in row_chunks(plan):
         value = digits[chunk[0]]
@@ -161,6 +163,7 @@ def ranked(
     with a column ``name`` holding :func:`~snapdp.data.engines.base.mix_rank` of the row's
     lanes. One projection per lane, each reading the accumulators as columns (the query grows
     linearly with the number of lanes); every product stays below 2^63."""
+    carried = list(cols)
     if plan.unit is not None and plan.unit.type == "text":
         digest = f"{P}um"
         relation = (
@@ -168,10 +171,19 @@ def ranked(
             .from_(relation)
             .subquery(f"{P}r")
         )
+        carried.append(digest)
         units: list[exp.Expression] = [DigestLane(this=_c(digest), index=i) for i in (0, 1)]
     else:
         units = [_and(_c(UNIT), RANK_MASK), _and(_shr(_c(UNIT), 32), RANK_MASK)]
-    lanes = _row_lanes(plan, wide) if values else _lanes(_c(CELL), lane_count(plan.n_cells))
+    cell_lanes = _lanes(_c(CELL), lane_count(plan.n_cells))
+    if plan.by_value:
+        relation, cell_lanes = _key_lanes(plan, relation, carried)
+    if not values:
+        lanes = cell_lanes
+    elif plan.by_value:
+        lanes = [*cell_lanes, *_row_lanes(plan, wide)]
+    else:
+        lanes = _row_lanes(plan, wide)
     unit_lane = _xor(
         units[0], _and(_p(exp.Mul(this=units[1], expression=_n(UNIT_MULTIPLIER))), RANK_MASK)
     )
@@ -206,6 +218,44 @@ def ranked(
         this=exp.Mul(this=_fold(ta), expression=_n(1 << 31)), expression=_shr(_fold(tb), 1)
     )
     return exp.select(*cols, exp.alias_(rank, name)).from_(select.subquery(f"{P}r"))
+
+
+def _key_lanes(
+    plan: AggregatePlan, relation: exp.Expression, carried: list[str]
+) -> tuple[exp.Expression, list[exp.Expression]]:
+    """``relation`` joined, per grouping column in ``by_value``, to a table of its keys' two
+    :func:`~snapdp.data.engines.base.key_lanes` by key index (computed here, so every engine
+    reads the same numbers); and the lanes standing for the cell
+    (:func:`~snapdp.data.engines.base.cell_lanes`): those, or a declared column's own index."""
+    out: list[exp.Expression] = []
+    joined = exp.select(*carried).from_(relation)
+    stride = plan.n_cells
+    for gi, g in enumerate(plan.groupings):
+        stride //= g.n_cells
+        index: exp.Expression = _c(CELL)
+        if stride > 1:
+            index = _p(exp.IntDiv(this=index, expression=_n(stride)))
+        if g.n_cells * stride < plan.n_cells:
+            index = _p(exp.Mod(this=index, expression=_n(g.n_cells)))
+        if g.name not in plan.by_value or g.keys is None:
+            out += _lanes(index, lane_count(g.n_cells))
+            continue
+        t, i, lo, hi = (f"{P}v{x}{gi}" for x in ("t", "i", "l", "h"))
+        rows = [
+            exp.Tuple(expressions=[_n(j), *(_n(x) for x in key_lanes(k))])
+            for j, k in enumerate(g.keys)
+        ]
+        table = exp.Values(
+            expressions=rows,
+            alias=exp.TableAlias(
+                this=exp.to_identifier(t), columns=[exp.to_identifier(n) for n in (i, lo, hi)]
+            ),
+        )
+        joined = joined.select(_c(lo), _c(hi), copy=False).join(
+            table, on=exp.EQ(this=index, expression=exp.column(i, table=t)), copy=False
+        )
+        out += [exp.Cast(this=_c(lo), to=_t("BIGINT")), exp.Cast(this=_c(hi), to=_t("BIGINT"))]
+    return joined.subquery(f"{P}r"), out
 
 
 # -- the query ---------------------------------------------------------------------------------
