@@ -70,7 +70,8 @@ follows the same steps, so that all of them return the same numbers for the same
    its bound (or fewer, when a unit has fewer). A rank is :func:`mix_rank` (64-bit integer
    arithmetic, every product below 2^63) of the row's 32-bit lanes: those of the cell index and
    the value digits (0 for a null quantum, q − L_q + 1 otherwise) packed in mixed radix, after
-   one lane for the unit (:func:`row_lanes`); how many
+   one lane for the unit (:func:`row_lanes`; a plan's ``by_value`` columns enter by their
+   keys' lanes instead of the cell index, :func:`cell_lanes`); how many
    lanes each takes follows from the plan (n_cells, U_q − L_q), never from the data. Rows with
    equal lanes are identical for the plan, so which of them is kept does not matter; different
    rows or cells whose 63-bit ranks collide (probability about 2^-62 per pair for a random key)
