@@ -11,7 +11,9 @@ many rows:
 * a key is a candidate only when a row of it survives that bounding (:func:`bounded_keys`):
   a key every row of which was bounded away has a count of 0 yet would be shown with the
   probability of a noisy 0, and one unit can hold any number of such keys. After bounding a
-  unit holds at most L0 (or k) keys, each with at most L∞ (or k) rows: the selection's δ.
+  unit holds at most L0 (or k) keys, each with at most L∞ (or k) rows: the selection's δ. The
+  count is then bounded again on the candidates alone (a stable bounding of its own: the keys
+  one unit adds to the candidates are at most min(k, L0), held by it alone).
 """
 
 from __future__ import annotations
