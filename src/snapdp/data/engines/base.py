@@ -100,6 +100,8 @@ from typing import Protocol, TypeAlias, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.data.model.keys import Key
+from snapdp.data.model.observed import joint_cells
 from snapdp.data.model.predicate import Predicate
 from snapdp.data.model.schema import Column, ContributionBounds
 from snapdp.errors import ParameterError
@@ -164,6 +166,9 @@ class AggregatePlan:
     bounding is done). ``hash_key``: 32 hex digits (four 32-bit key words, :func:`key_words`),
     fresh per release (from the release's random source), keying the ranks of step 5.
     ``where``: the row filter of step 3 (None: every row), over the declared ``where_columns``.
+    ``joint``: when not None, the cells of the first ``len(t)`` groupings are these key tuples
+    t, in this order, not the product of their keys (groups from the data, docs/sql.md): a row
+    whose tuple is none of them is dropped.
     """
 
     groupings: tuple[Column, ...] = ()
@@ -174,14 +179,12 @@ class AggregatePlan:
     hash_key: str = "0" * 32
     where: Predicate | None = None
     where_columns: tuple[Column, ...] = ()
+    joint: tuple[tuple[Key, ...], ...] | None = None
 
     @property
     def n_cells(self) -> int:
         """The number of cells (1 when ungrouped)."""
-        n = 1
-        for g in self.groupings:
-            n *= g.n_cells
-        return n
+        return joint_cells(self.groupings, self.joint)
 
     def used_columns(self) -> list[str]:
         """Every column the plan reads, once, in a stable order."""

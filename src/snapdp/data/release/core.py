@@ -208,9 +208,9 @@ def aggregate_plans(
     indices of the queries it serves, each value column's index in the plan's values)."""
     members_of: dict[tuple[Any, ...], list[int]] = {}
     for i, c in enumerate(compiled):
-        members_of.setdefault((c.engine_groupings, c.where, c.where_columns), []).append(i)
+        members_of.setdefault((c.engine_groupings, c.where, c.where_columns, c.joint), []).append(i)
     out = []
-    for (groupings, where, where_columns), members in members_of.items():
+    for (groupings, where, where_columns, joint), members in members_of.items():
         values = list(dict.fromkeys(compiled[i].value for i in members if compiled[i].value))
         plan = AggregatePlan(
             groupings=groupings,
@@ -221,6 +221,7 @@ def aggregate_plans(
             hash_key=key,
             where=where,
             where_columns=where_columns,
+            joint=joint,
         )
         out.append((plan, members, {v: j for j, v in enumerate(plan.values)}))
     return out

@@ -242,7 +242,14 @@ def _cells_and_quanta(
     where: list[exp.Expression] = []
     terms: list[exp.Expression] = []
     stride = plan.n_cells
+    skip = 0
+    if plan.joint is not None:  # groups from the data: one table of the observed tuples
+        skip = len(plan.groupings) if not plan.joint else len(plan.joint[0])
+        stride = plan.n_cells // max(1, len(plan.joint))
+        s1 = _joint_join(plan, alias, s1, where, terms, stride)
     for gi, g in enumerate(plan.groupings):
+        if gi < skip:
+            continue
         stride //= g.n_cells
         node = exprs.with_null_rule(g, exprs.column(alias[g.name]))
         if g.keys is None:
@@ -281,6 +288,48 @@ def _cells_and_quanta(
     if where:
         s1 = s1.where(*where, copy=False)
     return s1, qnames
+
+
+def _joint_join(
+    plan: AggregatePlan,
+    alias: dict[str, str],
+    s1: exp.Select,
+    where: list[exp.Expression],
+    terms: list[exp.Expression],
+    stride: int,
+) -> exp.Select:
+    """``s1`` joined to the table of ``plan.joint``'s tuples (their index times ``stride`` added
+    to the cell); no tuple: no row is kept."""
+    assert plan.joint is not None
+    if not plan.joint:
+        where.append(exp.false())
+        return s1
+    cols = plan.groupings[: len(plan.joint[0])]
+    k = f"{P}kj"
+    names = [f"{P}kv{j}" for j in range(len(cols))] + [f"{P}ki"]
+    table = exp.Values(
+        expressions=[
+            exp.Tuple(
+                expressions=[
+                    *(exprs.typed_literal(c, v) for c, v in zip(cols, t, strict=True)),
+                    _n(i),
+                ]
+            )
+            for i, t in enumerate(plan.joint)
+        ],
+        alias=exp.TableAlias(
+            this=exp.to_identifier(k), columns=[exp.to_identifier(n) for n in names]
+        ),
+    )
+    on = [
+        exp.EQ(
+            this=exprs.with_null_rule(c, exprs.column(alias[c.name])),
+            expression=exp.column(names[j], table=k),
+        )
+        for j, c in enumerate(cols)
+    ]
+    terms.append(exp.Mul(this=exp.column(names[-1], table=k), expression=_n(stride)))
+    return s1.join(table, on=exp.and_(*on), copy=False)
 
 
 def _bounding(
