@@ -278,6 +278,22 @@ class OracleEngine:
     def describe(self) -> str:
         return self._label
 
+    def observed_keys(
+        self, columns: tuple[Column, ...], where: Any, where_columns: tuple[Column, ...]
+    ) -> list[tuple[Any, ...]]:
+        """The distinct tuples of ``columns`` (cast, after their null rule) among the rows
+        ``where`` keeps; a tuple with a null, or a date past Python's years, is no key."""
+        out: set[tuple[Any, ...]] = set()
+        for row in self._rows:
+            if where is not None:
+                cast_row = {c.name: cast(c.type, row.get(c.name)) for c in where_columns}
+                if _holds(where, cast_row) is not True:
+                    continue
+            t = tuple(_keyed(c, cast(c.type, row.get(c.name))) for c in columns)
+            if all(v is not None for v in t):
+                out.add(t)
+        return list(out)
+
     def aggregate(self, plan: AggregatePlan) -> Aggregates:
         for name in plan.used_columns():
             if name not in self._columns:
@@ -288,15 +304,8 @@ class OracleEngine:
                 cast_row = {c.name: cast(c.type, row.get(c.name)) for c in plan.where_columns}
                 if _holds(plan.where, cast_row) is not True:
                     continue
-            cell = 0
-            dropped = False
-            for g in plan.groupings:
-                idx = _cell_index(g, cast(g.type, row.get(g.name)))
-                if idx is None:
-                    dropped = True
-                    break
-                cell = cell * g.n_cells + idx
-            if dropped:
+            cell = _cell_of(plan, row)
+            if cell is None:
                 continue
             unit: int | str | None = None
             if plan.unit is not None:
@@ -320,6 +329,38 @@ class OracleEngine:
                 if sq is not None:
                     sq[cell] += (2 * q - lohi[j]) ** 2
         return out
+
+
+def _cell_of(plan: AggregatePlan, row: dict[str, Any]) -> int | None:
+    """The row's cell: row-major over the groupings, the first ones as the index of their tuple
+    in ``plan.joint`` when it is given (groups from the data); None when the row is dropped."""
+    cell, skip = 0, 0
+    if plan.joint is not None:
+        skip = len(plan.joint[0]) if plan.joint else len(plan.groupings)
+        cols = plan.groupings[:skip]
+        values = tuple(_keyed(g, cast(g.type, row.get(g.name))) for g in cols)
+        index = {tuple(map(_double, t)): i for i, t in enumerate(plan.joint)}
+        if any(v is None for v in values) or values not in index:
+            return None
+        cell = index[values]  # type: ignore[index]
+    for g in plan.groupings[skip:]:
+        idx = _cell_index(g, cast(g.type, row.get(g.name)))
+        if idx is None:
+            return None
+        cell = cell * g.n_cells + idx
+    return cell
+
+
+def _double(key: Any) -> Any:
+    """A declared decimal key as the double a cell holds (any other key as it is)."""
+    return float(key) if isinstance(key, Fraction) else key
+
+
+def _keyed(column: Column, value: Any) -> Any:
+    """A grouping value after the column's null rule (None: the row is dropped)."""
+    if value is None and column.nulls.action == "impute":
+        return _double(column.nulls.value)
+    return value
 
 
 def _bound(

@@ -83,16 +83,6 @@ def test_never_a_key_not_in_the_data() -> None:
     assert seen
 
 
-def test_two_columns_from_the_data_are_refused_before_reading() -> None:
-    """The domain is the product of each column's keys: read from the data, its size would grow
-    with the product of distinct values (work and memory that one person moves)."""
-    schema = Schema((Column("city", "text"), Column("n", "integer"), Column("day", "date")))
-    rows = [{"city": "a", "n": 1, "day": "2024-01-01"}] * 50
-    with pytest.raises(ParameterError, match="one column per query") as err:
-        _table(rows, 0, schema).release([Query("count", by=("city", "n"))], 1, delta="0.4")
-    assert err.value.parameter == "by" and "`city`, `n`" in str(err.value)
-
-
 def _shape(r: object) -> dict[str, object]:
     """A result without its values and shown keys (what may differ through the noise)."""
     d = dict(r.as_dict())  # type: ignore[attr-defined]

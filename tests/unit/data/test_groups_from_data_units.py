@@ -163,3 +163,18 @@ def test_one_units_keys_shown_at_most_delta_even_when_bounding_drops_them() -> N
         hits += any(str(r.keys[0]).startswith("solo") for r in count.rows)
     (selection_delta,) = deltas  # the same for every run: public
     assert hits <= int(binom.isf(ALPHA, runs, min(1.0, selection_delta)))
+
+
+def test_two_columns_from_the_data_with_a_unit_agree_on_duckdb_and_the_reference() -> None:
+    """GROUP BY two columns without declared keys (the cells are the observed tuples) with the
+    unit `pid`: one seed releases the same keys and values on DuckDB and the reference engine."""
+    rows = [{**r, "band": "xy"[int(r["income"]) % 2]} for r in _people()]  # type: ignore[call-overload]
+    schema = Schema((*SCHEMA.columns, Column("band", "text")), privacy_unit="pid", bounds=BOUNDS)
+    out = []
+    for engine in (local_engine(pd.DataFrame(rows)), Reference(rows)):
+        table = PrivateTable(
+            schema=schema, engine=engine, total_epsilon=10, rng=np.random.default_rng(4)
+        )
+        (r,) = table.release([Query("count", by=("city", "band"))], 5, delta="1e-6")
+        out.append([(x.keys, x.value) for x in r.rows])
+    assert out[0] == out[1] and len(out[0]) >= 4

@@ -1,7 +1,8 @@
 """The keys a release finds in the data, for groups nobody declared (docs/sql.md, "Groups from the
-data"): one small query per engine returning the DISTINCT tuples of the grouping columns, each
-cast to its declared type, after its null rule and the row filter (a tuple with a null is no
-key). Only the release session calls it, and it shows none of them except through the private
+data"): one query returning the DISTINCT tuples of the grouping columns, each cast to its
+declared type, after its null rule and the row filter (a tuple with a null is no key), written
+once as a sqlglot tree (:mod:`snapdp.data.engines.relational.observed`) and run by DuckDB or
+Spark. Only the release session calls it, and it shows none of them except through the private
 selection of :mod:`snapdp.data.statistics.selection`.
 """
 

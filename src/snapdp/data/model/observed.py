@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from snapdp.data.model.keys import Key
 from snapdp.data.model.query import Query
-from snapdp.data.model.schema import Column, Schema
+from snapdp.data.model.schema import Column, Schema, keys_product
 
 if TYPE_CHECKING:
     from snapdp.data.model.workload import PlannedQuery
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DATA_KEY_TYPES",
     "data_delta",
+    "joint_cells",
+    "joint_labels",
     "placeholder_size",
     "undeclared",
     "with_keys",
@@ -104,3 +106,30 @@ def data_delta(schema: Schema, queries: Sequence[PlannedQuery]) -> Fraction | No
         if pq.delta is not None and undeclared(q, schema):
             seen.setdefault((q.by, q.where), pq.delta)
     return sum(seen.values(), Fraction(0)) if seen else None
+
+
+def joint_cells(groupings: Sequence[Column], joint: Sequence[tuple[Key, ...]] | None) -> int:
+    """The number of cells of ``groupings`` (1 when ungrouped). With ``joint`` (groups from the
+    data) the first ``len(t)`` groupings have the cells ``joint``, not the product of their keys:
+    the product of distinct values is never formed."""
+    n = 1
+    skip = 0
+    if joint is not None:
+        n = len(joint)
+        skip = len(joint[0]) if joint else 0
+    for g in groupings[skip:]:
+        n *= g.n_cells
+    return n
+
+
+def joint_labels(
+    groupings: Sequence[Column], joint: Sequence[tuple[Key, ...]] | None
+) -> list[tuple[Key | str, ...]]:
+    """The keys of each cell, row-major (:func:`~snapdp.data.model.schema.keys_product`); with
+    ``joint``, its tuples in its order for the first groupings, then the product of the rest."""
+    if joint is None:
+        return keys_product(groupings)
+    if not joint:
+        return []
+    rest = keys_product(groupings[len(joint[0]) :])
+    return [(*t, *r) for t in joint for r in rest]

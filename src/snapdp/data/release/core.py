@@ -211,9 +211,9 @@ def aggregate_plans(
     ``by_value``: the grouping columns whose keys were read from the data."""
     members_of: dict[tuple[Any, ...], list[int]] = {}
     for i, c in enumerate(compiled):
-        members_of.setdefault((c.engine_groupings, c.where, c.where_columns), []).append(i)
+        members_of.setdefault((c.engine_groupings, c.where, c.where_columns, c.joint), []).append(i)
     out = []
-    for (groupings, where, where_columns), members in members_of.items():
+    for (groupings, where, where_columns, joint), members in members_of.items():
         values = list(dict.fromkeys(compiled[i].value for i in members if compiled[i].value))
         plan = AggregatePlan(
             groupings=groupings,
@@ -224,6 +224,7 @@ def aggregate_plans(
             hash_key=key,
             where=where,
             where_columns=where_columns,
+            joint=joint,
             by_value=tuple(g.name for g in groupings if g.name in by_value),
         )
         out.append((plan, members, {v: j for j, v in enumerate(plan.values)}))

@@ -3,11 +3,13 @@ from the data").
 
 A query grouping by a declared column without keys or bins is compiled on a placeholder domain of
 public size (:mod:`snapdp.data.model.observed`): its parts, noise and ± depend on the declaration
-only. At release time :func:`select` asks the engine for the distinct keys the rows hold, orders
-them by a keyed hash of the key alone (a public salt from the release's random source, so two
-engines agree for one seed), releases a noisy COUNT per key — the query's own COUNT when one of the
-queries of that grouping is a count (its ε and ± as stated), otherwise an extra count with half the
-first query's ε — and keeps the keys whose released count reaches the threshold of
+only. At release time :func:`select` asks the engine for the distinct key tuples of the grouping
+columns the rows hold, orders them by a keyed hash of the whole tuple alone (a public salt from
+the release's random source, so two engines agree for one seed), makes them the query's cells
+(``Compiled.joint``: never the product of each column's keys), releases a noisy COUNT per
+tuple — the query's own COUNT when one of the queries of that grouping is a count (its ε and ±
+as stated), otherwise an extra count with half the first query's ε — and keeps the keys whose
+released count reaches the threshold of
 :func:`~snapdp.data.statistics.selection.key_selection` at the query's δ. The other statistics are
 released for the kept keys only, and nothing about any other key is returned, raised or printed.
 """
@@ -32,7 +34,7 @@ from snapdp.data.model.observed import (
     with_placeholders,
 )
 from snapdp.data.model.query import Query
-from snapdp.data.model.schema import Schema
+from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import QueryResult
 from snapdp.data.release.unit_keys import bounded_keys
 from snapdp.data.statistics import Compiled, Noise
@@ -100,14 +102,6 @@ def refuse_without_delta(query: Query, schema: Schema, delta: Fraction | None) -
             f"GROUP BY `{name}`: the column has no declared keys, so its groups would come from "
             f"the data; add a δ (--delta 1e-6, OPTIONS(delta = 1e-6) or `delta` in the plan) to "
             f"choose them privately, or declare its keys or bins ({_HOW})",
-            parameter="by",
-        )
-    if len(names) > 1:
-        # The engine's domain is the product of each column's keys: read from the data, its size
-        # (work, memory) would grow with the product of distinct values, which one person moves.
-        raise ParameterError(
-            f"GROUP BY {', '.join(f'`{n}`' for n in names)}: groups from the data work on one "
-            f"column per query for now; declare the keys of all but one of them ({_HOW})",
             parameter="by",
         )
     if query.bins:
@@ -194,7 +188,7 @@ def select(
         counted: QueryResult | None = None
         if keys:
             observed = _domain(schema, s.columns, keys)
-            count = _recompiled(s.count, observed)
+            count = _recompiled(s.count, observed, keys)
         else:  # no key: the same release on the placeholder domain, so that the result has the
             # notes and mechanisms of any other (its rows are dropped: no key is kept)
             observed, count = with_placeholders(s.count.query, schema), s.count
@@ -212,8 +206,9 @@ def select(
             if not shown:
                 out.compiled[i] = None
                 continue
-            domain = _domain(schema, s.columns, sorted(shown))
-            out.compiled[i] = _recompiled(prepared_compiled[i], domain)
+            cells = sorted(shown)
+            domain = _domain(schema, s.columns, cells)
+            out.compiled[i] = _recompiled(prepared_compiled[i], domain, cells)
     return out
 
 
@@ -264,11 +259,14 @@ def _noted(result: QueryResult, note: str) -> QueryResult:
     return replace(result, notes=(*result.notes, note))
 
 
-def _recompiled(placeholder: Compiled, schema: Schema) -> Compiled:
-    """``placeholder``'s query on ``schema``'s keys, with the placeholder's reach and parts
-    (so its noise is the one calibrated before any data was read)."""
+def _recompiled(
+    placeholder: Compiled, schema: Schema, cells: Sequence[tuple[Key, ...]]
+) -> Compiled:
+    """``placeholder``'s query on the key tuples ``cells`` (its whole grouping, in this order:
+    never the product of each column's keys), with the placeholder's reach and parts (so its
+    noise is the one calibrated before any data was read)."""
     c = statistics.compile_fresh(placeholder.query, schema, placeholder.epsilon)
-    return replace(c, reach=placeholder.reach, parts=placeholder.parts)
+    return replace(c, reach=placeholder.reach, parts=placeholder.parts, joint=tuple(cells))
 
 
 def _candidates(engine: Any, s: Selection, schema: Schema, salt: str) -> list[tuple[Key, ...]]:
@@ -283,10 +281,24 @@ def _candidates(engine: Any, s: Selection, schema: Schema, salt: str) -> list[tu
             f"the groups found in the data could not be read ({type(exc).__name__}; {_HOW})",
             parameter="keys",
         ) from None
-    ok = [
-        t for t in rows if all(c.keys is None or v in c.keys for c, v in zip(cols, t, strict=True))
-    ]
-    return sorted(set(ok), key=lambda t: _rank(salt, t))
+    declared = [_declared(c) for c in cols]
+    ok: set[tuple[Key, ...]] = set()
+    for t in rows:
+        keyed = [v if d is None else d.get(v) for d, v in zip(declared, t, strict=True)]
+        if all(v is not None for v in keyed):
+            ok.add(tuple(v for v in keyed if v is not None))
+    return sorted(ok, key=lambda t: _rank(salt, t))
+
+
+def _declared(column: Column) -> dict[Any, Key] | None:
+    """A declared column's keys by the value an engine returns for them (a decimal's nearest
+    double; the first key of a double); None for a column whose keys come from the data."""
+    if column.keys is None:
+        return None
+    out: dict[Any, Key] = {}
+    for k in column.keys:
+        out.setdefault(float(k) if column.type == "decimal" else k, k)  # type: ignore[arg-type]
+    return out
 
 
 def _rank(salt: str, key: tuple[Key, ...]) -> bytes:

@@ -19,6 +19,7 @@ many rows:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -57,7 +58,8 @@ def bounded_keys(
     names = undeclared(query, schema)
     try:
         domains = [list(dict.fromkeys(t[columns.index(n)] for t in keys)) for n in names]
-        compiled = statistics.compile_fresh(query, with_keys(schema, names, domains), Fraction(1))
+        fresh = statistics.compile_fresh(query, with_keys(schema, names, domains), Fraction(1))
+        compiled = replace(fresh, joint=tuple(keys))  # the cells: the tuples, in this order
         ((plan, _, _),) = aggregate_plans(schema, [compiled], hash_key, by_value=names)
         rows = engine.aggregate(plan).rows
     except Exception as exc:  # its text may quote a value read from the data: the class only
@@ -65,13 +67,4 @@ def bounded_keys(
             f"the groups found in the data could not be bounded ({type(exc).__name__}; {_HOW})",
             parameter="keys",
         ) from None
-    index = [{k: i for i, k in enumerate(g.keys or ())} for g in plan.groupings]
-    at = [columns.index(g.name) for g in plan.groupings]
-    kept = []
-    for t in keys:
-        cell = 0
-        for g, pos, where in zip(plan.groupings, at, index, strict=True):
-            cell = cell * g.n_cells + where[t[pos]]
-        if rows[cell] > 0:
-            kept.append(t)
-    return kept
+    return [t for t, n in zip(keys, rows, strict=True) if n > 0]

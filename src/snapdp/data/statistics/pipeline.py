@@ -26,8 +26,9 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp.data.engines.base import Aggregates
+from snapdp.data.model.observed import joint_labels
 from snapdp.data.model.query import Query
-from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, Schema, keys_product
+from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, Schema
 from snapdp.data.output.results import QueryResult, ResultRow
 from snapdp.data.statistics import calibration
 from snapdp.data.statistics.bounding import reach
@@ -257,7 +258,7 @@ def assemble(
     statement = accuracy_of(compiled, noises, confidence, alpha)
     kind = kind_of(compiled.query)
     rows: list[ResultRow] = []
-    for i, keys in enumerate(keys_product(compiled.groupings)):
+    for i, keys in enumerate(joint_labels(compiled.groupings, compiled.joint)):
         rows += kind.rows(compiled, statement, noisy, i, tuple(keys))
     delta = math.fsum(
         n.cells * m.privacy.delta

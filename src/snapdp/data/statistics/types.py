@@ -18,6 +18,7 @@ from snapdp._rational import shown_rational
 from snapdp.accuracy import accuracy_bound
 from snapdp.data.engines.base import Aggregates, ValueColumn
 from snapdp.data.model.keys import Key
+from snapdp.data.model.observed import joint_cells
 from snapdp.data.model.predicate import Predicate
 from snapdp.data.model.query import ROOT_STATISTICS, Query
 from snapdp.data.model.schema import Column, Schema
@@ -105,6 +106,7 @@ class Compiled:
     where: Predicate | None = None  # the row filter, literals typed by the declaration
     where_columns: tuple[Column, ...] = ()  # the declared columns it reads
     grid: Any = None  # exponential quantiles: the candidates (exponential_quantiles.QuantileGrid)
+    joint: tuple[tuple[Key, ...], ...] | None = field(default=None, repr=False)  # data groups
 
     @property
     def engine_groupings(self) -> tuple[Column, ...]:
@@ -113,11 +115,8 @@ class Compiled:
 
     @property
     def n_cells(self) -> int:
-        """The number of cells (1 when ungrouped)."""
-        n = 1
-        for g in self.groupings:
-            n *= g.n_cells
-        return n
+        """The number of cells (1 when ungrouped; the observed tuples with groups from the data)."""
+        return joint_cells(self.groupings, self.joint)
 
 
 @dataclass(frozen=True)

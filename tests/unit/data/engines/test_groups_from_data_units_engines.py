@@ -41,6 +41,14 @@ PLANS = [
         (G, CITY, DAY), (V,), Column("u", "integer"), hash_key=KEY, by_value=("city", "d")
     ),
     AggregatePlan((CITY, G), (), Column("u", "integer"), hash_key="f" * 32, by_value=("city",)),
+    AggregatePlan(  # two columns from the data: the cells are observed tuples, then G's keys
+        (CITY, DAY, G),
+        (V,),
+        Column("u", "text"),
+        hash_key=KEY,
+        by_value=("city", "d"),
+        joint=(("b", DAY.keys[2]), ("", DAY.keys[0]), ("é😀", DAY.keys[0])),
+    ),
 ]
 NAMES = ["_snapdp_u", "_snapdp_i", "_snapdp_cell", "_snapdp_q0"]
 

@@ -36,13 +36,18 @@ from snapdp.data.engines.base import (
     AggregatePlan,
     ValueColumn,
     chunk_width,
-    key_lanes,
     key_words,
     lane_count,
     row_chunks,
     row_radices,
 )
 from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational.lanes import CELL, P, by_value_lanes
+from snapdp.data.engines.relational.lanes import int_lanes_sql as _lanes
+from snapdp.data.engines.relational.lanes import p_and as _and
+from snapdp.data.engines.relational.lanes import p_paren as _p
+from snapdp.data.engines.relational.lanes import p_shr as _shr
+from snapdp.data.engines.relational.lanes import p_xor as _xor
 from snapdp.data.engines.relational.topn import Digest, DigestLane, Kept, TopRows, TopSpec
 from snapdp.data.engines.relational.topn import node_column as _c
 from snapdp.data.engines.relational.topn import node_int as _n
@@ -51,8 +56,7 @@ from snapdp.errors import ParameterError
 
 __all__ = ["LONG_SUM_LIMIT", "Query", "aggregate_query", "check_values", "q_type", "ranked"]
 
-P = "_snapdp_"
-CELL, UNIT = f"{P}cell", f"{P}u"
+UNIT = f"{P}u"
 LONG_SUM_LIMIT = 1 << 19  # longs sum exactly below 2^44 values of quanta below 2^19
 
 
@@ -65,22 +69,6 @@ class Query:
     tree: exp.Select
     layout: list[str]
     limb_bits: int
-
-
-def _p(e: exp.Expression) -> exp.Paren:
-    return exp.Paren(this=e)
-
-
-def _xor(a: exp.Expression, b: exp.Expression) -> exp.Paren:
-    return _p(exp.BitwiseXor(this=a, expression=b))
-
-
-def _and(a: exp.Expression, b: int) -> exp.Paren:
-    return _p(exp.BitwiseAnd(this=a, expression=_n(b)))
-
-
-def _shr(a: exp.Expression, bits: int) -> exp.Paren:
-    return _p(exp.BitwiseRightShift(this=a, expression=_n(bits)))
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -115,16 +103,6 @@ def check_values(plan: AggregatePlan) -> None:
 
 
 # -- ranks (step 5) --------------------------------------------------------------------------
-def _lanes(value: exp.Expression, count: int) -> list[exp.Expression]:
-    """The ``count`` 32-bit lanes of the non-negative integer ``value`` as BIGINTs."""
-    if count == 1:
-        return [exp.Cast(this=value, to=_t("BIGINT"))]
-    return [
-        exp.Cast(this=_and(_shr(value.copy(), 32 * i), RANK_MASK), to=_t("BIGINT"))
-        for i in range(count)
-    ]
-
-
 def _fold(t: str) -> exp.Paren:
     return _and(_xor(_c(t), _shr(_c(t), 32)), RANK_MASK)
 
@@ -177,7 +155,7 @@ def ranked(
         units = [_and(_c(UNIT), RANK_MASK), _and(_shr(_c(UNIT), 32), RANK_MASK)]
     cell_lanes = _lanes(_c(CELL), lane_count(plan.n_cells))
     if plan.by_value:
-        relation, cell_lanes = _key_lanes(plan, relation, carried)
+        relation, cell_lanes = by_value_lanes(plan, relation, carried)
     if not values:
         lanes = cell_lanes
     elif plan.by_value:
@@ -220,44 +198,6 @@ def ranked(
     return exp.select(*cols, exp.alias_(rank, name)).from_(select.subquery(f"{P}r"))
 
 
-def _key_lanes(
-    plan: AggregatePlan, relation: exp.Expression, carried: list[str]
-) -> tuple[exp.Expression, list[exp.Expression]]:
-    """``relation`` joined, per grouping column in ``by_value``, to a table of its keys' two
-    :func:`~snapdp.data.engines.base.key_lanes` by key index (computed here, so every engine
-    reads the same numbers); and the lanes standing for the cell
-    (:func:`~snapdp.data.engines.base.cell_lanes`): those, or a declared column's own index."""
-    out: list[exp.Expression] = []
-    joined = exp.select(*carried).from_(relation)
-    stride = plan.n_cells
-    for gi, g in enumerate(plan.groupings):
-        stride //= g.n_cells
-        index: exp.Expression = _c(CELL)
-        if stride > 1:
-            index = _p(exp.IntDiv(this=index, expression=_n(stride)))
-        if g.n_cells * stride < plan.n_cells:
-            index = _p(exp.Mod(this=index, expression=_n(g.n_cells)))
-        if g.name not in plan.by_value or g.keys is None:
-            out += _lanes(index, lane_count(g.n_cells))
-            continue
-        t, i, lo, hi = (f"{P}v{x}{gi}" for x in ("t", "i", "l", "h"))
-        rows = [
-            exp.Tuple(expressions=[_n(j), *(_n(x) for x in key_lanes(k))])
-            for j, k in enumerate(g.keys)
-        ]
-        table = exp.Values(
-            expressions=rows,
-            alias=exp.TableAlias(
-                this=exp.to_identifier(t), columns=[exp.to_identifier(n) for n in (i, lo, hi)]
-            ),
-        )
-        joined = joined.select(_c(lo), _c(hi), copy=False).join(
-            table, on=exp.EQ(this=index, expression=exp.column(i, table=t)), copy=False
-        )
-        out += [exp.Cast(this=_c(lo), to=_t("BIGINT")), exp.Cast(this=_c(hi), to=_t("BIGINT"))]
-    return joined.subquery(f"{P}r"), out
-
-
 # -- the query ---------------------------------------------------------------------------------
 def aggregate_query(
     plan: AggregatePlan, source: exp.Expression, families: Mapping[str, str], *, wide: bool
@@ -292,7 +232,14 @@ def _cells_and_quanta(
     where: list[exp.Expression] = []
     terms: list[exp.Expression] = []
     stride = plan.n_cells
+    skip = 0
+    if plan.joint is not None:  # groups from the data: one table of the observed tuples
+        skip = len(plan.groupings) if not plan.joint else len(plan.joint[0])
+        stride = plan.n_cells // max(1, len(plan.joint))
+        s1 = _joint_join(plan, alias, s1, where, terms, stride)
     for gi, g in enumerate(plan.groupings):
+        if gi < skip:
+            continue
         stride //= g.n_cells
         node = exprs.with_null_rule(g, exprs.column(alias[g.name]))
         if g.keys is None:
@@ -331,6 +278,48 @@ def _cells_and_quanta(
     if where:
         s1 = s1.where(*where, copy=False)
     return s1, qnames
+
+
+def _joint_join(
+    plan: AggregatePlan,
+    alias: dict[str, str],
+    s1: exp.Select,
+    where: list[exp.Expression],
+    terms: list[exp.Expression],
+    stride: int,
+) -> exp.Select:
+    """``s1`` joined to the table of ``plan.joint``'s tuples (their index times ``stride`` added
+    to the cell); no tuple: no row is kept."""
+    assert plan.joint is not None
+    if not plan.joint:
+        where.append(exp.false())
+        return s1
+    cols = plan.groupings[: len(plan.joint[0])]
+    k = f"{P}kj"
+    names = [f"{P}kv{j}" for j in range(len(cols))] + [f"{P}ki"]
+    table = exp.Values(
+        expressions=[
+            exp.Tuple(
+                expressions=[
+                    *(exprs.typed_literal(c, v) for c, v in zip(cols, t, strict=True)),
+                    _n(i),
+                ]
+            )
+            for i, t in enumerate(plan.joint)
+        ],
+        alias=exp.TableAlias(
+            this=exp.to_identifier(k), columns=[exp.to_identifier(n) for n in names]
+        ),
+    )
+    on = [
+        exp.EQ(
+            this=exprs.with_null_rule(c, exprs.column(alias[c.name])),
+            expression=exp.column(names[j], table=k),
+        )
+        for j, c in enumerate(cols)
+    ]
+    terms.append(exp.Mul(this=exp.column(names[-1], table=k), expression=_n(stride)))
+    return s1.join(table, on=exp.and_(*on), copy=False)
 
 
 def _bounding(
