@@ -133,6 +133,16 @@ _RULES: tuple[tuple[str, str, _Words, str, str], ...] = (
      lambda m: f"{'Filtering' if m['clause'] == 'HAVING' else 'Ordering'} ({m['clause']}) used "
      "the released numbers, not the true ones: it costs no privacy.",
      "docs/sql.md, “HAVING and ORDER BY”", "after"),
+    ("selection", r"keys not declared: a key is shown only if its noisy count is at least "
+     r"(?P<t>[\d,.]+)",
+     lambda m: f"The groups of this table were chosen from the data: a group is shown only when "
+     f"its noisy count is at least {m['t']}, so a group that one person alone holds shows only "
+     "with the tiny chance δ. A group that is not shown may still be in the data.",
+     "docs/sql.md, “Groups from the data”", "from-data"),
+    ("selection-count", r"(?P<e>\S+) of its ε counted the groups to choose them",
+     lambda m: f"Part of this query's ε ({m['e']}) went to counting the groups in order to "
+     "choose which ones to show.",
+     "docs/sql.md, “Groups from the data”", "from-data"),
     ("integer", r"the count is rounded to the nearest integer",
      _fixed("Counts were rounded to whole numbers; the ± includes the rounding. It costs no "
             "privacy."),

@@ -27,6 +27,7 @@ from snapdp._validation import check_epsilon
 from snapdp.data.api import Plan
 from snapdp.data.model.codec import workload_to_dict
 from snapdp.data.model.names import KeyedError, Path_
+from snapdp.data.model.observed import undeclared
 from snapdp.data.model.query import STATISTICS, Query
 from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.model.workload import (
@@ -438,15 +439,29 @@ def digest(workload: Workload, planned: PlanPreview) -> str:
 
 def preview_json(plan: Plan, planned: PlanPreview) -> dict[str, Any]:
     """The planner's answer for the page: :meth:`PlanPreview.as_dict` with each query's
-    usefulness warnings (``flags``). Public parameters only: no data is read."""
+    usefulness warnings (``flags``) and, where there are any, the grouping columns whose groups
+    come from the data (``from_data``: chosen privately with the plan's δ). Public parameters
+    only: no data is read."""
     out = planned.as_dict()
     shown = out.get("queries", [])
     if len(shown) == len(planned.allocations):  # one entry per query, in plan order
         for entry, allocation in zip(shown, planned.allocations, strict=True):
             entry["flags"] = usefulness_flags(plan.schema, allocation)
+            observed = undeclared(allocation.planned.query, plan.schema)
+            if observed:
+                entry["from_data"] = list(observed)
     return out
 
 
-def results_json(results: Any) -> list[dict[str, Any]]:
-    """The released results (after a run) as the page shows them."""
-    return [{**r.as_dict(), "plain_notes": plain_notes(r.notes)} for r in results]
+def results_json(results: Any, schema: Schema) -> list[dict[str, Any]]:
+    """The released results (after a run) as the page shows them: each with its notes in
+    plain words and, where there are any, the grouping columns whose groups came from the data
+    (``from_data``; the result is then (ε, δ)-DP), a function of the plan alone."""
+    out = []
+    for r in results:
+        shown = {**r.as_dict(), "plain_notes": plain_notes(r.notes)}
+        observed = undeclared(r.query, schema)
+        if observed:
+            shown["from_data"] = list(observed)
+        out.append(shown)
+    return out

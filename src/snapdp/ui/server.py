@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import hmac
 import html
+import math
 import os
 import secrets
+import sqlite3
 import tempfile
 import threading
 import time
@@ -43,6 +45,7 @@ import numpy as np
 from snapdp._rational import format_rational
 from snapdp._validation import check_epsilon
 from snapdp.data.budget.datasets import resolve_dataset
+from snapdp.data.budget.delta import read_total_delta
 from snapdp.data.budget.ledger import Ledger
 from snapdp.data.frontends.demo import DEMO_DATASET
 from snapdp.data.frontends.toml import load_workload
@@ -62,6 +65,11 @@ _NO_BUDGET = (
     "this dataset has no privacy budget in the ledger, and the page cannot set one: the data "
     "owner sets it by starting snapdp ui with `--total-epsilon`, or by a first release with "
     "`--total-epsilon` into this ledger (docs/ui.md); nothing was spent"
+)
+#: Why a plan that takes groups from the data cannot run: the owner set no δ budget.
+_NO_DELTA_BUDGET = (
+    "this dataset has no δ budget, and groups from the data need one: the data owner sets it by "
+    "starting snapdp ui with `--total-delta` (docs/ui.md); a run would be refused"
 )
 _REPORT_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -242,7 +250,8 @@ class UiServer:
                 entry["two_phase"].update(extra)
         fixed = sum((a.epsilon for a in planned.allocations if a.two_phase is None), Fraction(0))
         shown["fixed_epsilon"] = format_rational(fixed, max_digits=None)
-        return {"preview": shown, "digest": digest, "ledger": self._ledger_view(planned.total)}
+        ledger = self._ledger_view(planned.total, needs_delta=planned.delta is not None)
+        return {"preview": shown, "digest": digest, "ledger": ledger}
 
     def export(self, body: dict[str, Any]) -> dict[str, Any]:
         """The plan as a plan file (``format`` "toml", the default), a runnable Python script
@@ -324,9 +333,10 @@ class UiServer:
             key = secrets.token_urlsafe(16)
             self._runs[key] = _Run(folder, {f.name: f for f in done.files})
             return HTTPStatus.OK, {
-                "results": wj.results_json(done.results),
+                "results": wj.results_json(done.results, plan.schema),
                 "epsilon_spent": format_rational(done.spent, max_digits=None),
-                "ledger": self._ledger_view(Fraction(0)),
+                "delta_spent": math.fsum(r.delta for r in done.results),
+                "ledger": self._ledger_view(Fraction(0), needs_delta=planned.delta is not None),
                 "folder": str(folder),
                 "files": {name: f"/report/{key}/{name}" for name in self._runs[key].files},
             }
@@ -367,8 +377,10 @@ class UiServer:
                 raise
         return None
 
-    def _ledger_view(self, planned: Fraction) -> dict[str, Any] | None:
-        """Spent, remaining and what the run would leave, for the dataset of the source."""
+    def _ledger_view(self, planned: Fraction, *, needs_delta: bool) -> dict[str, Any] | None:
+        """Spent, remaining and what the run would leave, for the dataset of the source; beside
+        it the dataset's δ budget (the owner's, ``--total-delta``) and what it spent, when it has
+        one or the plan needs δ (``needs_delta``: groups from the data)."""
         path, source = self.config.ledger, self.source()
         if path is None:
             return None
@@ -389,6 +401,7 @@ class UiServer:
             return {**view, "error": str(exc)}
         new = all(d.dataset != ledger.dataset for d in kept)
         after = remaining - planned
+        view.update(_delta_view(ledger, self.config.total_delta, needs_delta))
         return {
             **view,
             "new": new,
@@ -398,6 +411,32 @@ class UiServer:
             "after": None if after < 0 else text(after, max_digits=None),
             "short": after < 0,
         }
+
+
+def _delta_view(ledger: Ledger, given: Fraction | None, needed: bool) -> dict[str, Any]:
+    """The dataset's δ budget for the page: its total (the ledger's, else the owner's
+    ``--total-delta``) and the δ its entries recorded; a refusal in words when the plan needs δ
+    and the owner set no δ budget. Empty when neither."""
+    total = _stored_total_delta(ledger) or given
+    if total is None:
+        if not needed:
+            return {}
+        return {"delta_error": _NO_DELTA_BUDGET}
+    spent = math.fsum(e.delta for e in ledger.entries())
+    return {"total_delta": format_rational(total, max_digits=None), "delta_spent": spent}
+
+
+def _stored_total_delta(ledger: Ledger) -> Fraction | None:
+    """The δ budget the ledger file keeps for the ledger's dataset (None: none or no file)."""
+    if ledger.path is None or not ledger.path.exists():
+        return None
+    con = sqlite3.connect(f"{ledger.path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return read_total_delta(con, ledger.dataset)
+    except sqlite3.Error:
+        return None
+    finally:
+        con.close()
 
 
 def _new_folder(output: Path) -> Path:

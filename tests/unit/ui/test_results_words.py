@@ -41,6 +41,10 @@ NOTES = {
     "quantile": "quantiles: each lies within one leaf of a value whose true rank is within ...",
     "having": POST_NOTE.format(clause="HAVING"),
     "integer": INTEGER_NOTE,
+    "selection": "keys not declared: a key is shown only if its noisy count is at least 9 (its "
+    "grid value at least 8.5); the keys one unit alone holds (at most 1, 1 row(s) each) are shown "
+    "with probability <= 0.000001 in all (the selection's δ); docs/sql.md, 'Groups from the data'",
+    "selection-count": "1/2 of its ε counted the groups to choose them",
 }
 _JARGON = re.compile(r"DESIGN|seed|§|neighbours|L1|sensitivity|ñ|post-processing|clamped")
 
