@@ -440,6 +440,15 @@ async function readHeader() {
   schedule();
 }
 
+// How the source is read: the owner's, shown read-only (docs/ui.md, "How the source is read").
+function csvText(csv) {
+  if (!csv) return "—";
+  const delimiter = csv.delimiter === "\t" ? "tab" : `"${csv.delimiter}"`;
+  const header = csv.header ? "first line names the columns"
+    : "no header line; columns " + (csv.column_names || []).join(", ");
+  return `${header} · delimiter ${delimiter} · ${csv.encoding} (set by the data owner)`;
+}
+
 // -- start --------------------------------------------------------------------------------------
 async function start() {
   if (!TOKEN) { banner("This page needs the address snapdp ui printed (with its #token=…)."); return; }
@@ -451,6 +460,7 @@ async function start() {
   $("source-name").textContent = state.source || "none (start snapdp ui with --source to run)";
   $("ledger-name").textContent = state.ledger || "none (start snapdp ui with --ledger to run)";
   $("output-name").textContent = state.output;
+  $("csv-name").textContent = csvText(state.csv);
   $("read-header").disabled = !state.source;
   $("plan-screen").addEventListener("input", onEdit);
   $("plan-screen").addEventListener("change", onEdit);
