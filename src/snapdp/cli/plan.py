@@ -87,6 +87,12 @@ def _export(p: Plan, python: str | None, notebook: str | None) -> None:
     "has none for it yet (or use snapdp budget --total-delta; docs/plans.md).",
 )
 @click.option(
+    "--dataset",
+    metavar="NAME",
+    help="The name of the dataset's budget in --ledger (default: the plan's [data] dataset, else "
+    "the source file's resolved path).",
+)
+@click.option(
     "--output",
     type=click.Path(file_okay=False),
     help="Folder for results.csv, results.parquet, results.json and report.html "
@@ -99,6 +105,7 @@ def run(
     ledger: str,
     total_epsilon: str | None,
     total_delta: str | None,
+    dataset: str | None,
     output: str | None,
     as_json: bool,
 ) -> None:
@@ -107,9 +114,11 @@ def run(
     noise is drawn and returns the unused part when the run ends. See docs/plans.md."""
     from snapdp.cli._print import exact_text, print_results
     from snapdp.cli._progress import progress_bar
+    from snapdp.data.frontends.toml import load_workload
 
     p = Plan.load(plan_file)
     check_source(p.source_path(), plan_file)
+    name = dataset or load_workload(plan_file).dataset  # as `snapdp sql --dataset`
     out = (
         Path(output)
         if output is not None
@@ -130,6 +139,7 @@ def run(
             output=out,
             progress=progress,
             total_delta=total_delta,
+            dataset=name,
         )
     mark_spent(spent_note)
     results = list(done.results)

@@ -138,12 +138,12 @@ def sql(
     table.ledger = book
     before = len(book.entries())
     try:
-        results = table.release(prepared)
+        released = table.release(prepared)
     except KeyboardInterrupt:
         if len(book.entries()) > before:
             mark_spent(f"ledger {ledger or '(in memory)'}, dataset {name!r}")
         raise
-    results = apply_post_processing(parsed, results)
+    results = apply_post_processing(parsed, released)
     remaining = table.remaining
     if as_json:
         click.echo(
