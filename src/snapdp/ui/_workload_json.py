@@ -38,6 +38,7 @@ from snapdp.data.model.workload import (
     check_delta,
     check_mode,
 )
+from snapdp.data.output.notes_plain import plain_notes
 from snapdp.data.planner.preview import PlanPreview, usefulness_flags
 from snapdp.errors import ParameterError
 from snapdp.ui._document import (
@@ -52,7 +53,6 @@ from snapdp.ui._document import (
     items,
     number,
 )
-from snapdp.ui._notes import plain_notes
 
 __all__ = [
     "NO_SOURCE",

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from tests.unit.ui._helpers import document, query, write_people
 
+from snapdp.data.output.notes_plain import NOTE_KINDS, plain_note
 from snapdp.data.output.postprocess import INTEGER_NOTE
 from snapdp.data.output.postprocess import NOTE as POST_NOTE
 from snapdp.data.planner.consistent_accuracy import NOTE as CONSISTENT_NOTE
 from snapdp.data.statistics.math.sample_variance import FALLBACK_NOTE
-from snapdp.ui._notes import NOTE_KINDS, plain_note
 
 #: One technical note of each kind, as a release states it.
 NOTES = {
