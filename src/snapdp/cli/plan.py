@@ -98,6 +98,12 @@ def _export(p: Plan, python: str | None, notebook: str | None) -> None:
     help="Folder for results.csv, results.parquet, results.json and report.html "
     "(default: PLAN's name + '-results', beside it).",
 )
+@click.option(
+    "--details",
+    is_flag=True,
+    help="Print each result's notes as the release states them (default: in plain words, each "
+    "with its docs page). --json always holds the exact statements.",
+)
 @json_option
 @library_errors
 def run(
@@ -107,6 +113,7 @@ def run(
     total_delta: str | None,
     dataset: str | None,
     output: str | None,
+    details: bool,
     as_json: bool,
 ) -> None:
     """Release every query of the plan file PLAN as ONE ledger entry and write the results (CSV,
@@ -158,7 +165,9 @@ def run(
         )
         return
     remaining = done.ledger.remaining()
-    print_results(str(p.source_path()), results, done.spent, ledger, remaining, p.schema)
+    print_results(
+        str(p.source_path()), results, done.spent, ledger, remaining, p.schema, plain=not details
+    )
     if done.spent != done.preview.total:
         click.echo(
             f"Reserved ε = {exact_text(done.preview.total)} (the plan's cap); the unused "

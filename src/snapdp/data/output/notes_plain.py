@@ -1,11 +1,12 @@
 """The notes of a released result in plain words, for the page's results screen (docs/ui.md,
-"Reading the results").
+"Running") and the output of ``snapdp run`` and ``snapdp sql`` (docs/plans.md, docs/sql.md).
 
 A release qualifies its values with technical notes (the neighbouring relation, the null and
 bound rules applied, calibration, post-processing). :func:`plain_notes` gives each one a
 sentence a data curator who does not code understands, the docs page that explains it, and
-keeps the exact technical statement for a "details" fold. It reads the notes only: the
-notes themselves follow from the plan (DESIGN §8.1), so their plain words do too.
+keeps the exact technical statement for a "details" fold (``--details`` on the command line).
+It reads the notes only: the notes themselves follow from the plan (DESIGN §8.1), so their
+plain words do too.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def _who(m: re.Match[str]) -> str:
         )
     return (
         f"Privacy protects each {unit}: the results would look much the same had any one "
-        f"{unit} (all of their rows, up to the limits set under Data) been left out, or added."
+        f"{unit} (all of their rows, up to the declared limits) been left out, or added."
     )
 
 
