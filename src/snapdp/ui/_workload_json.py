@@ -27,7 +27,7 @@ from snapdp._validation import check_epsilon
 from snapdp.data.api import Plan
 from snapdp.data.model.codec import workload_to_dict
 from snapdp.data.model.names import KeyedError, Path_
-from snapdp.data.model.observed import undeclared
+from snapdp.data.model.observed import DATA_KEY_TYPES, undeclared
 from snapdp.data.model.query import STATISTICS, Query
 from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.model.workload import (
@@ -292,6 +292,7 @@ class _Builder:
         if q["grid_counts"].strip() not in ("", "false"):
             kw["grid_counts"] = q["grid_counts"].strip() == "true" or q["grid_counts"]
         query = self.build_query(key, kw)
+        self.needs_delta(i, query, decl)
         how = q["how"].strip()
         if not q["value"].strip():
             raise self.origins.error(
@@ -308,6 +309,22 @@ class _Builder:
         kw = {how: value} if size is None else {how: value, "group_size": size}
         return self.guard(
             key, lambda: PlannedQuery(query, confidence=decl.confidence, delta=decl.delta, **kw)
+        )
+
+    def needs_delta(self, i: int, query: Query, decl: Declaration) -> None:
+        """Without a δ, a query grouping by a column without declared keys is refused on the
+        page's δ field, which then shows (docs/ui.md, "Groups from the data")."""
+        names = undeclared(query, decl.schema)
+        if decl.delta is not None or not names:
+            return
+        if decl.schema.column(names[0]).type not in DATA_KEY_TYPES:
+            return  # refused by the release's own rule: it needs declared keys or bins
+        raise FieldError(
+            f"query {i + 1} groups by `{names[0]}`, which has no declared keys: its groups would "
+            "come from the data; give δ (such as 1e-6) to choose them privately, or declare its "
+            'keys or bins (docs/ui.md, "Groups from the data")',
+            field="data.delta",
+            parameter="delta",
         )
 
     def bins(self, key: Path_, text: str, by: tuple[str, ...]) -> tuple[Any, ...]:

@@ -63,7 +63,12 @@ def test_delta_typed_previewed_and_run_shows_groups_from_the_data(page: Any) -> 
     _field(page, "query[1].value").fill("3")
     expect(delta_field).to_be_visible()  # age has no keys: its groups would come from the data
     error = page.locator(".field-error.inline")
-    expect(error).to_contain_text("delta")  # no δ yet: refused, naming what to add
+    expect(error).to_have_text(  # no δ yet: refused on the δ field, saying what to add
+        "query 1 groups by `age`, which has no declared keys: its groups would come from the "
+        "data; give δ (such as 1e-6) to choose them privately, or declare its keys or bins "
+        '(docs/ui.md, "Groups from the data")'
+    )
+    expect(_field(page, "data.delta")).to_have_class("invalid")
     expect(page.locator("#to-run")).to_be_disabled()
 
     _field(page, "data.delta").fill("2")
