@@ -1,7 +1,7 @@
 """Interactive latency of a small release: snapdp beside OpenDP (and SmartNoise SQL where
 installed), in process and in a fresh process, from one run (docs/performance.md, "Latency").
 
-    PYTHONPATH=src python benchmarks/bench_latency.py [--repeats 7] [--data PATH/PUMS.csv]
+    PYTHONPATH=src python benchmarks/bench_latency.py [--repeats 7] [--data PATH/PUMS.csv] [--cpu]
 
 The workload (issue 32): PUMS.csv (1,000 rows); count by sex × educ, mean income by sex, median
 age; ε = 1 split three ways. "In process" is the median of ``--repeats`` runs after a warm-up;
@@ -212,11 +212,64 @@ def _page_replan() -> tuple[float, float]:
     return float(median), float(worst)
 
 
+_PAGE_CPU = _PAGE.replace("time.perf_counter()", "time.process_time()").replace(
+    "print(statistics.median(times), max(times))", "print(*times)"
+)
+
+
+def _cpu_seconds(args: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """(user + system CPU seconds of a child process, its stdout)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(args, check=True, capture_output=True, text=True, env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, out.stdout
+
+
+def cpu_figures(repeats: int) -> None:
+    """``--cpu``: items 2 and 3 in CPU seconds, which a loaded machine disturbs far less than
+    wall time: ``snapdp run docs/examples/plan.toml`` with an empty certificate cache (CPU of the
+    whole process, and how many certificates it had to compute), and the page's re-plan after
+    each of seven edits (``time.process_time`` around the code behind ``/api/preview``)."""
+    work = Path(tempfile.mkdtemp(prefix="snapdp-latency-cpu-"))
+    data = Path(os.environ.get("SNAPDP_SHARED_DATA", ROOT.parent / "shared" / "data"))
+    print(f"{platform.node()}: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+    for k in range(repeats):
+        example = work / f"example{k}"
+        example.mkdir()
+        shutil.copy(ROOT / "docs" / "examples" / "plan.toml", example / "plan.toml")
+        shutil.copy(data / "PUMS_dup.csv", example / "PUMS_dup.csv")
+        env = _env()
+        env["SNAPDP_CACHE_DIR"] = str(example / "cache")
+        cpu, _ = _cpu_seconds(
+            [sys.executable, "-m", "snapdp.cli", "run", str(example / "plan.toml"), "--ledger",
+             str(example / "l.db"), "--output", str(example / "out"), "--total-epsilon", "1000"],
+            env,
+        )  # fmt: skip
+        made = len(list((example / "cache" / "certificates").glob("*.json")))
+        print(f"two-phase example plan, empty cache: {cpu:.2f} s CPU, {made} certificates computed")
+    env = _env()
+    env["SNAPDP_CACHE_DIR"] = "off"
+    plan = str(ROOT / "docs" / "examples" / "plan.toml")
+    for _ in range(repeats):
+        _, out = _cpu_seconds([sys.executable, "-c", _PAGE_CPU, plan], env)
+        times = [float(t) for t in out.strip().splitlines()[-1].split()]
+        print(f"page re-plan CPU per edit: median {stats.median(times):.3f} s, max "
+              f"{max(times):.3f} s ({' '.join(f'{t:.3f}' for t in times)})")  # fmt: skip
+    print(f"load {os.getloadavg()[0]:.2f}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--data", type=Path, default=None, help="PUMS.csv (1,000 rows)")
+    parser.add_argument("--cpu", action="store_true", help="items 2 and 3 in CPU seconds only")
     args = parser.parse_args()
+    if args.cpu:
+        return cpu_figures(args.repeats)
     data = (
         args.data
         or Path(os.environ.get("SNAPDP_SHARED_DATA", ROOT.parent / "shared" / "data")) / "PUMS.csv"

@@ -13,7 +13,7 @@ recomputed at run time), never trusted. The set:
   equal splits of 1 over 2–5 queries;
 * every certificate the example plan (docs/examples/plan.toml) plans and runs with, including
   phase two of its two-phase queries at every value of the public ε grid
-  (:data:`snapdp.data.planner.two_phase.GRID`) from its cap's remainder down to 1/10 of it.
+  (:data:`snapdp.data.planner.two_phase.GRID`) from its cap's remainder down to 1/100 of it.
 
 Entries already shipped for this code version are kept as they are (not recomputed).
 """
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "src" / "snapdp" / "certificates.json"
 PLANS = [ROOT / "docs" / "examples" / "plan.toml"]
 #: Phase two's grid is shipped down to this fraction of the cap's remainder.
-GRID_REACH = Fraction(1, 10)
+GRID_REACH = Fraction(1, 100)
 
 
 def main() -> None:

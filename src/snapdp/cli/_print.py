@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -187,7 +187,12 @@ def print_results(
     ledger: str | None,
     remaining: Fraction,
     schema: Schema,
+    *,
+    plain: bool = False,
 ) -> None:
+    """The results as tables, each with its notes: as the release states them, or with
+    ``plain`` in plain words with their docs page (:mod:`snapdp.data.output.notes_plain`), the
+    exact statements left to ``--details``."""
     from rich.console import Console
     from rich.table import Table
 
@@ -212,7 +217,7 @@ def print_results(
         console.print(shown)
         if r.target_note is not None:
             console.print(f"  {'✓' if r.target_met else '✗'} {r.target_note}")
-        for note in r.notes:
+        for note in _plain_lines(r.notes) if plain else r.notes:
             console.print(f"  · {note}")
         flags, summary = usefulness(r, schema)
         for flag in flags:
@@ -223,5 +228,20 @@ def print_results(
         f"Each value is within its ± of the true statistic (of the declared, bounded table) with "
         f"probability ≥ {results[0].confidence:g}."
     )
+    if plain and any(r.notes for r in results):
+        console.print("(--details prints the exact statement of each note)")
     where = f"ledger {ledger}" if ledger else "no ledger (one-off budget)"
     console.print(f"Spent ε = {exact_text(eps)}; {where}; remaining ε = {exact_text(remaining)}.")
+
+
+def _plain_lines(notes: Sequence[str]) -> list[str]:
+    """Each note in plain words with its docs page, one line per distinct text."""
+    from snapdp.data.output.notes_plain import plain_note
+
+    lines: list[str] = []
+    for note in notes:
+        shown = plain_note(note)
+        line = f"{shown.text} ({shown.doc})"
+        if line not in lines:
+            lines.append(line)
+    return lines

@@ -87,10 +87,22 @@ def _export(p: Plan, python: str | None, notebook: str | None) -> None:
     "has none for it yet (or use snapdp budget --total-delta; docs/plans.md).",
 )
 @click.option(
+    "--dataset",
+    metavar="NAME",
+    help="The name of the dataset's budget in --ledger (default: the plan's [data] dataset, else "
+    "the source file's resolved path).",
+)
+@click.option(
     "--output",
     type=click.Path(file_okay=False),
     help="Folder for results.csv, results.parquet, results.json and report.html "
     "(default: PLAN's name + '-results', beside it).",
+)
+@click.option(
+    "--details",
+    is_flag=True,
+    help="Print each result's notes as the release states them (default: in plain words, each "
+    "with its docs page). --json always holds the exact statements.",
 )
 @json_option
 @library_errors
@@ -99,7 +111,9 @@ def run(
     ledger: str,
     total_epsilon: str | None,
     total_delta: str | None,
+    dataset: str | None,
     output: str | None,
+    details: bool,
     as_json: bool,
 ) -> None:
     """Release every query of the plan file PLAN as ONE ledger entry and write the results (CSV,
@@ -107,9 +121,11 @@ def run(
     noise is drawn and returns the unused part when the run ends. See docs/plans.md."""
     from snapdp.cli._print import exact_text, print_results
     from snapdp.cli._progress import progress_bar
+    from snapdp.data.frontends.toml import load_workload
 
     p = Plan.load(plan_file)
     check_source(p.source_path(), plan_file)
+    name = dataset or load_workload(plan_file).dataset  # as `snapdp sql --dataset`
     out = (
         Path(output)
         if output is not None
@@ -130,6 +146,7 @@ def run(
             output=out,
             progress=progress,
             total_delta=total_delta,
+            dataset=name,
         )
     mark_spent(spent_note)
     results = list(done.results)
@@ -148,7 +165,9 @@ def run(
         )
         return
     remaining = done.ledger.remaining()
-    print_results(str(p.source_path()), results, done.spent, ledger, remaining, p.schema)
+    print_results(
+        str(p.source_path()), results, done.spent, ledger, remaining, p.schema, plain=not details
+    )
     if done.spent != done.preview.total:
         click.echo(
             f"Reserved ε = {exact_text(done.preview.total)} (the plan's cap); the unused "

@@ -53,6 +53,12 @@ __all__ = ["sql"]
 @click.option("--dataset", metavar="NAME", help="The name of the dataset's budget in --ledger.")
 @click.option("--confidence", type=float, default=None, help="Every ± holds with this probability.")
 @click.option("--dry-run", is_flag=True, help="Show the accuracy; draw no noise, spend nothing.")
+@click.option(
+    "--details",
+    is_flag=True,
+    help="Print each result's notes as the release states them (default: in plain words, each "
+    "with its docs page). --json always holds the exact statements.",
+)
 @json_option
 @library_errors
 def sql(
@@ -66,6 +72,7 @@ def sql(
     dataset: str | None,
     confidence: float | None,
     dry_run: bool,
+    details: bool,
     as_json: bool,
 ) -> None:
     """Release the aggregates of the SELECT QUERY over the table declared in --declaration.
@@ -138,12 +145,12 @@ def sql(
     table.ledger = book
     before = len(book.entries())
     try:
-        results = table.release(prepared)
+        released = table.release(prepared)
     except KeyboardInterrupt:
         if len(book.entries()) > before:
             mark_spent(f"ledger {ledger or '(in memory)'}, dataset {name!r}")
         raise
-    results = apply_post_processing(parsed, results)
+    results = apply_post_processing(parsed, released)
     remaining = table.remaining
     if as_json:
         click.echo(
@@ -160,7 +167,7 @@ def sql(
             )
         )
         return
-    print_results(str(source), results, total, ledger, remaining, schema)
+    print_results(str(source), results, total, ledger, remaining, schema, plain=not details)
     if prepared.selections:  # docs/sql.md, "Groups from the data"
         shown_delta = math.fsum(r.delta for r in results)
         click.echo(f"(ε, δ)-DP: δ = {shown_delta:.3g} in all (groups chosen from the data, "

@@ -62,6 +62,22 @@ __all__ = ["ui"]
     "run only on a dataset whose ledger already has a δ budget.",
 )
 @click.option(
+    "--header/--no-header",
+    default=None,
+    help="Whether the CSV's first line names the columns (default: the plan's, else yes). How "
+    "the source is read is yours: the page shows it, never sets it.",
+)
+@click.option("--delimiter", help="The CSV delimiter (default: the plan's, else ',').")
+@click.option(
+    "--encoding", help="The CSV encoding, utf-8 or latin-1 (default: the plan's, else utf-8)."
+)
+@click.option(
+    "--csv-columns",
+    "column_names",
+    metavar="A,B,C",
+    help="The columns of a CSV without a header, in order (with --no-header).",
+)
+@click.option(
     "--demo",
     is_flag=True,
     help="Open snapdp's synthetic demo table (100,000 made-up people) instead of a source, with "
@@ -82,6 +98,10 @@ def ui(
     port: int,
     total_epsilon: str | None,
     total_delta: str | None,
+    header: bool | None,
+    delimiter: str | None,
+    encoding: str | None,
+    column_names: str | None,
     demo: bool,
     no_browser: bool,
 ) -> None:
@@ -104,6 +124,7 @@ def ui(
         if total_epsilon is None
         else check_epsilon("total_epsilon", total_epsilon),
         total_delta=None if total_delta is None else check_delta("total_delta", total_delta),
+        csv=_csv_flags(header, delimiter, encoding, column_names),
         demo=demo,
     )
     server = UiServer(config)
@@ -127,3 +148,13 @@ def ui(
         click.echo("snapdp ui: stopped.", err=True)
     finally:
         server.close()
+
+
+def _csv_flags(
+    header: bool | None, delimiter: str | None, encoding: str | None, column_names: str | None
+) -> dict[str, object]:
+    """The CSV options given on the command line (the plan file's hold for the others)."""
+    given: dict[str, object] = {"header": header, "delimiter": delimiter, "encoding": encoding}
+    if column_names is not None:
+        given["column_names"] = tuple(n.strip() for n in column_names.split(","))
+    return {k: v for k, v in given.items() if v is not None}

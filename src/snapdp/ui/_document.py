@@ -23,7 +23,6 @@ from typing import Any
 
 from snapdp._rational import format_rational
 from snapdp._validation import SIZE_RULE, NumberSizeError, check_number_size
-from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError
 
 __all__ = [
@@ -34,7 +33,6 @@ __all__ = [
     "FieldError",
     "blank_document",
     "check_shape",
-    "csv_options",
     "integer",
     "items",
     "list_text",
@@ -52,7 +50,7 @@ DATA_FIELDS = (
     "confidence",
     "group_size",
     "consistent",
-    # kept for a loaded plan, not shown by the page
+    # kept for a loaded plan, not shown by the page (the CSV options: the owner's)
     "max_rows",
     "rows",
     "null_units",
@@ -219,30 +217,3 @@ def list_text(values: list[object]) -> str:
     if plain and texts and not texts[0].startswith("["):
         return ", ".join(texts)
     return json.dumps(texts, ensure_ascii=False)
-
-
-def csv_options(doc: object) -> CsvOptions:
-    """The CSV options (header, delimiter, encoding) of the page's document (defaults when it
-    sends none)."""
-    if doc is None:
-        return CsvOptions()
-    data = check_shape(doc)["data"]
-    kw: dict[str, Any] = {}
-    if data["header"].strip():
-        header = {"true": True, "false": False}.get(data["header"].strip().lower())
-        if header is None:
-            raise FieldError(
-                f"`header` must be true or false, not {data['header']!r}",
-                field="data.header",
-                parameter="header",
-            )
-        kw["header"] = header
-    for k in ("delimiter", "encoding"):
-        if data[k] != "":
-            kw[k] = data[k]
-    if data["column_names"].strip():
-        kw["column_names"] = tuple(items(data["column_names"], "data.column_names"))
-    try:
-        return CsvOptions(**kw)
-    except ParameterError as exc:
-        raise FieldError(str(exc), field=f"data.{exc.parameter}", parameter=exc.parameter) from None

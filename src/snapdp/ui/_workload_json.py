@@ -27,6 +27,7 @@ from snapdp._validation import check_epsilon
 from snapdp.data.api import Plan
 from snapdp.data.model.codec import workload_to_dict
 from snapdp.data.model.names import KeyedError, Path_
+from snapdp.data.model.observed import DATA_KEY_TYPES, undeclared
 from snapdp.data.model.query import STATISTICS, Query
 from snapdp.data.model.schema import Column, ContributionBounds, CsvOptions, NullRule, Schema
 from snapdp.data.model.workload import (
@@ -37,6 +38,7 @@ from snapdp.data.model.workload import (
     check_delta,
     check_mode,
 )
+from snapdp.data.output.notes_plain import plain_notes
 from snapdp.data.planner.preview import PlanPreview, usefulness_flags
 from snapdp.errors import ParameterError
 from snapdp.ui._document import (
@@ -51,7 +53,6 @@ from snapdp.ui._document import (
     items,
     number,
 )
-from snapdp.ui._notes import plain_notes
 
 __all__ = [
     "NO_SOURCE",
@@ -291,6 +292,7 @@ class _Builder:
         if q["grid_counts"].strip() not in ("", "false"):
             kw["grid_counts"] = q["grid_counts"].strip() == "true" or q["grid_counts"]
         query = self.build_query(key, kw)
+        self.needs_delta(i, query, decl)
         how = q["how"].strip()
         if not q["value"].strip():
             raise self.origins.error(
@@ -307,6 +309,22 @@ class _Builder:
         kw = {how: value} if size is None else {how: value, "group_size": size}
         return self.guard(
             key, lambda: PlannedQuery(query, confidence=decl.confidence, delta=decl.delta, **kw)
+        )
+
+    def needs_delta(self, i: int, query: Query, decl: Declaration) -> None:
+        """Without a δ, a query grouping by a column without declared keys is refused on the
+        page's δ field, which then shows (docs/ui.md, "Groups from the data")."""
+        names = undeclared(query, decl.schema)
+        if decl.delta is not None or not names:
+            return
+        if decl.schema.column(names[0]).type not in DATA_KEY_TYPES:
+            return  # refused by the release's own rule: it needs declared keys or bins
+        raise FieldError(
+            f"query {i + 1} groups by `{names[0]}`, which has no declared keys: its groups would "
+            "come from the data; give δ (such as 1e-6) to choose them privately, or declare its "
+            'keys or bins (docs/ui.md, "Groups from the data")',
+            field="data.delta",
+            parameter="delta",
         )
 
     def bins(self, key: Path_, text: str, by: tuple[str, ...]) -> tuple[Any, ...]:
@@ -438,15 +456,29 @@ def digest(workload: Workload, planned: PlanPreview) -> str:
 
 def preview_json(plan: Plan, planned: PlanPreview) -> dict[str, Any]:
     """The planner's answer for the page: :meth:`PlanPreview.as_dict` with each query's
-    usefulness warnings (``flags``). Public parameters only: no data is read."""
+    usefulness warnings (``flags``) and, where there are any, the grouping columns whose groups
+    come from the data (``from_data``: chosen privately with the plan's δ). Public parameters
+    only: no data is read."""
     out = planned.as_dict()
     shown = out.get("queries", [])
     if len(shown) == len(planned.allocations):  # one entry per query, in plan order
         for entry, allocation in zip(shown, planned.allocations, strict=True):
             entry["flags"] = usefulness_flags(plan.schema, allocation)
+            observed = undeclared(allocation.planned.query, plan.schema)
+            if observed:
+                entry["from_data"] = list(observed)
     return out
 
 
-def results_json(results: Any) -> list[dict[str, Any]]:
-    """The released results (after a run) as the page shows them."""
-    return [{**r.as_dict(), "plain_notes": plain_notes(r.notes)} for r in results]
+def results_json(results: Any, schema: Schema) -> list[dict[str, Any]]:
+    """The released results (after a run) as the page shows them: each with its notes in
+    plain words and, where there are any, the grouping columns whose groups came from the data
+    (``from_data``; the result is then (ε, δ)-DP), a function of the plan alone."""
+    out = []
+    for r in results:
+        shown = {**r.as_dict(), "plain_notes": plain_notes(r.notes)}
+        observed = undeclared(r.query, schema)
+        if observed:
+            shown["from_data"] = list(observed)
+        out.append(shown)
+    return out

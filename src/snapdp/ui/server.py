@@ -17,6 +17,7 @@ It trusts nothing that reaches it (docs/ui.md, "Security"):
   is sent before a run; a run re-plans the page's workload, refuses (409) when its digest differs
   from the one the page previewed, and spends at most once per one-time nonce;
 * the header call returns column names only, read by the release's reader and rules, capped;
+  how the source is read (header, delimiter, encoding) is the owner's, never the page's;
 * the page spends only from a budget the data owner set (``--total-epsilon`` at start or the
   ledger's entry for the dataset), never creates one;
 * a connection waits on its client at most :attr:`_Handler.timeout` seconds, and the browser is
@@ -27,8 +28,10 @@ from __future__ import annotations
 
 import hmac
 import html
+import math
 import os
 import secrets
+import sqlite3
 import tempfile
 import threading
 import time
@@ -43,16 +46,19 @@ import numpy as np
 from snapdp._rational import format_rational
 from snapdp._validation import check_epsilon
 from snapdp.data.budget.datasets import resolve_dataset
+from snapdp.data.budget.delta import read_total_delta
 from snapdp.data.budget.ledger import Ledger
 from snapdp.data.frontends.demo import DEMO_DATASET
 from snapdp.data.frontends.toml import load_workload
+from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import LedgerError, ParameterError
 from snapdp.ui import _workload_json as wj
 from snapdp.ui._demo import demo_document, write_demo
-from snapdp.ui._document import blank_document, csv_options
+from snapdp.ui._document import blank_document
 from snapdp.ui._document_io import document_from_toml, document_from_workload, document_toml
 from snapdp.ui._header import column_names
 from snapdp.ui._http import QuietServer, handler_for
+from snapdp.ui._owner_csv import csv_json, owner_csv, with_owner_csv
 from snapdp.ui._two_phase import group_sizes, two_phase_json
 
 __all__ = ["UiConfig", "UiServer"]
@@ -62,6 +68,11 @@ _NO_BUDGET = (
     "this dataset has no privacy budget in the ledger, and the page cannot set one: the data "
     "owner sets it by starting snapdp ui with `--total-epsilon`, or by a first release with "
     "`--total-epsilon` into this ledger (docs/ui.md); nothing was spent"
+)
+#: Why a plan that takes groups from the data cannot run: the owner set no δ budget.
+_NO_DELTA_BUDGET = (
+    "this dataset has no δ budget, and groups from the data need one: the data owner sets it by "
+    "starting snapdp ui with `--total-delta` (docs/ui.md); a run would be refused"
 )
 _REPORT_TYPES = {
     ".html": "text/html; charset=utf-8",
@@ -90,6 +101,10 @@ class UiConfig:
     #: Open snapdp's synthetic demo table (no source): a ledger in the server's private folder
     #: and a budget of 1 unless given (docs/ui.md, "Try it without data").
     demo: bool = False
+    #: How the source is read (``header``, ``delimiter``, ``encoding``, ``column_names``,
+    #: ``max_line_bytes``), as the owner gave it on the command line, over the plan file's:
+    #: the page's document never sets them (docs/ui.md, "How the source is read").
+    csv: dict[str, Any] = field(default_factory=dict)
     #: Seeded noise for the documentation's screenshots (tools/ui_screenshots.py): NOT private,
     #: never set by ``snapdp ui``.
     seed: int | None = None
@@ -137,12 +152,17 @@ class UiServer:
         self._source: str | None = None
         if config.source is not None:
             self._source = str(Path(config.source).expanduser().resolve())
+        base = CsvOptions()
         if config.plan is not None:
             workload = load_workload(config.plan)
+            base = workload.declaration.schema.csv
             self.initial = document_from_workload(workload)
             src = workload.declaration.source_path()
             if self._source is None and isinstance(src, str):
                 self._source = str(Path(src).expanduser().resolve())
+        #: How the source is read: the owner's (command line over plan file), never the page's.
+        self.csv = owner_csv(base, config.csv)
+        self.initial = self._owned(self.initial)
         self.httpd = QuietServer(("127.0.0.1", config.port), handler_for(self))
         self.port = int(self.httpd.server_address[1])
         self.allowed_hosts = (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
@@ -193,10 +213,15 @@ class UiServer:
         """The source as fixed on the command line (or by the plan file), as a path."""
         return self._source
 
+    def _owned(self, doc: Any) -> Any:
+        """The page's document with the owner's CSV options in place of its own."""
+        return with_owner_csv(doc, self.csv)
+
     def state(self, _body: dict[str, Any]) -> dict[str, Any]:
         source = self.source()
         return {
             "document": self.initial,
+            "csv": csv_json(self.csv),
             "plan": None if self.config.plan is None else self.config.plan.name,
             "source": source,
             "ledger": None if self.config.ledger is None else str(self.config.ledger),
@@ -204,16 +229,17 @@ class UiServer:
             "can_run": source is not None and self.config.ledger is not None,
         }
 
-    def header(self, body: dict[str, Any]) -> dict[str, Any]:
+    def header(self, _body: dict[str, Any]) -> dict[str, Any]:
         """The source's column names (CSV header or Parquet schema): names only, never a value,
         read by the release's reader and rules (:func:`snapdp.ui._header.column_names`). The
-        only call that opens the source before a run, and only on the user's request. The
-        page's ``header``, ``delimiter`` and ``encoding`` are honoured: with ``header = false``
-        the first line is data, nothing is read, and the names are the declared ones."""
+        only call that opens the source before a run, and only on the user's request. The file is
+        read as its owner said (:attr:`csv`: ``snapdp ui``'s flags over its plan file), whatever
+        the page's document says: with ``header = false`` the first line is data, nothing is
+        read, and the names are the declared ones."""
         source = self.source()
         if source is None:
             raise ParameterError("no source was given on the command line", parameter="source")
-        options = csv_options(body.get("document"))
+        options = self.csv
         if not options.header:  # its first line is data: the names are the declared ones
             return {"columns": list(options.column_names or ())}
         return {"columns": column_names(Path(source), options)}
@@ -231,7 +257,7 @@ class UiServer:
                     "error": {"message": "superseded by a newer preview"},
                 }
             plan, planned, digest = wj.plan_and_preview(
-                body.get("document"), self.source(), self.workdir, draft=True
+                self._owned(body.get("document")), self.source(), self.workdir, draft=True
             )
         shown = wj.preview_json(plan, planned)
         sizes = group_sizes(body.get("sizes"))
@@ -242,7 +268,8 @@ class UiServer:
                 entry["two_phase"].update(extra)
         fixed = sum((a.epsilon for a in planned.allocations if a.two_phase is None), Fraction(0))
         shown["fixed_epsilon"] = format_rational(fixed, max_digits=None)
-        return {"preview": shown, "digest": digest, "ledger": self._ledger_view(planned.total)}
+        ledger = self._ledger_view(planned.total, needs_delta=planned.delta is not None)
+        return {"preview": shown, "digest": digest, "ledger": ledger}
 
     def export(self, body: dict[str, Any]) -> dict[str, Any]:
         """The plan as a plan file (``format`` "toml", the default), a runnable Python script
@@ -251,9 +278,10 @@ class UiServer:
         fmt = body.get("format", "toml")
         if fmt not in ("toml", "python", "notebook"):
             raise ParameterError("`format` must be toml, python or notebook", parameter="format")
-        plan, _ = wj.load_plan(body.get("document"), self.source(), self.workdir)
+        doc = self._owned(body.get("document"))
+        plan, _ = wj.load_plan(doc, self.source(), self.workdir)
         if fmt == "toml":
-            text = document_toml(body.get("document"), self.source())
+            text = document_toml(doc, self.source())
             return {"toml": text, "text": text, "filename": "plan.toml"}
         from snapdp.data.frontends.python_export import export_notebook, export_python
 
@@ -266,7 +294,7 @@ class UiServer:
         text = body.get("toml")
         if not isinstance(text, str):
             raise ParameterError("`toml` must be the text of a plan file", parameter="toml")
-        return {"document": document_from_toml(text, self.source())}
+        return {"document": self._owned(document_from_toml(text, self.source()))}
 
     def run(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         nonce, expected = body.get("nonce"), body.get("digest")
@@ -297,7 +325,8 @@ class UiServer:
                 return HTTPStatus.CONFLICT, {
                     "error": {"message": _NO_BUDGET, "parameter": "total_epsilon"}
                 }
-            plan, planned, digest = wj.plan_and_preview(body.get("document"), source, self.workdir)
+            document = self._owned(body.get("document"))
+            plan, planned, digest = wj.plan_and_preview(document, source, self.workdir)
             if not hmac.compare_digest(digest.encode(), expected.encode()):
                 return HTTPStatus.CONFLICT, {
                     "error": {
@@ -324,9 +353,10 @@ class UiServer:
             key = secrets.token_urlsafe(16)
             self._runs[key] = _Run(folder, {f.name: f for f in done.files})
             return HTTPStatus.OK, {
-                "results": wj.results_json(done.results),
+                "results": wj.results_json(done.results, plan.schema),
                 "epsilon_spent": format_rational(done.spent, max_digits=None),
-                "ledger": self._ledger_view(Fraction(0)),
+                "delta_spent": math.fsum(r.delta for r in done.results),
+                "ledger": self._ledger_view(Fraction(0), needs_delta=planned.delta is not None),
                 "folder": str(folder),
                 "files": {name: f"/report/{key}/{name}" for name in self._runs[key].files},
             }
@@ -367,8 +397,10 @@ class UiServer:
                 raise
         return None
 
-    def _ledger_view(self, planned: Fraction) -> dict[str, Any] | None:
-        """Spent, remaining and what the run would leave, for the dataset of the source."""
+    def _ledger_view(self, planned: Fraction, *, needs_delta: bool) -> dict[str, Any] | None:
+        """Spent, remaining and what the run would leave, for the dataset of the source; beside
+        it the dataset's δ budget (the owner's, ``--total-delta``) and what it spent, when it has
+        one or the plan needs δ (``needs_delta``: groups from the data)."""
         path, source = self.config.ledger, self.source()
         if path is None:
             return None
@@ -389,6 +421,7 @@ class UiServer:
             return {**view, "error": str(exc)}
         new = all(d.dataset != ledger.dataset for d in kept)
         after = remaining - planned
+        view.update(_delta_view(ledger, self.config.total_delta, needs_delta))
         return {
             **view,
             "new": new,
@@ -398,6 +431,32 @@ class UiServer:
             "after": None if after < 0 else text(after, max_digits=None),
             "short": after < 0,
         }
+
+
+def _delta_view(ledger: Ledger, given: Fraction | None, needed: bool) -> dict[str, Any]:
+    """The dataset's δ budget for the page: its total (the ledger's, else the owner's
+    ``--total-delta``) and the δ its entries recorded; a refusal in words when the plan needs δ
+    and the owner set no δ budget. Empty when neither."""
+    total = _stored_total_delta(ledger) or given
+    if total is None:
+        if not needed:
+            return {}
+        return {"delta_error": _NO_DELTA_BUDGET}
+    spent = math.fsum(e.delta for e in ledger.entries())
+    return {"total_delta": format_rational(total, max_digits=None), "delta_spent": spent}
+
+
+def _stored_total_delta(ledger: Ledger) -> Fraction | None:
+    """The δ budget the ledger file keeps for the ledger's dataset (None: none or no file)."""
+    if ledger.path is None or not ledger.path.exists():
+        return None
+    con = sqlite3.connect(f"{ledger.path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        return read_total_delta(con, ledger.dataset)
+    except sqlite3.Error:
+        return None
+    finally:
+        con.close()
 
 
 def _new_folder(output: Path) -> Path:

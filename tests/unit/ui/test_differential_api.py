@@ -73,6 +73,13 @@ def _document(source: Source) -> dict[str, Any]:
     }
 
 
+def _owner_csv(source: Source) -> dict[str, object]:
+    """How the owner says the source is read (``snapdp ui --no-header --csv-columns …``)."""
+    if source.header:
+        return {}
+    return {"header": False, "column_names": tuple(names_for(source).values())}
+
+
 def _neighbours(kind: str, seed: int) -> tuple[list[dict[str, object]], tuple[int, Awkward] | None]:
     """D's rows and the change making D': an awkward row inserted, or (``remove``) none, then
     D' is D less one row."""
@@ -93,6 +100,7 @@ def _answers(
         ledger=folder / "ledger.sqlite",
         output=folder / "out",
         total_epsilon=Fraction(5),
+        csv=_owner_csv(source),
     )
     doc = _document(source)
     header = client.api("header", {"document": doc})

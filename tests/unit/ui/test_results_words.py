@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from tests.unit.ui._helpers import document, query, write_people
 
+from snapdp.data.output.notes_plain import NOTE_KINDS, plain_note
 from snapdp.data.output.postprocess import INTEGER_NOTE
 from snapdp.data.output.postprocess import NOTE as POST_NOTE
 from snapdp.data.planner.consistent_accuracy import NOTE as CONSISTENT_NOTE
 from snapdp.data.statistics.math.sample_variance import FALLBACK_NOTE
-from snapdp.ui._notes import NOTE_KINDS, plain_note
 
 #: One technical note of each kind, as a release states it.
 NOTES = {
@@ -41,6 +41,10 @@ NOTES = {
     "quantile": "quantiles: each lies within one leaf of a value whose true rank is within ...",
     "having": POST_NOTE.format(clause="HAVING"),
     "integer": INTEGER_NOTE,
+    "selection": "keys not declared: a key is shown only if its noisy count is at least 9 (its "
+    "grid value at least 8.5); the keys one unit alone holds (at most 1, 1 row(s) each) are shown "
+    "with probability <= 0.000001 in all (the selection's δ); docs/sql.md, 'Groups from the data'",
+    "selection-count": "1/2 of its ε counted the groups to choose them",
 }
 _JARGON = re.compile(r"DESIGN|seed|§|neighbours|L1|sensitivity|ñ|post-processing|clamped")
 

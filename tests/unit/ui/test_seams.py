@@ -35,12 +35,6 @@ def _csv_text() -> str:
     return "\n".join(",".join(r) for r in [HEADER, *_rows()]) + "\n"
 
 
-def _header_doc(**data: str) -> dict[str, Any]:
-    doc = document()
-    doc["data"].update(data)
-    return doc
-
-
 def _no_cell(body: bytes, *codecs: str) -> None:
     """No cell in the answer: neither as written nor as the file's bytes read in ``codecs``."""
     text = json.loads(body)
@@ -62,8 +56,9 @@ def test_header_refuses_an_encoding_a_release_refuses(
     call reads by the release's rules (utf-8 or latin-1), so it refuses, naming `encoding`."""
     data = tmp_path / "people.csv"
     data.write_text(_csv_text(), encoding="utf-8")
-    c = start_server(source=str(data), output=tmp_path)
-    r = c.api("header", {"document": _header_doc(encoding=encoding, delimiter=delimiter)})
+    csv = {"encoding": encoding, "delimiter": delimiter}  # the owner's (docs/ui.md)
+    c = start_server(source=str(data), output=tmp_path, csv=csv)
+    r = c.api("header", {"document": document()})
     assert r.status == 422, r.body
     error = r.json()["error"]
     assert error["parameter"] == "encoding" and "`encoding`" in error["message"]
@@ -84,8 +79,8 @@ def test_header_of_parquet_not_named_parquet_is_its_schema(
     table = pa.table({h: [r[i] for r in rows] for i, h in enumerate(HEADER)})
     data = tmp_path / name
     pq.write_table(table, data)
-    c = start_server(source=str(data), output=tmp_path)
-    r = c.api("header", {"document": _header_doc(encoding="latin-1")})
+    c = start_server(source=str(data), output=tmp_path, csv={"encoding": "latin-1"})
+    r = c.api("header", {"document": document()})
     assert r.status == 200, r.body
     assert r.json() == {"columns": HEADER}
     _no_cell(r.body, "latin-1")
@@ -99,9 +94,9 @@ def test_header_of_a_gzip_file_is_its_first_line(
     compressed prefix."""
     data = tmp_path / name
     data.write_bytes(gzip.compress(_csv_text().encode(), mtime=0))
-    c = start_server(source=str(data), output=tmp_path)
     for encoding in ("latin-1", "utf-8"):
-        r = c.api("header", {"document": _header_doc(encoding=encoding)})
+        c = start_server(source=str(data), output=tmp_path, csv={"encoding": encoding})
+        r = c.api("header", {"document": document()})
         assert r.status == 200, r.body
         assert r.json() == {"columns": HEADER}
         _no_cell(r.body, "latin-1")
@@ -113,8 +108,8 @@ def test_header_of_another_compression_is_refused(start_server: Any, tmp_path: P
 
     data = tmp_path / "people.csv"
     data.write_bytes(bz2.compress(_csv_text().encode()))
-    c = start_server(source=str(data), output=tmp_path)
-    r = c.api("header", {"document": _header_doc(encoding="latin-1")})
+    c = start_server(source=str(data), output=tmp_path, csv={"encoding": "latin-1"})
+    r = c.api("header", {"document": document()})
     assert r.status == 422 and r.json()["error"]["parameter"] == "source"
     _no_cell(r.body, "latin-1")
 
@@ -123,8 +118,8 @@ def test_header_of_a_binary_first_line_is_refused(start_server: Any, tmp_path: P
     """Bytes that are no names (control characters, read as latin-1) are refused."""
     data = tmp_path / "people.csv"
     data.write_bytes(b"\x01\x02" + CELLS[0].encode() + b"\x7f\x90," + CELLS[1].encode() + b"\n")
-    c = start_server(source=str(data), output=tmp_path)
-    r = c.api("header", {"document": _header_doc(encoding="latin-1")})
+    c = start_server(source=str(data), output=tmp_path, csv={"encoding": "latin-1"})
+    r = c.api("header", {"document": document()})
     assert r.status == 422, r.body
     _no_cell(r.body, "latin-1")
 

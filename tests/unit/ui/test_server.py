@@ -450,30 +450,9 @@ def test_a_waiting_preview_is_superseded_by_a_newer_one(client: Any) -> None:
     assert answers == {"a": 409, "b": 200}
 
 
-def test_header_names_honour_header_false_and_the_delimiter(
-    start_server: Any, tmp_path: Path
-) -> None:
-    """Without a header line the first line is data: nothing is read or sent; the names are
-    the declared `column_names` (required without a header)."""
-    headless = tmp_path / "headless.csv"
-    headless.write_text(f"1;{SENTINEL_TEXT};3\n4;5;6\n")
-    c = start_server(source=str(headless), output=tmp_path)
-    doc = document()
-    doc["data"].update(header="false", delimiter=";")
-    r = c.api("header", {"document": doc})
-    assert r.status == 422 and "column_names" in r.json()["error"]["message"]
-    assert SENTINEL_TEXT.encode() not in r.body
-    doc["data"]["column_names"] = "a, b, c"
-    r = c.api("header", {"document": doc})
-    assert r.json() == {"columns": ["a", "b", "c"]}
-    assert SENTINEL_TEXT.encode() not in r.body
-    doc["data"]["column_names"] = ""
-    doc["data"]["header"] = "true"
-    assert c.api("header", {"document": doc}).json() == {"columns": ["1", SENTINEL_TEXT, "3"]}
-
-
 def test_load_keeps_what_the_page_does_not_show(client: Any) -> None:
-    """CSV options, the dataset name, null rules, query names and methods survive load → export."""
+    """The dataset name, null rules, query names and methods survive load → export; the CSV
+    options are the owner's, never a loaded plan's (tests/unit/ui/test_owner_csv.py)."""
     text = (
         '[data]\nsource = "x.csv"\ndataset = "census"\ndelimiter = "\\t"\nheader = false\n'
         'column_names = ["age", "sex"]\nmax_line_bytes = 4096\ntotal_epsilon = 1\nrows = 40\n'
@@ -483,12 +462,10 @@ def test_load_keeps_what_the_page_does_not_show(client: Any) -> None:
     )
     doc = client.api("load", {"toml": text}).json()["document"]
     out = client.api("export", {"document": doc}).json()["toml"]
+    for key in ("delimiter", "header", "column_names", "max_line_bytes"):
+        assert key not in out, (key, out)  # the owner's: the defaults here
     for line in (
         'dataset = "census"',
-        'delimiter = "\\t"',
-        "header = false",
-        'column_names = ["age", "sex"]',
-        "max_line_bytes = 4096",
         "rows = 40",
         "nulls = 30",
         'method = "substitute"',

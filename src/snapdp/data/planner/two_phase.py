@@ -209,23 +209,35 @@ GRID = tuple(
 )  # fmt: skip
 
 
-def grid_up(eps: Fraction) -> Fraction:
-    """The smallest value of :data:`GRID` (times a power of ten) that is ≥ ``eps`` > 0."""
+def _grid_position(eps: Fraction) -> tuple[int, Fraction]:
+    """(i, scale) with ``GRID[i] * scale`` the smallest grid value ≥ ``eps`` > 0."""
     scale = Fraction(10) ** (len(str(eps.numerator)) - len(str(eps.denominator)) - 1)
     while eps > scale * 10:
         scale *= 10
     while eps <= scale:
         scale /= 10
-    return next((g * scale for g in GRID if g * scale >= eps), 10 * scale)
+    i = next((i for i, g in enumerate(GRID) if g * scale >= eps), None)
+    return (0, 10 * scale) if i is None else (i, scale)
 
 
-def grid_values(low: Fraction, high: Fraction) -> list[Fraction]:
-    """Every grid value in [low, high] (``tools/make_certificates.py``)."""
-    out, e = [], grid_up(low)
-    while e <= high:
+def grid_up(eps: Fraction) -> Fraction:
+    """The smallest value of :data:`GRID` (times a power of ten) that is ≥ ``eps`` > 0."""
+    i, scale = _grid_position(eps)
+    return GRID[i] * scale
+
+
+@functools.lru_cache(maxsize=256)
+def grid_values(low: Fraction, high: Fraction) -> tuple[Fraction, ...]:
+    """Every grid value in [low, high], ascending (``tools/make_certificates.py``; cached: the
+    planner asks for the same stretch of the grid again with each ε₂ it checks)."""
+    out: list[Fraction] = []
+    i, scale = _grid_position(low)
+    while (e := GRID[i] * scale) <= high:
         out.append(e)
-        e = grid_up(e * Fraction(1001, 1000))
-    return out
+        i += 1
+        if i == len(GRID):
+            i, scale = 0, scale * 10
+    return tuple(out)
 
 
 #: How far below the limit :func:`_grid_smallest` bisects the grid (four decades, ~100 values).
@@ -247,7 +259,7 @@ def _grid_smallest(
 
 
 def _first_meeting(
-    at: Callable[[Fraction], float], target: Fraction, values: list[Fraction], limit: Fraction
+    at: Callable[[Fraction], float], target: Fraction, values: Sequence[Fraction], limit: Fraction
 ) -> Fraction:
     """The first of the ascending grid ``values`` whose ``at`` meets ``target``, else ``limit``
     (known to meet), by bisection: ``at`` falls as ε grows."""

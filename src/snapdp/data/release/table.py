@@ -208,7 +208,7 @@ class PrivateTable:
         split: Sequence[object] | None = None,
         consistent: bool | str = False,
         delta: object = None,
-    ) -> list[QueryResult]:
+    ) -> Results:
         """Release ``queries``. ``epsilon``: a total, split equally (or by ``split`` weights), or
         a list of exact per-query ε. Spends their sum on the ledger, in one entry, committed
         before anything is returned; refuses, recording nothing, if the budget cannot pay.

@@ -53,6 +53,14 @@ function showEps(text) {
   }
   return String(text);
 }
+// δ is tiny: shown as 1e-6 (≈ when its exact value is a fraction such as 1/3000000).
+function showDelta(text) {
+  if (text == null || text === "") return "—";
+  const x = Number(fraction(text).toPrecision(6));
+  if (!isFinite(x)) return String(text);
+  const s = x !== 0 && x < 1e-3 ? x.toExponential() : String(x);
+  return (String(text).includes("/") ? "≈" : "") + s;
+}
 function showAcc(x) {
   if (x == null || !isFinite(x)) return "—";
   const a = Math.abs(x);
@@ -136,7 +144,32 @@ function renderData() {
   }
 }
 
-function renderAll() { renderData(); renderColumns(); renderQueries(); showPreview(previewed, true); }
+function renderAll() { renderData(); renderColumns(); renderQueries(); showDeltaField(); showPreview(previewed, true); }
+
+// -- groups from the data (docs/ui.md, "Groups from the data") ---------------------------------
+function listOf(text) {
+  const t = (text || "").trim();
+  if (!t) return [];
+  if (t.startsWith("[")) { try { const v = JSON.parse(t); if (Array.isArray(v)) return v.map(String); } catch (e) { /* as typed */ } }
+  return t.split(",").map((x) => x.trim()).filter(Boolean);
+}
+// A query's grouping columns declared without keys or bins (and not binned by the query):
+// their groups come from the data, chosen privately with δ. Read from the page's fields only.
+function fromData(q) {
+  const by = listOf(q.by);
+  const bins = (q.bins || "").trim();
+  const binned = new Set(!bins ? [] : bins.includes(":")
+    ? bins.split(";").map((part) => part.split(":")[0].trim()) : by.slice(0, 1));
+  return by.filter((name) => {
+    const c = doc.columns.find((col) => col.name === name);
+    return c && !binned.has(name) && !(c.keys || "").trim() && !(c.bins || "").trim();
+  });
+}
+// δ is asked for where it matters: when a query groups by such a column, or one is typed.
+function showDeltaField() {
+  const needed = doc.queries.some((q) => fromData(q).length > 0);
+  $("delta-field").classList.toggle("hidden", !needed && !(doc.data.delta || "").trim());
+}
 
 // -- editing --------------------------------------------------------------------------------
 function setField(field, value) {
@@ -169,6 +202,7 @@ function onEdit(event) {
   }
   if (field === "data.total_epsilon") showBand(event.target.value.trim() || null);
   if (/\.name$/.test(field)) renderColumnsDatalist();
+  showDeltaField();
   schedule();
 }
 function renderColumnsDatalist() {
@@ -235,6 +269,7 @@ function showPreview(p, staleOnly) {
     const flagCell = document.querySelector(`tr[data-flags="${i}"] td`);
     const notes = ((q && q.flags) || []).map((f) => el("span", { class: "flag" }, "⚠ " + f));
     if (q && q.two_phase) notes.unshift(...twoPhaseNotes(q));
+    if (q && q.from_data && q.from_data.length) notes.unshift(fromDataNote(q, p.preview.delta));
     flagCell.replaceChildren(...notes);
   });
   const used = p.preview.total_epsilon_used, cap = p.preview.total_epsilon;
@@ -243,10 +278,14 @@ function showPreview(p, staleOnly) {
   $("total-cap").textContent = cap ? `of ${showEps(cap)}` : "(no cap declared)";
   const frac = cap ? Math.min(1, fraction(used) / fraction(cap)) : 0;
   $("meter-bar").style.width = (100 * frac).toFixed(1) + "%";
+  const dp = $("total-delta");
+  dp.classList.toggle("hidden", p.preview.delta == null);
+  dp.textContent = p.preview.delta == null ? "" : `· (ε, δ)-DP: δ = ${showDelta(p.preview.delta)} for the groups chosen from the data`;
+  dp.title = p.preview.delta == null ? "" : "exact δ = " + p.preview.delta + ", plus the snapping mechanism's own tiny δ";
   $("assumptions").replaceChildren(...p.preview.assumptions.map((a) => el("li", {}, "assumes " + a)));
   showLedger(p.ledger, used);
   showBand(cap || used);
-  const refused = !!(p.ledger && (p.ledger.short || p.ledger.error));
+  const refused = !!(p.ledger && (p.ledger.short || p.ledger.error || p.ledger.delta_error));
   $("to-run").disabled = !!staleOnly || !(state && state.can_run) || refused;
   $("to-run").title = !(state && state.can_run) ? "start snapdp ui with a source and --ledger to run"
     : refused ? "the ledger would refuse this run: " + ledgerText(p.ledger, used) : "";
@@ -259,6 +298,12 @@ function totalText(pv) {
   const fixed = fraction(pv.fixed_epsilon || "0"), used = fraction(pv.total_epsilon_used);
   const up = Number((used - fixed).toPrecision(6));
   return (fixed > 0 ? showEps(pv.fixed_epsilon) + " + " : "") + "up to " + up + " (two-phase targets)";
+}
+
+// A query whose groups come from the data: which columns, and the δ of their choice.
+function fromDataNote(q, delta) {
+  return el("span", { class: "note", "data-note": "from-data" },
+    `groups of ${q.from_data.join(", ")} come from the data: a group is shown only when its noisy count passes a threshold — (ε, δ)-DP with δ = ${showDelta(delta)}`);
 }
 
 // Per two-phase query: what it would spend and reach for the group sizes the user set.
@@ -320,13 +365,15 @@ function ledgerText(l, used) {
   if (!l) return "";
   if (l.error) return l.error;
   const start = l.new ? `new budget, total ε ${showEps(l.total)}` : `spent ${showEps(l.spent)} of ${showEps(l.total)}, remaining ${showEps(l.remaining)}`;
-  if (used == null) return start;
-  return start + (l.short ? ` — this run needs ${showEps(used)}: it would be refused` : ` — this run would leave ${showEps(l.after)}`);
+  const delta = l.delta_error ? ` · δ: ${l.delta_error}`
+    : l.total_delta != null ? ` · δ budget ${showDelta(l.total_delta)}, spent ${showDelta(l.delta_spent)}` : "";
+  if (used == null) return start + delta;
+  return start + (l.short ? ` — this run needs ${showEps(used)}: it would be refused` : ` — this run would leave ${showEps(l.after)}`) + delta;
 }
 function showLedger(l, used) {
   const line = $("ledger-line");
   line.textContent = l ? "Ledger: " + ledgerText(l, used) : "";
-  line.classList.toggle("bad", !!(l && (l.short || l.error)));
+  line.classList.toggle("bad", !!(l && (l.short || l.error || l.delta_error)));
 }
 
 // -- errors next to their field ---------------------------------------------------------------
@@ -393,6 +440,15 @@ async function readHeader() {
   schedule();
 }
 
+// How the source is read: the owner's, shown read-only (docs/ui.md, "How the source is read").
+function csvText(csv) {
+  if (!csv) return "—";
+  const delimiter = csv.delimiter === "\t" ? "tab" : `"${csv.delimiter}"`;
+  const header = csv.header ? "first line names the columns"
+    : "no header line; columns " + (csv.column_names || []).join(", ");
+  return `${header} · delimiter ${delimiter} · ${csv.encoding} (set by the data owner)`;
+}
+
 // -- start --------------------------------------------------------------------------------------
 async function start() {
   if (!TOKEN) { banner("This page needs the address snapdp ui printed (with its #token=…)."); return; }
@@ -404,6 +460,7 @@ async function start() {
   $("source-name").textContent = state.source || "none (start snapdp ui with --source to run)";
   $("ledger-name").textContent = state.ledger || "none (start snapdp ui with --ledger to run)";
   $("output-name").textContent = state.output;
+  $("csv-name").textContent = csvText(state.csv);
   $("read-header").disabled = !state.source;
   $("plan-screen").addEventListener("input", onEdit);
   $("plan-screen").addEventListener("change", onEdit);

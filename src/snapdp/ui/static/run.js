@@ -17,12 +17,15 @@ function toRun() {
   $("run-error").classList.add("hidden");
   $("run").disabled = false;
   $("run").textContent = "Run and spend ε";
-  $("run-total").textContent = (previewed.preview.total_is_cap ? "at most ε = " : "ε = ") + showEps(previewed.preview.total_epsilon_used);
+  const delta = previewed.preview.delta;
+  $("run-total").textContent = (previewed.preview.total_is_cap ? "at most ε = " : "ε = ") + showEps(previewed.preview.total_epsilon_used)
+    + (delta == null ? "" : ` and δ = ${showDelta(delta)} for the groups chosen from the data: (ε, δ)-DP`);
   $("run-source").textContent = state.source || "—";
   $("run-ledger").textContent = ledgerText(previewed.ledger, previewed.preview.total_epsilon_used) || "—";
   const body = $("run-plan").tBodies[0];
   body.replaceChildren(...previewed.preview.queries.map((q) =>
-    el("tr", {}, el("td", {}, q.query), el("td", {}, q.two_phase ? "at most " + showEps(q.two_phase.cap) : showEps(q.epsilon)), el("td", {}, accuracyText(q)))));
+    el("tr", {}, el("td", {}, q.query), el("td", {}, (q.two_phase ? "at most " + showEps(q.two_phase.cap) : showEps(q.epsilon))
+      + (q.from_data && q.from_data.length ? `, δ = ${showDelta(delta)}: (ε, δ)-DP` : "")), el("td", {}, accuracyText(q)))));
 }
 function back() {
   runNonce = null;
@@ -96,7 +99,9 @@ function noteNodes(q) {
 
 function showResults(r) {
   $("results-card").classList.remove("hidden");
-  $("results-meta").textContent = `ε spent: ${showEps(r.epsilon_spent)} · ledger: ${ledgerText(r.ledger, null)} · written to ${r.folder}`;
+  const anyFromData = r.results.some((q) => q.from_data && q.from_data.length);
+  const deltaSpent = anyFromData ? ` · δ spent: ${showDelta(String(r.delta_spent))}` : "";
+  $("results-meta").textContent = `ε spent: ${showEps(r.epsilon_spent)}${deltaSpent} · ledger: ${ledgerText(r.ledger, null)} · written to ${r.folder}`;
   const links = $("results-links");
   links.replaceChildren();
   for (const [name, href] of Object.entries(r.files)) {
@@ -116,11 +121,15 @@ function showResults(r) {
     const verdict = q.target_met == null ? [] : [el("div", { class: "verdict " + (q.target_met ? "met" : "missed"), "data-verdict": q.target_met ? "met" : "missed" },
       q.target_met ? "✓ target met" : "✗ " + (q.target && /^target missed/.test(q.target) ? q.target : "target missed" + (q.target ? ": " + q.target : "")))];
     const pct = Math.round(100 * q.confidence);
+    const fromData = q.from_data && q.from_data.length;
+    const guarantee = (fromData
+      ? `(ε, δ)-DP: ε = ${showEps(q.epsilon)}, δ = ${showDelta(String(q.delta))} · groups of ${q.from_data.join(", ")} chosen from the data (a group is shown only when its noisy count passes a threshold)`
+      : `ε = ${showEps(q.epsilon)}`) + ` · each value is within its ± of the true one with probability ${pct}%`;
     const notes = noteNodes(q);
     box.append(el("div", { class: "result" },
       el("h3", {}, q.query),
       ...verdict,
-      el("div", { class: "meta" }, `ε = ${showEps(q.epsilon)} · each value is within its ± of the true one with probability ${pct}%`),
+      el("div", { class: "meta", "data-guarantee": fromData ? "epsilon-delta" : "epsilon" }, guarantee),
       el("table", { class: "plain" }, el("thead", {}, head), el("tbody", {}, ...rows)),
       ...notes));
   }

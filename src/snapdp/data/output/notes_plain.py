@@ -1,11 +1,12 @@
 """The notes of a released result in plain words, for the page's results screen (docs/ui.md,
-"Reading the results").
+"Running") and the output of ``snapdp run`` and ``snapdp sql`` (docs/plans.md, docs/sql.md).
 
 A release qualifies its values with technical notes (the neighbouring relation, the null and
 bound rules applied, calibration, post-processing). :func:`plain_notes` gives each one a
 sentence a data curator who does not code understands, the docs page that explains it, and
-keeps the exact technical statement for a "details" fold. It reads the notes only: the
-notes themselves follow from the plan (DESIGN §8.1), so their plain words do too.
+keeps the exact technical statement for a "details" fold (``--details`` on the command line).
+It reads the notes only: the notes themselves follow from the plan (DESIGN §8.1), so their
+plain words do too.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def _who(m: re.Match[str]) -> str:
         )
     return (
         f"Privacy protects each {unit}: the results would look much the same had any one "
-        f"{unit} (all of their rows, up to the limits set under Data) been left out, or added."
+        f"{unit} (all of their rows, up to the declared limits) been left out, or added."
     )
 
 
@@ -133,6 +134,16 @@ _RULES: tuple[tuple[str, str, _Words, str, str], ...] = (
      lambda m: f"{'Filtering' if m['clause'] == 'HAVING' else 'Ordering'} ({m['clause']}) used "
      "the released numbers, not the true ones: it costs no privacy.",
      "docs/sql.md, “HAVING and ORDER BY”", "after"),
+    ("selection", r"keys not declared: a key is shown only if its noisy count is at least "
+     r"(?P<t>[\d,.]+)",
+     lambda m: f"The groups of this table were chosen from the data: a group is shown only when "
+     f"its noisy count is at least {m['t']}, so a group that one person alone holds shows only "
+     "with the tiny chance δ. A group that is not shown may still be in the data.",
+     "docs/sql.md, “Groups from the data”", "from-data"),
+    ("selection-count", r"(?P<e>\S+) of its ε counted the groups to choose them",
+     lambda m: f"Part of this query's ε ({m['e']}) went to counting the groups in order to "
+     "choose which ones to show.",
+     "docs/sql.md, “Groups from the data”", "from-data"),
     ("integer", r"the count is rounded to the nearest integer",
      _fixed("Counts were rounded to whole numbers; the ± includes the rounding. It costs no "
             "privacy."),
