@@ -256,22 +256,21 @@ def test_every_front_end_carries_delta(tmp_path: Path) -> None:
     assert page.queries[0].delta == Fraction(1, 10**6)
 
 
-def test_a_privacy_unit_other_than_the_row_is_refused_before_reading() -> None:
-    """The bounding ranks a unit's cells by their index in the observed domain; one unit's new
-    key would shift the index for every other unit, so a unit is refused (docs/sql.md)."""
+def test_a_privacy_unit_without_a_bound_on_its_groups_is_refused_before_reading() -> None:
+    """With a privacy unit, groups from the data need L0 or k: a unit could otherwise hold any
+    number of keys, and the selection's δ grows with that number (docs/data.md, "Privacy
+    units"). With one of them the unit is accepted (test_groups_from_data_units.py)."""
     from snapdp.data.model.schema import ContributionBounds
 
     rows = [{"pid": i // 3, "city": "abc"[i % 3], "income": 5} for i in range(900)]
-    for bounds in (
-        ContributionBounds(max_rows_per_group=1),
-        ContributionBounds(max_groups_per_unit=2, max_rows_per_group=1),
-    ):
-        schema = Schema(
-            (Column("pid", "integer"), *SCHEMA.columns), privacy_unit="pid", bounds=bounds
-        )
-        with pytest.raises(ParameterError, match="its own privacy unit") as err:
-            _table(rows, 1, schema).release([Query("count", by=("city",))], 1, delta="1e-6")
-        assert err.value.parameter == "privacy_unit" and "`pid`" in str(err.value)
+    schema = Schema(
+        (Column("pid", "integer"), *SCHEMA.columns),
+        privacy_unit="pid",
+        bounds=ContributionBounds(max_rows_per_group=1),
+    )
+    with pytest.raises(ParameterError, match="max_groups_per_unit") as err:
+        _table(rows, 1, schema).release([Query("count", by=("city",))], 1, delta="1e-6")
+    assert err.value.parameter == "max_groups_per_unit" and "`pid`" in str(err.value)
 
 
 def test_private_table_sql_takes_delta_from_options_and_from_the_call() -> None:

@@ -70,7 +70,7 @@ follows the same steps, so that all of them return the same numbers for the same
    its bound (or fewer, when a unit has fewer). A rank is :func:`mix_rank` (64-bit integer
    arithmetic, every product below 2^63) of the row's 32-bit lanes: those of the cell index and
    the value digits (0 for a null quantum, q − L_q + 1 otherwise) packed in mixed radix, after
-   one lane for the unit (:func:`row_lanes`); how many
+   one lane for the unit (:func:`row_lanes`; with ``by_value``, :func:`cell_lanes`); how many
    lanes each takes follows from the plan (n_cells, U_q − L_q), never from the data. Rows with
    equal lanes are identical for the plan, so which of them is kept does not matter; different
    rows or cells whose 63-bit ranks collide (probability about 2^-62 per pair for a random key)
@@ -117,9 +117,12 @@ __all__ = [
     "ValueColumn",
     "bin_edges",
     "bin_tree",
+    "cell_lanes",
     "group_rank",
     "int_at_least",
     "int_below",
+    "key_lanes",
+    "key_value_lanes",
     "key_words",
     "lane_count",
     "mix_rank",
@@ -169,6 +172,7 @@ class AggregatePlan:
     ``joint``: when not None, the cells of the first ``len(t)`` groupings are these key tuples
     t, in this order, not the product of their keys (groups from the data, docs/sql.md): a row
     whose tuple is none of them is dropped.
+    ``by_value``: the columns whose keys came from the data: ranks read key values (step 5).
     """
 
     groupings: tuple[Column, ...] = ()
@@ -180,6 +184,7 @@ class AggregatePlan:
     where: Predicate | None = None
     where_columns: tuple[Column, ...] = ()
     joint: tuple[tuple[Key, ...], ...] | None = None
+    by_value: tuple[str, ...] = ()
 
     @property
     def n_cells(self) -> int:
@@ -394,9 +399,10 @@ def mix_rank(hash_key: str, tag: int, lanes: Sequence[int]) -> int:
 
 
 def row_radices(plan: AggregatePlan) -> list[int]:
-    """The radices of a row's digits: n_cells for the cell index, then per value column
-    U_q − L_q + 2 (its digit: 0 for a null quantum, q − L_q + 1 otherwise)."""
-    return [plan.n_cells, *(vc.upper_q - vc.lower_q + 2 for vc in plan.values)]
+    """The radices of a row's digits: n_cells for the cell index (not with ``by_value``), then
+    per value column U_q − L_q + 2 (its digit: 0 for a null quantum, q − L_q + 1 otherwise)."""
+    values = [vc.upper_q - vc.lower_q + 2 for vc in plan.values]
+    return values if plan.by_value else [plan.n_cells, *values]
 
 
 def row_chunks(plan: AggregatePlan) -> list[list[int]]:
@@ -433,12 +439,14 @@ def row_lanes(
 ) -> list[int]:
     """A row's rank lanes: per chunk (:func:`row_chunks`) the lanes (``lane_count(chunk_width)``)
     of its digits in mixed radix, the first digit most significant (with one chunk: the row
-    packed as the engines pack it), then :func:`with_unit`."""
-    digits = [cell] + [
+    packed as the engines pack it), after the :func:`cell_lanes` with ``by_value``; then
+    :func:`with_unit`."""
+    digits = [] if plan.by_value else [cell]
+    digits += [
         0 if q is None else q - vc.lower_q + 1 for vc, q in zip(plan.values, quanta, strict=True)
     ]
     radices = row_radices(plan)
-    out: list[int] = []
+    out: list[int] = cell_lanes(plan, cell) if plan.by_value else []
     for chunk in row_chunks(plan):
         value = 0
         for i in chunk:
@@ -454,5 +462,39 @@ def row_rank(plan: AggregatePlan, unit: int | str, cell: int, quanta: Sequence[i
 
 def group_rank(plan: AggregatePlan, unit: int | str, cell: int) -> int:
     """The rank of a (unit, cell) pair for the L0 bound."""
-    lanes = with_unit(unit_lanes(unit), int_lanes(cell, lane_count(plan.n_cells)))
-    return mix_rank(plan.hash_key, GROUP_TAG, lanes)
+    return mix_rank(plan.hash_key, GROUP_TAG, with_unit(unit_lanes(unit), cell_lanes(plan, cell)))
+
+
+def key_lanes(key: object) -> list[int]:
+    """The two lanes of a key read from the data: the first 8 MD5 bytes (little-endian) of its
+    text (a date YYYY-MM-DD, an integer its digits; the release key enters in :func:`mix_rank`)."""
+    text = key.isoformat() if hasattr(key, "isoformat") else str(key)
+    digest = hashlib.md5(text.encode("utf-8"), usedforsecurity=False).digest()
+    return int_lanes(int.from_bytes(digest[:8], "little"), 2)
+
+
+def key_value_lanes(plan: AggregatePlan, g: Column, v: Key | int) -> list[int]:
+    """One grouping column's part of a cell ranked by value: a ``by_value`` column's key ``v``
+    by :func:`key_lanes`, a declared key or bin (``v`` its index) by its index."""
+    if g.keys is None:
+        return int_lanes(int(v), lane_count(g.n_cells))  # type: ignore[arg-type]
+    if g.name in plan.by_value:
+        return key_lanes(v)
+    return int_lanes(g.keys.index(v), lane_count(g.n_cells))
+
+
+def cell_lanes(plan: AggregatePlan, cell: int) -> list[int]:
+    """The lanes standing for a cell in a rank: its index; when the plan ranks by value, its
+    columns' :func:`key_value_lanes` (a ``joint`` tuple's, then the other columns'), from the
+    key tuple and the declaration only (docs/data.md, "Privacy units")."""
+    if not plan.by_value:
+        return int_lanes(cell, lane_count(plan.n_cells))
+    width = 0 if plan.joint is None else len(plan.joint[0]) if plan.joint else len(plan.groupings)
+    stride = math.prod(g.n_cells for g in plan.groupings[width:])
+    tup = plan.joint[cell // stride] if plan.joint else ()
+    parts = list(zip(plan.groupings[: len(tup)], tup, strict=True))
+    for g in plan.groupings[width:]:
+        stride //= g.n_cells
+        i = cell // stride % g.n_cells
+        parts.append((g, i if g.keys is None else g.keys[i]))
+    return [x for g, v in parts for x in key_value_lanes(plan, g, v)]

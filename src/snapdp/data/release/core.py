@@ -27,7 +27,7 @@ compiled queries and public parameters only; the hook sees released values only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -97,14 +97,16 @@ def release_core(
     first: Callable[[Part], bool] | None = None,
     hook: PhaseHook | None = None,
     progress: Progress | None = None,
+    by_value: Collection[str] = (),
 ) -> Released:
     """Release ``compiled`` with ``noises`` (see the module docstring). ``key``: the bounding's
     hash key (:func:`hash_key`); ``mode``/``counts``: consistent families
     (:func:`consistent_counts`); ``first``: the parts of phase 1 (only with ``hook``);
-    ``progress``: updated as the release goes."""
+    ``progress``: updated as the release goes; ``by_value``: the grouping columns whose keys
+    were read from the data (:attr:`AggregatePlan.by_value`)."""
     progress = progress if progress is not None else Progress()
     compiled, noises = list(compiled), list(noises)
-    plans = aggregate_plans(schema, compiled, key)
+    plans = aggregate_plans(schema, compiled, key, by_value=by_value)
     executor = [_executor_noise(engine, rng, p, [noises[i] for i in m]) for p, m, _ in plans]
     exact: dict[int, dict[str, list[int | Fraction]]] = {}
     for (plan, members, index), remote in zip(plans, executor, strict=True):
@@ -202,10 +204,11 @@ def _executor(
 
 
 def aggregate_plans(
-    schema: Schema, compiled: Sequence[Compiled], key: str
+    schema: Schema, compiled: Sequence[Compiled], key: str, by_value: Collection[str] = ()
 ) -> list[tuple[AggregatePlan, list[int], dict[Any, int]]]:
     """One engine plan per distinct (grouping, row filter) of ``compiled``: (the plan, the
-    indices of the queries it serves, each value column's index in the plan's values)."""
+    indices of the queries it serves, each value column's index in the plan's values).
+    ``by_value``: the grouping columns whose keys were read from the data."""
     members_of: dict[tuple[Any, ...], list[int]] = {}
     for i, c in enumerate(compiled):
         members_of.setdefault((c.engine_groupings, c.where, c.where_columns, c.joint), []).append(i)
@@ -222,6 +225,7 @@ def aggregate_plans(
             where=where,
             where_columns=where_columns,
             joint=joint,
+            by_value=tuple(g.name for g in groupings if g.name in by_value),
         )
         out.append((plan, members, {v: j for j, v in enumerate(plan.values)}))
     return out

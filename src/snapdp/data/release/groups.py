@@ -26,10 +26,17 @@ from typing import Any
 from snapdp.data import statistics
 from snapdp.data.engines.observed import observed_keys
 from snapdp.data.model.keys import Key
-from snapdp.data.model.observed import DATA_KEY_TYPES, undeclared, with_keys, with_placeholders
+from snapdp.data.model.observed import (
+    DATA_KEY_TYPES,
+    placeholder_size,
+    undeclared,
+    with_keys,
+    with_placeholders,
+)
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import QueryResult
+from snapdp.data.release.unit_keys import bounded_keys
 from snapdp.data.statistics import Compiled, Noise
 from snapdp.data.statistics.selection import KeySelection, key_selection
 from snapdp.errors import ParameterError
@@ -103,15 +110,13 @@ def refuse_without_delta(query: Query, schema: Schema, delta: Fraction | None) -
             f"({_HOW})",
             parameter="bins",
         )
-    if schema.privacy_unit is not None:
-        # The L0/L∞/k bounding ranks a unit's cells by their index in the observed domain, and
-        # one unit's new key shifts that index for every other unit: the bounding would stop
-        # being stable. Until the rank reads the key itself, a unit other than the row is refused.
+    if schema.privacy_unit is not None and placeholder_size(schema) == 0:
+        # A unit may then hold any number of keys, and the selection's δ grows with that number.
         raise ParameterError(
-            f"GROUP BY `{name}`: groups from the data need each row to be its own privacy unit "
-            f"for now; declare the keys of `{name}` to group by it with the privacy unit "
-            f"`{schema.privacy_unit}` ({_HOW})",
-            parameter="privacy_unit",
+            f"GROUP BY `{name}`: groups from the data with the privacy unit "
+            f"`{schema.privacy_unit}` need a bound on the groups one unit reaches; declare "
+            f"max_groups_per_unit (L0) or max_rows_per_unit (k) (docs/data.md, 'Privacy units')",
+            parameter="max_groups_per_unit",
         )
 
 
@@ -178,6 +183,7 @@ def select(
     out = Selected({}, {}, {}, {})
     for s in selections:
         keys = _candidates(engine, s, schema, salt)
+        keys = bounded_keys(engine, schema, s.count.query, s.columns, keys, salt)  # units
         shown: list[tuple[Key, ...]] = []
         counted: QueryResult | None = None
         if keys:

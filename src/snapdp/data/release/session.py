@@ -47,7 +47,7 @@ from snapdp.data.planner.two_phase import (
     split_noises,
     with_target,
 )
-from snapdp.data.release import groups
+from snapdp.data.release import groups, unit_keys
 from snapdp.data.release.core import Noisy, Progress, hash_key, release_core
 from snapdp.data.release.groups import Selection, plan_selections
 from snapdp.data.statistics import Compiled, Noise
@@ -256,10 +256,12 @@ def _selected_release(
     """A release with groups from the data (:mod:`snapdp.data.release.groups`): the selections
     first, then every other query in one core run; each result only for its kept keys."""
 
+    by_value = unit_keys.by_value(p.schema, [s.count.query for s in p.selections])
+
     def count(schema: Schema, c: Compiled, noise: tuple[Noise, ...]) -> QueryResult:
         out = release_core(
             engine, schema, [c], [noise], rng=rng, key=key, confidence=p.confidence,
-            alpha=p.alpha, progress=progress,
+            alpha=p.alpha, progress=progress, by_value=by_value,
         )  # fmt: skip
         return out.results[0]
 
@@ -273,7 +275,7 @@ def _selected_release(
     compiled = [chosen.compiled.get(i) or p.compiled[i] for i in live]
     released = release_core(
         engine, p.schema, compiled, [p.noises[i] for i in live], rng=rng, key=key,
-        confidence=p.confidence, alpha=p.alpha, progress=progress,
+        confidence=p.confidence, alpha=p.alpha, progress=progress, by_value=by_value,
     ) if live else None  # fmt: skip
     by_index = dict(zip(live, released.results if released else [], strict=True))
     results = []

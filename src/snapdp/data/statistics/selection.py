@@ -11,7 +11,9 @@ key is post-processing of its count). At most L0 keys are new in D′; each has 
 c <= L∞ and is shown independently with probability p_c = P(M(c) >= T). On D that block is always
 empty, so the two blocks differ in total variation by τ = 1 − Π(1 − p_c) <= 1 − (1 − p_L∞)^L0: a
 (0, τ) pair. The basic composition of an (ε, δ_snap) and a (0, τ) mechanism on independent noise is
-(ε, δ_snap + τ); we require τ <= δ, the δ asked, and report τ rounded up.
+(ε, δ_snap + τ); we require τ <= δ, the δ asked, and report τ rounded up. With a privacy unit,
+L∞ here is min(k, L∞) and L0 is min(k, L0): the count counts bounded rows, and the release makes
+the bounding stable and the candidates the keys that keep a row (docs/data.md, "Privacy units").
 
 Monotonicity (why c = L∞ is the worst one-unit key): for a fixed draw (S, U*) the output is
 output_from_index(clamp(⌊(x̃ + Y)/Λ + 1/2⌋)) with x̃ = clamp((c − centre)/Δ): every step is

@@ -42,6 +42,12 @@ from snapdp.data.engines.base import (
     row_radices,
 )
 from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational.lanes import CELL, P, by_value_lanes
+from snapdp.data.engines.relational.lanes import int_lanes_sql as _lanes
+from snapdp.data.engines.relational.lanes import p_and as _and
+from snapdp.data.engines.relational.lanes import p_paren as _p
+from snapdp.data.engines.relational.lanes import p_shr as _shr
+from snapdp.data.engines.relational.lanes import p_xor as _xor
 from snapdp.data.engines.relational.topn import Digest, DigestLane, Kept, TopRows, TopSpec
 from snapdp.data.engines.relational.topn import node_column as _c
 from snapdp.data.engines.relational.topn import node_int as _n
@@ -50,8 +56,7 @@ from snapdp.errors import ParameterError
 
 __all__ = ["LONG_SUM_LIMIT", "Query", "aggregate_query", "check_values", "q_type", "ranked"]
 
-P = "_snapdp_"
-CELL, UNIT = f"{P}cell", f"{P}u"
+UNIT = f"{P}u"
 LONG_SUM_LIMIT = 1 << 19  # longs sum exactly below 2^44 values of quanta below 2^19
 
 
@@ -64,22 +69,6 @@ class Query:
     tree: exp.Select
     layout: list[str]
     limb_bits: int
-
-
-def _p(e: exp.Expression) -> exp.Paren:
-    return exp.Paren(this=e)
-
-
-def _xor(a: exp.Expression, b: exp.Expression) -> exp.Paren:
-    return _p(exp.BitwiseXor(this=a, expression=b))
-
-
-def _and(a: exp.Expression, b: int) -> exp.Paren:
-    return _p(exp.BitwiseAnd(this=a, expression=_n(b)))
-
-
-def _shr(a: exp.Expression, bits: int) -> exp.Paren:
-    return _p(exp.BitwiseRightShift(this=a, expression=_n(bits)))
 
 
 # -- checks ----------------------------------------------------------------------------------
@@ -114,29 +103,20 @@ def check_values(plan: AggregatePlan) -> None:
 
 
 # -- ranks (step 5) --------------------------------------------------------------------------
-def _lanes(value: exp.Expression, count: int) -> list[exp.Expression]:
-    """The ``count`` 32-bit lanes of the non-negative integer ``value`` as BIGINTs."""
-    if count == 1:
-        return [exp.Cast(this=value, to=_t("BIGINT"))]
-    return [
-        exp.Cast(this=_and(_shr(value.copy(), 32 * i), RANK_MASK), to=_t("BIGINT"))
-        for i in range(count)
-    ]
-
-
 def _fold(t: str) -> exp.Paren:
     return _and(_xor(_c(t), _shr(_c(t), 32)), RANK_MASK)
 
 
 def _row_lanes(plan: AggregatePlan, wide: bool) -> list[exp.Expression]:
     radices = row_radices(plan)
-    digits: list[exp.Expression] = [_c(CELL)]
+    digits: list[exp.Expression] = [] if plan.by_value else [_c(CELL)]
+    first = len(digits)
     for j, vc in enumerate(plan.values):
         q = exp.Cast(this=_c(f"{P}q{j}"), to=_t(q_type(vc, wide)))
         d: exp.Expression = exp.Coalesce(
             this=exp.Sub(this=q, expression=_n(vc.lower_q - 1)), expressions=[_n(0)]
         )
-        digits.append(d if radices[j + 1] >= 1 << 63 else exp.Cast(this=d, to=_t("BIGINT")))
+        digits.append(d if radices[first + j] >= 1 << 63 else exp.Cast(this=d, to=_t("BIGINT")))
     lanes: list[exp.Expression] = []
     for chunk in row_chunks(plan):
         value = digits[chunk[0]]
@@ -161,6 +141,7 @@ def ranked(
     with a column ``name`` holding :func:`~snapdp.data.engines.base.mix_rank` of the row's
     lanes. One projection per lane, each reading the accumulators as columns (the query grows
     linearly with the number of lanes); every product stays below 2^63."""
+    carried = list(cols)
     if plan.unit is not None and plan.unit.type == "text":
         digest = f"{P}um"
         relation = (
@@ -168,10 +149,19 @@ def ranked(
             .from_(relation)
             .subquery(f"{P}r")
         )
+        carried.append(digest)
         units: list[exp.Expression] = [DigestLane(this=_c(digest), index=i) for i in (0, 1)]
     else:
         units = [_and(_c(UNIT), RANK_MASK), _and(_shr(_c(UNIT), 32), RANK_MASK)]
-    lanes = _row_lanes(plan, wide) if values else _lanes(_c(CELL), lane_count(plan.n_cells))
+    cell_lanes = _lanes(_c(CELL), lane_count(plan.n_cells))
+    if plan.by_value:
+        relation, cell_lanes = by_value_lanes(plan, relation, carried)
+    if not values:
+        lanes = cell_lanes
+    elif plan.by_value:
+        lanes = [*cell_lanes, *_row_lanes(plan, wide)]
+    else:
+        lanes = _row_lanes(plan, wide)
     unit_lane = _xor(
         units[0], _and(_p(exp.Mul(this=units[1], expression=_n(UNIT_MULTIPLIER))), RANK_MASK)
     )
