@@ -344,6 +344,8 @@ def _quantile_rows(
     ls_cdf = qmod.least_squares_cdf(levels, tree)  # the value ± is read from it (before isotonic)
     probs = compiled.query.quantiles
     exact = qmod.exact_quantiles(leaves, tree, probs)
+    if compiled.leaf is not None and compiled.leaf.type == "integer":  # from the declaration
+        exact = tuple(qmod.integer_in_leaf(x, tree) for x in exact)
     assert statement.rank is not None
     cdf = statement.rank / 2  # the CDF ± at every edge at once (the rank ± is 2·cdf)
     rows = []
