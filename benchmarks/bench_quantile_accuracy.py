@@ -15,9 +15,10 @@ per person) at ε = 1/3 (the equal three-way split of docs/utility.md's comparis
 * how often the stated value interval held the true quantile;
 * the same through ``method = "exponential"`` (snapdp's exact exponential mechanism): stated
   rank ±, how often it held, errors;
-* OpenDP's ``make_private_quantile`` (exponential mechanism over the integer ages 0..100) at the
-  same ε per quantile set (split equally over its quantiles), when opendp is installed (the
-  ``bench`` extra).
+* OpenDP's ``make_private_quantile`` (permute-and-flip over the integer ages 0..100, its score
+  weighing the rows at a candidate) at the same total ε per quantile set (ε/#quantiles each,
+  as snapdp's one query splits its ε over them), when opendp is installed (the ``bench``
+  extra).
 """
 
 from __future__ import annotations

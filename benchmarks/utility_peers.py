@@ -153,6 +153,7 @@ def _opendp_measures(eps: float) -> dict[str, Callable[[dict[str, np.ndarray]], 
     mi, ma = mean(*INCOME), mean(*AGE)
     var, sd = moments(*INCOME, root=False), moments(*AGE, root=True)
     med = quantile(0.5, eps)
+    # ε/3 per quartile: the same total ε as snapdp's one query (which splits its ε over them)
     quarts = [quantile(float(p), eps / 3) for p in QUARTERS]
 
     def grouped(f: Callable[[np.ndarray], float], col: str) -> Callable[[dict], list[float]]:

@@ -76,9 +76,16 @@ def test_top_of_int64_releases_exact_integers_within_the_bounds() -> None:
     for method in ("tree", "exponential"):
         for row in _release("integer", TOP - 2, TOP - 1, method, 7).rows:
             assert isinstance(row.value, int) and TOP - 2 <= row.value <= TOP - 1
-            assert row.accuracy >= 0.5  # no double holds the interval: the ± is at least that
-            if row.interval is not None:
-                assert row.interval == (TOP - 2, TOP - 1)
+            assert row.interval is not None
+            a, b = row.interval
+            assert isinstance(a, int) and isinstance(b, int) and TOP - 2 <= a <= b <= TOP - 1
+            if method == "tree":
+                assert row.accuracy >= 0.5  # no double holds the interval: the ± is at least that
+                assert (a, b) == (TOP - 2, TOP - 1)
+            else:  # the ± covers the brackets' interval, exactly
+                assert row.accuracy == max(row.value - a, b - row.value)
+                # both brackets may land on the top integer (the 9/10-quantile of 15 rows at
+                # 2^63 − 2 and 30 at 2^63 − 1): that one integer, ± 0
 
 
 def test_the_pm_covers_the_exact_interval_not_its_double_rounding() -> None:
@@ -127,3 +134,41 @@ def test_bounds_no_quantile_fits_in_are_refused_before_reading(
             table.accuracy([query], 1)
         assert "Fraction(" not in str(info.value) and len(str(info.value)) < 300
         assert table.spent == 0
+
+
+def test_the_tree_releases_an_integer_columns_quantiles_as_integers() -> None:
+    """Issue 33: with one integer per leaf the tree released 31.11 for the leaf of 31 (the
+    interpolated place); an integer column's quantile is an integer, the leaf's own."""
+    rng = np.random.default_rng(11)
+    values = rng.integers(20, 70, size=1000)
+    rows = [{"x": str(v)} for v in values]
+    schema = Schema((Column("x", "integer", Fraction(0), Fraction(100)),))
+    probs = (Fraction(1, 4), Fraction(1, 2), Fraction(3, 4))
+    query = Query("quantiles", "x", quantiles=probs, method="tree")
+    table = PrivateTable(
+        schema=schema, engine=oracle_engine(rows), total_epsilon=100, rng=np.random.default_rng(2)
+    )
+    for _ in range(5):
+        for row in table.release([query], 1)[0].rows:
+            assert float(row.value).is_integer(), row
+            assert row.interval is not None
+            a, b = row.interval
+            assert Fraction(row.accuracy) >= max(Fraction(row.value) - a, b - Fraction(row.value))
+
+
+def test_integer_in_leaf_stays_in_the_leaf() -> None:
+    from snapdp.data.statistics.math.quantile_tree import integer_in_leaf, tree_spec
+
+    ones = tree_spec(0, 100, 1)  # 100 leaves of one integer, the last closed at 100
+    assert [integer_in_leaf(Fraction(v), ones) for v in ("31.11", "0", "99.99", "100")] == [
+        31,
+        0,
+        99,
+        100,
+    ]
+    narrow = tree_spec(0, 100, Fraction(1, 2))  # leaves of 25/54: some hold no integer
+    assert integer_in_leaf(Fraction("31.6"), narrow) == Fraction("31.6")  # [31.48, 31.94): none
+    assert integer_in_leaf(Fraction("31.95"), narrow) == 32  # [31.94, 32.41): ⌊v⌋ moved up
+    assert integer_in_leaf(Fraction("32.2"), narrow) == 32
+    wide = tree_spec(0, 1000, 8)  # leaves of 8 integers
+    assert integer_in_leaf(Fraction("31.6"), wide) == 31

@@ -240,7 +240,8 @@ def _exponential_values(
     params = exponential_parameters(mechanism.epsilon, int(part.l1), m)
     out = []
     for start in range(0, len(exact), m):  # the same work for every cell
-        losses = expq.losses([int(c) for c in exact[start : start + m]], p, part.offset)
+        counts = [int(c) for c in exact[start : start + m]]
+        losses = expq.losses(counts, p, part.offset, part.middle)
         out.append(float(exponential_sample(params, losses, mechanism.bit_source)))
     return np.array(out, dtype=np.float64)
 

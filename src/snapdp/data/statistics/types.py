@@ -50,6 +50,7 @@ class Part:
     cells: int | None = None  # cells one unit touches, when not the query's (tree levels)
     probability: Fraction | None = None  # source "exponential": the quantile's p
     offset: int = 0  # source "exponential": the target rank is p·n + offset (a bracket)
+    middle: int | None = None  # source "exponential": the point's slack κ (its middle-rank loss)
 
 
 @dataclass(frozen=True)

@@ -116,9 +116,11 @@ def _compile_exponential(
 ) -> Compiled:
     """Quantiles by the exact exponential mechanism (docs/data.md, "Quantiles by the exponential
     mechanism"): the engine counts rows per (cell, grid cell), the outer edges pushed out as for
-    the tree (the clamp); three parts per probability with ε/(3·#probabilities) each: the point
-    and two brackets aimed K rows below and above p·n (docs/utility.md, "The exponential
-    mechanism's value ±"); loss sensitivity max(a, b − a)·l1 for p = a/b, every group at that ε
+    the tree (the clamp); three parts per probability with ε·wₚ/3 each, wₚ proportional to
+    max(p, 1 − p): the point (its middle-rank loss with slack κ, docs/utility.md, "The point's
+    loss: the middle rank") and two brackets aimed K rows below and above p·n (docs/utility.md,
+    "The exponential mechanism's value ±"); loss sensitivity max(a, b − a)·l1 for p = a/b, every
+    group at that ε
     (a unit's rows over the groups add up to at most l1, and each group's privacy loss grows
     with its own share)."""
     col = _bounded_column(query, schema)
@@ -126,18 +128,22 @@ def _compile_exponential(
     grid = expq.quantile_grid(col.lower, col.upper, col.type == "integer", query.resolution)
     leaf = replace(col, lower=None, upper=None, keys=None, bins=_type_edges(col, grid.edges))
     r = reach(schema, by_cells * grid.cells)
-    share = Fraction(1, 3 * len(query.quantiles))
-    alpha = _BRACKET_ALPHA / (3 * len(query.quantiles))
-    parts = []
-    for i, p in enumerate(query.quantiles):
+    draws = 3 * len(query.quantiles)
+    parts: list[Part] = []
+    for i, (p, weight) in enumerate(
+        zip(query.quantiles, expq.probability_weights(query.quantiles), strict=True)
+    ):
+        share = weight / 3
         sens = expq.sensitivity(p, r.l1)
         params = expq.parameters(epsilon * share, p, r.l1, grid.cells)  # refuses a small ε
-        k = expq.bracket_offset(params, p, alpha)
-        for suffix, offset in (("", 0), ("lo", -k), ("hi", k)):
-            name = f"q{i + 1}{suffix}"
-            parts.append(
-                Part(name, "exponential", share, sens, sens, 0, grid.cells - 1, 1, p, offset)
-            )
+        k = expq.bracket_offset(params, p, _BRACKET_ALPHA / draws)
+        middle = expq.middle_slack(params, p, _CHOICE_ALPHA / draws)
+        top = grid.cells - 1
+        parts += [
+            Part(f"q{i + 1}", "exponential", share, sens, sens, 0, top, 1, p, 0, middle),
+            Part(f"q{i + 1}lo", "exponential", share, sens, sens, 0, top, 1, p, -k),
+            Part(f"q{i + 1}hi", "exponential", share, sens, sens, 0, top, 1, p, k),
+        ]
     return Compiled(query, epsilon, groupings, None, None, tuple(parts), r, schema, leaf, grid=grid)
 
 
@@ -277,12 +283,13 @@ def _ranks(compiled: Compiled, i: int, each: float) -> tuple[float, float, bool]
     point, lo = by_name[f"q{i + 1}"], by_name[f"q{i + 1}lo"]
     cells, l1 = compiled.grid.cells, compiled.reach.l1
 
-    def rank(part: Part) -> float:
-        eps = compiled.epsilon * part.weight
-        return expq.rank_bound(expq.parameters(eps, p, l1, cells), p, each)
-
-    k, bracket = -lo.offset, rank(lo)  # both brackets have the same ε and sensitivity
-    return rank(point), k + bracket, bracket < k
+    # the point and its brackets: the same ε and sensitivity
+    params = expq.parameters(compiled.epsilon * point.weight, p, l1, cells)
+    bracket = expq.rank_bound(params, p, each)
+    assert point.middle is not None
+    own = expq.point_rank_bound(params, p, each, point.middle)
+    k = -lo.offset
+    return own, k + bracket, bracket < k
 
 
 #: The quantile tail bound, cached per (tree, scale, grid, α, nodes, probability): a pure
@@ -337,6 +344,8 @@ def _quantile_rows(
     ls_cdf = qmod.least_squares_cdf(levels, tree)  # the value ± is read from it (before isotonic)
     probs = compiled.query.quantiles
     exact = qmod.exact_quantiles(leaves, tree, probs)
+    if compiled.leaf is not None and compiled.leaf.type == "integer":  # from the declaration
+        exact = tuple(qmod.integer_in_leaf(x, tree) for x in exact)
     assert statement.rank is not None
     cdf = statement.rank / 2  # the CDF ± at every edge at once (the rank ± is 2·cdf)
     rows = []

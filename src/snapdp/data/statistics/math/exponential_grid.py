@@ -12,12 +12,12 @@ dⱼ = max(b·Cⱼ − a·n, a·n − b·Cⱼ₊₁, 0) = b·(the distance from 
 on the cells that hold a true p-quantile, and a row added below cell j moves it by at most b − a,
 one in or above it by at most a: Δ = max(a, b − a) per row, times the rows one unit can add.
 
-**Privacy.** Each probability's candidate is drawn by :func:`snapdp.exponential.sample` with ε
-split equally over the probabilities (sequential composition): pure ε-DP (ε_used = 2Δ·ln r <= ε
-per probability). In a grouped query every group gets the full ε of its probability: a unit
-adding dᵍ rows to group g moves that group's losses by at most dᵍ·max(a, b − a), and the
-exponential mechanism's loss grows with the change (2·ln r per unit of loss), so the groups'
-losses add up to at most ε when Σdᵍ is at most the unit's row bound.
+**Privacy.** Each probability's draws use :func:`snapdp.exponential.sample` with ε split over
+the probabilities in proportion to max(p, 1 − p) (:func:`probability_weights`; sequential
+composition): pure ε-DP (ε_used = 2Δ·ln r <= the draw's ε). In a grouped query every group
+gets the draw's full ε: a unit adding dᵍ rows to group g moves that group's losses by at most
+dᵍ·max(a, b − a), and the exponential mechanism's loss grows with the change (2·ln r per unit
+of loss), so the groups' losses add up to at most ε when Σdᵍ is at most the unit's row bound.
 
 **Accuracy.** With probability >= 1 − α the released cell's rank interval [Cⱼ, Cⱼ₊₁] lies
 within ± t/b of p·n, t = ln((m − 1)/α)/ln r (:meth:`ExponentialParameters.loss_bound`): one cell
@@ -41,7 +41,10 @@ __all__ = [
     "QuantileGrid",
     "bracket_offset",
     "losses",
+    "middle_slack",
     "parameters",
+    "point_rank_bound",
+    "probability_weights",
     "quantile_grid",
     "rank_bound",
     "sensitivity",
@@ -148,10 +151,15 @@ def parameters(
     return exponential_parameters(epsilon, sensitivity(probability, row_bound), cells)
 
 
-def losses(counts: Sequence[int], probability: Fraction, offset: int = 0) -> list[int]:
+def losses(
+    counts: Sequence[int], probability: Fraction, offset: int = 0, middle: int | None = None
+) -> list[int]:
     """dⱼ = max(b·Cⱼ − a·n, a·n − b·Cⱼ₊₁, 0) for each cell j (see the module docstring); with
     ``offset`` k the target rank is p·n + k (a public integer: the sensitivity is unchanged),
-    dⱼ = b·(the distance from p·n + k to [Cⱼ, Cⱼ₊₁])."""
+    dⱼ = b·(the distance from p·n + k to [Cⱼ, Cⱼ₊₁]). With ``middle`` (a public integer κ; the
+    point's loss): min(⌊|b·(Cⱼ + Cⱼ₊₁) − 2a·n|/2⌋, dⱼ + b·κ), about b·(the distance from p·n to
+    the cell's middle rank), but at most b·κ more than dⱼ; the same sensitivity
+    (docs/utility.md, "The point's loss: the middle rank")."""
     p = Fraction(probability)
     a, b = p.numerator, p.denominator
     n = 0
@@ -162,7 +170,11 @@ def losses(counts: Sequence[int], probability: Fraction, offset: int = 0) -> lis
     below = 0
     for c in counts:
         upto = below + int(c)
-        out.append(max(b * below - an, an - b * upto, 0))
+        interval = max(b * below - an, an - b * upto, 0)
+        if middle is None:
+            out.append(interval)
+        else:  # the same operations for every cell, wherever the data lie
+            out.append(min(abs(b * (below + upto) - 2 * an) // 2, interval + b * middle))
         below = upto
     return out
 
@@ -170,6 +182,32 @@ def losses(counts: Sequence[int], probability: Fraction, offset: int = 0) -> lis
 def rank_bound(params: ExponentialParameters, probability: Fraction, alpha: float) -> float:
     """± in ranks at confidence 1 − α: t/b, t = :meth:`ExponentialParameters.loss_bound`."""
     return params.loss_bound(alpha) / Fraction(probability).denominator
+
+
+def point_rank_bound(
+    params: ExponentialParameters, probability: Fraction, alpha: float, middle: int
+) -> float:
+    """The point's ± in ranks at confidence 1 − α: κ + :func:`rank_bound`. A cell holding a
+    p-quantile has loss at most b·κ; with probability >= 1 − α the drawn cell's loss is below
+    b·κ + t, and it is at least dⱼ (the middle rank lies in the rank interval): docs/utility.md,
+    "The point's loss: the middle rank"."""
+    return middle + rank_bound(params, probability, alpha)
+
+
+def middle_slack(params: ExponentialParameters, probability: Fraction, alpha: float) -> int:
+    """κ for a point drawn with ``params``: the least integer at or above a quarter of its rank
+    ± at confidence 1 − α without the slack, so that the stated rank ± is about 1.25 times that
+    (public parameters only)."""
+    return math.ceil(rank_bound(params, probability, alpha) / 4)
+
+
+def probability_weights(probabilities: Sequence[Fraction]) -> tuple[Fraction, ...]:
+    """Each probability's share of ε, proportional to max(p, 1 − p) (a draw's rank ± is
+    proportional to max(p, 1 − p)/ε: these shares give every probability the same rank ±);
+    exact, adding up to 1."""
+    sizes = [max(Fraction(p), 1 - Fraction(p)) for p in probabilities]
+    total = sum(sizes, Fraction(0))
+    return tuple(s / total for s in sizes)
 
 
 def bracket_offset(params: ExponentialParameters, probability: Fraction, alpha: float) -> int:

@@ -38,6 +38,7 @@ __all__ = [
     "TreeSpec",
     "consistent_leaves",
     "exact_quantiles",
+    "integer_in_leaf",
     "leaf_edges",
     "least_squares_cdf",
     "level_calibrations",
@@ -321,6 +322,22 @@ def exact_quantiles(
         frac = 0.0 if mass <= 0 else min(1.0, max(0.0, (target - cdf[j]) / mass))
         out.append(min(spec.upper, lo + (j + Fraction(frac)) * width))
     return tuple(out)
+
+
+def integer_in_leaf(value: Fraction, spec: TreeSpec) -> Fraction:
+    """For an integer column: the integer at ``value``'s place among the integers of its leaf,
+    ⌊value⌋ moved into the leaf [eⱼ, eⱼ₊₁) (the last leaf closed at U); ``value`` itself when
+    the leaf holds no integer. Post-processing of :func:`exact_quantiles`: the released value
+    stays in the same leaf, and an integer column's p-quantile is an integer (docs/data.md,
+    "Quantiles")."""
+    width = spec.leaf_width
+    j = min(max(math.floor((value - spec.lower) / width), 0), spec.leaves - 1)
+    edge = spec.lower + j * width
+    first = math.ceil(edge)
+    last = math.floor(spec.upper) if j == spec.leaves - 1 else math.ceil(edge + width) - 1
+    if first > last:
+        return value
+    return Fraction(min(max(math.floor(value), first), last))
 
 
 def value_interval(
