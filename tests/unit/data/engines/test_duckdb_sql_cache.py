@@ -53,3 +53,14 @@ def test_a_plan_with_a_unit_is_never_kept() -> None:
     assert sql_a == _fresh(a) and sql_b == _fresh(b)
     assert sql_a != sql_b  # the key is in the bounding
     assert query._cached_render.cache_info().currsize == 0
+
+
+def test_an_unhashable_plan_is_rendered_without_the_cache() -> None:
+    from snapdp.data.model.predicate import InList
+
+    query._cached_render.cache_clear()
+    where = InList("g", (0, 1))
+    object.__setattr__(where, "values", [0, 1])  # a list where a tuple belongs: unhashable
+    plan = AggregatePlan(groupings=(G,), where=where, where_columns=(G,))
+    assert query.plan_sql(plan, "t", TYPES) == _fresh(plan)
+    assert query._cached_render.cache_info().currsize == 0

@@ -44,7 +44,12 @@ def plan_sql(plan: AggregatePlan, relation: str, types: dict[str, str]) -> tuple
     families = tuple((name, _family(types.get(name, "VARCHAR"))) for name in plan.used_columns())
     if plan.unit is not None:
         return _render(plan, relation, families)
-    sql, layout = _cached_render(replace(plan, hash_key=_NO_KEY), relation, families)
+    keyless = replace(plan, hash_key=_NO_KEY)
+    try:
+        hash(keyless)
+    except TypeError:  # a field built from a list, not a tuple: render without the cache
+        return _render(plan, relation, families)
+    sql, layout = _cached_render(keyless, relation, families)
     return sql, list(layout)
 
 
