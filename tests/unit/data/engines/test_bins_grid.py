@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import random
 from fractions import Fraction
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 import pytest
 from sqlglot import exp
 from tests.data_oracle import _cell_index
-from tests.unit.data.engines._bin_cases import INT64_MAX, INT64_MIN, int_values
+from tests.unit.data.engines._bin_cases import INT64_MAX, INT64_MIN, dec_values, int_values
 
 from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
@@ -57,8 +58,35 @@ GRIDS = [
 ]
 
 
-def _indices(sql: str, values: list[int | None]) -> list[object]:
-    table = pa.table({"v": pa.array(values, pa.int64()), "i": pa.array(range(len(values)))})
+def _dec(name: str, edges: list[int | Fraction]) -> Column:
+    return Column(name, "decimal", bins=tuple(F(e) for e in edges))
+
+
+def _random_dec_grid(rng: random.Random, k: int) -> Column:
+    w = F(rng.choice((1, 3, 5, 15625, 1 << 20)), 1 << rng.choice((0, 1, 5, 10, 30)))
+    start = rng.choice((F(0), F(1), F(-7, 4), F(rng.randint(-(10**6), 10**6), 8), -w * 3000))
+    m = rng.randint(8, 60)
+    run = [start + i * w for i in range(m)]
+    outer = [-(F(2) ** 1024), run[0] - F(1, 3), run[-1] + F(1, 3), F(10) ** 300, F(2) ** 1024]
+    extra = rng.sample(outer, rng.randint(0, 3))
+    return _dec(f"dgrid{k}", sorted({*run, *extra}))
+
+
+DEC_GRIDS = [
+    _dec(
+        "income_median",
+        [-(F(2) ** 1024), *(F(500000 * j, 1024) for j in range(1, 1024)), F(2) ** 1024],
+    ),
+    _dec("halves", [F(j, 2) for j in range(-20, 21)]),
+    _dec("tiny_step", [F(j, 1 << 40) for j in range(-10, 30)]),
+    _dec("near_2_52", [F((1 << 52) - 40 + j) for j in range(30)]),
+    *(_random_dec_grid(random.Random(1000 + k), k) for k in range(30)),
+]
+
+
+def _indices(sql: str, values: list[int | None] | list[float | None]) -> list[object]:
+    kind = pa.float64() if values and any(isinstance(v, float) for v in values) else pa.int64()
+    table = pa.table({"v": pa.array(values, kind), "i": pa.array(range(len(values)))})
     with duckdb.connect() as con:
         con.register("t", table)
         return [r[0] for r in con.execute(f"SELECT {sql} FROM t ORDER BY i").fetchall()]
@@ -78,6 +106,22 @@ def test_grid_bins_equal_the_tree_and_the_reference(column: Column) -> None:
     tree = _indices(duckdb_sql(exprs.tree_index(column, exprs.column("v"))), values)
     assert fast == tree
     assert fast == [_cell_index(column, v) for v in values]
+
+
+@pytest.mark.parametrize("column", DEC_GRIDS, ids=lambda c: c.name)
+def test_decimal_grid_bins_equal_the_tree_and_the_reference(column: Column) -> None:
+    assert _uses_grid(column)
+    rng = random.Random(column.name)
+    values: list[float | None] = [*dec_values(column, rng), None]
+    fast = _indices(duckdb_sql(exprs.bin_index(column, exprs.column("v"))), values)
+    tree = _indices(duckdb_sql(exprs.tree_index(column, exprs.column("v"))), values)
+    assert fast == tree
+    assert fast == [_cell_index(column, v) for v in values]
+
+
+def test_non_dyadic_decimal_edges_keep_the_tree() -> None:
+    assert not _uses_grid(_dec("thirds", [F(j, 3) for j in range(0, 30)]))
+    assert not _uses_grid(_dec("wide", [F(j * (1 << 60)) for j in range(0, 30)]))  # not exact
 
 
 def test_the_grid_expression_does_not_grow_with_the_edges() -> None:
@@ -109,7 +153,7 @@ def test_irregular_or_small_edges_keep_the_tree() -> None:
 def test_every_value_takes_the_same_branches() -> None:
     """Past the null guard, the grid expression's only CASE is the range check, whose condition
     every value evaluates alike (the other edges' comparisons included); no comparison tree."""
-    for column in GRIDS:
+    for column in GRIDS + DEC_GRIDS:
         node = exprs.bin_index(column, exprs.column("v"))
         assert isinstance(node, exp.Case)
         [guard] = node.args["ifs"]
@@ -118,3 +162,23 @@ def test_every_value_takes_the_same_branches() -> None:
         [check] = inner.args["ifs"]
         assert isinstance(check.this, exp.Between)
         assert not list(check.args["true"].find_all(exp.LT, exp.LTE))
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_spark_finds_the_same_bins(spark_session: Any) -> None:
+    """The same arithmetic rendered for Spark (FLOOR to a long, DIV) gives the reference's bins."""
+    from pyspark.sql import functions as sf
+
+    from snapdp.data.engines.relational.dialects import spark_sql
+
+    for column in [*GRIDS[:8], *DEC_GRIDS[:8]]:
+        rng = random.Random(column.name)
+        integer = column.type == "integer"
+        values: list[Any] = int_values(column, rng) if integer else dec_values(column, rng)
+        values.append(None)
+        kind = "bigint" if integer else "double"
+        frame = spark_session.createDataFrame(list(enumerate(values)), f"i int, v {kind}")
+        index = sf.expr(spark_sql(exprs.bin_index(column, exprs.column("v"))))
+        got = [r["b"] for r in frame.select("i", index.alias("b")).orderBy("i").collect()]
+        assert got == [_cell_index(column, v) for v in values], column.name

@@ -9,7 +9,7 @@ renders for DuckDB or for Spark (docs/data.md, "The engine contract"):
 * typed literals: integers exact, decimals as the double nearest the value;
 * the row filter (SQL's three-valued logic, as :func:`snapdp.data.model.predicate.evaluate`);
 * keys: a typed (key, index) row per declared key, the first of equal doubles winning;
-* bins: integer arithmetic over an evenly spaced grid of integer edges, else a comparison tree
+* bins: exact arithmetic over an evenly spaced grid of edges (:mod:`.grid`), else a comparison tree
   of fixed depth (:func:`~snapdp.data.engines.base.bin_tree`): every non-null value does the
   same work wherever it lies (docs/data.md, "Run time");
 * quanta (base step 6): clamp, round half to even, clamp to [L_q, U_q]; a null takes ``impute_q``.
@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from snapdp.data.engines.base import INT64_MAX, INT64_MIN, BinTree, ValueColumn, bin_edges, bin_tree
 from snapdp.data.engines.relational.dialects import BytesText, CellText, FullMatch, RoundHalfEven
+from snapdp.data.engines.relational.grid import grid_index
 from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Predicate
 from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError
@@ -290,17 +291,14 @@ def bin_index(col: Column, value: exp.Expression) -> exp.Expression:
     integer edges (an edge past int64 compared with the end of int64: the same truth value for
     every long), a decimal one as a double against the double nearest each edge.
 
-    Integer edges that are mostly an evenly spaced grid (a quantile's leaves, ``0, 10, 20, …``)
-    take exact integer arithmetic (:func:`_grid_index`); others a nested CASE of fixed depth.
+    Edges that are mostly an evenly spaced grid (a quantile's leaves, ``0, 10, 20, …``; for a
+    decimal column a dyadic one) take exact arithmetic (:mod:`.grid`); others a nested CASE of
+    fixed depth.
     Either way every non-null value does the same work wherever it lies (docs/data.md, "Run
     time"), and the arithmetic keeps the query small: DuckDB plans the tree in time growing with
     its size, and copies the cast value into each of its comparisons."""
-    edges = bin_edges(col)
-    if col.type == "integer":
-        grid = _grid_of([int(e) for e in edges])
-        if grid is not None:
-            return _grid_index(edges, grid, value)  # type: ignore[arg-type]
-    return tree_index(col, value)
+    fast = grid_index(col, value)
+    return fast if fast is not None else tree_index(col, value)
 
 
 def tree_index(col: Column, value: exp.Expression) -> exp.Expression:
@@ -323,74 +321,6 @@ def tree_index(col: Column, value: exp.Expression) -> exp.Expression:
         v = _cast(value, "DOUBLE")
         below = [exp.LT(this=v.copy(), expression=double(float(e))) for e in edges]
     return _case((_not_null(value.copy()), _tree(bin_tree(len(edges)), below)))
-
-
-#: the fewest edges worth the arithmetic, and the most edges it leaves to single comparisons
-_GRID_MIN, _GRID_OTHERS = 8, 4
-
-
-def _grid_of(edges: list[int]) -> tuple[int, int, int] | None:
-    """(i, m, w): the longest run of ``m`` edges ``e_i, e_i + w, …`` (step ``w`` ≥ 1) strictly
-    within (INT64_MIN, INT64_MAX] with m·w < 2^62 (no long overflows on the way), if it holds
-    all edges but at most ``_GRID_OTHERS`` and at least ``_GRID_MIN``; else None."""
-    best: tuple[int, int, int] | None = None
-    i = 0
-    while i < len(edges) - 1:
-        w = edges[i + 1] - edges[i]
-        k = i + 1
-        while k + 1 < len(edges) and edges[k + 1] - edges[k] == w:
-            k += 1
-        lo, hi = i, k  # the run's edges within (INT64_MIN, INT64_MAX]
-        while lo <= hi and edges[lo] <= INT64_MIN:
-            lo += 1
-        while hi >= lo and edges[hi] > INT64_MAX:
-            hi -= 1
-        longer = best is None or hi - lo + 1 > best[1]
-        if w >= 1 and hi > lo and (hi - lo + 1) * w < 1 << 62 and longer:
-            best = (lo, hi - lo + 1, w)
-        i = k
-    if best is None or best[1] < _GRID_MIN or len(edges) - best[1] > _GRID_OTHERS:
-        return None
-    return best
-
-
-def _long(x: int) -> exp.Expression:
-    return _cast(_num(x), "BIGINT")
-
-
-def _grid_index(
-    edges: list[int], grid: tuple[int, int, int], value: exp.Expression
-) -> exp.Expression:
-    """The bin index p − 1, p = #{j : e_j ≤ v} (null unless 1 ≤ p ≤ n − 1: the tree's rule), for
-    integer ``edges`` whose run ``grid`` = (i, m, w) is evenly spaced: the run counts
-    ⌊(clamp(v, e_i − 1, e_i + (m − 1)·w) − e_i + w) / w⌋ (a non-negative numerator, so truncating
-    and floor division agree), each other edge one comparison (or a constant past int64); the
-    constant terms are added last, so no intermediate value leaves the long's range."""
-    i, m, w = grid
-    v = _cast(value.copy(), "BIGINT")
-    a = edges[i]
-    clamped = exp.Least(
-        ignore_nulls=True,
-        this=exp.Greatest(ignore_nulls=True, this=v, expressions=[_long(a - 1)]),
-        expressions=[_long(a + (m - 1) * w)],
-    )
-    count: exp.Expression = exp.Sub(this=clamped, expression=_long(a))  # in [-1, (m - 1)·w]
-    fixed = 0  # the constant part of p - 1
-    if w > 1:
-        count = exp.IntDiv(this=exp.Paren(this=exp.Add(this=count, expression=_long(w))),
-                           expression=_long(w))  # fmt: skip
-        fixed = -1
-    for j, e in enumerate(edges):
-        if i <= j < i + m:
-            continue
-        if e <= INT64_MIN:
-            fixed += 1
-        elif e <= INT64_MAX:
-            at = exp.GTE(this=_cast(value.copy(), "BIGINT"), expression=_long(e))
-            count = exp.Add(this=count, expression=_case((at, _num(1)), default=_num(0)))
-    p = exp.Paren(this=exp.Add(this=count, expression=_long(fixed)) if fixed else count)
-    inside = exp.Between(this=p, low=_num(0), high=_num(len(edges) - 2))
-    return _case((_not_null(value.copy()), _case((inside, p.copy()))))
 
 
 def _tree(node: BinTree, below: list[exp.Expression]) -> exp.Expression:
