@@ -6,11 +6,20 @@ installed), in process and in a fresh process, from one run (docs/performance.md
 The workload (issue 32): PUMS.csv (1,000 rows); count by sex × educ, mean income by sex, median
 age; ε = 1 split three ways. "In process" is the median of ``--repeats`` runs after a warm-up;
 "fresh process" starts a new Python each time (snapdp: ``snapdp run`` of the plan file, OpenDP: a
-``python -c`` doing the same work) and reports the median. Also timed: the two-phase example plan
-(docs/examples/plan.toml) in a fresh process with an empty certificate cache, and the planner's
-re-plan after an edit (certificates presumed, as the page does), also through the code behind
-the page's ``/api/preview``. Prints a markdown table; the
-machine's load (``os.getloadavg``) is printed with it because a shared machine changes every row.
+``python -c`` doing the same work) and reports the median.
+
+    PYTHONPATH=src python benchmarks/bench_latency.py --cpu 7 --baseline /work/main/src
+
+measures CPU seconds instead (user + system, all threads; steadier than wall time on a shared
+machine) in interleaved rounds: per round a fresh ``snapdp run`` of the baseline tree, of this
+tree and OpenDP's script, then the in-process workload of each (median of 5 runs after a
+warm-up, in one fresh process per tree), and prints medians and minima.
+
+Also timed (without ``--cpu``): the two-phase example plan (docs/examples/plan.toml) in a fresh
+process with an empty certificate cache, and the planner's re-plan after an edit (certificates
+presumed, as the page does), also through the code behind the page's ``/api/preview``. Prints a
+markdown table; the machine's load (``os.getloadavg``) is printed with it because a shared
+machine changes every row.
 """
 
 from __future__ import annotations
@@ -262,13 +271,98 @@ def cpu_figures(repeats: int) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
+_IN_PROCESS_CPU = """
+import sys, time
+src, what, arg = sys.argv[1], sys.argv[2], sys.argv[3]
+if what == "snapdp":
+    sys.path.insert(0, src)
+    from snapdp.data import Plan
+    def run(): Plan.load(arg).run()
+else:
+    code = compile(open(arg, encoding="utf-8").read(), "opendp_work", "exec")
+    sys.argv = ["opendp_work", sys.argv[4]]
+    def run(): exec(code, {})
+run()
+times = []
+for _ in range(5):
+    t = time.process_time(); run(); times.append(time.process_time() - t)
+print(sorted(times)[2])
+"""
+
+
+def _child_cpu(args: list[str], env: dict[str, str]) -> tuple[float, str]:
+    """CPU seconds (user + system, all threads) of one child process, and its stdout."""
+    before = os.times()
+    out = subprocess.run(args, check=True, capture_output=True, text=True, env=env)
+    after = os.times()
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    return cpu, out.stdout
+
+
+def _tree_env(src: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(src)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def cpu_rounds(rounds: int, baseline: Path, data: Path, work: Path) -> None:
+    """Interleaved CPU seconds: fresh ``snapdp run`` (baseline, this tree), OpenDP's fresh
+    script, then the in-process workload of each (module doc)."""
+    plan_file = work / "plan.toml"
+    opendp_script = work / "opendp_work.py"
+    opendp_script.write_text(OPENDP, encoding="utf-8")
+    trees = {"baseline": baseline, "this tree": ROOT / "src"}
+    fresh: dict[str, list[float]] = {k: [] for k in [*trees, "OpenDP"]}
+    inproc: dict[str, list[float]] = {k: [] for k in [*trees, "OpenDP"]}
+    load0 = os.getloadavg()[0]
+    for r in range(rounds):
+        for name, src in trees.items():
+            args = [sys.executable, "-m", "snapdp.cli", "run", str(plan_file), "--ledger",
+                    str(work / f"c{r}{name[0]}.db"), "--output", str(work / f"c{r}{name[0]}"),
+                    "--total-epsilon", "1000000"]  # fmt: skip
+            fresh[name].append(_child_cpu(args, _tree_env(src))[0])
+        fresh["OpenDP"].append(
+            _child_cpu([sys.executable, str(opendp_script), str(data)], _env())[0]
+        )
+        for name, src in trees.items():
+            args = [sys.executable, "-c", _IN_PROCESS_CPU, str(src), "snapdp", str(plan_file)]
+            inproc[name].append(float(_child_cpu(args, _tree_env(src))[1].split()[-1]))
+        args = [sys.executable, "-c", _IN_PROCESS_CPU, "", "opendp", str(opendp_script), str(data)]
+        inproc["OpenDP"].append(float(_child_cpu(args, _env())[1].split()[-1]))
+        print(f"round {r + 1}: load {os.getloadavg()[0]:.1f}; fresh "
+              + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in fresh.items()) + "; in process "
+              + ", ".join(f"{k} {v[-1] * 1e3:.0f} ms" for k, v in inproc.items()),
+              file=sys.stderr)  # fmt: skip
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    load1 = os.getloadavg()[0]
+    print(f"{platform.node()}: nproc {os.cpu_count()}, load {load0:.2f} → {load1:.2f}, "
+          f"{when}, {rounds} interleaved rounds, CPU seconds\n")  # fmt: skip
+    print("| | baseline | this tree | OpenDP | this tree ÷ OpenDP |\n|---|---|---|---|---|")
+    for label, table, unit in (("fresh process: CPU median (min)", fresh, 1.0),
+                               ("in process: CPU median (min)", inproc, 1e3)):  # fmt: skip
+        cells = []
+        for k in fresh:
+            v = table[k]
+            fmt = "{:.2f} s ({:.2f})" if unit == 1.0 else "{:.0f} ms ({:.0f})"
+            cells.append(fmt.format(stats.median(v) * unit, min(v) * unit))
+        ratio = stats.median(table["this tree"]) / stats.median(table["OpenDP"])
+        print(f"| {label} | " + " | ".join(cells) + f" | {ratio:.2f}× |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--data", type=Path, default=None, help="PUMS.csv (1,000 rows)")
-    parser.add_argument("--cpu", action="store_true", help="items 2 and 3 in CPU seconds only")
+    parser.add_argument("--cpu", type=int, default=0, help="interleaved CPU rounds (module doc)")
+    parser.add_argument("--baseline", type=Path, default=None, help="the src folder to compare")
+    parser.add_argument(
+        "--cpu-plans", action="store_true", help="items 2 and 3 in CPU seconds only"
+    )
     args = parser.parse_args()
-    if args.cpu:
+    if args.cpu_plans:
         return cpu_figures(args.repeats)
     data = (
         args.data
@@ -279,6 +373,10 @@ def main() -> None:
     plan_file.write_text(
         PLAN.format(source=data.as_posix(), educ=", ".join(map(str, EDUC))), encoding="utf-8"
     )
+    if args.cpu:
+        cpu_rounds(args.cpu, args.baseline or ROOT / "src", data, work)
+        shutil.rmtree(work, ignore_errors=True)
+        return
     load = os.getloadavg()[0]
     rows: list[tuple[str, str, str, str]] = []
     snap_in = _median_time(_snapdp_in_process(plan_file), args.repeats)

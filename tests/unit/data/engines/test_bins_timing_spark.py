@@ -60,7 +60,7 @@ def _analysed(spark: Any, column: Column) -> Any:
 
     kind = "bigint" if column.type == "integer" else "double"
     frame = spark.createDataFrame([], f"v {kind}")
-    df = frame.select(_bin_index(column, "v").alias("i"))
+    df = frame.select(_bin_index(column, "v", tree=True).alias("i"))
     return df._jdf.queryExecution().analyzed().expressions().apply(0)
 
 
@@ -108,11 +108,13 @@ def test_keys_are_matched_by_a_join_not_a_chain(spark_session: Any) -> None:
     assert engine.aggregate(AggregatePlan(groupings=(column,))).rows == [1, 0, 0, 0, 2]
 
 
-def _bin_index(column: Column, name: str) -> Any:
-    """The shared bin expression of ``column`` over the column ``name``, as Spark renders it."""
+def _bin_index(column: Column, name: str, tree: bool = False) -> Any:
+    """The shared bin expression of ``column`` over the column ``name``, as Spark renders it
+    (``tree``: the comparison tree, which a column on an even integer grid does not use)."""
     from pyspark.sql import functions as sf
 
     from snapdp.data.engines.relational import exprs
     from snapdp.data.engines.relational.dialects import spark_sql
 
-    return sf.expr(spark_sql(exprs.bin_index(column, exprs.column(name))))
+    index = exprs.tree_index if tree else exprs.bin_index
+    return sf.expr(spark_sql(index(column, exprs.column(name))))

@@ -9,8 +9,9 @@ renders for DuckDB or for Spark (docs/data.md, "The engine contract"):
 * typed literals: integers exact, decimals as the double nearest the value;
 * the row filter (SQL's three-valued logic, as :func:`snapdp.data.model.predicate.evaluate`);
 * keys: a typed (key, index) row per declared key, the first of equal doubles winning;
-* bins: a comparison tree of fixed depth (:func:`~snapdp.data.engines.base.bin_tree`): every
-  non-null value makes the same number of comparisons wherever it lies (docs/data.md, "Run time");
+* bins: exact arithmetic over an evenly spaced grid of edges (:mod:`.grid`), else a comparison tree
+  of fixed depth (:func:`~snapdp.data.engines.base.bin_tree`): every non-null value does the
+  same work wherever it lies (docs/data.md, "Run time");
 * quanta (base step 6): clamp, round half to even, clamp to [L_q, U_q]; a null takes ``impute_q``.
 """
 
@@ -25,6 +26,7 @@ from sqlglot import exp
 
 from snapdp.data.engines.base import INT64_MAX, INT64_MIN, BinTree, ValueColumn, bin_edges, bin_tree
 from snapdp.data.engines.relational.dialects import BytesText, CellText, FullMatch, RoundHalfEven
+from snapdp.data.engines.relational.grid import grid_index
 from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Predicate
 from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError
@@ -41,6 +43,7 @@ __all__ = [
     "predicate",
     "quanta",
     "sql_type",
+    "tree_index",
     "typed_literal",
 ]
 
@@ -286,8 +289,22 @@ def bin_index(col: Column, value: exp.Expression) -> exp.Expression:
     """The bin index of ``value`` (null outside every bin or for a null) by the contract's
     comparison (:func:`~snapdp.data.engines.base.bin_edges`): an integer column exactly against
     integer edges (an edge past int64 compared with the end of int64: the same truth value for
-    every long), a decimal one as a double against the double nearest each edge. A nested CASE
-    of fixed depth: every non-null value makes the same number of comparisons."""
+    every long), a decimal one as a double against the double nearest each edge.
+
+    Edges that are mostly an evenly spaced grid (a quantile's leaves, ``0, 10, 20, …``; for a
+    decimal column a dyadic one) take exact arithmetic (:mod:`.grid`); others a nested CASE of
+    fixed depth.
+    Either way every non-null value does the same work wherever it lies (docs/data.md, "Run
+    time"), and the arithmetic keeps the query small: DuckDB plans the tree in time growing with
+    its size, and copies the cast value into each of its comparisons."""
+    fast = grid_index(col, value)
+    return fast if fast is not None else tree_index(col, value)
+
+
+def tree_index(col: Column, value: exp.Expression) -> exp.Expression:
+    """:func:`bin_index` as a nested CASE of fixed depth
+    (:func:`~snapdp.data.engines.base.bin_tree`), whatever the edges: every non-null value makes
+    the same number of comparisons."""
     edges = bin_edges(col)
     below: list[exp.Expression] = []
     if col.type == "integer":

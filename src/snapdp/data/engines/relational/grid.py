@@ -1,0 +1,184 @@
+"""Bins on an evenly spaced grid by exact arithmetic (issue 32; docs/data.md, "Run time").
+
+A quantile's leaves and grid, and bins such as ``0, 10, 20, …``, are mostly a run of edges
+e_k = e_0 + k·w. For those, p = #{j : e_j ≤ v} (the comparison tree's count, whose bin is p − 1
+when 1 ≤ p ≤ n − 1) is computed with a constant number of operations, whatever the number of
+edges, and the rendered query stays a few hundred characters long (DuckDB plans a comparison
+tree in time growing with its size and copies the cast value into each of its comparisons):
+
+* an integer column: ⌊(clamp(v, e_0 − 1, e_last) − e_0 + w) / w⌋ in BIGINT arithmetic;
+* a decimal column whose run is dyadic, e_k = (A + k·W)·2^q with q ≤ 0 and |A + k·W| < 2^53 (so
+  each edge is a double, exactly the double the tree compares with): the clamped value scaled by
+  2^−q (exact: a power of two, no overflow after the clamp), floored (exact: an integral
+  double below 2^53), then the integer formula: e_k ≤ v ⟺ A + k·W ≤ ⌊v·2^−q⌋.
+
+Every other edge (at most :data:`GRID_OTHERS`) adds one comparison, as the tree makes it. The
+numerators are never negative, so truncating and floor division agree in both engines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from fractions import Fraction
+
+from sqlglot import exp
+
+from snapdp.data.engines.base import INT64_MAX, INT64_MIN, bin_edges
+from snapdp.data.model.schema import Column
+
+__all__ = ["GRID_MIN", "GRID_OTHERS", "grid_index"]
+
+#: the fewest edges worth the arithmetic, and the most edges it leaves to single comparisons
+GRID_MIN, GRID_OTHERS = 8, 4
+_EXACT = 1 << 53  # integers below this are doubles
+_MAX_SHIFT = 1000  # 2^-q stays a finite double
+
+
+def _type(name: str) -> exp.DataType:
+    return exp.DataType.build(name, dialect="duckdb")
+
+
+def _long(x: int) -> exp.Expression:
+    text = str(x)
+    lit = exp.Literal.number(text.lstrip("-"))
+    return exp.Cast(this=exp.Neg(this=lit) if x < 0 else lit, to=_type("BIGINT"))
+
+
+def _double(x: float) -> exp.Expression:
+    text = "Infinity" if x == math.inf else "-Infinity" if x == -math.inf else repr(x)
+    return exp.Cast(this=exp.Literal.string(text), to=_type("DOUBLE"))
+
+
+def _one_if(condition: exp.Expression) -> exp.Expression:
+    one, zero = exp.Literal.number("1"), exp.Literal.number("0")
+    return exp.Case().when(condition, one, copy=False).else_(zero, copy=False)
+
+
+def _run(scaled: list[int | None], limit: int) -> tuple[int, int, int] | None:
+    """(i, m, w): the longest run of ``m`` values ``s_i, s_i + w, …`` (w ≥ 1, none None) with
+    every value strictly within (−limit, limit) and the run's span below 2^62, if it holds all
+    edges but at most :data:`GRID_OTHERS` and at least :data:`GRID_MIN`; else None."""
+    best: tuple[int, int, int] | None = None
+    i = 0
+    while i < len(scaled) - 1:
+        k = i
+        first, second = scaled[i], scaled[i + 1]
+        if first is not None and second is not None:
+            w, k, last = second - first, i + 1, second
+            while k + 1 < len(scaled) and (nxt := scaled[k + 1]) is not None and nxt - last == w:
+                k, last = k + 1, nxt
+            lo, hi = i, k
+            while lo <= hi and _value(scaled, lo) <= -limit:
+                lo += 1
+            while hi >= lo and _value(scaled, hi) >= limit:
+                hi -= 1
+            longer = best is None or hi - lo + 1 > best[1]
+            if w >= 1 and hi > lo and (hi - lo + 1) * w < 1 << 62 and longer:
+                best = (lo, hi - lo + 1, w)
+        i = max(k, i + 1)
+    if best is None or best[1] < GRID_MIN or len(scaled) - best[1] > GRID_OTHERS:
+        return None
+    return best
+
+
+def _value(scaled: list[int | None], j: int) -> int:
+    x = scaled[j]
+    assert x is not None
+    return x
+
+
+def _shift(bins: tuple[Fraction, ...]) -> int:
+    """q ≤ 0: minus the largest binary exponent of a dyadic edge's denominator (0 if none)."""
+    dens = [e.denominator for e in bins if e.denominator & (e.denominator - 1) == 0]
+    return -max([d.bit_length() - 1 for d in dens] + [0])
+
+
+def grid_index(col: Column, value: exp.Expression) -> exp.Expression | None:
+    """The bin index of ``value`` by grid arithmetic (module doc), or None when the edges are no
+    such grid (the caller then builds the comparison tree). Same bin as the tree for every
+    value; null for a null value or outside every bin."""
+    assert col.bins is not None
+    edges = bin_edges(col)
+    n = len(edges)
+    if col.type == "integer":
+        ints = [int(e) for e in edges]
+        run = _run(list(ints), INT64_MAX + 1)
+        if run is None or ints[run[0]] <= INT64_MIN:
+            return None
+        v = exp.Cast(this=value.copy(), to=_type("BIGINT"))
+        floor = _clamp(v, run, ints[run[0]], _long)
+        others = [_at_int(value, e) for j, e in enumerate(ints) if not _in(j, run)]
+    else:
+        q = _shift(col.bins)
+        if -q > _MAX_SHIFT:
+            return None
+        scaled: list[int | None] = []
+        for e in col.bins:
+            s = e * Fraction(2) ** -q
+            scaled.append(int(s) if s.denominator == 1 else None)
+        run = _run(scaled, _EXACT - 1)
+        if run is None:
+            return None
+        a = scaled[run[0]]
+        assert a is not None
+        v = exp.Cast(this=value.copy(), to=_type("DOUBLE"))
+        clamp = _clamp(v, run, a, lambda k: _double(math.ldexp(float(k), q)))
+        up = exp.Mul(this=exp.Paren(this=clamp), expression=_double(math.ldexp(1.0, -q)))
+        floor = exp.Cast(this=exp.Floor(this=up), to=_type("BIGINT"))
+        others = [
+            _one_if(exp.GTE(this=v.copy(), expression=_double(float(e))))
+            for j, e in enumerate(edges)
+            if not _in(j, run)
+        ]
+        return _finish(value, _count(floor, run, a), others, n)
+    return _finish(value, _count(floor, run, ints[run[0]]), others, n)
+
+
+def _in(j: int, run: tuple[int, int, int]) -> bool:
+    return run[0] <= j < run[0] + run[1]
+
+
+def _clamp(
+    v: exp.Expression, run: tuple[int, int, int], a: int, lit: Callable[[int], exp.Expression]
+) -> exp.Expression:
+    """``v`` clamped to [s_i − 1, s_last] (in the run's units, as literals made by ``lit``)."""
+    _, m, w = run
+    low = exp.Greatest(ignore_nulls=True, this=v, expressions=[lit(a - 1)])
+    return exp.Least(ignore_nulls=True, this=low, expressions=[lit(a + (m - 1) * w)])
+
+
+def _count(floor: exp.Expression, run: tuple[int, int, int], a: int) -> exp.Expression:
+    """#{k < m : s_i + k·w ≤ f} for f in [s_i − 1, s_last]: ⌊(f − s_i + w)/w⌋ (≥ 0 numerator)."""
+    _, _, w = run
+    diff = exp.Sub(this=floor, expression=_long(a))  # in [-1, (m - 1)·w]
+    if w == 1:
+        return exp.Add(this=diff, expression=_long(1))
+    return exp.IntDiv(this=exp.Paren(this=exp.Add(this=diff, expression=_long(w))),
+                      expression=_long(w))  # fmt: skip
+
+
+def _at_int(value: exp.Expression, e: int) -> exp.Expression | int:
+    """[e ≤ v] for a long v: a constant past int64, else one comparison."""
+    if e <= INT64_MIN:
+        return 1
+    if e > INT64_MAX:
+        return 0
+    v = exp.Cast(this=value.copy(), to=_type("BIGINT"))
+    return _one_if(exp.GTE(this=v, expression=_long(e)))
+
+
+def _finish(
+    value: exp.Expression, count: exp.Expression, others: list[exp.Expression | int], n: int
+) -> exp.Expression:
+    """CASE WHEN v IS NOT NULL THEN (p − 1 when 0 ≤ p − 1 ≤ n − 2) END, p = count + others."""
+    fixed = -1 + sum(o for o in others if isinstance(o, int))
+    total = count
+    for o in others:
+        if not isinstance(o, int):
+            total = exp.Add(this=total, expression=o)
+    p = exp.Paren(this=exp.Add(this=total, expression=_long(fixed)) if fixed else total)
+    inside = exp.Between(this=p, low=exp.Literal.number("0"), high=exp.Literal.number(str(n - 2)))
+    guard = exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null()))
+    checked = exp.Case().when(inside, p.copy(), copy=False)
+    return exp.Case().when(guard, checked, copy=False)

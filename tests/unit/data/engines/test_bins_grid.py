@@ -1,0 +1,184 @@
+"""Integer bins on an evenly spaced grid are found by exact arithmetic (issue 32: DuckDB spent
+~290 ms planning the comparison tree of a median's 101 bins), and the arithmetic gives the very
+bin the comparison tree gives (:func:`~snapdp.data.engines.relational.exprs.tree_index`) and the
+reference engine (tests/data_oracle.py) for every value tried: on, next to and between the
+edges, the ends of int64, for grids with extra edges below, above and past int64 and for steps
+of 1 and more. The expression references the value a fixed number of times, whatever the
+number of edges, and the release query of a median carries no comparison tree."""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+from sqlglot import exp
+from tests.data_oracle import _cell_index
+from tests.unit.data.engines._bin_cases import INT64_MAX, INT64_MIN, dec_values, int_values
+
+from snapdp.data.engines.base import AggregatePlan
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational.dialects import duckdb_sql
+from snapdp.data.model.schema import Column
+
+F = Fraction
+
+
+def _col(name: str, edges: list[int | Fraction]) -> Column:
+    return Column(name, "integer", bins=tuple(F(e) for e in edges))
+
+
+def _random_grid(rng: random.Random, k: int) -> Column:
+    w = rng.choice((1, 1, 2, 3, 7, 10, 1 << 20))
+    start = rng.choice((0, 1, -5, rng.randint(-(10**6), 10**6), INT64_MIN + 1, INT64_MAX - 40 * w))
+    m = rng.randint(8, 40)
+    run = [start + i * w for i in range(m)]
+    below = sorted(rng.sample([-(1 << 70), INT64_MIN, start - w - 3, start - 1], rng.randint(0, 2)))
+    above = sorted(
+        rng.sample([run[-1] + 1, run[-1] + 5 * w, INT64_MAX, 1 << 63], rng.randint(0, 2))
+    )
+    edges: list[int | Fraction] = sorted({*below, *run, *above})
+    if rng.random() < 0.3:  # a rational first edge: its ceiling joins the integers
+        edges[0] = F(2 * int(edges[0]) - 1, 2)
+    return _col(f"grid{k}", edges)
+
+
+GRIDS = [
+    _col("quantile", [-(1 << 63), *range(1, 101), 1 << 63]),  # the median of age in [0, 100]
+    _col("tens", list(range(0, 101, 10))),
+    _col("tens_past", [-(1 << 70), *range(-50, 60, 10), INT64_MAX, 1 << 64]),
+    _col("at_top", [INT64_MAX - 9 + i for i in range(10)]),
+    _col("at_bottom", [INT64_MIN + 1 + i for i in range(10)]),
+    _col("wide_step", [i * (1 << 58) for i in range(-7, 8)]),
+    *(_random_grid(random.Random(k), k) for k in range(40)),
+]
+
+
+def _dec(name: str, edges: list[int | Fraction]) -> Column:
+    return Column(name, "decimal", bins=tuple(F(e) for e in edges))
+
+
+def _random_dec_grid(rng: random.Random, k: int) -> Column:
+    w = F(rng.choice((1, 3, 5, 15625, 1 << 20)), 1 << rng.choice((0, 1, 5, 10, 30)))
+    start = rng.choice((F(0), F(1), F(-7, 4), F(rng.randint(-(10**6), 10**6), 8), -w * 3000))
+    m = rng.randint(8, 60)
+    run = [start + i * w for i in range(m)]
+    outer = [-(F(2) ** 1024), run[0] - F(1, 3), run[-1] + F(1, 3), F(10) ** 300, F(2) ** 1024]
+    extra = rng.sample(outer, rng.randint(0, 3))
+    return _dec(f"dgrid{k}", sorted({*run, *extra}))
+
+
+DEC_GRIDS = [
+    _dec(
+        "income_median",
+        [-(F(2) ** 1024), *(F(500000 * j, 1024) for j in range(1, 1024)), F(2) ** 1024],
+    ),
+    _dec("halves", [F(j, 2) for j in range(-20, 21)]),
+    _dec("tiny_step", [F(j, 1 << 40) for j in range(-10, 30)]),
+    _dec("near_2_52", [F((1 << 52) - 40 + j) for j in range(30)]),
+    *(_random_dec_grid(random.Random(1000 + k), k) for k in range(30)),
+]
+
+
+def _indices(sql: str, values: list[int | None] | list[float | None]) -> list[object]:
+    kind = pa.float64() if values and any(isinstance(v, float) for v in values) else pa.int64()
+    table = pa.table({"v": pa.array(values, kind), "i": pa.array(range(len(values)))})
+    with duckdb.connect() as con:
+        con.register("t", table)
+        return [r[0] for r in con.execute(f"SELECT {sql} FROM t ORDER BY i").fetchall()]
+
+
+def _uses_grid(column: Column) -> bool:
+    node = exprs.bin_index(column, exprs.column("v"))
+    return not any(isinstance(c.this, exp.Case) for c in node.find_all(exp.Paren))
+
+
+@pytest.mark.parametrize("column", GRIDS, ids=lambda c: c.name)
+def test_grid_bins_equal_the_tree_and_the_reference(column: Column) -> None:
+    assert _uses_grid(column)
+    rng = random.Random(column.name)
+    values: list[int | None] = [*int_values(column, rng), None]
+    fast = _indices(duckdb_sql(exprs.bin_index(column, exprs.column("v"))), values)
+    tree = _indices(duckdb_sql(exprs.tree_index(column, exprs.column("v"))), values)
+    assert fast == tree
+    assert fast == [_cell_index(column, v) for v in values]
+
+
+@pytest.mark.parametrize("column", DEC_GRIDS, ids=lambda c: c.name)
+def test_decimal_grid_bins_equal_the_tree_and_the_reference(column: Column) -> None:
+    assert _uses_grid(column)
+    rng = random.Random(column.name)
+    values: list[float | None] = [*dec_values(column, rng), None]
+    fast = _indices(duckdb_sql(exprs.bin_index(column, exprs.column("v"))), values)
+    tree = _indices(duckdb_sql(exprs.tree_index(column, exprs.column("v"))), values)
+    assert fast == tree
+    assert fast == [_cell_index(column, v) for v in values]
+
+
+def test_non_dyadic_decimal_edges_keep_the_tree() -> None:
+    assert not _uses_grid(_dec("thirds", [F(j, 3) for j in range(0, 30)]))
+    assert not _uses_grid(_dec("wide", [F(j * (1 << 60)) for j in range(0, 30)]))  # not exact
+
+
+def test_the_grid_expression_does_not_grow_with_the_edges() -> None:
+    small = duckdb_sql(exprs.bin_index(_col("a", list(range(0, 20))), exprs.column("v")))
+    large = duckdb_sql(exprs.bin_index(_col("b", list(range(0, 5000))), exprs.column("v")))
+    assert len(large) - len(small) < 20  # only the constants' digits differ
+    assert small.count('"v"') == large.count('"v"') <= 4
+
+
+def test_the_median_query_has_no_comparison_tree() -> None:
+    column = GRIDS[0]
+    engine = DuckDBEngine(pa.table({"quantile": pa.array([1, 2, 200], pa.int64())}))
+    plan = AggregatePlan(groupings=(column,))
+    sql, _ = engine.sql(plan)
+    assert duckdb_sql(exprs.bin_index(column, exprs.column("_snapdp_c0"))) in sql
+    assert len(sql) < 4000
+    assert engine.aggregate(plan).rows[:4] == [0, 1, 1, 0]
+
+
+def test_irregular_or_small_edges_keep_the_tree() -> None:
+    for edges in (
+        [0, 1, 2, 3],
+        [0, 1, 2, 4, 8, 16, 32, 64, 128],
+        [0, 5, *range(10, 18), 30, 40, 50, 60],
+    ):
+        assert not _uses_grid(_col("x", list(edges)))
+
+
+def test_every_value_takes_the_same_branches() -> None:
+    """Past the null guard, the grid expression's only CASE is the range check, whose condition
+    every value evaluates alike (the other edges' comparisons included); no comparison tree."""
+    for column in GRIDS + DEC_GRIDS:
+        node = exprs.bin_index(column, exprs.column("v"))
+        assert isinstance(node, exp.Case)
+        [guard] = node.args["ifs"]
+        inner = guard.args["true"]
+        assert isinstance(inner, exp.Case) and inner.args.get("default") is None
+        [check] = inner.args["ifs"]
+        assert isinstance(check.this, exp.Between)
+        assert not list(check.args["true"].find_all(exp.LT, exp.LTE))
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_spark_finds_the_same_bins(spark_session: Any) -> None:
+    """The same arithmetic rendered for Spark (FLOOR to a long, DIV) gives the reference's bins."""
+    from pyspark.sql import functions as sf
+
+    from snapdp.data.engines.relational.dialects import spark_sql
+
+    for column in [*GRIDS[:8], *DEC_GRIDS[:8]]:
+        rng = random.Random(column.name)
+        integer = column.type == "integer"
+        values: list[Any] = int_values(column, rng) if integer else dec_values(column, rng)
+        values.append(None)
+        kind = "bigint" if integer else "double"
+        frame = spark_session.createDataFrame(list(enumerate(values)), f"i int, v {kind}")
+        index = sf.expr(spark_sql(exprs.bin_index(column, exprs.column("v"))))
+        got = [r["b"] for r in frame.select("i", index.alias("b")).orderBy("i").collect()]
+        assert got == [_cell_index(column, v) for v in values], column.name
