@@ -64,3 +64,14 @@ def test_an_unhashable_plan_is_rendered_without_the_cache() -> None:
     plan = AggregatePlan(groupings=(G,), where=where, where_columns=(G,))
     assert query.plan_sql(plan, "t", TYPES) == _fresh(plan)
     assert query._cached_render.cache_info().currsize == 0
+
+
+def test_a_plan_with_keys_from_the_data_is_never_kept() -> None:
+    """Keys read from the data are not public: the process keeps no query that spells them."""
+    query._cached_render.cache_clear()
+    observed = Column("city", "text", keys=("Lyon", "Oslo"))
+    by_value = AggregatePlan(groupings=(observed,), values=(X,), by_value=("city",))
+    joint = AggregatePlan(groupings=(observed, G), joint=(("Lyon", 0), ("Oslo", 2)))
+    for plan in (by_value, joint):
+        assert query.plan_sql(plan, "t", TYPES) == _fresh(plan)
+    assert query._cached_render.cache_info().currsize == 0

@@ -40,9 +40,11 @@ def plan_sql(plan: AggregatePlan, relation: str, types: dict[str, str]) -> tuple
     A plan without a privacy unit is rendered once per process for its relation and types (a
     pure function of public parameters: the page and notebooks re-run the same releases); its
     ``hash_key`` keys only the bounding, so it is left out of the cache key. A plan with a unit
-    is rendered every time (its key is fresh per release and is not kept)."""
+    is rendered every time (its key is fresh per release and is not kept), and so is a plan
+    whose keys were read from the data (they are not public: nothing keeps them past the
+    release)."""
     families = tuple((name, _family(types.get(name, "VARCHAR"))) for name in plan.used_columns())
-    if plan.unit is not None:
+    if plan.unit is not None or plan.by_value or plan.joint is not None:
         return _render(plan, relation, families)
     keyless = replace(plan, hash_key=_NO_KEY)
     try:
