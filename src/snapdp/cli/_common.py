@@ -233,9 +233,19 @@ class BoundaryGroup(click.Group):
         except Exception as exc:
             if os.environ.get("SNAPDP_TRACEBACK"):
                 raise
-            _fail(f"{_kind(exc)}: {_one_line(exc)} (set SNAPDP_TRACEBACK=1 for details)", as_json)
+            _fail(f"{_kind(exc)}{_text(exc)} (set SNAPDP_TRACEBACK=1 for details)", as_json)
             ctx.exit(1)
         return None
+
+
+def _text(exc: Exception) -> str:
+    """The exception's own text only where it cannot quote the data: a file error names a path
+    the user gave, the ledger's sqlite3 errors its file. A data engine's message (DuckDB,
+    pyarrow, pyspark) or an unexpected error's may quote a cell, so a release shows its class
+    alone (docs/data.md, "What is public, what is protected")."""
+    if isinstance(exc, OSError) or type(exc).__module__.split(".")[0] == "sqlite3":
+        return f": {_one_line(exc)}"
+    return ""
 
 
 def _kind(exc: Exception) -> str:

@@ -285,6 +285,24 @@ def test_an_unexpected_error_is_one_line(monkeypatch: pytest.MonkeyPatch) -> Non
     assert isinstance(_run(*VALUE, "--epsilon", "1").exception, sqlite3.OperationalError)
 
 
+@pytest.mark.parametrize("error", [ValueError, KeyError, RuntimeError])
+def test_an_unexpected_errors_text_is_not_shown(
+    monkeypatch: pytest.MonkeyPatch, error: type[Exception]
+) -> None:
+    """A dependency's or an unexpected error's text may quote a cell of the data: only its
+    class is shown (the ledger's sqlite3 errors and file errors keep theirs, above)."""
+
+    def broken(*args: object) -> float:
+        raise error("SENTINEL-cell-value 4711")
+
+    monkeypatch.setattr(SnappingMechanism, "release", broken)
+    for extra in ((), ("--json",)):
+        result = _run(*VALUE, "--epsilon", "1", *extra)
+        assert result.exit_code == 1
+        assert "SENTINEL" not in result.output and "4711" not in result.output
+        assert f"unexpected error ({error.__name__})" in result.output
+
+
 def test_parameter_names_become_flags() -> None:
     own = {"lower": "--lower", "upper": "--upper"}  # the command's own options win
     assert _flags_in("`max_rows` must be > 0 and `lower` < `upper`", own) == (

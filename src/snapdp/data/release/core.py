@@ -170,10 +170,15 @@ def _executor_noise(
     noises: list[tuple[Noise, ...]],
 ) -> bool:
     """Whether the engine draws this plan's noise itself: it can, no seeded generator was asked
-    for, it has every part's exact aggregate, and it wants to for this many cells (all public)."""
+    for, it has every part's exact aggregate, and it wants to for this many cells (all public).
+
+    Never for a plan whose keys came from the data: its number of cells is the number of distinct
+    keys in the data, which one person moves, so a switch at a cell count would show it."""
     return (
         isinstance(engine, ExecutorNoiseEngine)
         and rng is None
+        and not plan.by_value
+        and plan.joint is None
         and all(n.part.source in ENGINE_SOURCES for ns in noises for n in ns)
         and engine.wants_executor_noise(plan.n_cells)
     )
