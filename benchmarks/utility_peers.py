@@ -11,8 +11,10 @@ of |error| (1 would be as tight as the truth), and the coverage (share of errors
 stated ±). OpenDP (when installed, the ``bench`` extra) releases the same statistics from its own
 Laplace and quantile measurements at the same ε (a mean from a noisy sum and a noisy count at
 ε/2 each; a variance from the sums of x and x² and the count at ε/3 each); its stated ± is shown
-where OpenDP gives one (counts and sums). Tumult Analytics and SmartNoise SQL are used when
-installed; they are not in this environment.
+where OpenDP gives one (counts and sums). Tumult Analytics runs from its own virtual environment
+when ``TUMULT_PYTHON`` names that environment's interpreter (benchmarks/tumult_peer.py; never a
+snapdp dependency; ``--tumult-runs`` and ``--tumult-stats`` keep Spark's time down); its MAE is
+printed beside. SmartNoise SQL is not in this environment.
 
 Run it with ``PYTHONPATH=/path/to/an/older/src`` to get the "before" column of the same table.
 """
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
+import subprocess
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -190,11 +194,32 @@ def opendp_figures(d: dict[str, np.ndarray], eps: Fraction, runs: int) -> dict[s
     return out
 
 
+def tumult_figures(
+    d: dict[str, np.ndarray], eps: Fraction, runs: int, stats: list[str]
+) -> dict[str, float]:
+    """Tumult Analytics' MAE per statistic, from benchmarks/tumult_peer.py run by the interpreter
+    ``TUMULT_PYTHON`` names; empty when it is not set."""
+    python = os.environ.get("TUMULT_PYTHON")
+    if not python:
+        return {}
+    script = Path(__file__).with_name("tumult_peer.py")
+    cmd = [python, str(script), str(DATA), str(runs), str(eps), *stats]
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    maes = {}
+    for name, values in out.items():
+        truth = _truth(d, WORKLOAD[name])
+        errs = [v - t for run in values for v, t in zip(run, truth, strict=True)]
+        maes[name] = float(np.mean(np.abs(errs)))
+    return maes
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--epsilon", type=Fraction, default=Fraction(1))
     parser.add_argument("--no-opendp", action="store_true")
+    parser.add_argument("--tumult-runs", type=int, default=None)
+    parser.add_argument("--tumult-stats", nargs="*", default=[])
     args = parser.parse_args()
     d = _load()
     ours = snapdp_figures(d, args.epsilon, args.runs)
@@ -204,7 +229,10 @@ def main() -> None:
             peer = opendp_figures(d, args.epsilon, args.runs)
         except ImportError:
             peer = {}
+    tumult = tumult_figures(d, args.epsilon, args.tumult_runs or args.runs, args.tumult_stats)
     print(f"PUMS.csv, {len(d['age'])} rows; ε = {args.epsilon} per query; {args.runs} runs; 95% ±")
+    for name, mae in tumult.items():
+        print(f"Tumult Analytics {name}: MAE {mae:.4g} (snapdp ÷ Tumult {ours[name][0] / mae:.2f})")
     print()
     print("| statistic | MAE snapdp | stated/observed snapdp | coverage | MAE OpenDP "
           "| stated/observed OpenDP |")  # fmt: skip

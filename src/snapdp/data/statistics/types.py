@@ -144,6 +144,10 @@ class AccuracyStatement:
     largest: float | None = None  # sample forms: V, the largest population variance
     sum_accuracy: float | None = None  # ratio mean: the ± of the released deviation sum (values)
     spread_parts: tuple[float, ...] = ()  # variance, std: the ± of Σw², Σw, n in their own units
+    # ratio mean, variance, std: the parts' never-clamped errors (sum_bound.NoiseKind, in the
+    # parts' order) and α, for the combined ± of each row (docs/utility.md, "Means")
+    kinds: tuple[Any, ...] = ()
+    alpha: float | None = None
 
     @property
     def label(self) -> str:

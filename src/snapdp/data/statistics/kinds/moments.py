@@ -30,7 +30,8 @@ from snapdp.data.model.query import ROOT_STATISTICS, SPREAD_STATISTICS, Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import ResultRow
 from snapdp.data.statistics.bounding import Reach
-from snapdp.data.statistics.math import sample_variance
+from snapdp.data.statistics.math import ratio_bound, sample_variance
+from snapdp.data.statistics.math.sum_bound import noise_kind
 from snapdp.data.statistics.sensitivity import FixedPoint, fixed_point
 from snapdp.data.statistics.types import (
     AccuracyStatement,
@@ -191,7 +192,13 @@ def _mean_accuracy(
     return AccuracyStatement(
         compiled.query, compiled.epsilon, confidence, None, num, cap, notes,
         count_accuracy=a["count"], sum_accuracy=up(a["csum"] / 2 * q),
+        kinds=_kinds(noises), alpha=alpha,
     )  # fmt: skip
+
+
+def _kinds(noises: Sequence[Noise]) -> tuple[object, ...]:
+    """The parts' never-clamped errors, in the parts' order (for the rows' combined ±)."""
+    return tuple(noise_kind(n.parameters()) for n in noises)
 
 
 def _spread_accuracy(
@@ -215,8 +222,9 @@ def _spread_accuracy(
         )  # fmt: skip
     parts = (a["squares"], a["csum"], a["count"])
     return AccuracyStatement(
-        compiled.query, compiled.epsilon, confidence, None, num, cap, notes, spread_parts=parts
-    )
+        compiled.query, compiled.epsilon, confidence, None, num, cap, notes, spread_parts=parts,
+        kinds=_kinds(noises), alpha=alpha,
+    )  # fmt: skip
 
 
 # -- exact inputs -----------------------------------------------------------------------------
@@ -316,28 +324,30 @@ def _mean_rows(
     compiled: Compiled, statement: AccuracyStatement, noisy: Noisy, i: int,
     keys: tuple[Key | str, ...],
 ) -> list[ResultRow]:  # fmt: skip
-    _fp, scale, lo, hi = _scale(compiled)
+    fp, scale, lo, hi = _scale(compiled)
     assert statement.cap is not None
     n = float(noisy["count"][i])
     centre = (lo + hi) / 2
     if not n > 0:
         return [ResultRow(keys, centre, statement.cap)]
     half = (hi - lo) / 2
-    deviation = min(max(float(noisy["csum"][i]) / 2 / scale / n, -half), half)
+    total = float(noisy["csum"][i])
+    deviation = min(max(total / 2 / scale / n, -half), half)
     value = min(max(centre + deviation, lo), hi)
-    return [ResultRow(keys, value, mean_accuracy(statement, n, abs(deviation)))]
+    acc = statement.cap
+    if _inside(compiled, noisy, i) and statement.alpha is not None:
+        err = ratio_bound.mean_error(statement.kinds, statement.alpha, n, total, float(fp.width))
+        acc = min(acc, up(err / 2 / scale))
+    return [ResultRow(keys, value, acc)]
 
 
-def mean_accuracy(statement: AccuracyStatement, n: float, deviation: float) -> float:
-    """The ± of a ratio mean released with noisy count ``n`` > 0 and released mean deviation
-    from the centre ``deviation`` (>= 0): the smaller of the public statement and the bound
-    solved with the released deviation, (a_s + |d̂|·a_n)/(ñ − a_n) when ñ > a_n (proof:
-    docs/utility.md, "Means")."""
-    stated = statement.at(n)
-    a_s, a_n = statement.sum_accuracy, statement.count_accuracy
-    if a_s is None or a_n is None or not n > a_n:
-        return stated
-    return min(stated, up((a_s + deviation * a_n) / (n - a_n)))
+def _inside(compiled: Compiled, noisy: Noisy, i: int) -> bool:
+    """Whether every part of cell i is strictly inside its bounds (none was clamped), as the
+    combined ± needs (docs/utility.md, "Means")."""
+    return all(
+        ratio_bound.unclamped(float(noisy[p.name][i]), float(p.lower), float(p.upper))
+        for p in compiled.parts
+    )
 
 
 def _spread_rows(
@@ -363,39 +373,44 @@ def _spread_rows(
         return [ResultRow(keys, value, statement.at(n))]
     if not n > 0:
         return [ResultRow(keys, (math.sqrt(var) if stat == "std" else var), statement.cap)]
-    # the variance's ± from the released moments (docs/utility.md, "Variance and std")
-    assert statement.per_count is not None
-    a_var = min(statement.cap if stat != "std" else statement.cap**2, up(statement.per_count / n))
-    if len(statement.spread_parts) == 3:
-        a_var = min(a_var, spread_accuracy(statement.spread_parts, n, m1, m2, w) / (scale * scale))
+    # the variance's ± from the parts' combined error (docs/utility.md, "Variance and std")
+    a_var = statement.cap if stat != "std" else statement.cap**2
+    if _moments_inside(compiled, noisy, i, w) and statement.alpha is not None:
+        err = ratio_bound.variance_error(
+            statement.kinds, statement.alpha, n, float(noisy["squares"][i]),
+            float(noisy["csum"][i]), w,
+        )  # fmt: skip
+        a_var = min(a_var, up(err / 4 / (scale * scale)))
     if stat != "std":
         return [ResultRow(keys, var, a_var)]
     return [ResultRow(keys, math.sqrt(var), std_accuracy(var, a_var, statement.cap))]
 
 
-def spread_accuracy(parts: Sequence[float], n: float, m1: float, m2: float, w: float) -> float:
-    """The ± of a population variance in quanta², from the parts' ± (a₂, a₁, a_n: Σw², Σw, n)
-    and the released (clamped) moments m1 = Σ̂w/ñ, m2 = Σ̂w²/ñ; the public bound when ñ <= a_n
-    (proof: docs/utility.md, "Variance and std")."""
-    a2, a1, an = parts
-    public = (a2 + 2 * w * a1 + 3 * w * w * an) / (4 * n)
-    if not n > an:
-        return up(public)
-    big2 = min(w * w, (n * m2 + a2) / (n - an))  # m2 <= m̂2 + (a2 + m2·a_n)/ñ, solved
-    big1 = min(w, (n * abs(m1) + a1) / (n - an))
-    d2 = (a2 + big2 * an) / n
-    d1 = (a1 + big1 * an) / n
-    return up(min(public, (d2 + d1 * (abs(m1) + big1)) / 4))
+def _moments_inside(compiled: Compiled, noisy: Noisy, i: int, w: float) -> bool:
+    """Whether no clamp can have moved the variance away from the truth: every part strictly
+    inside its bounds (the squares may sit at 0: raising Σ̂w² to 0 only brings v̂ closer), the
+    mean of w within [−W, W] and that of w² at most W² (docs/utility.md, "Variance and std")."""
+    n = float(noisy["count"][i])
+    parts = {p.name: p for p in compiled.parts}
+    sq, cs, ct = (float(noisy[k][i]) for k in ("squares", "csum", "count"))
+    return (
+        ratio_bound.unclamped(ct, float(parts["count"].lower), float(parts["count"].upper))
+        and ratio_bound.unclamped(cs, float(parts["csum"].lower), float(parts["csum"].upper))
+        and sq < float(parts["squares"].upper)
+        and abs(cs / n) <= w
+        and sq / n <= w * w
+    )
 
 
 def std_accuracy(var: float, a_var: float, cap: float) -> float:
-    """The ± of √v̂ when |v̂ − v| <= a_var: |√v̂ − √v| = |v̂ − v|/(√v̂ + √v) and
-    √v >= √max(v̂ − a_var, 0); never above √a_var nor the cap."""
-    root = math.sqrt(a_var)
-    den = math.sqrt(var) + math.sqrt(max(var - a_var, 0.0))
-    if den > 0:
-        root = min(root, a_var / den)
-    return min(cap, up(root))
+    """The ± of √v̂ when |v̂ − v| <= a_var: √v lies in [√max(v̂ − a_var, 0), √(v̂ + a_var)], so
+    |√v̂ − √v| is at most the larger distance from √v̂ to those ends; never above the cap."""
+    root = math.sqrt(var)
+    above = a_var / (math.sqrt(var + a_var) + root) if var + a_var > 0 else 0.0
+    below = root - math.sqrt(max(var - a_var, 0.0))
+    if var > a_var:
+        below = a_var / (root + math.sqrt(var - a_var))
+    return min(cap, up(up(max(above, below)) * (1 + 2**-40)))
 
 
 COUNT = Kind(_compile_count, _count_accuracy, _count_inputs, _count_rows, _count_unit)

@@ -59,6 +59,7 @@ from snapdp.parameters import SnappingParameters
 __all__ = [
     "MAX_NOISES",
     "NoiseKind",
+    "combination_accuracy",
     "log_mgf_bound",
     "noise_kind",
     "sum_accuracies",
@@ -252,7 +253,15 @@ def sum_accuracy(
     delta, q = _rest_tail(rest, rest_kinds, top)
     for i in inner:
         q = _peel(delta, q, float(w[i]), kinds[i])
-    wh, kh = float(w[first]), kinds[first]
+    return _solve(delta, q, float(w[first]), kinds[first], alphas, top, deterministic)
+
+
+def _solve(
+    delta: float, q: _Array, wh: float, kh: NoiseKind, alphas: Sequence[float], top: float,
+    deterministic: float,
+) -> list[float]:  # fmt: skip
+    """For each α, the smallest T (bisection) whose two tails of wh·e_h + R, R's tails bounded
+    by ``q`` on the grid of spacing ``delta``, sum to at most α at every offset of the head."""
     h, e, ge, le, beyond_up, beyond_down = _head(kh, _OFFSETS)
 
     def failure(t: float) -> float:
@@ -279,6 +288,60 @@ def sum_accuracy(
                 break
         out.append(float(np.nextafter((hi + deterministic) * _MARGIN, np.inf)))
     return out
+
+
+def _envelope_tail(rest: Sequence[tuple[float, NoiseKind]], v: _Array) -> _Array:
+    """q[m] >= P(R > v[m]) and >= P(R < −v[m]) for R = Σ cᵢeᵢ, every |cᵢ| <= Cᵢ (``rest``:
+    (Cᵢ, kindᵢ), at most two with Cᵢ > 0) and every true value: cᵢeᵢ <= Cᵢ·(Gᵢ/2 + L₊ᵢ·ln κ)
+    + Cᵢ·L₊ᵢ·S⁺·E′ in distribution (E′ ~ Exp(1), S a fair sign; rounding aside), and the tail
+    of that sum, nondecreasing in every Cᵢ, is ¼·(e^(−u/Λ₁) + e^(−u/Λ₂) + H(u)) with
+    H(u) = (Λ₁e^(−u/Λ₁) − Λ₂e^(−u/Λ₂))/(Λ₁ − Λ₂) (the tail of Λ₁E₁ + Λ₂E₂)."""
+    terms = [(c, k) for c, k in rest if c > 0]
+    shift = sum(c * (k.grid / 2 + k.scale_hi * math.log(_KAPPA)) for c, k in terms)
+    u = np.maximum(v - shift * _MARGIN, 0.0)
+    lam = sorted(c * k.scale_hi * _MARGIN for c, k in terms)
+    if not lam:
+        tail = np.zeros(v.shape)
+    elif len(lam) == 1:
+        tail = 0.5 * np.exp(-u / lam[0])
+    elif len(lam) == 2:
+        l1, l2 = lam[1], lam[0]  # l1 >= l2
+        if l1 - l2 <= 1e-6 * l1:  # equal scales (raising Λ₂ to Λ₁ only raises the tail)
+            both = (1 + u / l1) * np.exp(-u / l1)
+            l2 = l1
+        else:
+            both = (l1 * np.exp(-u / l1) - l2 * np.exp(-u / l2)) / (l1 - l2)
+        tail = 0.25 * (np.exp(-u / l1) + np.exp(-u / l2) + both)
+    else:
+        raise ValueError("at most two weighted terms besides the head")
+    tail = np.where(v < shift * _MARGIN, 1.0, tail * _MARGIN)
+    return np.asarray(np.minimum.accumulate(np.minimum(tail, 1.0)), dtype=np.float64)
+
+
+def combination_accuracy(
+    head: NoiseKind, rest: tuple[tuple[float, NoiseKind], ...], alpha: float
+) -> float:
+    """T with P(|e₀ + Σ cᵢeᵢ| > T) <= α for independent never-clamped errors (e₀ of kind
+    ``head``), every set of true values and every weights |cᵢ| <= Cᵢ (``rest``: (Cᵢ, kindᵢ), at
+    most two): the head exactly, as in :func:`sum_accuracy`, the rest by the envelope of
+    :func:`_envelope_tail`. Nondecreasing in every Cᵢ, so a T at upper bounds on unknown weights
+    holds at the weights themselves. Cached on the exact public inputs."""
+    return _combination_cached(head, rest, alpha)
+
+
+@functools.lru_cache(maxsize=4096)
+def _combination_cached(
+    head: NoiseKind, rest: tuple[tuple[float, NoiseKind], ...], alpha: float
+) -> float:
+    deterministic = head.rounding + sum(c * k.rounding for c, k in rest)
+    size = head.scale_hi + head.grid + sum(c * (k.scale_hi + k.grid) for c, k in rest)
+    top = 16 * size + head.grid
+    delta = top / (_V_POINTS - 1)
+    q = _envelope_tail(rest, np.arange(_V_POINTS, dtype=np.float64) * delta)
+    if len(rest) > 1:  # also the Chernoff bound (nondecreasing in every weight): the smaller
+        weights = np.array([c for c, _ in rest], dtype=np.float64)
+        q = np.minimum(q, _rest_tail(weights, [k for _, k in rest], top)[1])
+    return _solve(delta, q, 1.0, head, (alpha,), top, deterministic)[0]
 
 
 def sum_accuracies(

@@ -1,0 +1,94 @@
+"""The ± of a released ratio mean and population variance from the combined error of their parts
+(docs/utility.md, "Means: deviations from the centre" and "Variance and std").
+
+Units are those of the parts: w = 2q − L_q − U_q in [−W, W] per value (q in quanta), the parts
+S = Σw (and A = Σw² for a variance) and the count n, each released by its own snapping mechanism
+with an independent error e (never clamped: a part released at one of its bounds gets the whole
+range instead, :func:`unclamped`). With ñ > 0 the noisy count:
+
+* mean: m̂ − m = (e_S − m·e_n)/ñ for m = S/n, m̂ = Ŝ/ñ; the ± is T(M)/ñ, with T(c) the bound of
+  :func:`~snapdp.data.statistics.math.sum_bound.combination_accuracy` for e_S + c·e_n at α
+  (nondecreasing in c) and M >= |m| found from the released m̂ (below);
+* variance: 4ñ(v̂ − v) = Z − ñ·δ², Z = e_A − 2m·e_S + (m² − σ²)·e_n, δ = m̂ − m, σ² = 4v the
+  variance of w; |Z| <= T_Z at α − β and ñ|δ| <= T_1 at β = α/10 (a union of two events).
+
+The unknown weights (|m|, σ²) are bounded from the released values on the same events: |m| <=
+|m̂| + T(|m|)/ñ and σ² <= max(0, 4v̂) + |4(v̂ − v)|. Each right-hand side is nondecreasing in the
+bounds, so starting from the public bounds (W, W²) and iterating keeps every iterate an upper
+bound of the truth on the events, and every ± computed at an iterate holds there. Weights are
+rounded up to multiples of 1/64 of their range (T is nondecreasing in them), which keeps the
+cached bounds few.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from snapdp.data.statistics.math.sum_bound import NoiseKind, combination_accuracy
+
+__all__ = ["mean_error", "unclamped", "variance_error"]
+
+_STEPS = 64
+_ITERATIONS = 8
+_SECOND = 10  # β = α/10: the share of α for the mean's own error in a variance
+
+
+def unclamped(value: float, lower: float, upper: float) -> bool:
+    """Whether a released part is strictly inside its bounds (so it equals the open output of
+    its mechanism: a clamped output is exactly the bound's double)."""
+    return lower < value < upper
+
+
+def _grid_up(x: float, top: float) -> float:
+    """x rounded up to a multiple of top/64 (nondecreasing in x, never below it)."""
+    return max(top * math.ceil(x * _STEPS / top) / _STEPS, x)
+
+
+def _mean_bound(total: NoiseKind, count: NoiseKind, weight: float, width: float, a: float) -> float:
+    return combination_accuracy(total, ((_grid_up(weight, width), count),), a)
+
+
+def mean_error(
+    kinds: Sequence[NoiseKind], alpha: float, n: float, total: float, width: float
+) -> float:
+    """A bound on |m̂ − m| (w units) holding with probability >= 1 − α, m̂ = clamp(total/n, ±W):
+    kinds are (Σw, n)'s, n > 0 the noisy count, ``total`` the released Σw (module docstring)."""
+    k_sum, k_count = kinds
+    m_hat = abs(min(max(total / n, -width), width))
+    x, best = width, math.inf
+    for _ in range(_ITERATIONS):
+        t = _mean_bound(k_sum, k_count, x, width, alpha)
+        best = min(best, t / n)
+        nxt = min(width, m_hat + t / n)
+        if not nxt < x:
+            break
+        x = nxt
+    return best
+
+
+def variance_error(
+    kinds: Sequence[NoiseKind], alpha: float, n: float, squares: float, total: float,
+    width: float,
+) -> float:  # fmt: skip
+    """A bound on |v̂ − v| for the variance of w (w units squared, i.e. 4× the variance of q)
+    holding with probability >= 1 − α, for v̂ = max(0, Â/ñ − (Ŝ/ñ)²) and its clamps into
+    [0, W²] (module docstring); kinds are (Σw², Σw, n)'s, n > 0."""
+    k_sq, k_sum, k_count = kinds
+    beta = alpha / _SECOND
+    w2 = width * width
+    m1, m2 = total / n, squares / n
+    spread = max(0.0, m2 - m1 * m1)
+    x, s, best = width, w2, math.inf
+    for _ in range(_ITERATIONS):
+        t1 = _mean_bound(k_sum, k_count, x, width, beta)
+        c = _grid_up(max(x * x, s), w2)
+        rest = ((_grid_up(2 * x, 2 * width), k_sum), (c, k_count))
+        tz = combination_accuracy(k_sq, rest, alpha - beta)
+        err = (tz + t1 * t1 / n) / n
+        best = min(best, err)
+        nx, ns = min(width, abs(m1) + t1 / n), min(w2, spread + err)
+        if not (nx < x or ns < s):
+            break
+        x, s = min(x, nx), min(s, ns)
+    return best
