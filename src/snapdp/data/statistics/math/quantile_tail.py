@@ -154,18 +154,24 @@ def chernoff_cdf(
 
     def exponent(s: float) -> float:
         # min over θ in (0, 1/(λ·w∞)) of −θs + θ²λ²S₂/(1 − θ²λ²w∞²): convex, ternary search
+        # (200 steps; f inlined, the same operations in the same order). A step that leaves
+        # (a, b) as they were is a fixed point: every later step would repeat it, so the loop
+        # stops there with the same a, b as the full 200 (test_quantile_tail_fast.py)
         a, b = 0.0, (1 - 1e-12) / (lam * wmax)
-
-        def f(t: float) -> float:
-            return -t * s + t * t * lam * lam * s2 / (1 - t * t * lam * lam * wmax * wmax)
-
         for _ in range(200):
             m1, m2 = a + (b - a) / 3, b - (b - a) / 3
-            if f(m1) <= f(m2):
+            f1 = -m1 * s + m1 * m1 * lam * lam * s2 / (1 - m1 * m1 * lam * lam * wmax * wmax)
+            f2 = -m2 * s + m2 * m2 * lam * lam * s2 / (1 - m2 * m2 * lam * lam * wmax * wmax)
+            if f1 <= f2:
+                if b == m2:
+                    break
                 b = m2
             else:
+                if a == m1:
+                    break
                 a = m1
-        return f((a + b) / 2)  # an admissible θ: a valid (upper) bound on the minimum
+        t = (a + b) / 2  # an admissible θ: a valid (upper) bound on the minimum
+        return -t * s + t * t * lam * lam * s2 / (1 - t * t * lam * lam * wmax * wmax)
 
     hi = _smallest_passing(lambda s: exponent(s) > log_target, lam * wmax, 100)
     return _round_up((hi + rounding) * (1 + 1e-9) + w1 * 2.0**-10)
@@ -214,13 +220,17 @@ def value_accuracy(spec: TreeSpec, rank_acc: RankAccuracy | float, n_ref: int) -
 def _smallest_passing(fails: Callable[[float], bool], start: float, steps: int) -> float:
     """A point of (0, ∞) where ``fails`` (monotone: true below a threshold, false above) is
     false, at most one bisection step above the threshold: ``start`` doubled until it passes,
-    then ``steps`` halvings of [0, that]."""
+    then ``steps`` halvings of [0, that]. ``fails`` must be a pure function: once the midpoint
+    equals ``hi`` (where it is known false) or a ``lo`` > 0 (where it is known true), no later
+    halving can change (lo, hi), so the loop stops there with the same ``hi``."""
     hi = start
     while fails(hi):
         hi *= 2
     lo = 0.0
     for _ in range(steps):
         mid = (lo + hi) / 2
+        if mid == hi or (mid == lo and lo > 0):
+            break
         if fails(mid):
             lo = mid
         else:
