@@ -28,6 +28,27 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SNAPDP_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
+# The longest units of work under `pytest -n 2 --dist loadgroup` (one JVM each for the two Spark
+# groups), started first, one per worker; everything else follows in collection order and fills
+# in (pyproject.toml: --no-loadscope-reorder, so this order is the one xdist hands out).
+FIRST_GROUPS = ("spark", "spark_csv", "doc_examples")
+
+
+def _first_rank(item: pytest.Item) -> int:
+    for mark in item.iter_markers("xdist_group"):
+        name = mark.args[0] if mark.args else mark.kwargs.get("name")
+        if name in FIRST_GROUPS:
+            return FIRST_GROUPS.index(name)
+    return len(FIRST_GROUPS)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The groups of FIRST_GROUPS first (after tests/unit/data/engines/conftest.py has put every
+    test using ``spark_session`` in a group), otherwise the collection order."""
+    items.sort(key=_first_rank)
+
+
 @pytest.fixture(scope="session")
 def pums() -> Path:
     """The folder of PUMS CSVs; the test is skipped, saying why, when it is absent."""

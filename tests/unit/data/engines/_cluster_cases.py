@@ -9,6 +9,10 @@ from snapdp.data.model.schema import Column, ContributionBounds, NullRule
 
 KEY = "00112233445566778899aabbccddeeff"
 PARAMS = (Fraction(10), Fraction(1), Fraction(-1000), Fraction(5000))
+# Every test JVM (local session, master, worker, driver, executors): C1 only and the serial
+# collector. Half of a test JVM's CPU went to the C2 compiler threads, for code that runs a few
+# hundred times (docs/performance.md, "The test suite"); plans and results are Spark's either way.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def csv_text(n: int = 600) -> str:

@@ -1,4 +1,6 @@
-"""One local[2] SparkSession for every Spark test of the session (Spark start-up is slow)."""
+"""One local SparkSession for every Spark test of a test process (Spark start-up is slow), set up
+for many small queries on tiny tables; every test that uses it joins the xdist group "spark", so
+that ``pytest -n 2 --dist loadgroup`` starts one JVM, on one worker."""
 
 from __future__ import annotations
 
@@ -7,6 +9,33 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tests.unit.data.engines._cluster_cases import TEST_JVM_OPTIONS
+
+# The test session's settings, each for a measured reason (docs/performance.md, "The test suite"):
+SPARK_TEST_CONFIG = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "1",
+    "spark.default.parallelism": "2",
+    # Spark's SQL parser (ANTLR) keeps a DFA cache of every statement it has parsed, unbounded:
+    # over the Spark tests it held ~450 MiB of the heap (ATNConfig, DFAState; `jmap -histo:live`)
+    # and was why the session needed a 3g heap. Spark's own flush keeps it below ~20,000 states.
+    "spark.sql.parser.manageParserCaches": "true",
+    "spark.sql.parser.parserDfaCacheFlushThreshold": "20000",
+    "spark.driver.memory": "1g",
+    # C1 only and the serial collector (see TEST_JVM_OPTIONS): half of the JVM's CPU went to the
+    # C2 compiler threads (per-thread CPU from /proc), for code that runs a few hundred times.
+    "spark.driver.extraJavaOptions": TEST_JVM_OPTIONS,
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test using ``spark_session`` runs in the xdist group "spark" (one JVM per run)."""
+    for item in items:
+        if "spark_session" in getattr(item, "fixturenames", ()) and not any(
+            item.iter_markers("xdist_group")
+        ):
+            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(scope="session")
@@ -17,17 +46,10 @@ def spark_session() -> Iterator[Any]:
         pytest.skip("no Java runtime on PATH: the Spark tests need Java 17")
     from pyspark.sql import SparkSession
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("snapdp-engine-tests")
-        .config("spark.ui.enabled", "false")
-        # the whole suite shares this session: Spark's 1g default ran out of heap after a few
-        # hundred queries (each test's plans and broadcast key tables stay until collected)
-        .config("spark.driver.memory", "3g")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.default.parallelism", "2")
-        .getOrCreate()
-    )
+    builder = SparkSession.builder.master("local[2]").appName("snapdp-engine-tests")
+    for key, value in SPARK_TEST_CONFIG.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

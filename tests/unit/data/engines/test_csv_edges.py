@@ -4,7 +4,7 @@ the noise (DESIGN §8.1; docs/data.md, "CSV input").
 Each test compares a table D with D' = D plus one line: the same outcome (results, or the same
 error), the same notes, mechanisms, keys and ledger entries, and exact aggregates that differ
 by at most that line's own record — in the DuckDB engine and the reference engine
-(``tests/data_oracle.py``); the Spark engine's versions are in ``test_spark_engine.py``.
+(``tests/data_oracle.py``); the Spark engine's versions are in ``test_spark_csv.py``.
 
 1. Without a header the columns are declared; the first line is a record like any other.
 3. A line longer than ``max_line_bytes`` is no record, skipped without being held in memory.

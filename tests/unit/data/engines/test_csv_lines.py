@@ -2,7 +2,7 @@
 reference engine's own line parser, on a table of tricky files, on random lines (hypothesis) and
 as neighbours (D and D + one awkward line in the middle differ only by that line's own record).
 
-The Spark engine's side of the same tables is in test_spark_engine.py.
+The Spark engine's side of the same tables is in test_spark_csv.py.
 """
 
 from __future__ import annotations

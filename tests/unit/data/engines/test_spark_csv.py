@@ -1,0 +1,156 @@
+"""The Spark engine's CSV input against the pure-Python reference engine (docs/data.md, "CSV
+input"): one record per line, the tricky-CSV table, random lines, issue 21's edges and D' = D
+plus one awkward line. The xdist group "spark_csv" (its own JVM on the other worker under
+``pytest -n 2``): these few tests hold about half of the Spark tests' queries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.data_oracle import OracleEngine
+from tests.unit.data.engines._csv_cases import AWKWARD as AWKWARD_LINES
+from tests.unit.data.engines._csv_cases import FILES, random_lines, records, write
+from tests.unit.data.engines.test_spark_engine import KEY, U_TEXT, K, V, _spark
+
+from snapdp.data.engines.base import AggregatePlan
+from snapdp.data.model.schema import ContributionBounds
+from snapdp.errors import ParameterError
+
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark_csv")]
+
+
+def _spark_records(engine: Any) -> list[tuple[Any, ...]]:
+    return records([tuple(r) for r in engine._df.collect()])
+
+
+def test_tricky_csv_files_read_the_same_as_duckdb_and_the_oracle(
+    spark_session: Any, tmp_path: Path
+) -> None:
+    """Every file of the tricky-CSV table: Spark's column names and records equal the reference
+    engine's (and DuckDB's, tested in test_csv_lines.py): quoted delimiters, doubled quotes,
+    CRLF, mixed endings, lone CRs, BOMs, no final newline, empty fields, blank lines, header
+    only, malformed lines, NULs, bytes that are not UTF-8, latin-1, other delimiters."""
+    wrong = []
+    for name, (data, opts) in FILES.items():
+        path = write(tmp_path, name, data)
+        expected = OracleEngine(path, csv_options=opts)
+        names = expected.column_names()
+        want = records([tuple(r[c] for c in names) for r in expected._rows])
+        engine = _spark(str(path), spark_session, csv=opts)
+        if engine.column_names() != names or _spark_records(engine) != want:
+            wrong.append(name)
+    assert wrong == []
+
+
+def test_tricky_csv_gzip_and_header_errors(spark_session: Any, tmp_path: Path) -> None:
+    import gzip
+
+    data = FILES["lone cr is data"][0]
+    plain = write(tmp_path, "plain", data)
+    packed = tmp_path / "packed.csv.gz"
+    packed.write_bytes(gzip.compress(data))
+    assert _spark_records(_spark(str(packed), spark_session)) == _spark_records(
+        _spark(str(plain), spark_session)
+    )
+    for content, match in [
+        (b"\n \r\n", "no CSV header"),
+        (b'a,"b\n1,2\n', "no CSV header"),
+        (b'""\n1\n', "no CSV header"),
+        (b"a,b\xff\n1,2\n", "not valid utf-8"),
+        (b"a,a\n1,2\n", "repeats"),
+        (b"a\x00,b\n1,2\n", "NUL"),
+    ]:
+        path = tmp_path / "h.csv"
+        path.write_bytes(content)
+        with pytest.raises(ParameterError, match=match):
+            _spark(str(path), spark_session)
+
+
+@pytest.mark.parametrize(("delimiter", "header"), [(",", True), ("\t", False), ("§", True)])
+def test_random_csv_lines_read_the_same_as_the_oracle(
+    spark_session: Any, tmp_path: Path, delimiter: str, header: bool
+) -> None:
+    """3,000 random lines of quotes, delimiters, CRs, BOMs, NULs and bad bytes in one file."""
+    import random
+
+    from snapdp.data.model.schema import CsvOptions
+
+    d = delimiter.encode()
+    lines = [
+        line.replace(b",", d) for line in random_lines(random.Random(len(delimiter) + header), 3000)
+    ]
+    path = tmp_path / "r.csv"
+    path.write_bytes(d.join([b"a", b'"b' + d + b'"', b"c"]) + b"\n" + b"\n".join(lines))
+    names = None if header else ("a", "b", "c")
+    opts = CsvOptions(delimiter=delimiter, header=header, column_names=names)
+    expected = OracleEngine(path, csv_options=opts)
+    names = expected.column_names()
+    want = records([tuple(r[c] for c in names) for r in expected._rows])
+    assert len(want) > 500
+    engine = _spark(str(path), spark_session, csv=opts)
+    assert engine.column_names() == names and _spark_records(engine) == want
+
+
+def test_issue21_no_header_long_lines_and_glob_by_name(spark_session: Any, tmp_path: Path) -> None:
+    """Issue 21 items 1, 3, 5 on Spark (the DuckDB versions: test_csv_edges.py). D and D' = D
+    plus one line give the reference engine's aggregates, equal for D and D' where the line is
+    no record: an awkward first line without a header (the columns declared), a line longer
+    than max_line_bytes (read past by Hadoop's line reader), files of a pattern whose headers
+    order the columns differently or lack one (read by name)."""
+    from snapdp.data.model.schema import CsvOptions
+
+    plan = AggregatePlan((K,), (V,))
+    opts = CsvOptions(header=False, column_names=("k", "v", "u"), max_line_bytes=32)
+    base = b"0,1,a\n1,2,b\n2,3,c\n"
+    d = tmp_path / "d.csv"
+    d.write_bytes(base)
+    want = OracleEngine(d, csv_options=opts).aggregate(plan)
+    assert (
+        want.rows == [1, 1, 1] and _spark(str(d), spark_session, csv=opts).aggregate(plan) == want
+    )
+    for first in (b"0,1,2,3", b"1,2", b'1,"2,3', b"\xff,1,1", b"\x00", b"1,1," + b"9" * 40):
+        d.write_bytes(first + b"\n" + base)
+        assert _spark(str(d), spark_session, csv=opts).aggregate(plan) == want, first
+    d.write_bytes(
+        b"k,v,u\n" + base + b'1,2,"' + b"x" * 3_000_000 + b'"\n1,2,"' + b"y" * 4_000 + b'"'
+    )
+    got = _spark(str(d), spark_session).aggregate(plan)
+    assert got == OracleEngine(d).aggregate(plan) and got.rows == [1, 2, 1]  # the 4 kB is a row
+    folder = tmp_path / "g"
+    folder.mkdir()
+    (folder / "p1.csv").write_bytes(b"k,v,u\n0,1,x\n1,2,y\n")
+    (folder / "p2.csv").write_bytes(b"u,v,k\n" + b"z,3,1\n" * 25 + b"z,3,2\n" * 25)
+    (folder / "p3.csv").write_bytes(b"k,u\n2,w\n0,v\n")
+    (folder / "p4.csv").write_bytes(b"")
+    pattern = str(folder / "p*.csv")
+    engine = _spark(pattern, spark_session, glob=True)
+    assert engine.column_names() == ["k", "v", "u"]
+    got = engine.aggregate(plan)
+    assert got.rows == [2, 26, 26] and got == OracleEngine(pattern, glob=True).aggregate(plan)
+
+
+CSV_PLANS = [
+    AggregatePlan((K,), (V,)),
+    AggregatePlan((K,), (V,), U_TEXT, bounds=ContributionBounds(2, 2, 1), hash_key=KEY),
+]
+
+
+def test_neighbours_one_awkward_csv_line_in_the_middle(spark_session: Any, tmp_path: Path) -> None:
+    """D and D' = D + one awkward line in the middle (unbalanced quote, lone CR, text after a
+    closing quote, bytes that are not UTF-8, NUL, a lone quote, very long lines, …): Spark's
+    aggregates of D' equal the reference engine's (where D' − D is exactly the line's own record,
+    test_csv_lines.py), with and without units; nothing is raised, and no engine string shows
+    the line."""
+    base = [f"{i % 3},{(i * 7) % 50 / 4},p{i % 7}".encode() for i in range(60)]
+    wrong = []
+    for name, line in AWKWARD_LINES.items():
+        path = tmp_path / "d2.csv"
+        path.write_bytes(b"k,v,u\n" + b"\n".join([*base[:30], line, *base[30:]]) + b"\n")
+        engine = _spark(str(path), spark_session)
+        for plan in CSV_PLANS:
+            if engine.aggregate(plan) != OracleEngine(path).aggregate(plan):
+                wrong.append((name, plan.unit is not None))
+        assert engine.column_names() == ["k", "v", "u"] and engine.describe() == str(path)
+    assert wrong == []
