@@ -286,3 +286,17 @@ def test_private_table_sql_takes_delta_from_options_and_from_the_call() -> None:
         (r,) = t.sql(text, 1, delta=delta)
         assert {row.keys for row in r.rows} == {("a",), ("b",)}
         assert r.delta > 0
+
+
+def test_a_data_keyed_columns_note_names_no_declared_keys() -> None:
+    """Was: "rows whose city is not a declared key are dropped" for a column whose keys came
+    from the data (review, 2026-11-27); a declared column beside it keeps its note."""
+    schema = Schema((Column("sex", "integer", keys=(1, 2)), Column("city", "text")))
+    rows = [{"sex": 1 + i % 2, "city": "a"} for i in range(200)]
+    (r,) = _table(rows, 5, schema).release([Query("count", by=("sex", "city"))], 1, delta="1e-6")
+    city = [n for n in r.notes if n.startswith("city: ")]
+    sex = [n for n in r.notes if n.startswith("sex: ")]
+    assert city == [
+        "city: cells that are not text count as null; nulls dropped; groups from the data"
+    ]
+    assert sex and sex[0].endswith("rows whose sex is not a declared key are dropped")

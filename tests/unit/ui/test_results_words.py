@@ -45,6 +45,8 @@ NOTES = {
     "grid value at least 8.5); the keys one unit alone holds (at most 1, 1 row(s) each) are shown "
     "with probability <= 0.000001 in all (the selection's δ); docs/sql.md, 'Groups from the data'",
     "selection-count": "1/2 of its ε counted the groups to choose them",
+    "groups-data": "city: cells that are not text count as null; nulls dropped; groups from the "
+    "data",
 }
 _JARGON = re.compile(r"DESIGN|seed|§|neighbours|L1|sensitivity|ñ|post-processing|clamped")
 

@@ -100,6 +100,9 @@ _RULES: tuple[tuple[str, str, _Words, str, str], ...] = (
     ("groups", r"(?P<col>.+?): cells that are not \w+ count as null; nulls (?P<rule>.+?); rows "
      r"whose .+? is (?P<out>not a declared key|outside every bin) are dropped", _grouping,
      "docs/data.md, “What does not fit”", "left-out"),
+    ("groups-data", r"(?P<col>.+?): cells that are not \w+ count as null; nulls (?P<rule>.+?); "
+     r"groups from the data$", lambda m: _nulls(m["rule"], m["col"]),
+     "docs/data.md, “What does not fit”", "left-out"),
     ("bounds", r"(?P<col>.+?): cells that are not \w+ count as null; nulls (?P<rule>.+?); values "
      r"clamped to \[(?P<lo>[^,]+), (?P<hi>[^\]]+)\]", _values,
      "docs/data.md, “What does not fit”", "bounds"),

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
@@ -226,11 +226,19 @@ def _domain(schema: Schema, columns: Sequence[str], keys: Sequence[tuple[Key, ..
 
 
 def finish(
-    result: QueryResult, kept: frozenset[tuple[Key, ...]], first: Selection | None, note: str
+    result: QueryResult,
+    kept: frozenset[tuple[Key, ...]],
+    first: Selection | None,
+    note: str,
+    data_columns: Collection[str] = (),
 ) -> QueryResult:
     """A member's released result: only the kept keys, the selection's rule in its notes; the
-    selection's δ (and an extra count's ε) on its first member."""
+    selection's δ (and an extra count's ε) on its first member. The grouping note of each of
+    ``data_columns`` (keys from the data: public, from the declaration) says so, in place of
+    the declared keys' "rows whose … is not a declared key are dropped"."""
     r = _noted(_only(result, kept), note)
+    if data_columns:
+        r = replace(r, notes=tuple(_data_keyed(n, data_columns) for n in r.notes))
     if first is None:
         return r
     if first.extra_epsilon:
@@ -253,6 +261,14 @@ def _only(result: QueryResult, kept: frozenset[tuple[Key, ...]]) -> QueryResult:
     """The rows of the kept keys, in the keys' order (post-processing of public choices)."""
     rows = [r for r in result.rows if tuple(r.keys) in kept]
     return replace(result, rows=tuple(sorted(rows, key=lambda r: tuple(r.keys))))
+
+
+def _data_keyed(note: str, columns: Collection[str]) -> str:
+    for c in columns:
+        tail = f"; rows whose {c} is not a declared key are dropped"
+        if note.startswith(f"{c}: cells that are not ") and note.endswith(tail):
+            return note.removesuffix(tail) + "; groups from the data"
+    return note
 
 
 def _noted(result: QueryResult, note: str) -> QueryResult:

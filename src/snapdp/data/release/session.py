@@ -284,7 +284,7 @@ def _selected_release(
         if r is None:
             r = groups.empty(c, _planned_delta([p.noises[i]]), p.confidence)
         if i in chosen.shown:
-            r = groups.finish(r, chosen.shown[i], first.get(i), chosen.notes[i])
+            r = groups.finish(r, chosen.shown[i], first.get(i), chosen.notes[i], by_value)
             r = replace(r, epsilon=p.steps[i].epsilon)
         results.append(r)
     return results
