@@ -300,3 +300,17 @@ def test_a_data_keyed_columns_note_names_no_declared_keys() -> None:
         "city: cells that are not text count as null; nulls dropped; groups from the data"
     ]
     assert sex and sex[0].endswith("rows whose sex is not a declared key are dropped")
+
+
+def test_data_keys_with_a_binned_column_are_refused_before_reading() -> None:
+    """Review of 2026-11-27: the groups found in the data held the binned column's raw values
+    (ages 25 and 30 for the bin [20, 40)) or no row at all; refused, naming both columns."""
+    age = Column("age", "integer", 0, 59, bins=tuple(Fraction(e) for e in (0, 20, 40, 60)))
+    schema = Schema((Column("city", "text"), age))
+    rows = [{"city": "a", "age": 25 + 5 * (i % 2)} for i in range(300)]
+    t = _table(rows, 6, schema)
+    with pytest.raises(ParameterError) as err:
+        t.release([Query("count", by=("city", "age"))], 1, delta="1e-6")
+    text = str(err.value)
+    assert "`city`" in text and "`age`" in text and "bins" in text and "\n" not in text
+    assert t.spent == 0

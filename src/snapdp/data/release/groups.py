@@ -110,6 +110,17 @@ def refuse_without_delta(query: Query, schema: Schema, delta: Fraction | None) -
             f"({_HOW})",
             parameter="bins",
         )
+    declared = {c.name: c for c in schema.columns}
+    binned = [c for c in query.by if c in declared and declared[c].bins is not None]
+    if binned:
+        # The groups found in the data would hold the binned column's raw values, not its bins
+        # (review, 2026-11-27): refused until the distinct-keys query reads bins.
+        raise ParameterError(
+            f"GROUP BY `{name}` and `{binned[0]}`: groups from the data cannot be combined with "
+            f"a column grouped by declared bins in one query; declare the keys of `{name}` or "
+            f"group by `{binned[0]}` in another query ({_HOW})",
+            parameter="bins",
+        )
     if schema.privacy_unit is not None and placeholder_size(schema) == 0:
         # A unit may then hold any number of keys, and the selection's δ grows with that number.
         raise ParameterError(
@@ -182,13 +193,17 @@ def select(
     one compiled count (the session's core, with its generator and progress)."""
     out = Selected({}, {}, {}, {})
     for s in selections:
-        keys = _candidates(engine, s, schema, salt)
-        keys = bounded_keys(engine, schema, s.count.query, s.columns, keys, salt)  # units
+        found = _candidates(engine, s, schema, salt)
+        # Units: only a key that keeps a row after bounding may be shown. The count is bounded
+        # on every key found, exactly as that pass was: bounding it again on the candidates
+        # alone would let a unit's top keys move when another unit makes a key a candidate
+        # (review, 2026-11-27: L0 and k together).
+        keys = bounded_keys(engine, schema, s.count.query, s.columns, found, salt)
         shown: list[tuple[Key, ...]] = []
         counted: QueryResult | None = None
-        if keys:
-            observed = _domain(schema, s.columns, keys)
-            count = _recompiled(s.count, observed, keys)
+        if found:
+            observed = _domain(schema, s.columns, found)
+            count = _recompiled(s.count, observed, found)
         else:  # no key: the same release on the placeholder domain, so that the result has the
             # notes and mechanisms of any other (its rows are dropped: no key is kept)
             observed, count = with_placeholders(s.count.query, schema), s.count

@@ -12,8 +12,10 @@ many rows:
   a key every row of which was bounded away has a count of 0 yet would be shown with the
   probability of a noisy 0, and one unit can hold any number of such keys. After bounding a
   unit holds at most L0 (or k) keys, each with at most L∞ (or k) rows: the selection's δ. The
-  count is then bounded again on the candidates alone (a stable bounding of its own: the keys
-  one unit adds to the candidates are at most min(k, L0), held by it alone).
+  selection's count is released from that same bounding, over every key found, and only the
+  candidates among its keys may be shown. (Bounding the count again on the candidates alone is
+  not stable: with L0 and k together, a unit's key emptied by k leaves its top L0 on one table
+  and not on its neighbour, so another unit's kept rows move; review of 2026-11-27.)
 """
 
 from __future__ import annotations
