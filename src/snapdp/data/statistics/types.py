@@ -148,6 +148,10 @@ class AccuracyStatement:
     # parts' order) and α, for the combined ± of each row (docs/utility.md, "Means")
     kinds: tuple[Any, ...] = ()
     alpha: float | None = None
+    # variance, std planning: the ± at ñ is min(union/ñ, per_count/ñ + square/ñ²) (the union
+    # bound and the combination at the public weights, docs/utility.md "Variance and std")
+    union: float | None = None
+    square: float = 0.0
 
     @property
     def label(self) -> str:
@@ -170,6 +174,8 @@ class AccuracyStatement:
                 self.per_count, self.count_accuracy, self.largest, float(n), root=root
             )
         a = up(self.per_count / n)
+        if self.union is not None:
+            a = min(up(self.union / n), up(a + self.square / (n * n)))
         if self.query.statistic == "std":
             a = up(math.sqrt(a))
         return min(self.cap, a)
@@ -195,9 +201,13 @@ class AccuracyStatement:
             if self.query.statistic in ROOT_STATISTICS:
                 return f"±√({core}), ñ the noisy count of the cell"
             return f"±{core}, ñ the noisy count of the cell"
+        core = f"{num(self.per_count or 0.0)}/ñ"
+        if self.union is not None:
+            c, s, u = num(self.per_count or 0.0), num(self.square), num(self.union)
+            core = f"min({u}/ñ, {c}/ñ + {s}/ñ²)"
         if self.query.statistic == "std":
-            return f"±√({num(self.per_count or 0.0)}/ñ), ñ the noisy count of the cell"
-        return f"±{num(self.per_count or 0.0)}/ñ, ñ the noisy count of the cell"
+            return f"±√({core}), ñ the noisy count of the cell"
+        return f"±{core}, ñ the noisy count of the cell"
 
 
 #: The noisy arrays of a query's parts, by part name.

@@ -31,7 +31,7 @@ from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import ResultRow
 from snapdp.data.statistics.bounding import Reach
 from snapdp.data.statistics.math import ratio_bound, sample_variance
-from snapdp.data.statistics.math.sum_bound import noise_kind
+from snapdp.data.statistics.math.sum_bound import NoiseKind, noise_kind
 from snapdp.data.statistics.sensitivity import FixedPoint, fixed_point
 from snapdp.data.statistics.types import (
     AccuracyStatement,
@@ -188,15 +188,17 @@ def _mean_accuracy(
     assert fp is not None
     q = float(fp.quantum)
     num = up((a["csum"] + fp.width * a["count"]) / 2 * q)  # docs/utility.md, "Means"
+    kinds = _kinds(noises)  # planning: the combination at |m| <= W, never above the union bound
+    num = min(num, up(ratio_bound.mean_plan(kinds, alpha, float(fp.width)) / 2 * q))
     cap = float(fp.width * fp.quantum)
     return AccuracyStatement(
         compiled.query, compiled.epsilon, confidence, None, num, cap, notes,
         count_accuracy=a["count"], sum_accuracy=up(a["csum"] / 2 * q),
-        kinds=_kinds(noises), alpha=alpha,
+        kinds=kinds, alpha=alpha,
     )  # fmt: skip
 
 
-def _kinds(noises: Sequence[Noise]) -> tuple[object, ...]:
+def _kinds(noises: Sequence[Noise]) -> tuple[NoiseKind, ...]:
     """The parts' never-clamped errors, in the parts' order (for the rows' combined ±)."""
     return tuple(noise_kind(n.parameters()) for n in noises)
 
@@ -220,10 +222,13 @@ def _spread_accuracy(
             compiled.query, compiled.epsilon, confidence, None, num, cap, notes,
             count_accuracy=a["count"], largest=up(float(largest)),
         )  # fmt: skip
-    parts = (a["squares"], a["csum"], a["count"])
+    parts, kinds = (a["squares"], a["csum"], a["count"]), _kinds(noises)
+    # planning: the combination at the public weights (docs/utility.md, "Variance and std")
+    t_z, t_1 = ratio_bound.variance_plan(kinds, alpha, float(w))
     return AccuracyStatement(
-        compiled.query, compiled.epsilon, confidence, None, num, cap, notes, spread_parts=parts,
-        kinds=_kinds(noises), alpha=alpha,
+        compiled.query, compiled.epsilon, confidence, None, min(num, up(t_z / 4 * q * q)), cap,
+        notes, spread_parts=parts, kinds=kinds, alpha=alpha, union=num,
+        square=up(t_1 * t_1 / 4 * q * q),
     )  # fmt: skip
 
 

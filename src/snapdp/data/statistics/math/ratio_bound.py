@@ -18,6 +18,10 @@ bounds, so starting from the public bounds (W, W²) and iterating keeps every it
 bound of the truth on the events, and every ± computed at an iterate holds there. Weights are
 rounded up to multiples of 1/64 of their range (T is nondecreasing in them), which keeps the
 cached bounds few.
+
+Planning (before any data is read) evaluates the same bounds at the public worst-case weights,
+the iterations' first step (|m| <= W, σ² <= W²): :func:`mean_plan` and :func:`variance_plan`.
+A released row states the smallest iterate, so never more than these (docs/utility.md).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from collections.abc import Sequence
 
 from snapdp.data.statistics.math.sum_bound import NoiseKind, combination_accuracy
 
-__all__ = ["mean_error", "unclamped", "variance_error"]
+__all__ = ["mean_error", "mean_plan", "unclamped", "variance_error", "variance_plan"]
 
 _STEPS = 64
 _ITERATIONS = 8
@@ -92,3 +96,21 @@ def variance_error(
             break
         x, s = min(x, nx), min(s, ns)
     return best
+
+
+def mean_plan(kinds: Sequence[NoiseKind], alpha: float, width: float) -> float:
+    """T(W) (w units): the mean's error is at most T(W)/ñ at ``alpha`` for every table, the
+    first iterate of :func:`mean_error` (a planning figure from public parameters only)."""
+    k_sum, k_count = kinds
+    return _mean_bound(k_sum, k_count, width, width, alpha)
+
+
+def variance_plan(kinds: Sequence[NoiseKind], alpha: float, width: float) -> tuple[float, float]:
+    """(T_Z, T₁) at the public weights (w units): |v̂ − v| <= (T_Z + T₁²/ñ)/ñ (w units squared)
+    at ``alpha`` for every table, the first iterate of :func:`variance_error`."""
+    k_sq, k_sum, k_count = kinds
+    beta = alpha / _SECOND
+    w2 = width * width
+    t1 = _mean_bound(k_sum, k_count, width, width, beta)
+    rest = ((_grid_up(2 * width, 2 * width), k_sum), (_grid_up(w2, w2), k_count))
+    return combination_accuracy(k_sq, rest, alpha - beta), t1

@@ -1,0 +1,139 @@
+"""Planning a mean, variance or std from the combination of its parts' errors at the public
+worst-case weights (issue 33; docs/utility.md, "Means" and "Variance and std"): never wider than
+the union-bound figure it replaces, never tighter than what the release can state, and cheaper
+in ε for the same target on PUMS."""
+
+from __future__ import annotations
+
+import csv
+import math
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tests.unit.data._engines import oracle_engine
+
+from snapdp.data.api import Plan
+from snapdp.data.model.query import Query
+from snapdp.data.model.schema import Column, Schema
+from snapdp.data.model.workload import PlannedQuery, alpha_of
+from snapdp.data.planner import epsilons
+from snapdp.data.statistics import accuracy_of, calibrate, compile_query
+from snapdp.data.statistics.math import ratio_bound
+from snapdp.data.statistics.types import part_accuracies, up
+
+SIZES = (3, 20, 200, 2_000, 50_000)
+
+
+def _statement(stat: str, upper: int, eps: Fraction, confidence: float) -> tuple[Any, Any]:
+    schema = Schema((Column("x", "decimal", lower=0, upper=upper),))
+    compiled = compile_query(Query(stat, "x"), schema, eps)
+    noises = calibrate(compiled)
+    alpha = alpha_of(confidence)
+    return compiled, noises, accuracy_of(compiled, noises, confidence, alpha, targets=False)
+
+
+def _old_figure(compiled: Any, noises: Any, statement: Any, n: int) -> float:
+    """The union-bound planning figure before issue 33's planning change, verbatim:
+    mean (a_csum + W·a_count)/(2ñ), variance (a₂ + 2W·a₁ + 3W²·a_n)/(4ñ), std its root."""
+    a = part_accuracies(compiled, noises, statement.alpha)
+    fp = compiled.fixed
+    q, w = float(fp.quantum), fp.width
+    if compiled.query.statistic == "mean":
+        num = up((a["csum"] + fp.width * a["count"]) / 2 * q)
+    else:
+        num = up((a["squares"] + 2 * w * a["csum"] + 3 * w * w * a["count"]) / 4 * q * q)
+    figure = up(num / n)
+    if compiled.query.statistic == "std":
+        figure = up(math.sqrt(figure))
+    return min(statement.cap, figure)
+
+
+@pytest.mark.parametrize("stat", ["mean", "variance", "std"])
+def test_the_planning_figure_is_never_wider_than_the_union_bound(stat: str) -> None:
+    """On a grid of ε, bounds, confidences and sizes the new figure is at most the old one, and
+    strictly below it wherever the old one is below the cap."""
+    below = 0
+    for eps in (Fraction(1, 10), Fraction(1, 2), Fraction(2), Fraction(8)):
+        for upper in (100, 500_000):
+            for confidence in (0.9, 0.95, 0.99):
+                compiled, noises, statement = _statement(stat, upper, eps, confidence)
+                for n in SIZES:
+                    old = _old_figure(compiled, noises, statement, n)
+                    assert statement.at(n) <= old
+                    if old < statement.cap:
+                        assert statement.at(n) < 0.9 * old
+                        below += 1
+    assert below > 20
+
+
+@pytest.mark.parametrize("stat", ["mean", "variance"])
+def test_the_planning_figure_covers_every_release_it_plans(stat: str) -> None:
+    """At ñ = n the figure is at least the ± a release states for every released mean (and
+    second moment) on a grid over their whole ranges, and equals the worst of them for the mean
+    (it promises no more, and no less, than the release can state at the worst case)."""
+    for eps in (Fraction(1, 4), Fraction(2)):
+        compiled, _noises, st = _statement(stat, 500_000, eps, 0.95)
+        fp = compiled.fixed
+        w, scale = float(fp.width), float(10**fp.decimals)
+        for n in SIZES:
+            worst = 0.0
+            for m1 in np.linspace(-w, w, 9):
+                if stat == "mean":
+                    err = ratio_bound.mean_error(st.kinds, st.alpha, n, m1 * n, w)
+                    worst = max(worst, min(st.cap, up(err / 2 / scale)))
+                    continue
+                for m2 in np.linspace(m1 * m1, w * w, 5):
+                    err = ratio_bound.variance_error(st.kinds, st.alpha, n, m2 * n, m1 * n, w)
+                    worst = max(worst, min(st.cap, up(err / 4 / (scale * scale))))
+            assert st.at(n) >= worst
+            if stat == "mean":
+                assert st.at(n) <= worst * (1 + 1e-9)
+            elif worst < st.cap:
+                assert st.at(n) <= 1.5 * worst
+
+
+def _pums_plan(pums: Path, stat: str, target: Fraction) -> Plan:
+    schema = Schema((Column("income", "decimal", lower=0, upper=500_000),))
+    pq = PlannedQuery(Query(stat, "income"), accuracy=target, group_size=1000)
+    return Plan(schema, [pq], source=str(pums / "PUMS.csv"))
+
+
+def _clear() -> None:
+    epsilons._statement.cache_clear()
+    epsilons._target_epsilon.cache_clear()
+
+
+@pytest.mark.parametrize(
+    ("stat", "target"), [("mean", Fraction(2_000)), ("variance", Fraction(2 * 10**9))]
+)
+def test_a_pums_plan_spends_less_and_meets_its_target(
+    pums: Path, stat: str, target: Fraction, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mean(income) ±2,000 and variance(income) ±2·10⁹ at 95 % for 1,000 rows: the plan spends
+    at most 0.8× the ε of the union-bound figure, and its seeded releases state at most the
+    target and lie within it of the truth."""
+    _clear()
+    with monkeypatch.context() as m:  # the union-bound figure: the combination never chosen
+        m.setattr(ratio_bound, "mean_plan", lambda *a: math.inf)
+        m.setattr(ratio_bound, "variance_plan", lambda *a: (math.inf, math.inf))
+        before = _pums_plan(pums, stat, target).preview().allocations[0].epsilon
+    _clear()
+    plan = _pums_plan(pums, stat, target)
+    preview = plan.preview()
+    after = preview.allocations[0].epsilon
+    assert after <= Fraction(4, 5) * before
+    with open(pums / "PUMS.csv", encoding="utf-8") as f:
+        incomes = np.array([float(row["income"]) for row in csv.DictReader(f)])
+    truth = float(incomes.mean() if stat == "mean" else incomes.var())
+    for seed in range(5):
+        done = plan.run(
+            engine=oracle_engine(str(pums / "PUMS.csv")),
+            rng=np.random.default_rng(3300 + seed),
+            preview=preview,
+        )
+        (row,) = done.results[0].rows
+        assert row.accuracy <= target
+        assert abs(row.value - truth) <= row.accuracy
