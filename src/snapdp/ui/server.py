@@ -153,9 +153,13 @@ class UiServer:
         if config.source is not None:
             self._source = str(Path(config.source).expanduser().resolve())
         base = CsvOptions()
+        #: The dataset's name in the ledger: the owner's plan file's ``[data] dataset`` (as
+        #: ``snapdp run``), else the source's path; never the page's document.
+        self._owner_dataset: str | None = None
         if config.plan is not None:
             workload = load_workload(config.plan)
             base = workload.declaration.schema.csv
+            self._owner_dataset = workload.dataset
             self.initial = document_from_workload(workload)
             src = workload.declaration.source_path()
             if self._source is None and isinstance(src, str):
@@ -379,10 +383,12 @@ class UiServer:
         return path.read_bytes(), _REPORT_TYPES.get(path.suffix, "application/octet-stream")
 
     def _dataset(self, source: str) -> str:
-        """The dataset the ledger keeps the source's budget under (the demo's: "demo")."""
+        """The dataset the ledger keeps the source's budget under: the owner's plan file's
+        ``[data] dataset``, else the source's path (the demo's: "demo"); the page's document
+        never names it, so a page cannot move a run to a fresh budget."""
         if self.config.demo:
             return DEMO_DATASET
-        return resolve_dataset(None, source, source, ledger_file=True)
+        return resolve_dataset(self._owner_dataset, source, source, ledger_file=True)
 
     def _owner_budget(self, path: Path, dataset: str) -> Ledger | None:
         """The dataset's budget in the ledger at ``path`` as the data owner set it: the one

@@ -16,6 +16,7 @@ from tests.unit.ui._helpers import SENTINEL_NUMBER, SENTINEL_TEXT, document, que
 
 from snapdp.data import Plan
 from snapdp.data.budget.ledger import Ledger
+from snapdp.errors import ParameterError
 from snapdp.ui._http import MAX_BODY, TOKEN_HEADER
 
 
@@ -556,3 +557,31 @@ def test_a_two_phase_run_reports_what_it_spent_not_its_cap(
     assert r.status == 200, r.body
     spent = Ledger(ledger, None, dataset=DEMO_DATASET).spent()
     assert Fraction(r.json()["epsilon_spent"]) == spent < 1
+
+
+def test_a_run_spends_under_the_owners_dataset_never_the_pages(
+    start_server: Any, tmp_path: Path, people: Path
+) -> None:
+    """Was: the page spent under the source's path whatever the owner's plan file named, while
+    `snapdp run` of the same plan spent under its `[data] dataset`: two budgets for one table.
+    The page's own `dataset` is ignored (it cannot move a run to a fresh budget)."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        f'[data]\nsource = "{people.as_posix()}"\ndataset = "survey-2026"\n\n'
+        '[columns]\nsex = { type = "integer", keys = [0, 1] }\n\n'
+        '[[query]]\nstatistic = "count"\nepsilon = 1\n',
+        encoding="utf-8",
+    )
+    c = start_server(
+        plan=plan, ledger=tmp_path / "ledger.sqlite", output=tmp_path, total_epsilon=Fraction(2)
+    )
+    doc = document(total_epsilon="2")
+    doc["data"]["dataset"] = "a-fresh-name"
+    digest = _previewed(c, doc)
+    r = c.api("run", {"document": doc, "digest": digest, "nonce": "d" * 32})
+    assert r.status == 200, r.body
+    ledger = tmp_path / "ledger.sqlite"
+    assert len(Ledger(ledger, None, dataset="survey-2026").entries()) == 1
+    for other in (str(people.resolve()), "a-fresh-name"):  # no budget was made under these
+        with pytest.raises(ParameterError, match="has no budget"):
+            Ledger(ledger, None, dataset=other)
