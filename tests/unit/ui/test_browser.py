@@ -4,7 +4,6 @@ Chromium (never a downloaded one). Skipped, saying why, without Playwright or /u
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -12,22 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.ui._helpers import write_people
+from tests.unit.ui._browser import TIMEOUT_MS, field, opened_page, planned
 
 from snapdp.data import Plan
 from snapdp.data.budget.ledger import Ledger
 from snapdp.data.frontends.toml_writer import plan_to_toml
-
-CHROMIUM = os.environ.get("SNAPDP_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-TIMEOUT_MS = 90_000  # a wait for the planner, not a timing assertion
 
 PLAN = """[data]
 source = "people.csv"
@@ -48,58 +36,13 @@ weight = 1
 """
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; .ci/run does)")
-    sync_api.expect.set_options(timeout=TIMEOUT_MS)  # waits for a shared machine's planner
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
-
-
 @pytest.fixture
 def page(browser: Any, start_server: Any, tmp_path: Path) -> Iterator[Any]:
-    write_people(tmp_path / "people.csv")
-    (tmp_path / "plan.toml").write_text(PLAN, encoding="utf-8")
-    client = start_server(
-        plan=tmp_path / "plan.toml",
-        ledger=tmp_path / "ledger.sqlite",
-        output=tmp_path / "out",
-        total_epsilon=Fraction(1),  # the owner's budget: the page only spends (docs/ui.md)
-    )
-    context = browser.new_context(accept_downloads=True, viewport={"width": 1360, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.on(
-        "console",
-        lambda m: (
-            errors.append(m.text)
-            if m.type == "error"
-            and not m.text.startswith("Failed to load resource")  # a 4xx answer
-            else None
-        ),
-    )
-    pg.goto(client.server.url)
-    _planned(pg)
-    pg.client = client
-    yield pg
-    context.close()
-    assert errors == []
-
-
-def _planned(pg: Any) -> None:
-    from playwright.sync_api import expect
-
-    expect(pg.locator("#status")).to_have_text("planned · nothing spent", timeout=TIMEOUT_MS)
-
-
-def _field(pg: Any, name: str) -> Any:
-    return pg.locator(f'[data-field="{name}"]')
+    # the owner's budget: the page only spends (docs/ui.md)
+    with opened_page(
+        browser, start_server, tmp_path, PLAN, console_errors=True, total_epsilon=Fraction(1)
+    ) as pg:
+        yield pg
 
 
 def _eps(pg: Any, row: int) -> Any:
@@ -109,8 +52,8 @@ def _eps(pg: Any, row: int) -> Any:
 def test_a_target_gets_the_exact_epsilon(page: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
-    _field(page, "query[1].how").select_option("accuracy")
-    _field(page, "query[1].value").fill("10")
+    field(page, "query[1].how").select_option("accuracy")
+    field(page, "query[1].value").fill("10")
     plan = Plan.load(tmp_path / "plan.toml")
     text = plan_to_toml(plan).replace("epsilon = 0.5", "accuracy = 10", 1)
     (tmp_path / "target.toml").write_text(text)
@@ -118,16 +61,16 @@ def test_a_target_gets_the_exact_epsilon(page: Any, tmp_path: Path) -> None:
     assert "/" not in want  # a target's ε is a short decimal, shown exactly
     expect(_eps(page, 0)).to_have_text(want)
     expect(_eps(page, 0)).not_to_have_class("out stale")
-    _planned(page)
+    planned(page)
 
 
 def test_the_total_moves_the_weighted_query(page: Any) -> None:
     from playwright.sync_api import expect
 
     expect(_eps(page, 1)).to_have_text("0.5")
-    _field(page, "data.total_epsilon").fill("2")
+    field(page, "data.total_epsilon").fill("2")
     expect(_eps(page, 1)).to_have_text("1.5")
-    _field(page, "data.total_epsilon").fill("3")
+    field(page, "data.total_epsilon").fill("3")
     expect(_eps(page, 1)).to_have_text("2.5")
     expect(page.locator("#total-used")).to_have_text("3")
 
@@ -135,7 +78,7 @@ def test_the_total_moves_the_weighted_query(page: Any) -> None:
 def test_bad_bounds_show_an_inline_error(page: Any) -> None:
     from playwright.sync_api import expect
 
-    _field(page, "columns[0].lower").fill("100")
+    field(page, "columns[0].lower").fill("100")
     error = page.locator(".field-error.inline")
     expect(error).to_have_count(1)
     expect(error).to_contain_text("column 'age'")
@@ -143,9 +86,9 @@ def test_bad_bounds_show_an_inline_error(page: Any) -> None:
     expect(invalid).to_have_count(1)
     assert invalid.get_attribute("data-field") in ("columns[0].lower", "columns[0].upper")
     expect(page.locator("#to-run")).to_be_disabled()
-    _field(page, "columns[0].lower").fill("0")
+    field(page, "columns[0].lower").fill("0")
     expect(error).to_have_count(0)
-    _planned(page)
+    planned(page)
 
 
 def _same(a: str, b: str) -> bool:
@@ -173,10 +116,10 @@ def _fields(pg: Any) -> dict[str, str]:
 def test_export_reload_load_gives_the_same_plan(page: Any, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
-    _field(page, "data.total_epsilon").fill("2.50")
-    _field(page, "query[1].value").fill("0.10")
-    _field(page, "data.confidence").fill("0.9")
-    _planned(page)
+    field(page, "data.total_epsilon").fill("2.50")
+    field(page, "query[1].value").fill("0.10")
+    field(page, "data.confidence").fill("0.9")
+    planned(page)
     before = _fields(page)
     eps_before = [_eps(page, i).inner_text() for i in range(2)]
     with page.expect_download() as download:
@@ -186,11 +129,11 @@ def test_export_reload_load_gives_the_same_plan(page: Any, tmp_path: Path) -> No
     text = saved.read_text()
     assert "total_epsilon = 2.50\n" in text and "epsilon = 0.10\n" in text
     page.reload()
-    _planned(page)
-    assert _field(page, "data.total_epsilon").input_value() == "1"
+    planned(page)
+    assert field(page, "data.total_epsilon").input_value() == "1"
     page.set_input_files("#load", str(saved))
-    expect(_field(page, "data.total_epsilon")).to_have_value("2.5")
-    _planned(page)
+    expect(field(page, "data.total_epsilon")).to_have_value("2.5")
+    planned(page)
     after = _fields(page)
     assert after.keys() == before.keys()
     assert all(_same(before[k], after[k]) for k in before), (before, after)
@@ -215,7 +158,7 @@ def test_run_once_then_refused(page: Any, tmp_path: Path) -> None:
     # back on the plan: the ledger would refuse a second run, so "Review and run" is off
     # (the server's own refusals, budget and nonce, are tested over HTTP: test_server.py)
     page.click("#back")
-    _planned(page)
+    planned(page)
     expect(page.locator("#ledger-line")).to_contain_text("would be refused")
     expect(page.locator("#to-run")).to_be_disabled()
     assert len(Ledger(ledger, None, dataset=dataset).entries()) == 1
@@ -242,12 +185,12 @@ def test_only_the_latest_answer_counts(page: Any) -> None:
         return plan(body)
 
     server.preview = held
-    _field(page, "data.total_epsilon").fill("2")
+    field(page, "data.total_epsilon").fill("2")
     assert started.wait(60)
     expect(page.locator("#status")).to_have_text("planning…")
-    _field(page, "data.total_epsilon").fill("3")
+    field(page, "data.total_epsilon").fill("3")
     expect(_eps(page, 1)).to_have_text("2.5")
-    _planned(page)
+    planned(page)
     release.set()
     assert answered.wait(60)
     page.wait_for_timeout(300)  # time for a stale answer to be (wrongly) shown

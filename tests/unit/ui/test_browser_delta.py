@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.ui._helpers import write_people
-from tests.unit.ui.test_browser import TIMEOUT_MS, _field, _planned, browser  # noqa: F401
+from tests.unit.ui._browser import TIMEOUT_MS, field, opened_page, planned
 
 PLAN = """[data]
 source = "people.csv"
@@ -30,28 +29,19 @@ epsilon = 1
 
 
 @pytest.fixture
-def page(browser: Any, start_server: Any, tmp_path: Path) -> Iterator[Any]:  # noqa: F811
+def page(browser: Any, start_server: Any, tmp_path: Path) -> Iterator[Any]:
     # 400 rows: ages 20..69, eight people each, enough to pass the threshold at ε = 3
-    write_people(tmp_path / "people.csv", 400)
-    (tmp_path / "plan.toml").write_text(PLAN, encoding="utf-8")
-    client = start_server(
-        plan=tmp_path / "plan.toml",
-        ledger=tmp_path / "ledger.sqlite",
-        output=tmp_path / "out",
+    with opened_page(
+        browser,
+        start_server,
+        tmp_path,
+        PLAN,
+        rows=400,
         total_epsilon=Fraction(4),
         total_delta=Fraction(1, 10**5),  # the owner's δ budget (--total-delta)
         seed=7,  # seeded noise for a test: NOT private
-    )
-    context = browser.new_context(viewport={"width": 1360, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(client.server.url)
-    _planned(pg)
-    yield pg
-    context.close()
-    assert errors == []
+    ) as pg:
+        yield pg
 
 
 def test_delta_typed_previewed_and_run_shows_groups_from_the_data(page: Any) -> None:
@@ -59,8 +49,8 @@ def test_delta_typed_previewed_and_run_shows_groups_from_the_data(page: Any) -> 
 
     delta_field = page.locator("#delta-field")
     expect(delta_field).to_be_hidden()  # every grouping column has declared keys
-    _field(page, "query[1].by").fill("age")
-    _field(page, "query[1].value").fill("3")
+    field(page, "query[1].by").fill("age")
+    field(page, "query[1].value").fill("3")
     expect(delta_field).to_be_visible()  # age has no keys: its groups would come from the data
     error = page.locator(".field-error.inline")
     expect(error).to_have_text(  # no δ yet: refused on the δ field, saying what to add
@@ -68,16 +58,16 @@ def test_delta_typed_previewed_and_run_shows_groups_from_the_data(page: Any) -> 
         "data; give δ (such as 1e-6) to choose them privately, or declare its keys or bins "
         '(docs/ui.md, "Groups from the data")'
     )
-    expect(_field(page, "data.delta")).to_have_class("invalid")
+    expect(field(page, "data.delta")).to_have_class("invalid")
     expect(page.locator("#to-run")).to_be_disabled()
 
-    _field(page, "data.delta").fill("2")
+    field(page, "data.delta").fill("2")
     expect(error).to_have_count(1)
     expect(error).to_have_text("`delta` must be below 1, such as 1e-6, not 2")
-    expect(_field(page, "data.delta")).to_have_class("invalid")
+    expect(field(page, "data.delta")).to_have_class("invalid")
 
-    _field(page, "data.delta").fill("1/1000000")
-    _planned(page)
+    field(page, "data.delta").fill("1/1000000")
+    planned(page)
     expect(error).to_have_count(0)
     expect(page.locator("#total-delta")).to_contain_text("(ε, δ)-DP: δ = 1e-6")
     expect(page.locator('[data-note="from-data"]')).to_contain_text("groups of age")

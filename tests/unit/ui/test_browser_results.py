@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.ui._helpers import write_people
-from tests.unit.ui.test_browser import TIMEOUT_MS, _field, _planned, browser  # noqa: F401
+from tests.unit.ui._browser import TIMEOUT_MS, field, opened_page, planned
 
 PLAN = """[data]
 source = "people.csv"
@@ -37,25 +36,15 @@ epsilon = 2
 
 
 @pytest.fixture
-def page(browser: Any, start_server: Any, tmp_path: Path) -> Iterator[Any]:  # noqa: F811
-    write_people(tmp_path / "people.csv")
-    (tmp_path / "plan.toml").write_text(PLAN, encoding="utf-8")
-    client = start_server(
-        plan=tmp_path / "plan.toml",
-        ledger=tmp_path / "ledger.sqlite",
-        output=tmp_path / "out",
+def page(browser: Any, start_server: Any, tmp_path: Path) -> Iterator[Any]:
+    with opened_page(
+        browser,
+        start_server,
+        tmp_path,
+        PLAN,
         total_epsilon=Fraction(3),
-    )
-    context = browser.new_context(viewport={"width": 1360, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(client.server.url)
-    _planned(pg)
-    yield pg
-    context.close()
-    assert errors == []
+    ) as pg:
+        yield pg
 
 
 def _run(page: Any) -> None:
@@ -106,11 +95,11 @@ def test_grid_value_checkbox_is_for_counts(page: Any) -> None:
     """Was: `grid_counts` existed in plan files and flags only, not on the page."""
     from playwright.sync_api import expect
 
-    box = _field(page, "query[1].grid_counts")
+    box = field(page, "query[1].grid_counts")
     expect(box).to_be_visible()
-    expect(_field(page, "query[2].grid_counts")).to_be_hidden()
+    expect(field(page, "query[2].grid_counts")).to_be_hidden()
     box.check()
-    _planned(page)
+    planned(page)
     assert page.evaluate("doc.queries[0].grid_counts") == "true"
-    _field(page, "query[1].statistic").select_option("sum")
+    field(page, "query[1].statistic").select_option("sum")
     expect(box).to_be_hidden()

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.ui._helpers import write_people
-from tests.unit.ui.test_browser import TIMEOUT_MS, _field, _planned, browser  # noqa: F401
+from tests.unit.ui._browser import TIMEOUT_MS, field, opened_page, planned
 
 PLAN = """[data]
 source = "people.csv"
@@ -33,25 +32,15 @@ accuracy = 0.1
 
 
 @pytest.fixture
-def page(browser: Any, start_server: Any, tmp_path: Path) -> Iterator[Any]:  # noqa: F811
-    write_people(tmp_path / "people.csv")
-    (tmp_path / "plan.toml").write_text(PLAN, encoding="utf-8")
-    client = start_server(
-        plan=tmp_path / "plan.toml",
-        ledger=tmp_path / "ledger.sqlite",
-        output=tmp_path / "out",
+def page(browser: Any, start_server: Any, tmp_path: Path) -> Iterator[Any]:
+    with opened_page(
+        browser,
+        start_server,
+        tmp_path,
+        PLAN,
         total_epsilon=Fraction(10),
-    )
-    context = browser.new_context(viewport={"width": 1360, "height": 900})
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(client.server.url)
-    _planned(pg)
-    yield pg
-    context.close()
-    assert errors == []
+    ) as pg:
+        yield pg
 
 
 def test_a_met_and_a_missed_target_are_both_stated(page: Any) -> None:
@@ -86,12 +75,12 @@ def test_two_phase_targets_show_spend_and_reach_per_group_size(page: Any) -> Non
     expect(sizes.nth(1)).to_contain_text("groups of 5,000,000")
     expect(sizes.nth(1)).to_contain_text("✓")
     # a target no realistic group meets is said to be out of reach, plainly
-    _field(page, "query[2].value").fill("0.0001")
+    field(page, "query[2].value").fill("0.0001")
     page.locator("#group-sizes").fill("100, 1000")
     expect(page.locator('tr[data-flags="1"] .out-of-reach')).to_contain_text("out of reach")
     # the review screen keeps "at most" for what a two-phase query may spend
-    _field(page, "query[2].value").fill("0.1")
-    _planned(page)
+    field(page, "query[2].value").fill("0.1")
+    planned(page)
     page.click("#to-run")
     expect(page.locator("#run-total")).to_contain_text("at most")
 
@@ -102,7 +91,7 @@ def test_epsilon_is_explained_and_a_large_one_is_flagged(page: Any) -> None:
     expect(page.locator(".explain")).to_contain_text("more likely than had that person not been")
     band = page.locator("#eps-band")
     expect(band).to_have_class("band weak")
-    _field(page, "data.total_epsilon").fill("1")
+    field(page, "data.total_epsilon").fill("1")
     expect(band).to_have_class("band strong")
     help_page = page.context.request.get(page.url.split("#")[0].rstrip("/") + "/help")
     assert help_page.status == 200 and "docs/ui.md" in help_page.text()

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from tests.unit.ui._browser import TIMEOUT_MS
 from tests.unit.ui._helpers import write_people
-from tests.unit.ui.test_browser import TIMEOUT_MS, browser  # noqa: F401 (the fixture)
 
 from snapdp.cli import main
 from snapdp.data import Plan
@@ -92,7 +92,7 @@ def test_the_page_keeps_consistent_through_export(tmp_path: Path, mode: str) -> 
 
 
 @pytest.fixture
-def consistent_page(browser: Any, start_server: Any, tmp_path: Path) -> Iterator[Any]:  # noqa: F811
+def consistent_page(browser: Any, start_server: Any, tmp_path: Path) -> Iterator[Any]:
     path = _plan(tmp_path)
     write_people(tmp_path / "unused.csv")
     client = start_server(plan=path, ledger=tmp_path / "ledger.sqlite", output=tmp_path / "out")

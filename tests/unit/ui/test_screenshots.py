@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.unit.ui.test_browser import browser  # noqa: F401
 from tools.ui_screenshots import SEED, open_page, run_page, serving
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -74,7 +73,7 @@ def _is_run(claim: tuple[str, ...]) -> bool:
 
 
 @pytest.mark.parametrize("caption", captions(), ids=lambda c: c.figure)
-def test_the_page_shows_what_the_caption_says(browser: Any, caption: Caption) -> None:  # noqa: F811
+def test_the_page_shows_what_the_caption_says(browser: Any, caption: Caption) -> None:
     """Was: docs/ui.md's screenshots showed another plan than their captions named."""
     with serving(caption.plan, caption.total, SEED) as server:
         page = open_page(browser, server)
