@@ -140,10 +140,10 @@ def test_a_pums_plan_spends_less_and_meets_its_target(
         assert abs(row.value - truth) <= row.accuracy
 
 
-def _old_sample_figure(compiled: Any, noises: Any, statement: Any, n: int) -> float:
+def _old_sample_figure(compiled: Any, noises: Any, confidence: float, n: int) -> float:
     """The sample forms' planning figure before issue 33's sample change, verbatim:
     min(c/ñ, V)·ñ/(ñ − 1) + V·a/((ñ − 1)·max(1, ñ − 1 − a)), c the union-bound numerator."""
-    a = part_accuracies(compiled, noises, statement.alpha)
+    a = part_accuracies(compiled, noises, alpha_of(confidence))
     fp = compiled.fixed
     q, w = float(fp.quantum), fp.width
     num = up((a["squares"] + 2 * w * a["csum"] + 3 * w * w * a["count"]) / 4 * q * q)
@@ -163,7 +163,7 @@ def test_the_sample_planning_figure_is_never_wider_than_the_union_bound(stat: st
         compiled, noises, statement = _statement(stat, 100, eps, confidence)
         half = statement.largest if stat == "var_samp" else math.sqrt(statement.largest)
         for n in (*SIZES, 7, 30, 90):
-            old = _old_sample_figure(compiled, noises, statement, n)
+            old = _old_sample_figure(compiled, noises, confidence, n)
             assert statement.at(n) <= old
             if old < half:
                 assert statement.at(n) < 0.9 * old
