@@ -48,6 +48,9 @@ WORKLOAD: dict[str, Query] = {
     "std(age)": Query("std", "age"),
     "median(age)": Query("quantiles", "age", quantiles=HALF),
     "quartiles(age)": Query("quantiles", "age", quantiles=QUARTERS),
+    # last, so that the rows above draw the same noise as without them
+    "var_samp(income)": Query("var_samp", "income"),
+    "std_samp(age)": Query("std_samp", "age"),
 }
 
 
@@ -79,6 +82,10 @@ def _truth(d: dict[str, np.ndarray], q: Query) -> list[float]:
             out.append(float(x.var()))
         elif q.statistic == "std":
             out.append(float(x.std()))
+        elif q.statistic == "var_samp":
+            out.append(float(x.var(ddof=1)))
+        elif q.statistic == "std_samp":
+            out.append(float(x.std(ddof=1)))
         else:
             out += [float(np.quantile(x, float(p), method="inverted_cdf")) for p in q.quantiles]
     return out

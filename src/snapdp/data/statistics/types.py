@@ -149,7 +149,8 @@ class AccuracyStatement:
     kinds: tuple[Any, ...] = ()
     alpha: float | None = None
     # variance, std planning: the ± at ñ is min(union/ñ, per_count/ñ + square/ñ²) (the union
-    # bound and the combination at the public weights, docs/utility.md "Variance and std")
+    # bound and the combination at the public weights, docs/utility.md "Variance and std"; for
+    # var_samp, std_samp with ñ − 1: sample_variance.sample_accuracy)
     union: float | None = None
     square: float = 0.0
 
@@ -170,8 +171,11 @@ class AccuracyStatement:
             return min(self.cap, up(self.leaf_width + self.per_count / n))
         if self.count_accuracy is not None and self.largest is not None:
             root = self.query.statistic in ROOT_STATISTICS
+            c, both = self.per_count, None
+            if self.union is not None:
+                c, both = self.union, (self.per_count, self.square)
             return sample_variance.sample_accuracy(
-                self.per_count, self.count_accuracy, self.largest, float(n), root=root
+                c, self.count_accuracy, self.largest, float(n), root=root, combined=both
             )
         a = up(self.per_count / n)
         if self.union is not None:
@@ -195,9 +199,13 @@ class AccuracyStatement:
                 f"{num(self.per_count or 0.0)}/ñ) if evenly spread, ñ the noisy count of the cell"
             )
         if self.count_accuracy is not None and self.largest is not None:
-            c, a = num(self.per_count or 0.0), num(self.count_accuracy)
+            # sample forms: with ``union``, per_count/square are the combination's (t, s)
+            c, a = num(self.union or self.per_count or 0.0), num(self.count_accuracy)
             v = num(self.largest or 0.0)
             core = f"{c}/(ñ − 1) + {v}·{a}/((ñ − 1)·max(1, ñ − 1 − {a}))"
+            if self.union is not None:
+                t, s = num(self.per_count or 0.0), num(self.square)
+                core = f"min({core}, ({t} + {s}/ñ)/(ñ − 1))"
             if self.query.statistic in ROOT_STATISTICS:
                 return f"±√({core}), ñ the noisy count of the cell"
             return f"±{core}, ñ the noisy count of the cell"

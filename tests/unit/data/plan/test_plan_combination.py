@@ -22,6 +22,7 @@ from snapdp.data.model.workload import PlannedQuery, alpha_of
 from snapdp.data.planner import epsilons
 from snapdp.data.statistics import accuracy_of, calibrate, compile_query
 from snapdp.data.statistics.math import ratio_bound
+from snapdp.data.statistics.math.sample_variance import sample_accuracy
 from snapdp.data.statistics.types import part_accuracies, up
 
 SIZES = (3, 20, 200, 2_000, 50_000)
@@ -137,3 +138,55 @@ def test_a_pums_plan_spends_less_and_meets_its_target(
         (row,) = done.results[0].rows
         assert row.accuracy <= target
         assert abs(row.value - truth) <= row.accuracy
+
+
+def _old_sample_figure(compiled: Any, noises: Any, confidence: float, n: int) -> float:
+    """The sample forms' planning figure before issue 33's sample change, verbatim:
+    min(c/ñ, V)·ñ/(ñ − 1) + V·a/((ñ − 1)·max(1, ñ − 1 − a)), c the union-bound numerator."""
+    a = part_accuracies(compiled, noises, alpha_of(confidence))
+    fp = compiled.fixed
+    q, w = float(fp.quantum), fp.width
+    num = up((a["squares"] + 2 * w * a["csum"] + 3 * w * w * a["count"]) / 4 * q * q)
+    largest = up(float(Fraction(w * w, 4) * fp.quantum**2))
+    root = compiled.query.statistic == "std_samp"
+    return sample_accuracy(num, a["count"], largest, float(n), root=root)
+
+
+@pytest.mark.parametrize("stat", ["var_samp", "std_samp"])
+def test_the_sample_planning_figure_is_never_wider_than_the_union_bound(stat: str) -> None:
+    """var_samp, std_samp: at most the old figure everywhere, below 0.9× it wherever the old one
+    is below V (half the range; between V and 2V the old one can be the smaller), and wherever
+    the figure is below V, equal to the combination at the public weights (which every row's ±
+    is at most)."""
+    below = 0
+    for eps, confidence in ((Fraction(1, 2), 0.99), (Fraction(2), 0.95), (Fraction(8), 0.9)):
+        compiled, noises, statement = _statement(stat, 100, eps, confidence)
+        half = statement.largest if stat == "var_samp" else math.sqrt(statement.largest)
+        for n in (*SIZES, 7, 30, 90):
+            old = _old_sample_figure(compiled, noises, confidence, n)
+            assert statement.at(n) <= old
+            if old < half:
+                assert statement.at(n) < 0.9 * old
+                below += 1
+            if statement.at(n) < half:
+                t, s = statement.per_count, statement.square
+                first = up(up(t + up(s / n)) / (n - 1))
+                assert statement.at(n) == (up(math.sqrt(first)) if stat == "std_samp" else first)
+    assert below > 6
+
+
+def test_the_sample_planning_figure_covers_every_release_it_plans() -> None:
+    """At ñ = n the var_samp figure (where below V) is at least the ± a release states for every
+    released mean and second moment on a grid over their ranges (rows whose parts are inside
+    their bounds)."""
+    compiled, _noises, st = _statement("var_samp", 100, Fraction(2), 0.95)
+    fp = compiled.fixed
+    w, scale = float(fp.width), float(10**fp.decimals)
+    for n in (200, 2_000, 50_000):
+        assert st.at(n) < st.largest
+        worst = 0.0
+        for m1 in np.linspace(-w, w, 5):
+            for m2 in np.linspace(m1 * m1, w * w, 3):
+                err = ratio_bound.sample_error(st.kinds, st.alpha, n, m2 * n, m1 * n, w)
+                worst = max(worst, min(st.cap, up(err / 4 / (scale * scale))))
+        assert worst <= st.at(n) <= 1.5 * worst

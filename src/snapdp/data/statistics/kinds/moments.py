@@ -211,18 +211,12 @@ def _spread_accuracy(
     assert fp is not None
     q, w = float(fp.quantum), fp.width
     num = up((a["squares"] + 2 * w * a["csum"] + 3 * w * w * a["count"]) / 4 * q * q)
-    largest = Fraction(w * w, 4) * fp.quantum**2  # V: the largest population variance
-    cap = float(largest)
+    parts, kinds = (a["squares"], a["csum"], a["count"]), _kinds(noises)
+    if stat in ("var_samp", "std_samp"):  # docs/sql.md, "Sample variance"
+        return _sample_statement(compiled, confidence, notes, num, a["count"], kinds, alpha)
+    cap = float(Fraction(w * w, 4) * fp.quantum**2)  # V: the largest population variance
     if stat == "std":
         cap = float(Fraction(w, 2) * fp.quantum)
-    if stat in ("var_samp", "std_samp"):  # docs/sql.md, "Sample variance"
-        cap = float(2 * largest) if stat == "var_samp" else up(math.sqrt(float(2 * largest)))
-        notes = (*notes, sample_variance.FALLBACK_NOTE)
-        return AccuracyStatement(
-            compiled.query, compiled.epsilon, confidence, None, num, cap, notes,
-            count_accuracy=a["count"], largest=up(float(largest)),
-        )  # fmt: skip
-    parts, kinds = (a["squares"], a["csum"], a["count"]), _kinds(noises)
     # planning: the combination at the public weights (docs/utility.md, "Variance and std")
     t_z, t_1 = ratio_bound.variance_plan(kinds, alpha, float(w))
     return AccuracyStatement(
@@ -373,9 +367,7 @@ def _spread_rows(
         var_q = min(max(m2 - m1 * m1, 0.0), w * w) / 4
     var = var_q / (scale * scale)
     if statement.largest is not None:  # a sample form (docs/sql.md, "Sample variance")
-        root = stat in ROOT_STATISTICS
-        value = sample_variance.sample_value(var, n, w * w / 4 / (scale * scale), root=root)
-        return [ResultRow(keys, value, statement.at(n))]
+        return _sample_rows(compiled, statement, noisy, i, keys, var)
     if not n > 0:
         return [ResultRow(keys, (math.sqrt(var) if stat == "std" else var), statement.cap)]
     # the variance's ± from the parts' combined error (docs/utility.md, "Variance and std")
@@ -389,6 +381,63 @@ def _spread_rows(
     if stat != "std":
         return [ResultRow(keys, var, a_var)]
     return [ResultRow(keys, math.sqrt(var), std_accuracy(var, a_var, statement.cap))]
+
+
+def _sample_statement(
+    compiled: Compiled, confidence: float, notes: tuple[str, ...], union: float,
+    count_accuracy: float, kinds: tuple[NoiseKind, ...], alpha: float,
+) -> AccuracyStatement:  # fmt: skip
+    """A sample form's statement: the smaller of the union-bound figure (numerator ``union``)
+    and the combination at the public weights, (T_Z + T₁²/ñ)/(ñ − 1) (docs/utility.md,
+    "Variance and std"); the combination is kept only where its numerator is the smaller, so
+    wherever the figure at ñ is below V it is above per_count/ñ (the planner's floor search
+    starts there)."""
+    fp = compiled.fixed
+    assert fp is not None
+    q, w = float(fp.quantum), fp.width
+    largest = Fraction(w * w, 4) * fp.quantum**2  # V: the largest population variance
+    cap = float(2 * largest)
+    if compiled.query.statistic == "std_samp":
+        cap = up(math.sqrt(cap))
+    t_z, t_1 = ratio_bound.sample_plan(kinds, alpha, float(w))
+    per, square = up(t_z / 4 * q * q), up(t_1 * t_1 / 4 * q * q)
+    combined = per <= union
+    return AccuracyStatement(
+        compiled.query, compiled.epsilon, confidence, None, per if combined else union, cap,
+        (*notes, sample_variance.FALLBACK_NOTE), count_accuracy=count_accuracy,
+        largest=up(float(largest)), kinds=kinds, alpha=alpha,
+        union=union if combined else None, square=square if combined else 0.0,
+    )  # fmt: skip
+
+
+def _sample_rows(
+    compiled: Compiled, statement: AccuracyStatement, noisy: Noisy, i: int,
+    keys: tuple[Key | str, ...], var: float,
+) -> list[ResultRow]:  # fmt: skip
+    """A sample form's row from the released population variance ``var`` (values squared):
+    ñ <= 1 the fallback; a row whose parts are inside their bounds states the combination
+    iterated from what is released, any other the whole range (docs/utility.md, "Variance and
+    std"; docs/sql.md, "Sample variance")."""
+    fp, scale, _lo, _hi = _scale(compiled)
+    root = compiled.query.statistic in ROOT_STATISTICS
+    n, w = float(noisy["count"][i]), float(fp.width)
+    largest = w * w / 4 / (scale * scale)
+    var_s = sample_variance.sample_value(var, n, largest, root=False)
+    value = math.sqrt(var_s) if root else var_s  # as sample_value(root=True)
+    if not n > 1:
+        return [ResultRow(keys, value, statement.at(n))]
+    assert statement.cap is not None
+    whole = up(2 * largest)
+    a_var = whole
+    if _moments_inside(compiled, noisy, i, w) and statement.alpha is not None:
+        err = ratio_bound.sample_error(
+            statement.kinds, statement.alpha, n, float(noisy["squares"][i]),
+            float(noisy["csum"][i]), w,
+        )  # fmt: skip
+        a_var = min(whole, up(err / 4 / (scale * scale)))
+    if not root:
+        return [ResultRow(keys, value, min(statement.cap, a_var))]
+    return [ResultRow(keys, value, std_accuracy(var_s, a_var, statement.cap))]
 
 
 def _moments_inside(compiled: Compiled, noisy: Noisy, i: int, w: float) -> bool:

@@ -31,7 +31,15 @@ from collections.abc import Sequence
 
 from snapdp.data.statistics.math.sum_bound import NoiseKind, combination_accuracy
 
-__all__ = ["mean_error", "mean_plan", "unclamped", "variance_error", "variance_plan"]
+__all__ = [
+    "mean_error",
+    "mean_plan",
+    "sample_error",
+    "sample_plan",
+    "unclamped",
+    "variance_error",
+    "variance_plan",
+]
 
 _STEPS = 64
 _ITERATIONS = 8
@@ -78,20 +86,45 @@ def variance_error(
     """A bound on |v̂ − v| for the variance of w (w units squared, i.e. 4× the variance of q)
     holding with probability >= 1 − α, for v̂ = max(0, Â/ñ − (Ŝ/ñ)²) and its clamps into
     [0, W²] (module docstring); kinds are (Σw², Σw, n)'s, n > 0."""
+    m1, m2 = total / n, squares / n
+    spread = max(0.0, m2 - m1 * m1)
+    return _spread_error(kinds, alpha, n, m1, spread, width, width * width, n)
+
+
+def sample_error(
+    kinds: Sequence[NoiseKind], alpha: float, n: float, squares: float, total: float,
+    width: float,
+) -> float:  # fmt: skip
+    """A bound on |ŝ² − s²| for the sample variance of w (w units squared) holding with
+    probability >= 1 − α for every cell of two or more values, ŝ² = ñ/(ñ − 1)·v̂ clamped into
+    [0, 2W²] (v̂ as in :func:`variance_error`), n = ñ > 1: (ñ − 1)(ŝ² − s²) = Z_s − ñ·δ² with
+    Z_s = e_A − 2m·e_S + (m² − s²)·e_n, and s² <= 2W² <= ŝ² + |ŝ² − s²| (docs/utility.md,
+    "Variance and std")."""
+    m1, m2 = total / n, squares / n
+    w2 = width * width
+    sample = min(2 * w2, max(0.0, m2 - m1 * m1) * n / (n - 1))
+    return _spread_error(kinds, alpha, n, m1, sample, width, 2 * w2, n - 1)
+
+
+def _spread_error(
+    kinds: Sequence[NoiseKind], alpha: float, n: float, m1: float, spread: float,
+    width: float, top: float, divisor: float,
+) -> float:  # fmt: skip
+    """The smallest iterate of (T_Z + T₁²/ñ)/``divisor``: the weights |m| <= x (from W) and
+    the spread s (from ``top``, its public bound) re-bounded by |m̂| + T₁/ñ and ``spread`` (the
+    released spread) + the error at each step (module docstring)."""
     k_sq, k_sum, k_count = kinds
     beta = alpha / _SECOND
     w2 = width * width
-    m1, m2 = total / n, squares / n
-    spread = max(0.0, m2 - m1 * m1)
-    x, s, best = width, w2, math.inf
+    x, s, best = width, top, math.inf
     for _ in range(_ITERATIONS):
         t1 = _mean_bound(k_sum, k_count, x, width, beta)
         c = _grid_up(max(x * x, s), w2)
         rest = ((_grid_up(2 * x, 2 * width), k_sum), (c, k_count))
         tz = combination_accuracy(k_sq, rest, alpha - beta)
-        err = (tz + t1 * t1 / n) / n
+        err = (tz + t1 * t1 / n) / divisor
         best = min(best, err)
-        nx, ns = min(width, abs(m1) + t1 / n), min(w2, spread + err)
+        nx, ns = min(width, abs(m1) + t1 / n), min(top, spread + err)
         if not (nx < x or ns < s):
             break
         x, s = min(x, nx), min(s, ns)
@@ -113,4 +146,16 @@ def variance_plan(kinds: Sequence[NoiseKind], alpha: float, width: float) -> tup
     w2 = width * width
     t1 = _mean_bound(k_sum, k_count, width, width, beta)
     rest = ((_grid_up(2 * width, 2 * width), k_sum), (_grid_up(w2, w2), k_count))
+    return combination_accuracy(k_sq, rest, alpha - beta), t1
+
+
+def sample_plan(kinds: Sequence[NoiseKind], alpha: float, width: float) -> tuple[float, float]:
+    """(T_Z, T₁) at the public weights of a sample variance (w units): |m| <= W and
+    max(m², s²) <= 2W² (two values at −W and W), so |ŝ² − s²| <= (T_Z + T₁²/ñ)/(ñ − 1) at
+    ``alpha`` for every table and ñ > 1, the first iterate of :func:`sample_error`."""
+    k_sq, k_sum, k_count = kinds
+    beta = alpha / _SECOND
+    w2 = width * width
+    t1 = _mean_bound(k_sum, k_count, width, width, beta)
+    rest = ((_grid_up(2 * width, 2 * width), k_sum), (_grid_up(2 * w2, w2), k_count))
     return combination_accuracy(k_sq, rest, alpha - beta), t1

@@ -8,17 +8,27 @@ of values in [L, U]), the sample variance released is
 
     ŝ² = clamp(ñ/(ñ − 1) · v̂, 0, 2V)        for ñ > 1,
 
-2V being the largest sample variance of two or more values in [L, U]. Its ± at the query's
-confidence holds on the same event as the population variance's (every part within its ±, a
-union bound), with c/ñ the population ± (:class:`~snapdp.data.statistics.AccuracyStatement`'s
-numerator c) and a the count's ±, for every cell of n ≥ 2 values:
+2V being the largest sample variance of two or more values in [L, U].
 
-    |ŝ² − s²| ≤ ñ/(ñ − 1)·|v̂ − v| + v·|ñ/(ñ − 1) − n/(n − 1)|
-              ≤ min(c/ñ, V)·ñ/(ñ − 1) + V·a / ((ñ − 1)·max(1, ñ − 1 − a)),
+Its ± (docs/utility.md, "Variance and std"; docs/sql.md, "Sample variance") is the population
+form's treatment with ñ − 1 in place of ñ: for every cell of n ≥ 2 values, exactly,
 
-since ñ/(ñ − 1) − n/(n − 1) = (n − ñ)/((ñ − 1)(n − 1)), |n − ñ| ≤ a, n − 1 ≥ max(1, ñ − 1 − a)
-and v ≤ V; capped at 2V (clamping onto an interval that holds s² never moves ŝ² away from it).
-A standard deviation's ± is the square root of its variance's (|√x − √y| ≤ √|x − y|).
+    (ñ − 1)·(ŝ² − s²) = Z_s − ñ·δ²,   Z_s = e_A − 2m·e_S + (m² − s²)·e_n
+
+(w units, s² the sample variance of w), one combination of the three parts' errors with weights
+1, |2m| ≤ 2W and |m² − s²| ≤ max(m², s²) ≤ 2W², bounded on the population form's events and
+iterated from what is released (:func:`~snapdp.data.statistics.math.ratio_bound.sample_error`).
+A row whose parts were clamped states the whole range 2V. Before any data is read the figure at
+ñ is the smaller of that bound at the public weights, (T_Z + T₁²/ñ)/(ñ − 1), and the union-bound
+figure it replaces: with c/ñ the population's union-bound ± (c the numerator of
+:class:`~snapdp.data.statistics.AccuracyStatement`'s ``union``) and a the count's ±,
+
+    min(c/ñ, V)·ñ/(ñ − 1) + V·a / ((ñ − 1)·max(1, ñ − 1 − a)),
+
+which holds on the parts' union event since ñ/(ñ − 1) − n/(n − 1) = (n − ñ)/((ñ − 1)(n − 1)),
+|n − ñ| ≤ a, n − 1 ≥ max(1, ñ − 1 − a) and v ≤ V. Both are capped at 2V. A standard
+deviation's planning ± is the square root of its variance's (|√x − √y| ≤ √|x − y|); a row
+states the distance from √ŝ² to the ends of √ of [ŝ² − a, ŝ² + a].
 
 A cell of fewer than two values has no sample variance (DuckDB and BigQuery return NULL). The
 release path cannot say which cells those are without reading the private count, so the rule
@@ -45,12 +55,14 @@ def _up(x: float) -> float:
 
 
 def sample_accuracy(
-    per_count: float, count_accuracy: float, largest: float, n: float, *, root: bool
-) -> float:
-    """The ± of a sample variance (``root``: of a sample std) for a cell whose noisy count is
-    ``n``: ``per_count`` is c (the population ± is c/ñ), ``count_accuracy`` the count's ±,
-    ``largest`` V, the largest population variance (module docstring). At most the whole
-    range: 2V (std: √(2V))."""
+    per_count: float, count_accuracy: float, largest: float, n: float, *, root: bool,
+    combined: tuple[float, float] | None = None,
+) -> float:  # fmt: skip
+    """The planning ± of a sample variance (``root``: of a sample std) for a cell whose noisy
+    count is ``n``: ``per_count`` is c (the population's union-bound ± is c/ñ),
+    ``count_accuracy`` the count's ±, ``largest`` V, the largest population variance;
+    ``combined`` (t, s): the combination at the public weights, (t + s/ñ)/(ñ − 1), the smaller
+    of the two is taken (module docstring). At most the whole range: 2V (std: √(2V))."""
     cap = 2 * largest
     if not n > 1:
         acc = cap
@@ -58,6 +70,9 @@ def sample_accuracy(
         first = min(per_count / n, largest) * n / (n - 1)
         second = largest * count_accuracy / ((n - 1) * max(1.0, n - 1 - count_accuracy))
         acc = min(cap, _up(_up(first) + _up(second)))
+        if combined is not None:
+            t, s = combined
+            acc = min(acc, _up(_up(t + _up(s / n)) / (n - 1)))
     return _up(math.sqrt(acc)) if root else acc
 
 
