@@ -20,11 +20,11 @@ real differences between the engines:
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
-from sqlglot.dialects.spark import Spark
 
 from snapdp.data.engines.relational import topn
 
@@ -34,7 +34,6 @@ __all__ = [
     "FullMatch",
     "RoundHalfEven",
     "SnapDuckDB",
-    "SnapSpark",
     "duckdb_sql",
     "spark_sql",
 ]
@@ -125,7 +124,6 @@ def _no_bytes(gen: Any, e: BytesText) -> str:
 
 
 _DUCKDB_GENERATOR: Any = DuckDB.Generator
-_SPARK_GENERATOR: Any = Spark.Generator
 _TYPE: Any = exp.DataType.Type
 
 
@@ -151,29 +149,39 @@ class SnapDuckDB(DuckDB):
         }
 
 
-class SnapSpark(Spark):
-    """Spark with ``TRY_CAST`` kept, 128-bit integers as ``DECIMAL(38, 0)`` and the custom nodes."""
-
-    class Generator(_SPARK_GENERATOR):  # type: ignore[misc]
-        TYPE_MAPPING: ClassVar[dict[Any, str]] = {
-            **_SPARK_GENERATOR.TYPE_MAPPING,
-            _TYPE.INT128: "DECIMAL(38, 0)",
-        }
-        TRANSFORMS: ClassVar[dict[Any, Any]] = {
-            **{k: v for k, v in _SPARK_GENERATOR.TRANSFORMS.items() if k is not exp.TryCast},
-            FullMatch: _spark_full_match,
-            RoundHalfEven: _spark_round,
-            CellText: _spark_cell_text,
-            BytesText: _no_bytes,
-            exp.Not: _not_sql,
-            topn.TopRows: topn.lower_spark,
-            topn.Digest: topn.spark_digest,
-            topn.DigestLane: topn.spark_digest_lane,
-        }
-
-
 _DUCKDB = SnapDuckDB()
-_SPARK = SnapSpark()
+
+
+@functools.cache
+def _spark() -> Any:
+    """The Spark dialect, built on first use: sqlglot's Spark dialect costs a DuckDB release
+    ~20 ms of CPU to import (docs/performance.md, "Latency")."""
+    from sqlglot.dialects.spark import Spark
+
+    spark_generator: Any = Spark.Generator
+
+    class SnapSpark(Spark):
+        """Spark with ``TRY_CAST`` kept, 128-bit integers as ``DECIMAL(38, 0)`` and the custom
+        nodes."""
+
+        class Generator(spark_generator):  # type: ignore[misc]
+            TYPE_MAPPING: ClassVar[dict[Any, str]] = {
+                **spark_generator.TYPE_MAPPING,
+                _TYPE.INT128: "DECIMAL(38, 0)",
+            }
+            TRANSFORMS: ClassVar[dict[Any, Any]] = {
+                **{k: v for k, v in spark_generator.TRANSFORMS.items() if k is not exp.TryCast},
+                FullMatch: _spark_full_match,
+                RoundHalfEven: _spark_round,
+                CellText: _spark_cell_text,
+                BytesText: _no_bytes,
+                exp.Not: _not_sql,
+                topn.TopRows: topn.lower_spark,
+                topn.Digest: topn.spark_digest,
+                topn.DigestLane: topn.spark_digest_lane,
+            }
+
+    return SnapSpark()
 
 
 def duckdb_sql(e: exp.Expression) -> str:
@@ -183,4 +191,4 @@ def duckdb_sql(e: exp.Expression) -> str:
 
 def spark_sql(e: exp.Expression) -> str:
     """``e`` as Spark SQL text (for ``spark.sql`` or ``functions.expr``)."""
-    return str(_SPARK.generate(e, copy=False))
+    return str(_spark().generate(e, copy=False))
