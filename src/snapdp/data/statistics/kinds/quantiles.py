@@ -184,14 +184,17 @@ def _quantile_accuracy(
     scale = max(p.scale * p.sensitivity for p in params)
     grid = max(p.grid * p.sensitivity for p in params)
     cdf = min(cdf, _chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
-    # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF)
-    targets = []
+    # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF),
+    # both sides (the rank ±) and one side per edge (the value interval's, docs/utility.md)
+    targets: list[float] = []
+    values: list[float] = []
     for p in compiled.query.quantiles if with_targets else ():
         w1 = quantiles_tail.target_weight_stats(tree.branching, tree.depth, float(p))[0]
-        tail = _chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p))
-        targets.append(min(up(w1 * node), tail, up((1 + float(p)) * cdf)))
+        for out, sides in ((targets, 2), (values, 1)):
+            tail = _chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p), sides)
+            out.append(min(up(w1 * node), tail, up((1 + float(p)) * cdf)))
 
-    cdf, targets = _tighter_tail(compiled, params, alpha, cdf, targets)
+    cdf, targets, values = _tighter_tail(compiled, params, alpha, cdf, targets, values)
     span = float(tree.upper - tree.lower)
     return AccuracyStatement(
         compiled.query,
@@ -204,6 +207,7 @@ def _quantile_accuracy(
         rank=up(2 * cdf),
         leaf_width=float(tree.leaf_width),
         targets=tuple(targets),
+        value_targets=tuple(values),
     )
 
 
@@ -213,8 +217,10 @@ def _tighter_tail(
     alpha: float,
     cdf: float,
     targets: list[float],
-) -> tuple[float, list[float]]:
-    """The CDF ± c and the per-probability ± rₚ of :func:`_quantile_accuracy`, each lowered to
+    values: list[float],
+) -> tuple[float, list[float], list[float]]:
+    """The CDF ± c and the per-probability ± rₚ (two-sided, and one side per edge for the value
+    interval) of :func:`_quantile_accuracy`, each lowered to
     :func:`~snapdp.data.statistics.math.quantile_tail.tree_tail_bound` when that is smaller:
     each node's whole error
     (noise and snapping) with its rounding averaged out, the clamp never binding (node bounds).
@@ -224,12 +230,15 @@ def _tighter_tail(
     kinds = tuple(noise_kind(p) for p in params)
     cdf = min(cdf, quantiles_tail.tree_tail_bound(tree.branching, tree.depth, kinds, alpha))
     probs = compiled.query.quantiles
-    out = []
-    for i, target in enumerate(targets):  # empty when the caller asked for no targets
-        p = float(probs[i])
-        tail = quantiles_tail.tree_tail_bound(tree.branching, tree.depth, kinds, alpha, p)
-        out.append(min(target, tail, up((1 + p) * cdf)))
-    return cdf, out
+    out: tuple[list[float], list[float]] = ([], [])
+    for bounds, lowered, one_sided in ((targets, out[0], False), (values, out[1], True)):
+        for i, target in enumerate(bounds):  # empty when the caller asked for no targets
+            p = float(probs[i])
+            tail = quantiles_tail.tree_tail_bound(
+                tree.branching, tree.depth, kinds, alpha, p, one_sided
+            )
+            lowered.append(min(target, tail, up((1 + p) * cdf)))
+    return cdf, out[0], out[1]
 
 
 def _exponential_accuracy(
@@ -350,10 +359,15 @@ def _quantile_rows(
     cdf = statement.rank / 2  # the CDF ± at every edge at once (the rank ± is 2·cdf)
     rows = []
     bounds = (tree.lower, tree.upper)
-    for p, x, target in zip(probs, exact, statement.targets, strict=True):
+    integers = compiled.leaf is not None and compiled.leaf.type == "integer"
+    integers &= tree.lower.denominator == tree.upper.denominator == 1  # from the declaration
+    pairs = zip(statement.targets, statement.value_targets, strict=True)
+    for p, x, (target, one_side) in zip(probs, exact, pairs, strict=True):
         # inside the bounds as released; the ± covers the rounding (docs/data.md)
         v = quantile_values.released_value(x, *bounds)
-        lo, hi = qmod.value_interval(ls_cdf, tree, p, target)  # exact leaf edges
+        lo, hi = qmod.value_interval(ls_cdf, tree, p, one_side)  # exact leaf edges
+        if integers:  # a p-quantile of integers lies at an integer (docs/utility.md)
+            lo, hi = quantile_values.integer_interval(lo, hi, tree.upper)
         acc = quantile_values.value_pm(v, lo, hi)
         rank = quantiles_tail.released_rank(float(p), cdf, target)  # (1 + p)·cdf, or less
         interval = quantile_values.released_interval(lo, hi, *bounds)
