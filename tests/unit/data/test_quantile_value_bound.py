@@ -146,3 +146,16 @@ def test_the_statement_reads_the_value_interval_from_one_tail_per_edge(tmp_path:
     assert len(statement.value_targets) == 2
     for one, two in zip(statement.value_targets, statement.targets, strict=True):
         assert one < 0.97 * two
+
+
+def test_the_automatic_choice_compares_the_value_intervals_bound(tmp_path: Path) -> None:
+    """A median of ages [0, 100] at ε = 15/2: the tree's value interval (one tail per edge) is
+    now the narrower in ranks, so the default takes the tree (it took the exponential mechanism
+    when the tree was compared by its two-sided bound). Public parameters only."""
+    path = tmp_path / "ages.csv"
+    path.write_text("age\n" + "\n".join(str(20 + i % 60) for i in range(100)) + "\n")
+    table = PrivateTable(str(path), Schema((Column("age", "integer", 0, 100),)), total_epsilon=10)
+    query = Query("quantiles", "age", quantiles=(Fraction(1, 2),))
+    for eps, which in ((Fraction(15, 2), "the tree"), (Fraction(7), "the exponential mechanism")):
+        (statement,) = table.accuracy([query], eps)
+        assert any(n.startswith(f"quantile method: {which},") for n in statement.notes), eps

@@ -420,7 +420,7 @@ def _compile_auto(
 ) -> Compiled:
     """The method with the smaller stated ± at this ε (public parameters only): both compiled,
     then compared by the half-width in ranks of the interval each reads its value ± from — the
-    tree's rₚ + c (the CDF ± c, its per-probability bound rₚ), the exponential mechanism's
+    tree's rₚ + c (the CDF ± c, its value interval's bound rₚ), the exponential mechanism's
     K + its brackets' rank ± — at 95%, the largest over the probabilities (docs/utility.md,
     "Quantiles: the tree or the exponential mechanism")."""
     tree = _compile_tree(query, schema, epsilon, groupings, by_cells, r)
@@ -432,7 +432,8 @@ def _compile_auto(
 
 
 def _tree_half(compiled: Compiled) -> float:
-    """max over p of rₚ + c at 95%, each level's noise composed over the cells a unit touches
+    """max over p of rₚ + c at 95% (rₚ the value interval's, one tail per edge), each level's
+    noise composed over the cells a unit touches
     (the planner's figure, without the L1 calibration; certificates presumed: a comparison of
     public figures, never a statement, so a draft plan certifies nothing)."""
     noises = [
@@ -442,7 +443,7 @@ def _tree_half(compiled: Compiled) -> float:
     ]  # fmt: skip
     statement = _quantile_accuracy(compiled, noises, 1 - _CHOICE_ALPHA, _CHOICE_ALPHA, ())
     assert statement.rank is not None
-    return max(t + statement.rank / 2 for t in statement.targets)
+    return max(t + statement.rank / 2 for t in statement.value_targets)
 
 
 def _exponential_half(compiled: Compiled) -> float:
