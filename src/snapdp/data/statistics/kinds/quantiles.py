@@ -41,8 +41,9 @@ __all__ = ["AUTO", "EXPONENTIAL", "TREE"]
 
 _QUANTILE_NOTE = (
     "quantiles: each lies within one leaf of a value whose true rank is within the rank ± of "
-    "p·n; the ± in values covers every value whose released rank is within that rank ± of "
-    "p·ñ, read from the released tree (post-processing; docs/data.md, 'Quantiles')"
+    "p·n; the ± in values covers an interval, read from the released tree, that holds a "
+    "p-quantile of the data (post-processing; docs/utility.md, 'The tree's value ±: one tail "
+    "per edge')"
 )
 
 
