@@ -113,7 +113,7 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for eps in (Fraction(1, 3), Fraction(1)):
         for name, probs in SETS.items():
-            query = Query("quantiles", "age", quantiles=probs)
+            query = Query("quantiles", "age", quantiles=probs, method="tree")
             rank_before, value_before = _before(schema, query, eps, len(values))
             truth = [float(np.quantile(values, float(p), method="inverted_cdf")) for p in probs]
             ranks, accs, errs, rerrs, held = [], [], [], [], 0

@@ -139,7 +139,8 @@ class AccuracyStatement:
     notes: tuple[str, ...] = ()
     rank: float | None = None
     leaf_width: float | None = None
-    targets: tuple[float, ...] = ()  # quantiles: per probability, the bound the value ± uses
+    targets: tuple[float, ...] = ()  # quantiles: per probability, the bound the rank ± uses
+    value_targets: tuple[float, ...] = ()  # tree quantiles: the one-sided bound the value ± uses
     count_accuracy: float | None = None  # sample forms: the count's ± (docs/sql.md)
     largest: float | None = None  # sample forms: V, the largest population variance
     sum_accuracy: float | None = None  # ratio mean: the ± of the released deviation sum (values)

@@ -42,8 +42,9 @@ __all__ = ["AUTO", "EXPONENTIAL", "TREE"]
 
 _QUANTILE_NOTE = (
     "quantiles: each lies within one leaf of a value whose true rank is within the rank ± of "
-    "p·n; the ± in values covers every value whose released rank is within that rank ± of "
-    "p·ñ, read from the released tree (post-processing; docs/data.md, 'Quantiles')"
+    "p·n; the ± in values covers an interval, read from the released tree, that holds a "
+    "p-quantile of the data (post-processing; docs/utility.md, 'The tree's value ±: one tail "
+    "per edge')"
 )
 
 
@@ -186,14 +187,17 @@ def _quantile_accuracy(
     scale = max(p.scale * p.sensitivity for p in params)
     grid = max(p.grid * p.sensitivity for p in params)
     cdf = min(cdf, _chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
-    # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF)
-    targets = []
+    # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF),
+    # both sides (the rank ±) and one side per edge (the value interval's, docs/utility.md)
+    targets: list[float] = []
+    values: list[float] = []
     for p in compiled.query.quantiles if with_targets else ():
         w1 = quantiles_tail.target_weight_stats(tree.branching, tree.depth, float(p))[0]
-        tail = _chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p))
-        targets.append(min(up(w1 * node), tail, up((1 + float(p)) * cdf)))
+        for out, sides in ((targets, 2), (values, 1)):
+            tail = _chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p), sides)
+            out.append(min(up(w1 * node), tail, up((1 + float(p)) * cdf)))
 
-    cdf, targets = _tighter_tail(compiled, params, alpha, cdf, targets)
+    cdf, targets, values = _tighter_tail(compiled, params, alpha, cdf, targets, values)
     span = float(tree.upper - tree.lower)
     return AccuracyStatement(
         compiled.query,
@@ -206,6 +210,7 @@ def _quantile_accuracy(
         rank=up(2 * cdf),
         leaf_width=float(tree.leaf_width),
         targets=tuple(targets),
+        value_targets=tuple(values),
     )
 
 
@@ -215,8 +220,10 @@ def _tighter_tail(
     alpha: float,
     cdf: float,
     targets: list[float],
-) -> tuple[float, list[float]]:
-    """The CDF ± c and the per-probability ± rₚ of :func:`_quantile_accuracy`, each lowered to
+    values: list[float],
+) -> tuple[float, list[float], list[float]]:
+    """The CDF ± c and the per-probability ± rₚ (two-sided, and one side per edge for the value
+    interval) of :func:`_quantile_accuracy`, each lowered to
     :func:`~snapdp.data.statistics.math.quantile_tail.tree_tail_bound` when that is smaller:
     each node's whole error
     (noise and snapping) with its rounding averaged out, the clamp never binding (node bounds).
@@ -226,12 +233,15 @@ def _tighter_tail(
     kinds = tuple(noise_kind(p) for p in params)
     cdf = min(cdf, quantiles_tail.tree_tail_bound(tree.branching, tree.depth, kinds, alpha))
     probs = compiled.query.quantiles
-    out = []
-    for i, target in enumerate(targets):  # empty when the caller asked for no targets
-        p = float(probs[i])
-        tail = quantiles_tail.tree_tail_bound(tree.branching, tree.depth, kinds, alpha, p)
-        out.append(min(target, tail, up((1 + p) * cdf)))
-    return cdf, out
+    out: tuple[list[float], list[float]] = ([], [])
+    for bounds, lowered, one_sided in ((targets, out[0], False), (values, out[1], True)):
+        for i, target in enumerate(bounds):  # empty when the caller asked for no targets
+            p = float(probs[i])
+            tail = quantiles_tail.tree_tail_bound(
+                tree.branching, tree.depth, kinds, alpha, p, one_sided
+            )
+            lowered.append(min(target, tail, up((1 + p) * cdf)))
+    return cdf, out[0], out[1]
 
 
 def _exponential_accuracy(
@@ -352,10 +362,15 @@ def _quantile_rows(
     cdf = statement.rank / 2  # the CDF ± at every edge at once (the rank ± is 2·cdf)
     rows = []
     bounds = (tree.lower, tree.upper)
-    for p, x, target in zip(probs, exact, statement.targets, strict=True):
+    integers = compiled.leaf is not None and compiled.leaf.type == "integer"
+    integers &= tree.lower.denominator == tree.upper.denominator == 1  # from the declaration
+    pairs = zip(statement.targets, statement.value_targets, strict=True)
+    for p, x, (target, one_side) in zip(probs, exact, pairs, strict=True):
         # inside the bounds as released; the ± covers the rounding (docs/data.md)
         v = quantile_values.released_value(x, *bounds)
-        lo, hi = qmod.value_interval(ls_cdf, tree, p, target)  # exact leaf edges
+        lo, hi = qmod.value_interval(ls_cdf, tree, p, one_side)  # exact leaf edges
+        if integers:  # a p-quantile of integers lies at an integer (docs/utility.md)
+            lo, hi = quantile_values.integer_interval(lo, hi, tree.upper)
         acc = quantile_values.value_pm(v, lo, hi)
         rank = quantiles_tail.released_rank(float(p), cdf, target)  # (1 + p)·cdf, or less
         interval = quantile_values.released_interval(lo, hi, *bounds)
@@ -408,7 +423,7 @@ def _compile_auto(
 ) -> Compiled:
     """The method with the smaller stated ± at this ε (public parameters only): both compiled,
     then compared by the half-width in ranks of the interval each reads its value ± from — the
-    tree's rₚ + c (the CDF ± c, its per-probability bound rₚ), the exponential mechanism's
+    tree's rₚ + c (the CDF ± c, its value interval's bound rₚ), the exponential mechanism's
     K + its brackets' rank ± — at 95%, the largest over the probabilities (docs/utility.md,
     "Quantiles: the tree or the exponential mechanism")."""
     tree = _compile_tree(query, schema, epsilon, groupings, by_cells, r)
@@ -420,7 +435,8 @@ def _compile_auto(
 
 
 def _tree_half(compiled: Compiled) -> float:
-    """max over p of rₚ + c at 95%, each level's noise composed over the cells a unit touches
+    """max over p of rₚ + c at 95% (rₚ the value interval's, one tail per edge), each level's
+    noise composed over the cells a unit touches
     (the planner's figure, without the L1 calibration; certificates presumed: a comparison of
     public figures, never a statement, so a draft plan certifies nothing)."""
     noises = [
@@ -430,7 +446,7 @@ def _tree_half(compiled: Compiled) -> float:
     ]  # fmt: skip
     statement = _quantile_accuracy(compiled, noises, 1 - _CHOICE_ALPHA, _CHOICE_ALPHA, ())
     assert statement.rank is not None
-    return max(t + statement.rank / 2 for t in statement.targets)
+    return max(t + statement.rank / 2 for t in statement.value_targets)
 
 
 def _exponential_half(compiled: Compiled) -> float:

@@ -135,12 +135,15 @@ def chernoff_cdf(
     alpha: float,
     total_nodes: int,
     probability: float | None = None,
+    sides: int = 2,
 ) -> float:
     """k·W·Λ/2 + s, s the Chernoff bound of :func:`rank_accuracy`, rounded up generously: the
     CDF ± at every leaf edge at once when no node's output is clamped (``scale``: λ′, ``grid``:
     Λ, the largest over the levels, in units of k rows). With a ``probability`` p, the same
     bound for C̃(t) − p·Ñ against C(t) − p·N at every edge t = 0..n at once, from the weights of
-    that combination (:func:`target_weight_stats`) on the least-squares CDF."""
+    that combination (:func:`target_weight_stats`) on the least-squares CDF. ``sides`` = 1: each
+    edge's error bounded on one side only, either side (the value interval's bound,
+    :func:`tree_tail_bound`)."""
     if probability is None:
         w1, s2, wmax = _weight_stats(spec.branching, spec.depth)
         edges = spec.leaves
@@ -150,7 +153,7 @@ def chernoff_cdf(
     lam = float(_exact.round_up(mpq(scale) * (1 + mpq(1, 1 << 50)), 53)) * k  # λ″·k, up
     rounding = w1 * float(mpq(grid)) * k / 2
     # ln of the allowed tail per edge and side, with the (1 + 2**-51)^T factor
-    log_target = math.log(alpha / (2 * edges)) - total_nodes * math.log1p(2.0**-51)
+    log_target = math.log(alpha / (sides * edges)) - total_nodes * math.log1p(2.0**-51)
 
     def exponent(s: float) -> float:
         # min over θ in (0, 1/(λ·w∞)) of −θs + θ²λ²S₂/(1 − θ²λ²w∞²): convex, ternary search
@@ -282,7 +285,12 @@ _THETAS = np.concatenate([np.linspace(0.02, 0.9, 45), 1 - 0.1 * np.geomspace(1, 
 
 @functools.lru_cache(maxsize=64)
 def tree_tail_bound(
-    b: int, depth: int, kinds: tuple[NoiseKind, ...], alpha: float, probability: float | None = None
+    b: int,
+    depth: int,
+    kinds: tuple[NoiseKind, ...],
+    alpha: float,
+    probability: float | None = None,
+    one_sided: bool = False,
 ) -> float:
     """A bound c with P(|C̃(t) − C(t)| > c for some leaf edge t) <= α (``probability`` None), or
     the same for C̃(t) − p·Ñ against C(t) − p·N at the edges 0..n (with a p), when no node's output
@@ -297,9 +305,15 @@ def tree_tail_bound(
     (Chernoff, both tails: B bounds both signs). A union bound over the edges: c is the smallest
     value (bisection) at which the sum over the edges of the best of these over θ is <= α, plus the
     largest Σᵢ|vₜᵢ|·u₀ (the outputs' final rounding). Public parameters only; cached.
+
+    ``one_sided``: the sum over the edges of each edge's larger tail, e^(−θc)·Πᵢ B(θ|vₜᵢ|)
+    without the factor 2: the bound the value interval needs, since a miss there takes the
+    error below −c at edges where C − p·N > 0 or above c at edges where it is < 0, never both
+    at one edge (docs/utility.md, "The tree's value ±: one tail per edge").
     """
     edge, level, value, count, l1 = _tree_groups(b, depth, probability)
     edges = len(l1)
+    sides = 1 if one_sided else 2
     scale = np.array([k.scale_hi for k in kinds])
     top = np.zeros(edges)
     np.maximum.at(top, edge, value * scale[level])
@@ -315,7 +329,7 @@ def tree_tail_bound(
     np.add.at(rounding, edge, value * count * u0[level])
 
     def failure(c: float) -> float:
-        return float(2 * np.exp((phi - theta * c).min(axis=1)).sum()) * (1 + 1e-9)
+        return float(sides * np.exp((phi - theta * c).min(axis=1)).sum()) * (1 + 1e-9)
 
     hi = _smallest_passing(lambda c: failure(c) > alpha, float(top.max()), 60)
     return _round_up((hi + float(rounding.max())) * (1 + 1e-9))

@@ -354,7 +354,10 @@ def value_interval(
     an edge; N = C(U)). Then every true p-quantile q of the clamped values (a value with
     #{x < q} <= p·N <= #{x <= q}) lies in [e_lo, e_hi]: e_lo the largest edge with
     C̃(e) − p·Ñ < −r (there C(e) < p·N, so q >= e), e_hi the smallest edge with C̃(e) − p·Ñ > r
-    (there C(e) > p·N, so q <= e); L and U when there is none. It holds whenever r does.
+    (there C(e) > p·N, so q <= e); L and U when there is none. It holds whenever r does. A
+    release passes an r that bounds one tail per edge (the sum over the edges of each one's
+    larger tail <= α): then *some* p-quantile lies in [e_lo, e_hi] with probability >= 1 − α
+    (docs/utility.md, "The tree's value ±: one tail per edge").
     """
     cum = np.asarray(cdf, dtype=np.float64)
     p = float(check_finite("probability", probability))

@@ -26,7 +26,7 @@ from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError
 from snapdp.ieee import double_at_least, double_at_most, double_within
 
-__all__ = ["check_bounds", "released_interval", "released_value", "value_pm"]
+__all__ = ["check_bounds", "integer_interval", "released_interval", "released_value", "value_pm"]
 
 _INT64 = (Fraction(-(1 << 63)), Fraction((1 << 63) - 1))
 _DOUBLES = Fraction(1 << 1024)  # past the largest finite double
@@ -87,3 +87,15 @@ def value_pm(value: float | int, lo: Fraction, hi: Fraction) -> float:
     itself)."""
     v = Fraction(value)
     return double_at_least(max(v - lo, hi - v, Fraction(0)))
+
+
+def integer_interval(lo: Fraction, hi: Fraction, upper: Fraction) -> tuple[Fraction, Fraction]:
+    """The tree's value interval [lo, hi] (leaf edges, or the bounds where no edge passed) for an
+    integer column with integer bounds: [⌈lo⌉, ⌈hi⌉ − 1] when hi < ``upper``, [⌈lo⌉, hi] when
+    not; [lo, hi] itself when that would be empty. Every p-quantile t of integers x with
+    #(x < t) <= p·n < #(x < hi) has a value x in [t, hi), so t <= ⌈hi⌉ − 1; one with
+    #(x < lo) < p·n <= #(x <= t) has one in [lo, t], so t >= ⌈lo⌉ (docs/utility.md, "The tree's
+    value ± on an integer column"). Post-processing of public edges only."""
+    new_lo = Fraction(math.ceil(lo))
+    new_hi = Fraction(math.ceil(hi) - 1) if hi < upper else hi
+    return (new_lo, new_hi) if new_lo <= new_hi else (lo, hi)
