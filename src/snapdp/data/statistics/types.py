@@ -125,9 +125,12 @@ class AccuracyStatement:
     """The accuracy a query will have, stated before anything is spent (DESIGN §4).
 
     ``accuracy``: the ± of every released value at ``confidence``, when it depends on public
-    parameters only (count, sum, substitute mean); else None and ``per_count`` is the numerator
-    c such that the ± of a cell with noisy count ñ is c/ñ (ratio mean, variance; for a std,
-    √(c/ñ)), capped at ``cap`` (the width of the value range). ``epsilon``: the query's exact ε.
+    parameters only (count, sum, substitute mean); else None and ``at(n)`` is the planning figure
+    for a cell of noisy count ñ = n: for the ratio forms the combination of the parts' noises at
+    the public worst-case weights, ``per_count``/ñ (mean), ``per_count``/ñ + ``square``/ñ²
+    (variance; a std its root), (``per_count`` + ``square``/ñ)/(ñ − 1) (var_samp, std_samp),
+    capped at ``cap``: never less than the ± a row with that ñ states when its parts are inside
+    their bounds (docs/utility.md, "Variance and std"). ``epsilon``: the query's exact ε.
     """
 
     query: Query
@@ -149,10 +152,9 @@ class AccuracyStatement:
     # parts' order) and α, for the combined ± of each row (docs/utility.md, "Means")
     kinds: tuple[Any, ...] = ()
     alpha: float | None = None
-    # variance, std planning: the ± at ñ is min(union/ñ, per_count/ñ + square/ñ²) (the union
-    # bound and the combination at the public weights, docs/utility.md "Variance and std"; for
-    # var_samp, std_samp with ñ − 1: sample_variance.sample_accuracy)
-    union: float | None = None
+    # variance, std planning: the ± at ñ is per_count/ñ + square/ñ², the combination rows state
+    # at the public weights (its first step; docs/utility.md "Variance and std"); var_samp,
+    # std_samp: (per_count + square/ñ)/(ñ − 1) (sample_variance.sample_accuracy)
     square: float = 0.0
 
     @property
@@ -170,19 +172,18 @@ class AccuracyStatement:
             return self.cap
         if self.leaf_width is not None:
             return min(self.cap, up(self.leaf_width + self.per_count / n))
-        if self.count_accuracy is not None and self.largest is not None:
+        if self.largest is not None:  # var_samp, std_samp: the combination with ñ − 1
             root = self.query.statistic in ROOT_STATISTICS
-            c, both = self.per_count, None
-            if self.union is not None:
-                c, both = self.union, (self.per_count, self.square)
             return sample_variance.sample_accuracy(
-                c, self.count_accuracy, self.largest, float(n), root=root, combined=both
+                self.per_count, self.square, self.largest, float(n), root=root
             )
+        # mean, variance, std: the combination at the public weights, the most a row with
+        # ñ = n states (docs/utility.md, "Variance and std")
         a = up(self.per_count / n)
-        if self.union is not None:
-            a = min(up(self.union / n), up(a + self.square / (n * n)))
+        if self.square:
+            a = up(a + self.square / (n * n))
         if self.query.statistic == "std":
-            a = up(math.sqrt(a))
+            a = sample_variance.root_figure(a)
         return min(self.cap, a)
 
     def describe(self) -> str:
@@ -199,21 +200,13 @@ class AccuracyStatement:
                 f"rank ±{num(self.rank)}; in values ±({num(self.leaf_width or 0.0)} + "
                 f"{num(self.per_count or 0.0)}/ñ) if evenly spread, ñ the noisy count of the cell"
             )
-        if self.count_accuracy is not None and self.largest is not None:
-            # sample forms: with ``union``, per_count/square are the combination's (t, s)
-            c, a = num(self.union or self.per_count or 0.0), num(self.count_accuracy)
-            v = num(self.largest or 0.0)
-            core = f"{c}/(ñ − 1) + {v}·{a}/((ñ − 1)·max(1, ñ − 1 − {a}))"
-            if self.union is not None:
-                t, s = num(self.per_count or 0.0), num(self.square)
-                core = f"min({core}, ({t} + {s}/ñ)/(ñ − 1))"
+        c, s = num(self.per_count or 0.0), num(self.square)
+        if self.largest is not None:  # var_samp, std_samp
+            core = f"({c} + {s}/ñ)/(ñ − 1)"
             if self.query.statistic in ROOT_STATISTICS:
                 return f"±√({core}), ñ the noisy count of the cell"
             return f"±{core}, ñ the noisy count of the cell"
-        core = f"{num(self.per_count or 0.0)}/ñ"
-        if self.union is not None:
-            c, s, u = num(self.per_count or 0.0), num(self.square), num(self.union)
-            core = f"min({u}/ñ, {c}/ñ + {s}/ñ²)"
+        core = f"{c}/ñ + {s}/ñ²" if self.square else f"{c}/ñ"
         if self.query.statistic == "std":
             return f"±√({core}), ñ the noisy count of the cell"
         return f"±{core}, ñ the noisy count of the cell"

@@ -22,7 +22,8 @@ from snapdp.data.model.workload import PlannedQuery, alpha_of
 from snapdp.data.planner import epsilons
 from snapdp.data.statistics import accuracy_of, calibrate, compile_query
 from snapdp.data.statistics.math import ratio_bound
-from snapdp.data.statistics.math.sample_variance import sample_accuracy
+from snapdp.data.statistics.math.sample_variance import root_figure
+from snapdp.data.statistics.math.sum_bound import combination_accuracy
 from snapdp.data.statistics.types import part_accuracies, up
 
 SIZES = (3, 20, 200, 2_000, 50_000)
@@ -96,6 +97,22 @@ def test_the_planning_figure_covers_every_release_it_plans(stat: str) -> None:
                 assert st.at(n) <= 1.5 * worst
 
 
+def _alone(kind: Any, alpha: float) -> float:
+    """One part's own ± at ``alpha`` (its tail bound alone)."""
+    return combination_accuracy(kind, (), alpha)
+
+
+def _union_mean(kinds: Any, alpha: float, width: float) -> float:
+    """The union-bound numerator a_Σ + W·a_n at α/2 each, in place of the combination."""
+    return _alone(kinds[0], alpha / 2) + width * _alone(kinds[1], alpha / 2)
+
+
+def _union_variance(kinds: Any, alpha: float, width: float) -> tuple[float, float]:
+    """The union-bound numerator a₂ + 2W·a₁ + 3W²·a_n at α/3 each (no square term)."""
+    a2, a1, an = (_alone(k, alpha / 3) for k in kinds)
+    return a2 + 2 * width * a1 + 3 * width * width * an, 0.0
+
+
 def _pums_plan(pums: Path, stat: str, target: Fraction) -> Plan:
     schema = Schema((Column("income", "decimal", lower=0, upper=500_000),))
     pq = PlannedQuery(Query(stat, "income"), accuracy=target, group_size=1000)
@@ -117,9 +134,9 @@ def test_a_pums_plan_spends_less_and_meets_its_target(
     at most 0.8× the ε of the union-bound figure, and its seeded releases state at most the
     target and lie within it of the truth."""
     _clear()
-    with monkeypatch.context() as m:  # the union-bound figure: the combination never chosen
-        m.setattr(ratio_bound, "mean_plan", lambda *a: math.inf)
-        m.setattr(ratio_bound, "variance_plan", lambda *a: (math.inf, math.inf))
+    with monkeypatch.context() as m:  # the union-bound figure in place of the combination
+        m.setattr(ratio_bound, "mean_plan", _union_mean)
+        m.setattr(ratio_bound, "variance_plan", _union_variance)
         before = _pums_plan(pums, stat, target).preview().allocations[0].epsilon
     _clear()
     plan = _pums_plan(pums, stat, target)
@@ -146,32 +163,33 @@ def _old_sample_figure(compiled: Any, noises: Any, confidence: float, n: int) ->
     a = part_accuracies(compiled, noises, alpha_of(confidence))
     fp = compiled.fixed
     q, w = float(fp.quantum), fp.width
-    num = up((a["squares"] + 2 * w * a["csum"] + 3 * w * w * a["count"]) / 4 * q * q)
-    largest = up(float(Fraction(w * w, 4) * fp.quantum**2))
-    root = compiled.query.statistic == "std_samp"
-    return sample_accuracy(num, a["count"], largest, float(n), root=root)
+    c = up((a["squares"] + 2 * w * a["csum"] + 3 * w * w * a["count"]) / 4 * q * q)
+    largest, count = up(float(Fraction(w * w, 4) * fp.quantum**2)), a["count"]
+    first = min(c / n, largest) * n / (n - 1)
+    second = largest * count / ((n - 1) * max(1.0, n - 1 - count))
+    acc = min(2 * largest, up(up(first) + up(second)))
+    return up(math.sqrt(acc)) if compiled.query.statistic == "std_samp" else acc
 
 
 @pytest.mark.parametrize("stat", ["var_samp", "std_samp"])
 def test_the_sample_planning_figure_is_never_wider_than_the_union_bound(stat: str) -> None:
-    """var_samp, std_samp: at most the old figure everywhere, below 0.9× it wherever the old one
-    is below V (half the range; between V and 2V the old one can be the smaller), and wherever
-    the figure is below V, equal to the combination at the public weights (which every row's ±
-    is at most)."""
+    """var_samp, std_samp: below 0.9× the old figure wherever the old one is below V (half the
+    range; between V and 2V the old one can be the smaller, and the figure is then the larger:
+    what rows state, tests/unit/data/plan/test_plan_promise.py), and wherever the figure is
+    below V, equal to the combination at the public weights (which every row's ± is at most)."""
     below = 0
     for eps, confidence in ((Fraction(1, 2), 0.99), (Fraction(2), 0.95), (Fraction(8), 0.9)):
         compiled, noises, statement = _statement(stat, 100, eps, confidence)
         half = statement.largest if stat == "var_samp" else math.sqrt(statement.largest)
         for n in (*SIZES, 7, 30, 90):
             old = _old_sample_figure(compiled, noises, confidence, n)
-            assert statement.at(n) <= old
             if old < half:
                 assert statement.at(n) < 0.9 * old
                 below += 1
             if statement.at(n) < half:
                 t, s = statement.per_count, statement.square
                 first = up(up(t + up(s / n)) / (n - 1))
-                assert statement.at(n) == (up(math.sqrt(first)) if stat == "std_samp" else first)
+                assert statement.at(n) == (root_figure(first) if stat == "std_samp" else first)
     assert below > 6
 
 

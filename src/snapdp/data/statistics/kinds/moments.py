@@ -186,10 +186,9 @@ def _mean_accuracy(
 ) -> AccuracyStatement:  # fmt: skip
     a, fp = part_accuracies(compiled, noises, alpha), compiled.fixed
     assert fp is not None
-    q = float(fp.quantum)
-    num = up((a["csum"] + fp.width * a["count"]) / 2 * q)  # docs/utility.md, "Means"
-    kinds = _kinds(noises)  # planning: the combination at |m| <= W, never above the union bound
-    num = min(num, up(ratio_bound.mean_plan(kinds, alpha, float(fp.width)) / 2 * q))
+    q, kinds = float(fp.quantum), _kinds(noises)
+    # planning: the combination at |m| <= W, the most a row states (docs/utility.md, "Means")
+    num = up(ratio_bound.mean_plan(kinds, alpha, float(fp.width)) / 2 * q)
     cap = float(fp.width * fp.quantum)
     return AccuracyStatement(
         compiled.query, compiled.epsilon, confidence, None, num, cap, notes,
@@ -210,19 +209,18 @@ def _spread_accuracy(
     a, fp, stat = part_accuracies(compiled, noises, alpha), compiled.fixed, compiled.query.statistic
     assert fp is not None
     q, w = float(fp.quantum), fp.width
-    num = up((a["squares"] + 2 * w * a["csum"] + 3 * w * w * a["count"]) / 4 * q * q)
     parts, kinds = (a["squares"], a["csum"], a["count"]), _kinds(noises)
     if stat in ("var_samp", "std_samp"):  # docs/sql.md, "Sample variance"
-        return _sample_statement(compiled, confidence, notes, num, a["count"], kinds, alpha)
+        return _sample_statement(compiled, confidence, notes, a["count"], kinds, alpha)
     cap = float(Fraction(w * w, 4) * fp.quantum**2)  # V: the largest population variance
     if stat == "std":
         cap = float(Fraction(w, 2) * fp.quantum)
-    # planning: the combination at the public weights (docs/utility.md, "Variance and std")
+    # planning: the combination at the public weights, the most a row states (its first step;
+    # docs/utility.md, "Variance and std")
     t_z, t_1 = ratio_bound.variance_plan(kinds, alpha, float(w))
     return AccuracyStatement(
-        compiled.query, compiled.epsilon, confidence, None, min(num, up(t_z / 4 * q * q)), cap,
-        notes, spread_parts=parts, kinds=kinds, alpha=alpha, union=num,
-        square=up(t_1 * t_1 / 4 * q * q),
+        compiled.query, compiled.epsilon, confidence, None, up(t_z / 4 * q * q), cap, notes,
+        spread_parts=parts, kinds=kinds, alpha=alpha, square=up(t_1 * t_1 / 4 * q * q),
     )  # fmt: skip
 
 
@@ -384,14 +382,13 @@ def _spread_rows(
 
 
 def _sample_statement(
-    compiled: Compiled, confidence: float, notes: tuple[str, ...], union: float,
-    count_accuracy: float, kinds: tuple[NoiseKind, ...], alpha: float,
+    compiled: Compiled, confidence: float, notes: tuple[str, ...], count_accuracy: float,
+    kinds: tuple[NoiseKind, ...], alpha: float,
 ) -> AccuracyStatement:  # fmt: skip
-    """A sample form's statement: the smaller of the union-bound figure (numerator ``union``)
-    and the combination at the public weights, (T_Z + T₁²/ñ)/(ñ − 1) (docs/utility.md,
-    "Variance and std"); the combination is kept only where its numerator is the smaller, so
-    wherever the figure at ñ is below V it is above per_count/ñ (the planner's floor search
-    starts there)."""
+    """A sample form's statement: the combination at the public weights, (T_Z + T₁²/ñ)/(ñ − 1)
+    capped at 2V, the first step of what every row iterates, so at least what a row with that ñ
+    states (docs/utility.md, "Variance and std"); above per_count/ñ for every ñ > 1 (the
+    planner's floor search starts there)."""
     fp = compiled.fixed
     assert fp is not None
     q, w = float(fp.quantum), fp.width
@@ -400,13 +397,10 @@ def _sample_statement(
     if compiled.query.statistic == "std_samp":
         cap = up(math.sqrt(cap))
     t_z, t_1 = ratio_bound.sample_plan(kinds, alpha, float(w))
-    per, square = up(t_z / 4 * q * q), up(t_1 * t_1 / 4 * q * q)
-    combined = per <= union
     return AccuracyStatement(
-        compiled.query, compiled.epsilon, confidence, None, per if combined else union, cap,
+        compiled.query, compiled.epsilon, confidence, None, up(t_z / 4 * q * q), cap,
         (*notes, sample_variance.FALLBACK_NOTE), count_accuracy=count_accuracy,
-        largest=up(float(largest)), kinds=kinds, alpha=alpha,
-        union=union if combined else None, square=square if combined else 0.0,
+        largest=up(float(largest)), kinds=kinds, alpha=alpha, square=up(t_1 * t_1 / 4 * q * q),
     )  # fmt: skip
 
 

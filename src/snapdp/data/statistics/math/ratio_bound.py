@@ -21,7 +21,10 @@ cached bounds few.
 
 Planning (before any data is read) evaluates the same bounds at the public worst-case weights,
 the iterations' first step (|m| <= W, σ² <= W²): :func:`mean_plan` and :func:`variance_plan`.
-A released row states the smallest iterate, so never more than these (docs/utility.md).
+A released row states the smallest iterate, so never more than these, and the planning figure
+(``AccuracyStatement.at``) is exactly these, capped: the promise that a row with noisy count
+ñ = n states at most the figure at n (a union bound holds on another event, so it is never the
+figure; docs/utility.md, "Variance and std").
 """
 
 from __future__ import annotations

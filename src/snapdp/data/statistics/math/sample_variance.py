@@ -19,16 +19,13 @@ form's treatment with ñ − 1 in place of ñ: for every cell of n ≥ 2 values,
 1, |2m| ≤ 2W and |m² − s²| ≤ max(m², s²) ≤ 2W², bounded on the population form's events and
 iterated from what is released (:func:`~snapdp.data.statistics.math.ratio_bound.sample_error`).
 A row whose parts were clamped states the whole range 2V. Before any data is read the figure at
-ñ is the smaller of that bound at the public weights, (T_Z + T₁²/ñ)/(ñ − 1), and the union-bound
-figure it replaces: with c/ñ the population's union-bound ± (c the numerator of
-:class:`~snapdp.data.statistics.AccuracyStatement`'s ``union``) and a the count's ±,
-
-    min(c/ñ, V)·ñ/(ñ − 1) + V·a / ((ñ − 1)·max(1, ñ − 1 − a)),
-
-which holds on the parts' union event since ñ/(ñ − 1) − n/(n − 1) = (n − ñ)/((ñ − 1)(n − 1)),
-|n − ñ| ≤ a, n − 1 ≥ max(1, ñ − 1 − a) and v ≤ V. Both are capped at 2V. A standard
-deviation's planning ± is the square root of its variance's (|√x − √y| ≤ √|x − y|); a row
-states the distance from √ŝ² to the ends of √ of [ŝ² − a, ŝ² + a].
+ñ is that bound at the public weights, (T_Z + T₁²/ñ)/(ñ − 1), capped at 2V: the iterations'
+first step, so at least what a row with that ñ states (:func:`sample_accuracy`). The union-bound
+figure min(c/ñ, V)·ñ/(ñ − 1) + V·a/((ñ − 1)·max(1, ñ − 1 − a)) that was once the smaller of
+the two holds on another event (every part within its own ±) and no row states it, so it is no
+longer a planning figure. A standard deviation's figure is :func:`root_figure` of its
+variance's (|√x − √y| ≤ √|x − y|); a row states the distance from √ŝ² to the ends of √ of
+[ŝ² − a, ŝ² + a], never more than that.
 
 A cell of fewer than two values has no sample variance (DuckDB and BigQuery return NULL). The
 release path cannot say which cells those are without reading the private count, so the rule
@@ -40,7 +37,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["FALLBACK_NOTE", "sample_accuracy", "sample_value"]
+__all__ = ["FALLBACK_NOTE", "root_figure", "sample_accuracy", "sample_value"]
 
 FALLBACK_NOTE = (
     "sample forms divide by ñ − 1, ñ the noisy count of values (post-processing of the same "
@@ -55,25 +52,28 @@ def _up(x: float) -> float:
 
 
 def sample_accuracy(
-    per_count: float, count_accuracy: float, largest: float, n: float, *, root: bool,
-    combined: tuple[float, float] | None = None,
-) -> float:  # fmt: skip
+    per_count: float, square: float, largest: float, n: float, *, root: bool
+) -> float:
     """The planning ± of a sample variance (``root``: of a sample std) for a cell whose noisy
-    count is ``n``: ``per_count`` is c (the population's union-bound ± is c/ñ),
-    ``count_accuracy`` the count's ±, ``largest`` V, the largest population variance;
-    ``combined`` (t, s): the combination at the public weights, (t + s/ñ)/(ñ − 1), the smaller
-    of the two is taken (module docstring). At most the whole range: 2V (std: √(2V))."""
-    cap = 2 * largest
-    if not n > 1:
-        acc = cap
-    else:
-        first = min(per_count / n, largest) * n / (n - 1)
-        second = largest * count_accuracy / ((n - 1) * max(1.0, n - 1 - count_accuracy))
-        acc = min(cap, _up(_up(first) + _up(second)))
-        if combined is not None:
-            t, s = combined
-            acc = min(acc, _up(_up(t + _up(s / n)) / (n - 1)))
-    return _up(math.sqrt(acc)) if root else acc
+    count is ``n``: the combination at the public weights, (t + s/ñ)/(ñ − 1) with t =
+    ``per_count`` and s = ``square`` (q's units), at most the whole range 2V (``largest`` is V;
+    std: :func:`root_figure`, at most √(2V)); 2V when ñ <= 1 (module docstring)."""
+    acc = 2 * largest
+    if n > 1:
+        acc = min(acc, _up(_up(per_count + _up(square / n)) / (n - 1)))
+    if root:
+        return min(_up(math.sqrt(2 * largest)), root_figure(acc))
+    return acc
+
+
+def root_figure(a: float) -> float:
+    """The planning ± of a standard deviation whose variance's ± is ``a``: at least the ± a row
+    states for every released variance v̂ (the larger distance from √v̂ to √ of the ends of
+    [v̂ − a, v̂ + a], at most √a, rounded up as rows round it)."""
+    if not a > 0:
+        return 0.0
+    root = math.sqrt(a)
+    return _up(_up(max(root, a / root)) * (1 + 2**-40))
 
 
 def sample_value(population: float, n: float, largest: float, *, root: bool) -> float:
