@@ -1,16 +1,14 @@
-"""results.parquet written in plain Python (issue 32, docs/performance.md "Latency"): ``snapdp run``
-of a CSV plan imports no ``pyarrow.parquet``, and every reader (pyarrow, DuckDB, polars, pandas)
-sees the table pyarrow's writer gave it: columns, types, values, nulls and row order."""
+"""results.parquet written in plain Python (issue 32, docs/performance.md "Latency"): every reader
+(pyarrow, DuckDB, polars, pandas) sees the table pyarrow's writer gave it: columns, types,
+values, nulls and row order (that ``snapdp run`` imports no ``pyarrow.parquet``:
+tests/unit/test_run_imports.py)."""
 
 from __future__ import annotations
 
 import base64
 import io
 import math
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,7 +19,6 @@ from snapdp.data.output.arrow_schema import arrow_schema
 from snapdp.data.output.parquet import parquet_column
 from snapdp.data.output.writers import _parquet_bytes, _pyarrow_parquet_bytes
 
-ROOT = Path(__file__).resolve().parents[3]
 _TYPES = {"null": pa.null(), "bool": pa.bool_(), "int": pa.int64(), "float": pa.float64(),
           "str": pa.string()}  # fmt: skip
 
@@ -103,38 +100,3 @@ def test_the_arrow_schema_metadata_reads_as_the_arrow_schema() -> None:
 @pytest.mark.parametrize("values", [[True, 1], [2**63], [1, 2**60, 0.5], [b"x"], [1.5, "a"]])
 def test_other_columns_are_left_to_pyarrow(values: list[object]) -> None:
     assert parquet_column(values) is None
-
-
-def test_snapdp_run_of_a_csv_plan_imports_no_pyarrow_parquet(tmp_path: Path) -> None:
-    data = Path(os.environ.get("SNAPDP_SHARED_DATA", ROOT.parent / "shared" / "data"))
-    source = data / "PUMS.csv"
-    if not source.exists():
-        pytest.skip("PUMS.csv not available (set SNAPDP_SHARED_DATA)")
-    plan = tmp_path / "plan.toml"
-    plan.write_text(
-        f'[data]\nsource = "{source.as_posix()}"\ntotal_epsilon = 10\n\n[columns]\n'
-        'age = { type = "integer", lower = 0, upper = 100 }\n'
-        'sex = { type = "integer", keys = [0, 1] }\n\n'
-        '[[query]]\nstatistic = "count"\nby = ["sex"]\nepsilon = 0.3\n\n'
-        '[[query]]\nstatistic = "quantiles"\ncolumn = "age"\nquantiles = [0.5]\nepsilon = 0.3\n',
-        encoding="utf-8",
-    )
-    code = (
-        "import runpy, sys\n"
-        "sys.argv = ['snapdp', 'run', sys.argv[1], '--ledger', sys.argv[2] + '/l.db',\n"
-        "            '--output', sys.argv[2] + '/out', '--total-epsilon', '10']\n"
-        "try:\n    runpy.run_module('snapdp.cli', run_name='__main__')\n"
-        "except SystemExit as e:\n    assert not e.code, e.code\n"
-        "print('PARQUET' if 'pyarrow.parquet' in sys.modules else 'NO-PARQUET')\n"
-    )
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(plan), str(tmp_path)],
-        capture_output=True, text=True, env=env, check=True,
-    )  # fmt: skip
-    assert out.stdout.strip().splitlines()[-1] == "NO-PARQUET"
-    table = pq.read_table(tmp_path / "out" / "results.parquet")
-    assert table.schema.names[:4] == ["query", "statistic", "column", "sex"]
-    assert table.schema.field("target_met").type == pa.null()
-    assert table.num_rows == 3
