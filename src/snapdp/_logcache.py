@@ -3,19 +3,21 @@ doubles").
 
 :func:`snapdp.fast_plan.log_premise_holds` compares np.log and math.log with the true logarithm
 on a fixed probe of a few thousand doubles, once per process; its reference is ln u in MPFR at
-200 bits rounded to the nearest double, which takes ~30 ms of every fresh process. Those
-doubles are pure functions of the probe (fixed by the code) and of gmpy2/MPFR: this keeps them
-in a small JSON file, so that a later process reads them instead (the check itself, on the
-running numpy and libm, is made in every process as before; an argument the doubles do not
-clear is still decided by MPFR at 200 bits).
+200 bits rounded to the nearest double, which takes ~30 ms of every fresh process (and drawing
+the probe imports ``numpy.random``). The probe and those doubles are pure functions of the code
+(the probe's seed), of numpy's generator and of gmpy2/MPFR: this keeps both in a small JSON
+file, so that a later process reads them instead (the check itself, on the running numpy and
+libm, is made in every process as before; an argument the doubles do not clear is still decided
+by MPFR at 200 bits).
 
 * Where: beside the certificates (:func:`snapdp._certcache.cache_dir`), in ``logs``;
   ``SNAPDP_CACHE_DIR=off`` turns it off.
-* Key: the SHA-256 of the probe's doubles and of :data:`CODE_VERSION` (the source of
-  ``fast_plan`` and of this module, and the gmpy2/MPFR versions).
+* Key: the SHA-256 of :data:`CODE_VERSION` (the source of ``fast_plan`` and of this module,
+  and the gmpy2/MPFR and numpy versions).
 * Written atomically, readable by its owner only; read only when the folder and the file are
-  the user's own and writable by nobody else, the file parses, its checksum, code version and
-  probe match, and every value is a finite double. Anything else is ignored and overwritten.
+  the user's own and writable by nobody else, the file parses, its checksum and code version
+  match, the probe is a non-empty list of doubles in (0, 1) and every reference a finite double
+  (one per probe point). Anything else is ignored and overwritten.
 
 Nothing read from data reaches this module. A forged entry must be written by the user's own
 account (as for certificates, docs/mechanism.md), which could equally change the installed code.
@@ -28,16 +30,16 @@ import json
 import math
 import os
 import stat
-import struct
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import gmpy2
+import numpy as np
 
 from snapdp import _certcache
 
-__all__ = ["CODE_VERSION", "logs_dir", "nearest_logs"]
+__all__ = ["CODE_VERSION", "logs_dir", "premise_reference"]
 
 
 def _code_version() -> str | None:
@@ -52,6 +54,7 @@ def _code_version() -> str | None:
         return None
     digest.update(str(gmpy2.version()).encode())
     digest.update(str(gmpy2.mpfr_version()).encode())
+    digest.update(np.__version__.encode())  # the probe's ordinary U* come from numpy's PCG64
     return digest.hexdigest()
 
 
@@ -66,22 +69,22 @@ def logs_dir() -> Path | None:
     return certificates.parent / "logs"
 
 
-def nearest_logs(probe: Sequence[float], compute: Callable[[], list[float]]) -> list[float]:
-    """``compute()`` (the nearest double to ln u for each u of ``probe``), read from the disk
-    when a checked entry for this probe and code exists, else computed and kept."""
+def premise_reference(
+    compute: Callable[[], tuple[list[float], list[float]]],
+) -> tuple[list[float], list[float]]:
+    """``compute()``: the probe (its doubles u) and the nearest double to ln u for each, read
+    from the disk when a checked entry for this code exists, else computed and kept."""
     folder = logs_dir()
     if folder is None:
         return compute()
-    digest = hashlib.sha256(str(CODE_VERSION).encode())
-    digest.update(struct.pack(f"<{len(probe)}d", *probe))  # the probe's doubles, exactly
-    key = digest.hexdigest()
+    key = hashlib.sha256(json.dumps([CODE_VERSION, "premise"]).encode()).hexdigest()
     path = folder / f"{key}.json"
-    kept = _read(path, key, len(probe))
+    kept = _read(path, key)
     if kept is not None:
         return kept
-    values = compute()
-    _write(folder, path, key, values)
-    return values
+    probe, nearest = compute()
+    _write(folder, path, key, probe, nearest)
+    return probe, nearest
 
 
 def _checksum(body: dict[str, object]) -> str:
@@ -96,7 +99,7 @@ def _private(path: Path) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _read(path: Path, key: str, size: int) -> list[float] | None:
+def _read(path: Path, key: str) -> tuple[list[float], list[float]] | None:
     try:
         if not (_private(path.parent) and _private(path)):
             return None
@@ -106,19 +109,24 @@ def _read(path: Path, key: str, size: int) -> list[float] | None:
             return None
         if body["version"] != CODE_VERSION or body["key"] != key:
             return None
-        texts = body["nearest"]
-        if not isinstance(texts, list) or len(texts) != size:
-            return None
-        values = [float.fromhex(t) for t in texts]
+        probe = [float.fromhex(t) for t in body["probe"]]
+        nearest = [float.fromhex(t) for t in body["nearest"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return values if all(math.isfinite(v) for v in values) else None
+    if not probe or len(probe) != len(nearest):
+        return None
+    if not all(0 < u < 1 for u in probe) or not all(math.isfinite(v) for v in nearest):
+        return None
+    return probe, nearest
 
 
-def _write(folder: Path, path: Path, key: str, values: list[float]) -> None:
+def _write(folder: Path, path: Path, key: str, probe: list[float], nearest: list[float]) -> None:
     body: dict[str, object] = {
-        "version": CODE_VERSION, "key": key, "nearest": [v.hex() for v in values]
-    }  # fmt: skip
+        "version": CODE_VERSION,
+        "key": key,
+        "probe": [u.hex() for u in probe],
+        "nearest": [v.hex() for v in nearest],
+    }
     text = json.dumps({"body": body, "checksum": _checksum(body)}, sort_keys=True)
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)

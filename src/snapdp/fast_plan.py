@@ -207,14 +207,12 @@ def log_premise_holds() -> bool:
     """
     global _LOG_CHECKED
     if _LOG_CHECKED is None:
-        from snapdp._logcache import nearest_logs
+        from snapdp._logcache import premise_reference
 
-        us = _log_probe()
-        probe = us.tolist()
-        # ln u rounded to the nearest double (kept on disk: the same doubles, docs/fast-path.md)
-        nearest = np.array(
-            nearest_logs(probe, lambda: [float(t) for t in _true_logs(us)]), dtype=np.float64
-        )
+        # the probe and ln u rounded to the nearest double (kept on disk: the same doubles)
+        probe, reference = premise_reference(_premise_reference)
+        us = np.array(probe, dtype=np.float64)
+        nearest = np.array(reference, dtype=np.float64)
         ctx = gmpy2.context(precision=200)
 
         def exact(i: int) -> Any:  # ln u in MPFR at 200 bits, as _true_logs
@@ -232,6 +230,12 @@ def log_premise_holds() -> bool:
             )
         _LOG_CHECKED = ok
     return _LOG_CHECKED
+
+
+def _premise_reference() -> tuple[list[float], list[float]]:
+    """The probe's doubles and, for each, ln u in MPFR at 200 bits rounded to a double."""
+    us = _log_probe()
+    return us.tolist(), [float(t) for t in _true_logs(us)]
 
 
 def _true_logs(us: npt.NDArray[np.float64]) -> list[Any]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -46,10 +48,29 @@ def test_a_later_check_reads_the_kept_doubles(cache: Path, monkeypatch: pytest.M
 
 def test_the_kept_doubles_are_the_computed_ones(cache: Path) -> None:
     us = fast_plan._log_probe()
-    want = [float(t) for t in fast_plan._true_logs(us)]
-    fresh = _logcache.nearest_logs(us.tolist(), lambda: want)
-    kept = _logcache.nearest_logs(us.tolist(), lambda: pytest.fail("recomputed"))
-    assert [v.hex() for v in kept] == [v.hex() for v in want] == [v.hex() for v in fresh]
+    want = (us.tolist(), [float(t) for t in fast_plan._true_logs(us)])
+    fresh = _logcache.premise_reference(fast_plan._premise_reference)
+    kept = _logcache.premise_reference(lambda: pytest.fail("recomputed"))
+    for got in (fresh, kept):
+        assert [[v.hex() for v in part] for part in got] == [[v.hex() for v in p] for p in want]
+
+
+def test_a_later_check_draws_no_probe(cache: Path) -> None:
+    assert fast_plan.log_premise_holds()
+    code = (
+        "import sys\n"
+        "from snapdp import fast_plan\n"
+        "assert fast_plan.log_premise_holds()\n"
+        "print('numpy.random' in sys.modules)\n"
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = (
+        str(Path(fast_plan.__file__).parents[1]) + os.pathsep + env.get("PYTHONPATH", "")
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize("ulps", [0, 8, 16, 17, 64])
@@ -80,17 +101,17 @@ def test_a_bad_log_still_fails_with_kept_doubles(
         assert not fast_plan.log_premise_holds()
 
 
-@pytest.mark.parametrize("harm", ["value", "checksum", "version", "mode"])
-def test_a_changed_or_foreign_entry_is_ignored(
-    cache: Path, monkeypatch: pytest.MonkeyPatch, harm: str
-) -> None:
-    us = fast_plan._log_probe().tolist()
-    want = [float(t) for t in fast_plan._true_logs(np.array(us))]
-    _logcache.nearest_logs(us, lambda: want)
+@pytest.mark.parametrize("harm", ["value", "probe", "checksum", "version", "mode"])
+def test_a_changed_or_foreign_entry_is_ignored(cache: Path, harm: str) -> None:
+    want = fast_plan._premise_reference()
+    _logcache.premise_reference(lambda: want)
     (entry,) = cache.glob("*.json")
     stored = json.loads(entry.read_text(encoding="utf-8"))
     if harm == "value":  # a forged value with its checksum left as it was
-        stored["body"]["nearest"][0] = (want[0] * 2).hex()
+        stored["body"]["nearest"][0] = (want[1][0] * 2).hex()
+    elif harm == "probe":  # a probe cut short, its checksum recomputed
+        stored["body"]["probe"] = stored["body"]["probe"][:1]
+        stored["checksum"] = _logcache._checksum(stored["body"])
     elif harm == "checksum":
         stored["checksum"] = "0" * 64
     elif harm == "version":
@@ -103,15 +124,16 @@ def test_a_changed_or_foreign_entry_is_ignored(
         entry.chmod(0o666)
     recomputed: list[int] = []
 
-    def compute() -> list[float]:
+    def compute() -> tuple[list[float], list[float]]:
         recomputed.append(1)
         return want
 
-    assert _logcache.nearest_logs(us, compute) == want
+    assert _logcache.premise_reference(compute) == want
     assert recomputed == [1]
 
 
 def test_the_cache_off_computes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SNAPDP_CACHE_DIR", "off")
     assert _logcache.logs_dir() is None
-    assert _logcache.nearest_logs([0.5], lambda: [math.log(0.5)]) == [math.log(0.5)]
+    got = _logcache.premise_reference(lambda: ([0.5], [math.log(0.5)]))
+    assert got == ([0.5], [math.log(0.5)])
