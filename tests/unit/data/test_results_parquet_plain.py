@@ -1,7 +1,7 @@
 """results.parquet written in plain Python (issue 32, docs/performance.md "Latency"): every reader
 (pyarrow, DuckDB, polars, pandas) sees the table pyarrow's writer gave it: columns, types,
 values, nulls and row order (that ``snapdp run`` imports no ``pyarrow.parquet``:
-tests/unit/test_run_imports.py)."""
+tests/unit/cli/test_run_imports_parquet_sql.py)."""
 
 from __future__ import annotations
 
