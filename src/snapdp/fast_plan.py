@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,11 +207,19 @@ def log_premise_holds() -> bool:
     """
     global _LOG_CHECKED
     if _LOG_CHECKED is None:
-        us = _log_probe()
-        true = _true_logs(us)  # once, for both checks
-        ok = _within_premise(true, np.asarray(np.log(us), dtype=np.float64)) and _within_premise(
-            true, np.array([math.log(u) for u in us.tolist()])
-        )
+        from snapdp._logcache import premise_reference
+
+        # the probe and ln u rounded to the nearest double (kept on disk: the same doubles)
+        probe, reference = premise_reference(_premise_reference)
+        us = np.array(probe, dtype=np.float64)
+        nearest = np.array(reference, dtype=np.float64)
+        ctx = gmpy2.context(precision=200)
+
+        def exact(i: int) -> Any:  # ln u in MPFR at 200 bits, as _true_logs
+            return ctx.log(gmpy2.mpfr(probe[i], 200))
+
+        ok = _premise_check(nearest, np.asarray(np.log(us), dtype=np.float64), exact)
+        ok = ok and _premise_check(nearest, np.array([math.log(u) for u in probe]), exact)
         if not ok:
             warnings.warn(
                 "np.log or math.log on this machine is less accurate than the fast path assumes "
@@ -221,6 +230,12 @@ def log_premise_holds() -> bool:
             )
         _LOG_CHECKED = ok
     return _LOG_CHECKED
+
+
+def _premise_reference() -> tuple[list[float], list[float]]:
+    """The probe's doubles and, for each, ln u in MPFR at 200 bits rounded to a double."""
+    us = _log_probe()
+    return us.tolist(), [float(t) for t in _true_logs(us)]
 
 
 def _true_logs(us: npt.NDArray[np.float64]) -> list[Any]:
@@ -238,13 +253,22 @@ _CLEAR = 3.0 * 2.0**-50
 def _within_premise(true: list[Any], logs: npt.NDArray[np.float64]) -> bool:
     """Whether every ``logs[i]`` is within :data:`LOG_PREMISE` relative of ``true[i]`` (exactly:
     the vectorised test only spares the MPFR comparison where it clears with room)."""
+    nearest = np.array([float(t) for t in true], dtype=np.float64)
+    return _premise_check(nearest, logs, lambda i: true[i])
+
+
+def _premise_check(
+    nearest: npt.NDArray[np.float64], logs: npt.NDArray[np.float64], exact: Callable[[int], Any]
+) -> bool:
+    """:func:`_within_premise` given ``nearest`` (each true logarithm rounded to the nearest
+    double) and ``exact(i)`` (the i-th in MPFR at 200 bits, asked only where the vectorised
+    test does not clear)."""
     if not bool(np.all(np.isfinite(logs))):
         return False
-    nearest = np.array([float(t) for t in true], dtype=np.float64)
     clear = np.abs(logs - nearest) <= _CLEAR * np.abs(nearest)
     ctx = gmpy2.context(precision=200)
     for i in np.flatnonzero(~clear).tolist():
-        t = true[i]
+        t = exact(i)
         if abs(ctx.sub(gmpy2.mpfr(float(logs[i]), 200), t)) > LOG_PREMISE * abs(t):
             return False
     return True

@@ -56,6 +56,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "snapdp", "snapdp.mechanism", "snapdp.accuracy", "snapdp.rescaling", "snapdp.shift",
         "snapdp.fast", "snapdp.fast_plan", "snapdp.snapping", "snapdp.distribution",
         "snapdp.parameters", "snapdp.guarantee", "snapdp.exponential", "snapdp._certcache",
+        "snapdp._logcache",
     )),
     ("randomness", ("snapdp.randomness",)),
     ("ieee", ("snapdp.ieee", "snapdp.errors", "snapdp._validation", "snapdp._rational",

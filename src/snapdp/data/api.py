@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 from snapdp.data.engines.base import Engine
-from snapdp.data.frontends.sql import apply_post_processing, parse_sql
 from snapdp.data.frontends.toml import load_plan as _load_plan
 from snapdp.data.model.workload import Declaration, check_unit
 from snapdp.data.output.results import Results
@@ -97,6 +96,8 @@ class PrivateTable(_release.PrivateTable):
         read or spent. FROM may name any table (unqualified): this one is the only one.
         ``delta`` (or ``OPTIONS(delta = …)``) lets GROUP BY take a column's groups from the data
         (docs/sql.md, "Groups from the data")."""
+        from snapdp.data.frontends.sql import apply_post_processing, parse_sql  # SQL only
+
         declaration = Declaration(self.schema, confidence=confidence)
         parsed = parse_sql(query, declaration, epsilon=epsilon, delta=delta)
         schema = parsed.workload.schema  # OPTIONS / CLAMP may refine the declaration

@@ -1,0 +1,144 @@
+"""The log premise's reference values, kept on disk (docs/fast-path.md, "F3 — the noise in
+doubles").
+
+:func:`snapdp.fast_plan.log_premise_holds` compares np.log and math.log with the true logarithm
+on a fixed probe of a few thousand doubles, once per process; its reference is ln u in MPFR at
+200 bits rounded to the nearest double, which takes ~30 ms of every fresh process (and drawing
+the probe imports ``numpy.random``). The probe and those doubles are pure functions of the code
+(the probe's seed), of numpy's generator and of gmpy2/MPFR: this keeps both in a small JSON
+file, so that a later process reads them instead (the check itself, on the running numpy and
+libm, is made in every process as before; an argument the doubles do not clear is still decided
+by MPFR at 200 bits).
+
+* Where: beside the certificates (:func:`snapdp._certcache.cache_dir`), in ``logs``;
+  ``SNAPDP_CACHE_DIR=off`` turns it off.
+* Key: the SHA-256 of :data:`CODE_VERSION` (the source of ``fast_plan`` and of this module,
+  and the gmpy2/MPFR and numpy versions).
+* Written atomically, readable by its owner only; read only when the folder and the file are
+  the user's own and writable by nobody else, the file parses, its checksum and code version
+  match, the probe is a non-empty list of doubles in (0, 1) and every reference a finite double
+  (one per probe point). Anything else is ignored and overwritten.
+
+Nothing read from data reaches this module. A forged entry must be written by the user's own
+account (as for certificates, docs/mechanism.md), which could equally change the installed code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import gmpy2
+import numpy as np
+
+from snapdp import _certcache
+
+__all__ = ["CODE_VERSION", "logs_dir", "premise_reference"]
+
+
+def _code_version() -> str | None:
+    """The SHA-256 of the modules the values depend on and of gmpy2/MPFR's versions; None when a
+    source cannot be read (then nothing is kept)."""
+    digest = hashlib.sha256(b"snapdp-log-premise-1")
+    here = Path(__file__).parent
+    try:
+        for name in ("fast_plan", "_logcache"):
+            digest.update((here / f"{name}.py").read_bytes())
+    except OSError:
+        return None
+    digest.update(str(gmpy2.version()).encode())
+    digest.update(str(gmpy2.mpfr_version()).encode())
+    digest.update(np.__version__.encode())  # the probe's ordinary U* come from numpy's PCG64
+    return digest.hexdigest()
+
+
+CODE_VERSION = _code_version()
+
+
+def logs_dir() -> Path | None:
+    """The folder of the kept values, or None when the cache is off."""
+    certificates = _certcache.cache_dir()
+    if certificates is None or CODE_VERSION is None:
+        return None
+    return certificates.parent / "logs"
+
+
+def premise_reference(
+    compute: Callable[[], tuple[list[float], list[float]]],
+) -> tuple[list[float], list[float]]:
+    """``compute()``: the probe (its doubles u) and the nearest double to ln u for each, read
+    from the disk when a checked entry for this code exists, else computed and kept."""
+    folder = logs_dir()
+    if folder is None:
+        return compute()
+    key = hashlib.sha256(json.dumps([CODE_VERSION, "premise"]).encode()).hexdigest()
+    path = folder / f"{key}.json"
+    kept = _read(path, key)
+    if kept is not None:
+        return kept
+    probe, nearest = compute()
+    _write(folder, path, key, probe, nearest)
+    return probe, nearest
+
+
+def _checksum(body: dict[str, object]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _private(path: Path) -> bool:
+    """Owned by this user and writable by no one else (always true without POSIX modes)."""
+    if not hasattr(os, "getuid"):
+        return True
+    info = path.stat()
+    return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _read(path: Path, key: str) -> tuple[list[float], list[float]] | None:
+    try:
+        if not (_private(path.parent) and _private(path)):
+            return None
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        body = stored["body"]
+        if stored["checksum"] != _checksum(body):
+            return None
+        if body["version"] != CODE_VERSION or body["key"] != key:
+            return None
+        probe = [float.fromhex(t) for t in body["probe"]]
+        nearest = [float.fromhex(t) for t in body["nearest"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not probe or len(probe) != len(nearest):
+        return None
+    if not all(0 < u < 1 for u in probe) or not all(math.isfinite(v) for v in nearest):
+        return None
+    return probe, nearest
+
+
+def _write(folder: Path, path: Path, key: str, probe: list[float], nearest: list[float]) -> None:
+    body: dict[str, object] = {
+        "version": CODE_VERSION,
+        "key": key,
+        "probe": [u.hex() for u in probe],
+        "nearest": [v.hex() for v in nearest],
+    }
+    text = json.dumps({"body": body, "checksum": _checksum(body)}, sort_keys=True)
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private(folder):
+            return
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return
