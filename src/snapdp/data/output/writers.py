@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from snapdp._rational import exact_text
-from snapdp.data.output.parquet import parquet_bytes, parquet_column
 from snapdp.data.output.results import QueryResult, _json_value
 
 __all__ = ["RESULT_FILES", "long_table", "results_json", "write_results"]
@@ -87,18 +86,6 @@ def write_results(results: Sequence[QueryResult], folder: str | Path) -> tuple[P
 
 
 def _parquet_bytes(header: list[str], rows: list[list[object]]) -> bytes:
-    """results.parquet: written by :mod:`snapdp.data.output.parquet` when every column holds
-    the value types a result table holds (no pyarrow import), else by pyarrow (the same table
-    for readers)."""
-    columns = [parquet_column([row[i] for row in rows]) for i in range(len(header))]
-    if all(c is not None for c in columns):
-        data = parquet_bytes(header, [c for c in columns if c is not None])
-        if data is not None:
-            return data
-    return _pyarrow_parquet_bytes(header, rows)
-
-
-def _pyarrow_parquet_bytes(header: list[str], rows: list[list[object]]) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
