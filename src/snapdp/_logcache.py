@@ -16,11 +16,14 @@ by MPFR at 200 bits).
   and the gmpy2/MPFR and numpy versions).
 * Written atomically, readable by its owner only; read only when the folder and the file are
   the user's own and writable by nobody else, the file parses, its checksum and code version
-  match, the probe is a non-empty list of doubles in (0, 1) and every reference a finite double
-  (one per probe point). Anything else is ignored and overwritten.
+  match, and the probe and its references hash to :data:`CONTENT_DIGEST`, pinned here. Anything
+  else is ignored and overwritten.
 
-Nothing read from data reaches this module. A forged entry must be written by the user's own
-account (as for certificates, docs/mechanism.md), which could equally change the installed code.
+Nothing read from data reaches this module. The pinned digest makes an entry a pure cache: its
+contents are the one probe and reference this code computes, so an entry someone else wrote (a
+shorter probe, references copied from a bad np.log) is never used. A numpy whose generator drew
+another probe would compute values that do not match the digest; they are then used in that
+process but never kept (tests/unit/fast/test_log_cache.py checks the digest).
 """
 
 from __future__ import annotations
@@ -39,7 +42,11 @@ import numpy as np
 
 from snapdp import _certcache
 
-__all__ = ["CODE_VERSION", "logs_dir", "premise_reference"]
+__all__ = ["CODE_VERSION", "CONTENT_DIGEST", "content_digest", "logs_dir", "premise_reference"]
+
+#: The SHA-256 of the probe and its reference doubles (:func:`content_digest`) as
+#: ``snapdp.fast_plan`` computes them; update it when the probe changes (a test says so).
+CONTENT_DIGEST = "70be174e57b413c07ba72a0ab3a05b6c873fe6437fe460e6c4333e3942201c8b"
 
 
 def _code_version() -> str | None:
@@ -83,8 +90,15 @@ def premise_reference(
     if kept is not None:
         return kept
     probe, nearest = compute()
-    _write(folder, path, key, probe, nearest)
+    if content_digest(probe, nearest) == CONTENT_DIGEST:
+        _write(folder, path, key, probe, nearest)
     return probe, nearest
+
+
+def content_digest(probe: list[float], nearest: list[float]) -> str:
+    """The SHA-256 of the probe and its references, as hexadecimal doubles."""
+    text = json.dumps([[u.hex() for u in probe], [v.hex() for v in nearest]])
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _checksum(body: dict[str, object]) -> str:
@@ -116,6 +130,8 @@ def _read(path: Path, key: str) -> tuple[list[float], list[float]] | None:
     if not probe or len(probe) != len(nearest):
         return None
     if not all(0 < u < 1 for u in probe) or not all(math.isfinite(v) for v in nearest):
+        return None
+    if content_digest(probe, nearest) != CONTENT_DIGEST:
         return None
     return probe, nearest
 

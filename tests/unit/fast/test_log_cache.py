@@ -101,7 +101,9 @@ def test_a_bad_log_still_fails_with_kept_doubles(
         assert not fast_plan.log_premise_holds()
 
 
-@pytest.mark.parametrize("harm", ["value", "probe", "checksum", "version", "mode"])
+@pytest.mark.parametrize(
+    "harm", ["value", "probe", "short", "copied", "checksum", "version", "mode"]
+)
 def test_a_changed_or_foreign_entry_is_ignored(cache: Path, harm: str) -> None:
     want = fast_plan._premise_reference()
     _logcache.premise_reference(lambda: want)
@@ -111,6 +113,14 @@ def test_a_changed_or_foreign_entry_is_ignored(cache: Path, harm: str) -> None:
         stored["body"]["nearest"][0] = (want[1][0] * 2).hex()
     elif harm == "probe":  # a probe cut short, its checksum recomputed
         stored["body"]["probe"] = stored["body"]["probe"][:1]
+        stored["checksum"] = _logcache._checksum(stored["body"])
+    elif harm == "short":  # a one-point probe with its true reference, checksum recomputed
+        stored["body"]["probe"] = [(0.5).hex()]
+        stored["body"]["nearest"] = [math.log(0.5).hex()]
+        stored["checksum"] = _logcache._checksum(stored["body"])
+    elif harm == "copied":  # references copied from a libm 32 ulps off, checksum recomputed
+        logs = np.log(np.array(want[0])) * (1 + 2.0**-47)
+        stored["body"]["nearest"] = [float(v).hex() for v in logs]
         stored["checksum"] = _logcache._checksum(stored["body"])
     elif harm == "checksum":
         stored["checksum"] = "0" * 64
@@ -137,3 +147,15 @@ def test_the_cache_off_computes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _logcache.logs_dir() is None
     got = _logcache.premise_reference(lambda: ([0.5], [math.log(0.5)]))
     assert got == ([0.5], [math.log(0.5)])
+
+
+def test_the_pinned_digest_is_the_computed_probe_and_references() -> None:
+    """If the probe changes, update _logcache.CONTENT_DIGEST to this digest (else nothing is
+    kept: every process computes the references, as before the cache)."""
+    probe, nearest = fast_plan._premise_reference()
+    assert _logcache.content_digest(probe, nearest) == _logcache.CONTENT_DIGEST
+
+
+def test_values_other_than_the_pinned_ones_are_never_kept(cache: Path) -> None:
+    _logcache.premise_reference(lambda: ([0.5], [math.log(0.5)]))
+    assert not cache.exists() or not list(cache.glob("*.json"))

@@ -194,4 +194,4 @@ class DuckDBEngine(DuckDBSource):
         """The query for ``plan`` and, per value column, how its squares come back."""
         check_plan(plan, self._names)
         relation, types = self._source_for(plan)
-        return plan_sql(plan, relation, types, keep=self._is_csv)
+        return plan_sql(plan, relation, types)

@@ -13,9 +13,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from sqlglot import exp
+
 from snapdp.data.engines.base import AggregatePlan
-from snapdp.data.engines.duckdb import sql_cache
 from snapdp.data.engines.duckdb.sources import TEXT_BLOB, source_family
+from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational.dialects import duckdb_sql
+from snapdp.data.engines.relational.plan import aggregate_query
 from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError, not_in_source
 
@@ -29,20 +33,16 @@ __all__ = [
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 
 
-def plan_sql(
-    plan: AggregatePlan, relation: str, types: dict[str, str], *, keep: bool = False
-) -> tuple[str, list[str]]:
+def plan_sql(plan: AggregatePlan, relation: str, types: dict[str, str]) -> tuple[str, list[str]]:
     """The query for ``plan`` over ``relation`` (the source's column ``types``) and, per value
     column, how its squares come back (the shared tree of :mod:`.relational.plan`).
 
     A plan without a privacy unit is rendered once per process for its relation and types (a
     pure function of public parameters: the page and notebooks re-run the same releases); its
-    ``hash_key`` keys only the bounding, so it is left out of the cache key. With ``keep`` (the
-    ``types`` are the engine's own constants, as for a CSV source) its text is also kept on disk
-    without the relation (:mod:`.sql_cache`), so that a later process need not import sqlglot.
-    A plan with a unit is rendered every time (its key is fresh per release and is not kept),
-    and so is a plan whose keys were read from the data (they are not public: nothing keeps
-    them past the release)."""
+    ``hash_key`` keys only the bounding, so it is left out of the cache key. A plan with a unit
+    is rendered every time (its key is fresh per release and is not kept), and so is a plan
+    whose keys were read from the data (they are not public: nothing keeps them past the
+    release)."""
     families = tuple((name, _family(types.get(name, "VARCHAR"))) for name in plan.used_columns())
     if plan.unit is not None or plan.by_value or plan.joint is not None:
         return _render(plan, relation, families)
@@ -51,7 +51,7 @@ def plan_sql(
         hash(keyless)
     except TypeError:  # a field built from a list, not a tuple: render without the cache
         return _render(plan, relation, families)
-    sql, layout = _cached_render(keyless, relation, families, keep)
+    sql, layout = _cached_render(keyless, relation, families)
     return sql, list(layout)
 
 
@@ -60,12 +60,8 @@ _NO_KEY = "0" * 32
 
 @functools.lru_cache(maxsize=64)
 def _cached_render(
-    plan: AggregatePlan, relation: str, families: tuple[tuple[str, str], ...], keep: bool
+    plan: AggregatePlan, relation: str, families: tuple[tuple[str, str], ...]
 ) -> tuple[str, tuple[str, ...]]:
-    if keep:
-        return sql_cache.rendered(
-            repr((plan, families)), relation, lambda r: _render(plan, r, families)
-        )
     sql, layout = _render(plan, relation, families)
     return sql, tuple(layout)
 
@@ -73,11 +69,6 @@ def _cached_render(
 def _render(
     plan: AggregatePlan, relation: str, families: tuple[tuple[str, str], ...]
 ) -> tuple[str, list[str]]:
-    from sqlglot import exp  # imported here: a kept query needs no sqlglot (.sql_cache)
-
-    from snapdp.data.engines.relational.dialects import duckdb_sql
-    from snapdp.data.engines.relational.plan import aggregate_query
-
     query = aggregate_query(plan, exp.Var(this=relation), dict(families), wide=True)
     return duckdb_sql(query.tree), query.layout
 
@@ -88,9 +79,6 @@ def _family(source: str) -> str:
 
 def cast_sql(name: str, column: Column, types: dict[str, str]) -> str:
     """SQL: the source column ``name`` cast to ``column.type`` by the contract's rules."""
-    from snapdp.data.engines.relational import exprs
-    from snapdp.data.engines.relational.dialects import duckdb_sql
-
     family = _family(types.get(name, "VARCHAR"))
     return duckdb_sql(exprs.cast_native(exprs.column(name), family, column.type))
 

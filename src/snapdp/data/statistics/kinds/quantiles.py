@@ -14,7 +14,6 @@ from snapdp.data.model.keys import Key
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import ResultRow
-from snapdp.data.statistics import tree_cache
 from snapdp.data.statistics.bounding import Reach, reach
 from snapdp.data.statistics.math import exponential_grid as expq
 from snapdp.data.statistics.math import quantile_tail as quantiles_tail
@@ -50,10 +49,10 @@ _QUANTILE_NOTE = (
 
 @functools.lru_cache(maxsize=64)
 def _tree_spec(lower: Fraction, upper: Fraction, resolution: Fraction) -> Any:
-    """The stats module's tree for these exact parameters (cached: choosing it takes seconds for
-    thousands of leaves, and a release compiles its queries more than once; its branching is
-    also kept on disk, :mod:`snapdp.data.statistics.tree_cache`)."""
-    return tree_cache.tree_spec(lower, upper, resolution)
+    """The stats module's tree for these exact parameters (cached: a release compiles its
+    queries more than once; the branching is pinned per number of leaves,
+    :mod:`snapdp.data.statistics.math.tree_branching`)."""
+    return quantiles.tree_spec(lower, upper, resolution)
 
 
 def _bounded_column(query: Query, schema: Schema) -> Column:

@@ -30,6 +30,7 @@ from snapdp._rational import shown_rational
 from snapdp._validation import check_count, check_epsilon, check_finite, check_positive_finite
 from snapdp.data.model.schema import DEFAULT_MAX_ROWS
 from snapdp.data.statistics.calibration import Calibration, calibrate_l1
+from snapdp.data.statistics.math.tree_branching import branching_for
 from snapdp.errors import ParameterError
 
 __all__ = [
@@ -99,8 +100,10 @@ def tree_spec(
     ``branching``, b is the candidate in 2..16 minimising W(b)·depth(b)·ln(T(b)/0.05) — the
     stated CDF error bound of :func:`rank_accuracy` up to the factor 1/ε·row_bound shared by all
     candidates (T = the number of released nodes, each node's noise scale grows with depth since
-    the levels split ε). OpenDP picks b from a data-size heuristic; ours minimises the bound we
-    state, from public parameters only. At most :data:`MAX_LEAVES` leaves. See docs/data.md.
+    the levels split ε); the choice is pinned per n in :mod:`.tree_branching`, which a test
+    checks against :func:`searched_branching`. OpenDP picks b from a data-size heuristic; ours
+    minimises the bound we state, from public parameters only. At most :data:`MAX_LEAVES`
+    leaves. See docs/data.md.
     """
     lo = Fraction(check_finite("lower", lower))
     hi = Fraction(check_finite("upper", upper))
@@ -131,17 +134,24 @@ def tree_spec(
                 parameter="branching",
             )
         return TreeSpec(lo, hi, branching, depth, _weight(branching, depth))
-    best: tuple[float, int, int] | None = None
+    b = branching_for(needed)  # the search's choice, pinned (searched_branching)
+    depth = _depth_for(b, needed)
+    return TreeSpec(lo, hi, b, depth, _weight(b, depth))
+
+
+def searched_branching(needed: int) -> int:
+    """The candidate minimising W(b)·depth(b)·ln(T(b)/0.05) among those whose tree fits,
+    computed (the pinned table of :mod:`.tree_branching` is this, for every n)."""
+    best: tuple[float, int] | None = None
     for b in BRANCHING_CANDIDATES:
         depth = _depth_for(b, needed)
         if b**depth > MAX_LEAVES:
             continue
         score = _score(b, depth)
         if best is None or score < best[0]:
-            best = (score, b, depth)
+            best = (score, b)
     assert best is not None  # b = 2 always fits: 2**⌈log2 needed⌉ <= MAX_LEAVES (a power of 2)
-    _, b, depth = best
-    return TreeSpec(lo, hi, b, depth, _weight(b, depth))
+    return best[1]
 
 
 def leaf_edges(spec: TreeSpec) -> tuple[Fraction, ...]:
