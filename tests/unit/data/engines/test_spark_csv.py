@@ -1,7 +1,7 @@
 """The Spark engine's CSV input against the pure-Python reference engine (docs/data.md, "CSV
 input"): one record per line, the tricky-CSV table, random lines, issue 21's edges and D' = D
-plus one awkward line. The xdist group "spark_csv" (its own JVM on the other worker under
-``pytest -n 2``): these few tests hold about half of the Spark tests' queries."""
+plus one awkward line. In the xdist group "spark2" (the second Spark JVM under ``pytest -n 2``,
+tests/unit/data/engines/conftest.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.model.schema import ContributionBounds
 from snapdp.errors import ParameterError
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark_csv")]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark2")]
 
 
 def _spark_records(engine: Any) -> list[tuple[Any, ...]]:
