@@ -28,10 +28,37 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("SNAPDP_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 
-# The longest units of work under `pytest -n 2 --dist loadgroup` (one JVM each for the two Spark
-# groups), started first, one per worker; everything else follows in collection order and fills
-# in (pyproject.toml: --no-loadscope-reorder, so this order is the one xdist hands out).
-FIRST_GROUPS = ("spark", "spark_csv", "doc_examples")
+# The order xdist hands out work under `pytest -n 2 --dist loadgroup` (pyproject.toml:
+# --no-loadscope-reorder, so this order is the one it keeps), longest units first so that no long
+# one is left for the end while the other worker idles: the two Spark groups (one JVM each, of
+# about equal CPU: tests/unit/data/engines/conftest.py), then the other groups, then the tests of
+# the slowest files (by `--durations` on 2026-11-27), then the rest in collection order.
+FIRST_GROUPS = ("spark", "spark2", "doc_examples", "plan_combination")
+SLOW_FILES = (
+    "tests/unit/data/engines/test_spark_cluster.py",  # its own JVMs: master, worker, driver
+    "tests/unit/data/plan/test_two_phase.py",
+    "tests/statistical/test_release_coverage.py",
+    "tests/statistical/test_coverage_at_scale.py",
+    "tests/unit/data/test_exponential_quantiles.py",
+    "tests/unit/data/test_quantile_values.py",
+    "tests/unit/data/test_groups_from_data_units.py",
+    "tests/unit/verify/test_certify_random.py",
+    "tests/unit/data/plan/test_plan_cache.py",
+    "tests/unit/data/test_release_neighbours.py",
+    "tests/unit/data/test_statistics_kinds.py",
+    "tests/unit/data/test_release_api.py",
+    "tests/unit/data/test_differential_sql.py",
+    "tests/unit/ui/test_server.py",
+    "tests/unit/ui/test_results_words.py",
+)
+# Files whose tests run as one group: they certify the same mechanisms, which the certificate
+# cache (shared by the workers) then holds for the later ones instead of both workers
+# certifying them at once.
+GROUP_OF_FILE = {"tests/unit/data/plan/test_plan_combination.py": "plan_combination"}
+
+
+def _relative(item: pytest.Item) -> str:
+    return item.path.relative_to(REPO_ROOT).as_posix()
 
 
 def _first_rank(item: pytest.Item) -> int:
@@ -39,13 +66,23 @@ def _first_rank(item: pytest.Item) -> int:
         name = mark.args[0] if mark.args else mark.kwargs.get("name")
         if name in FIRST_GROUPS:
             return FIRST_GROUPS.index(name)
-    return len(FIRST_GROUPS)
+    path = _relative(item)
+    if path in SLOW_FILES:
+        return len(FIRST_GROUPS) + SLOW_FILES.index(path)
+    return len(FIRST_GROUPS) + len(SLOW_FILES)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The group of ``GROUP_OF_FILE`` (here, before xdist reads the groups)."""
+    group = GROUP_OF_FILE.get(_relative(item))
+    if group is not None and not any(item.iter_markers("xdist_group")):
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The groups of FIRST_GROUPS first (after tests/unit/data/engines/conftest.py has put every
-    test using ``spark_session`` in a group), otherwise the collection order."""
+    """The order above (after tests/unit/data/engines/conftest.py has put every test using
+    ``spark_session`` in a group); a stable sort, so collection order within each rank."""
     items.sort(key=_first_rank)
 
 

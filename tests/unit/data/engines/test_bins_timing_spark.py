@@ -23,7 +23,7 @@ from tests.unit.data.engines._bin_cases import (
 from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.model.schema import Column
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark2")]
 
 _COMPARISONS = {
     "LessThan",

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from tests.differential import Case, Outcome, differences, run_case
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark"), pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark2"), pytest.mark.slow]
 
 SEED = 20_260_522
 CASES = [

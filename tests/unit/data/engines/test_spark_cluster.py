@@ -26,7 +26,7 @@ from tests.unit.data.engines._cluster_cases import PARAMS, TEST_JVM_OPTIONS, csv
 import snapdp
 from snapdp.mechanism import SnappingMechanism
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("spark")]
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
 STARTUP_TIMEOUT = 90.0

@@ -1,7 +1,7 @@
 """The Spark engine's CSV input against the pure-Python reference engine (docs/data.md, "CSV
 input"): one record per line, the tricky-CSV table, random lines, issue 21's edges and D' = D
-plus one awkward line. The xdist group "spark_csv" (its own JVM on the other worker under
-``pytest -n 2``): these few tests hold about half of the Spark tests' queries."""
+plus one awkward line. In the xdist group "spark2" (the second Spark JVM under ``pytest -n 2``,
+tests/unit/data/engines/conftest.py)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,26 @@ from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.model.schema import ContributionBounds
 from snapdp.errors import ParameterError
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark_csv")]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark2")]
 
 
 def _spark_records(engine: Any) -> list[tuple[Any, ...]]:
     return records([tuple(r) for r in engine._df.collect()])
+
+
+def _records_by_file(engine: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """The records of an engine over a pattern, by file name: one Spark job for all files."""
+    from pyspark.sql import functions as sf
+
+    rows = engine._df.withColumn("_file", sf.input_file_name()).collect()
+    by: dict[str, list[tuple[Any, ...]]] = {}
+    for row in rows:
+        by.setdefault(Path(row["_file"]).name, []).append(tuple(row)[:-1])
+    return {name: records(found) for name, found in by.items()}
+
+
+# Awkward first lines of a table without a header (issue 21 item 1).
+FIRST_LINES = (b"0,1,2,3", b"1,2", b'1,"2,3', b"\xff,1,1", b"\x00", b"1,1," + b"9" * 40)
 
 
 def test_tricky_csv_files_read_the_same_as_duckdb_and_the_oracle(
@@ -94,11 +109,12 @@ def test_random_csv_lines_read_the_same_as_the_oracle(
 
 
 def test_issue21_no_header_long_lines_and_glob_by_name(spark_session: Any, tmp_path: Path) -> None:
-    """Issue 21 items 1, 3, 5 on Spark (the DuckDB versions: test_csv_edges.py). D and D' = D
-    plus one line give the reference engine's aggregates, equal for D and D' where the line is
-    no record: an awkward first line without a header (the columns declared), a line longer
-    than max_line_bytes (read past by Hadoop's line reader), files of a pattern whose headers
-    order the columns differently or lack one (read by name)."""
+    """Issue 21 items 1, 3, 5 on Spark (the DuckDB versions: test_csv_edges.py). An awkward first
+    line without a header (the columns declared): Spark reads D and each D' = one line + D into
+    the reference engine's records (one job for all, read as one pattern), and D's aggregates
+    equal the reference's end to end; a line longer than max_line_bytes (read past by Hadoop's
+    line reader); files of a pattern whose headers order the columns differently or lack one
+    (read by name)."""
     from snapdp.data.model.schema import CsvOptions
 
     plan = AggregatePlan((K,), (V,))
@@ -110,9 +126,19 @@ def test_issue21_no_header_long_lines_and_glob_by_name(spark_session: Any, tmp_p
     assert (
         want.rows == [1, 1, 1] and _spark(str(d), spark_session, csv=opts).aggregate(plan) == want
     )
-    for first in (b"0,1,2,3", b"1,2", b'1,"2,3', b"\xff,1,1", b"\x00", b"1,1," + b"9" * 40):
-        d.write_bytes(first + b"\n" + base)
-        assert _spark(str(d), spark_session, csv=opts).aggregate(plan) == want, first
+    firsts = tmp_path / "firsts"
+    firsts.mkdir()
+    (firsts / "d.csv").write_bytes(base)
+    for i, first in enumerate(FIRST_LINES):
+        (firsts / f"d{i}.csv").write_bytes(first + b"\n" + base)
+    engine = _spark(str(firsts / "*.csv"), spark_session, csv=opts, glob=True)
+    got = _records_by_file(engine)
+    for path in sorted(firsts.iterdir()):
+        expected = OracleEngine(path, csv_options=opts)
+        assert got.get(path.name, []) == records(
+            [tuple(r[c] for c in "kvu") for r in expected._rows]
+        ), path
+        assert expected.aggregate(plan) == want, path  # each first line is no record here
     d.write_bytes(
         b"k,v,u\n" + base + b'1,2,"' + b"x" * 3_000_000 + b'"\n1,2,"' + b"y" * 4_000 + b'"'
     )
@@ -138,19 +164,26 @@ CSV_PLANS = [
 
 
 def test_neighbours_one_awkward_csv_line_in_the_middle(spark_session: Any, tmp_path: Path) -> None:
-    """D and D' = D + one awkward line in the middle (unbalanced quote, lone CR, text after a
-    closing quote, bytes that are not UTF-8, NUL, a lone quote, very long lines, …): Spark's
-    aggregates of D' equal the reference engine's (where D' − D is exactly the line's own record,
-    test_csv_lines.py), with and without units; nothing is raised, and no engine string shows
-    the line."""
+    """Every awkward line (unbalanced quote, lone CR, text after a closing quote, bytes that are
+    not UTF-8, NUL, a lone quote, very long lines, …) in the middle of one table, each between
+    rows of D: Spark reads the same records as the reference engine (whose D' − D is exactly
+    the line's own record, test_csv_lines.py), so no line swallows or changes another; the
+    aggregates with and without units equal the reference's end to end; nothing is raised, and
+    no engine string shows a line. (Until 2026-11-27 each line had a table of its own and two
+    aggregates: 42 Spark queries for what one read shows.)"""
     base = [f"{i % 3},{(i * 7) % 50 / 4},p{i % 7}".encode() for i in range(60)]
-    wrong = []
-    for name, line in AWKWARD_LINES.items():
-        path = tmp_path / "d2.csv"
-        path.write_bytes(b"k,v,u\n" + b"\n".join([*base[:30], line, *base[30:]]) + b"\n")
-        engine = _spark(str(path), spark_session)
-        for plan in CSV_PLANS:
-            if engine.aggregate(plan) != OracleEngine(path).aggregate(plan):
-                wrong.append((name, plan.unit is not None))
-        assert engine.column_names() == ["k", "v", "u"] and engine.describe() == str(path)
-    assert wrong == []
+    lines = base[:30]
+    for i, line in enumerate(AWKWARD_LINES.values()):
+        lines += [line, base[30 + i]]
+    lines += base[30 + len(AWKWARD_LINES) :]
+    path = tmp_path / "d2.csv"
+    path.write_bytes(b"k,v,u\n" + b"\n".join(lines) + b"\n")
+    expected = OracleEngine(path)
+    want = records([tuple(r[c] for c in ("k", "v", "u")) for r in expected._rows])
+    assert len(want) > len(base)  # the base rows and the awkward lines that are records
+    engine = _spark(str(path), spark_session)
+    assert engine.column_names() == ["k", "v", "u"] and engine.describe() == str(path)
+    got = _spark_records(engine)
+    assert got == want, [r for r in got if r not in want] + [r for r in want if r not in got]
+    for plan in CSV_PLANS:
+        assert engine.aggregate(plan) == expected.aggregate(plan), plan.unit

@@ -107,14 +107,21 @@ def _spark(source: object, spark: Any, **kw: Any) -> Any:
     return SparkEngine(source, spark=spark, **kw)
 
 
+@pytest.fixture(scope="module")
+def csv_engine(spark_session: Any, csv_file: Path) -> Any:
+    """One Spark engine over ``csv_file`` for the module (reading a CSV's header is a Spark job;
+    an engine keeps nothing between aggregates)."""
+    return _spark(str(csv_file), spark_session)
+
+
 @pytest.mark.parametrize(("name", "plan"), _plans(), ids=[n for n, _ in _plans()])
 def test_csv_aggregates_equal_the_oracle(
-    spark_session: Any, csv_file: Path, name: str, plan: AggregatePlan
+    csv_engine: Any, csv_file: Path, name: str, plan: AggregatePlan
 ) -> None:
     """Spark == the reference engine, and == the DuckDB engine where it is installed (merged)."""
     expected = OracleEngine(csv_file).aggregate(plan)
     assert expected.rows != Aggregates.zeros(plan).rows  # the case exercises something
-    got = _spark(str(csv_file), spark_session).aggregate(plan)
+    got = csv_engine.aggregate(plan)
     assert got == expected
     try:
         from snapdp.data.engines.duckdb.engine import DuckDBEngine  # type: ignore[import-not-found]
@@ -229,20 +236,31 @@ AWKWARD = {
 }
 
 
+NEIGHBOUR_PLAN = AggregatePlan((K,), (V,), U_TEXT, bounds=ContributionBounds(1), hash_key=KEY)
+
+
+@pytest.fixture(scope="module")
+def neighbour_base(
+    spark_session: Any, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Aggregates]:
+    """D, and its aggregates on Spark, computed once for every neighbour D + one row."""
+    path = tmp_path_factory.mktemp("neighbours") / "d.csv"
+    path.write_text("k,v,n,u\n1,10,5,p\n2,20,17,p\n1,3,40,q\n2,-2,59,r\n0,7,7,s\n")
+    return path, _spark(str(path), spark_session).aggregate(NEIGHBOUR_PLAN)
+
+
 @pytest.mark.parametrize("row", list(AWKWARD), ids=list(AWKWARD))
 def test_neighbours_move_each_cell_by_at_most_the_bounds(
-    spark_session: Any, tmp_path: Path, row: str
+    spark_session: Any, tmp_path: Path, neighbour_base: tuple[Path, Aggregates], row: str
 ) -> None:
     """D and D + one awkward row (a unit adds at most k = 1 row): each cell's row count moves by
     at most 1 and each sum by at most max(|L_q|, |U_q|) = 250; nothing raises, and the engine's
-    public strings never show a planted sentinel."""
-    base = "k,v,n,u\n1,10,5,p\n2,20,17,p\n1,3,40,q\n2,-2,59,r\n0,7,7,s\n"
-    d, d2 = tmp_path / "d.csv", tmp_path / "d2.csv"
-    d.write_text(base)
-    d2.write_text(base + AWKWARD[row] + "\n")
-    plan = AggregatePlan((K,), (V,), U_TEXT, bounds=ContributionBounds(1), hash_key=KEY)
-    e1, e2 = _spark(str(d), spark_session), _spark(str(d2), spark_session)
-    a, b = e1.aggregate(plan), e2.aggregate(plan)
+    public strings never show a planted sentinel. (D's aggregates: once for every row.)"""
+    plan = NEIGHBOUR_PLAN
+    (d, a), d2 = neighbour_base, tmp_path / "d2.csv"
+    d2.write_text(d.read_text() + AWKWARD[row] + "\n")
+    e2 = _spark(str(d2), spark_session)
+    b = e2.aggregate(plan)
     assert b == OracleEngine(d2).aggregate(plan)
     assert sum(abs(x - y) for x, y in zip(a.rows, b.rows, strict=True)) <= 1
     assert all(abs(x - y) <= 250 for x, y in zip(a.sums[0], b.sums[0], strict=True))

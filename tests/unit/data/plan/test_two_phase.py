@@ -190,21 +190,28 @@ _POOL = (
 )
 
 
-# Each new (total, queries) pair certifies its mechanisms afresh (seconds each): totals come from
-# a short list so that examples share certificates; tables, noise and query sets still vary.
-@settings(max_examples=6, deadline=None)
-@given(
-    rows=st.integers(1, 400),
-    seed=st.integers(0, 2**32 - 1),
-    total=st.sampled_from((3, 8)),
-    picks=st.lists(st.integers(0, len(_POOL) - 1), min_size=1, max_size=3, unique=True),
-)
+# Each new (total, queries) pair certifies its mechanisms afresh (seconds each), so the plans are
+# a fixed list with one case per path through Plan.run's ledger (a fixed ε spent whole; a
+# two-phase cap reserved and settled, beside a fixed query, a weighted one, the quantiles'
+# phase one and the variance's), over tables of 1 to 400 rows and fixed seeds. Until
+# 2026-11-27 hypothesis drew plans, tables and seeds (6 examples, 93 s in the suite: four were
+# the same fixed count, and each of the two others certified new ε's).
+CASES = [
+    pytest.param(3, [0], 1, 0, id="fixed count, one row"),
+    pytest.param(8, [0, 1], 400, 716, id="fixed count, two-phase mean"),
+    pytest.param(8, [1, 4], 26, 293091, id="two-phase mean, weighted sum"),
+    pytest.param(8, [5], 55, 191, id="two-phase quantile"),
+    pytest.param(1, [2], 192, 586802447, id="two-phase variance"),
+]
+
+
+@pytest.mark.parametrize(("total", "picks", "rows", "seed"), CASES)
 def test_a_run_spends_at_most_what_it_reserved(
-    rows: int, seed: int, total: int, picks: list[int]
+    total: int, picks: list[int], rows: int, seed: int
 ) -> None:
-    """Random plans, tables and noise: the one ledger entry reserves the plan's total (spends it,
-    without a two-phase query) and its spend never exceeds it; each query spends at most its
-    planned ε (a two-phase query's cap)."""
+    """Every kind of plan over random tables and noise: the one ledger entry reserves the plan's
+    total (spends it, without a two-phase query) and its spend never exceeds it; each query
+    spends at most its planned ε (a two-phase query's cap)."""
     import tempfile
 
     queries = [_POOL[i] for i in sorted(picks)]
