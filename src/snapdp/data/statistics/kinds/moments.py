@@ -356,21 +356,17 @@ def _spread_rows(
     assert statement.cap is not None
     n = float(noisy["count"][i])
     w = float(fp.width)
-    m1 = m2 = 0.0
-    if not n > 0:
-        var_q = w * w / 8
-    else:
-        m1 = min(max(float(noisy["csum"][i]) / n, -w), w)
-        m2 = min(max(float(noisy["squares"][i]) / n, 0.0), w * w)
-        var_q = min(max(m2 - m1 * m1, 0.0), w * w) / 4
+    spread = _released_spread(noisy, i, n, w)  # Â/ñ − (Ŝ/ñ)², unclamped (w units squared)
+    var_q = w * w / 8 if spread is None else min(max(spread, 0.0), w * w) / 4
     var = var_q / (scale * scale)
     if statement.largest is not None:  # a sample form (docs/sql.md, "Sample variance")
-        return _sample_rows(compiled, statement, noisy, i, keys, var)
+        raw = var if spread is None else spread / 4 / (scale * scale)
+        return _sample_rows(compiled, statement, noisy, i, keys, raw)
     if not n > 0:
         return [ResultRow(keys, (math.sqrt(var) if stat == "std" else var), statement.cap)]
     # the variance's ± from the parts' combined error (docs/utility.md, "Variance and std")
     a_var = statement.cap if stat != "std" else statement.cap**2
-    if _moments_inside(compiled, noisy, i, w) and statement.alpha is not None:
+    if spread is not None and _parts_inside(compiled, noisy, i) and statement.alpha is not None:
         err = ratio_bound.variance_error(
             statement.kinds, statement.alpha, n, float(noisy["squares"][i]),
             float(noisy["csum"][i]), w,
@@ -406,24 +402,24 @@ def _sample_statement(
 
 def _sample_rows(
     compiled: Compiled, statement: AccuracyStatement, noisy: Noisy, i: int,
-    keys: tuple[Key | str, ...], var: float,
+    keys: tuple[Key | str, ...], spread: float,
 ) -> list[ResultRow]:  # fmt: skip
-    """A sample form's row from the released population variance ``var`` (values squared):
-    ñ <= 1 the fallback; a row whose parts are inside their bounds states the combination
-    iterated from what is released, any other the whole range (docs/utility.md, "Variance and
-    std"; docs/sql.md, "Sample variance")."""
+    """A sample form's row from the released population spread ``spread`` (Â/ñ − (Ŝ/ñ)² in
+    values squared, not clamped): ñ <= 1 the fallback; a row whose parts are inside their
+    bounds states the combination iterated from what is released, any other the whole range
+    (docs/utility.md, "Variance and std"; docs/sql.md, "Sample variance")."""
     fp, scale, _lo, _hi = _scale(compiled)
     root = compiled.query.statistic in ROOT_STATISTICS
     n, w = float(noisy["count"][i]), float(fp.width)
     largest = w * w / 4 / (scale * scale)
-    var_s = sample_variance.sample_value(var, n, largest, root=False)
+    var_s = sample_variance.sample_value(spread, n, largest, root=False)
     value = math.sqrt(var_s) if root else var_s  # as sample_value(root=True)
     if not n > 1:
         return [ResultRow(keys, value, statement.at(n))]
     assert statement.cap is not None
     whole = up(2 * largest)
     a_var = whole
-    if _moments_inside(compiled, noisy, i, w) and statement.alpha is not None:
+    if _parts_inside(compiled, noisy, i) and statement.alpha is not None:
         err = ratio_bound.sample_error(
             statement.kinds, statement.alpha, n, float(noisy["squares"][i]),
             float(noisy["csum"][i]), w,
@@ -434,19 +430,28 @@ def _sample_rows(
     return [ResultRow(keys, value, std_accuracy(var_s, a_var, statement.cap))]
 
 
-def _moments_inside(compiled: Compiled, noisy: Noisy, i: int, w: float) -> bool:
-    """Whether no clamp can have moved the variance away from the truth: every part strictly
-    inside its bounds (the squares may sit at 0: raising Σ̂w² to 0 only brings v̂ closer), the
-    mean of w within [−W, W] and that of w² at most W² (docs/utility.md, "Variance and std")."""
-    n = float(noisy["count"][i])
+def _released_spread(noisy: Noisy, i: int, n: float, w: float) -> float | None:
+    """Â/ñ − (Ŝ/ñ)² of cell i (w units squared), the spread the released parts give before any
+    clamp; None when ñ <= 0 or it is not a finite number (parts at their far bounds over a
+    tiny ñ): such a cell gets the middle of the range and the whole range as its ±."""
+    if not n > 0:
+        return None
+    m1, m2 = float(noisy["csum"][i]) / n, float(noisy["squares"][i]) / n
+    spread = m2 - m1 * m1
+    return spread if math.isfinite(spread) else None
+
+
+def _parts_inside(compiled: Compiled, noisy: Noisy, i: int) -> bool:
+    """Whether no mechanism's clamp moved a part of cell i: the count and Σw strictly inside
+    their bounds, Σw² below its upper bound (it may sit at 0: raising Σ̂w² to 0 only brings v̂
+    closer). The spread itself is clamped into its range only at the end, which holds the truth,
+    so that clamp never adds error (docs/utility.md, "Variance and std")."""
     parts = {p.name: p for p in compiled.parts}
     sq, cs, ct = (float(noisy[k][i]) for k in ("squares", "csum", "count"))
     return (
         ratio_bound.unclamped(ct, float(parts["count"].lower), float(parts["count"].upper))
         and ratio_bound.unclamped(cs, float(parts["csum"].lower), float(parts["csum"].upper))
         and sq < float(parts["squares"].upper)
-        and abs(cs / n) <= w
-        and sq / n <= w * w
     )
 
 

@@ -3,8 +3,8 @@
 
 Both are post-processing of the three parts a population variance releases (Σw², Σw and the
 count of values, :mod:`snapdp.data.statistics`): no extra ε. With ñ the noisy count and v̂ the
-released population variance (clamped to [0, V], V = (U − L)²/4 the largest population variance
-of values in [L, U]), the sample variance released is
+released population spread before any clamp (v̂ = (Â/ñ − (Ŝ/ñ)²)/4 in q's units; V = (U − L)²/4
+is the largest population variance of values in [L, U]), the sample variance released is
 
     ŝ² = clamp(ñ/(ñ − 1) · v̂, 0, 2V)        for ñ > 1,
 
@@ -77,7 +77,8 @@ def root_figure(a: float) -> float:
 
 
 def sample_value(population: float, n: float, largest: float, *, root: bool) -> float:
-    """The released sample variance (``root``: std) from the released population variance
-    ``population`` (already in [0, V]) and the noisy count ``n`` (module docstring)."""
+    """The released sample variance (``root``: std) from the released population spread
+    ``population`` (Â/ñ − (Ŝ/ñ)² in values squared: clamped or not, as the clamp into [0, 2V]
+    comes last) and the noisy count ``n`` (module docstring)."""
     var = min(max(population * n / (n - 1), 0.0), 2 * largest) if n > 1 else largest
     return math.sqrt(var) if root else var
