@@ -32,7 +32,6 @@ import hashlib
 import json
 import math
 import os
-import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -101,16 +100,9 @@ def content_digest(probe: list[float], nearest: list[float]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _checksum(body: dict[str, object]) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
-def _private(path: Path) -> bool:
-    """Owned by this user and writable by no one else (always true without POSIX modes)."""
-    if not hasattr(os, "getuid"):
-        return True
-    info = path.stat()
-    return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+# the certificates' own rules: one checksum, one test of a private file (docs/mechanism.md)
+_checksum = _certcache._checksum
+_private = _certcache._private
 
 
 def _read(path: Path, key: str) -> tuple[list[float], list[float]] | None:
