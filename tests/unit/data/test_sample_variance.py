@@ -97,10 +97,11 @@ def test_the_sample_value_is_post_processing_of_the_population_parts() -> None:
         (samp,) = _release(ROWS, seed, [Query("var_samp", "v", by=("g",))])
         assert pop.as_dict()["mechanisms"] == samp.as_dict()["mechanisms"]
         for p, s in zip(pop.rows, samp.rows, strict=True):
-            if p.value == 25 / 8 and s.value == 25.0:  # both fallbacks (ñ <= 0 and ñ <= 1)
+            if p.value == 25 / 2 and s.value == 25.0:  # both fallbacks (ñ <= 0 and ñ <= 1)
                 continue
-            # ñ from the ratio: s = p·ñ/(ñ − 1) ⇒ ñ = s/(s − p) (when not clamped)
-            if s.value in (0.0, 50.0) or p.value == 0.0 or s.value == 25.0:
+            # ñ from the ratio: s = p·ñ/(ñ − 1) ⇒ ñ = s/(s − p) when neither is clamped (p into
+            # [0, V] = [0, 25], s into [0, 2V]: each from the unclamped spread)
+            if s.value in (0.0, 50.0) or p.value in (0.0, 25.0) or s.value == 25.0:
                 continue
             n = s.value / (s.value - p.value)
             assert n > 1

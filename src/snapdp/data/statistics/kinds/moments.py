@@ -360,7 +360,7 @@ def _spread_rows(
     var_q = w * w / 8 if spread is None else min(max(spread, 0.0), w * w) / 4
     var = var_q / (scale * scale)
     if statement.largest is not None:  # a sample form (docs/sql.md, "Sample variance")
-        raw = var if spread is None else spread / 4 / (scale * scale)
+        raw = None if spread is None else spread / 4 / (scale * scale)
         return _sample_rows(compiled, statement, noisy, i, keys, raw)
     if not n > 0:
         return [ResultRow(keys, (math.sqrt(var) if stat == "std" else var), statement.cap)]
@@ -402,24 +402,27 @@ def _sample_statement(
 
 def _sample_rows(
     compiled: Compiled, statement: AccuracyStatement, noisy: Noisy, i: int,
-    keys: tuple[Key | str, ...], spread: float,
+    keys: tuple[Key | str, ...], spread: float | None,
 ) -> list[ResultRow]:  # fmt: skip
     """A sample form's row from the released population spread ``spread`` (Â/ñ − (Ŝ/ñ)² in
-    values squared, not clamped): ñ <= 1 the fallback; a row whose parts are inside their
-    bounds states the combination iterated from what is released, any other the whole range
+    values squared, not clamped; None when it is not a finite number): ñ <= 1 the fallback; a
+    row whose parts are inside their bounds states the combination iterated from what is
+    released, any other (and one without a finite spread: the middle V) the whole range
     (docs/utility.md, "Variance and std"; docs/sql.md, "Sample variance")."""
     fp, scale, _lo, _hi = _scale(compiled)
     root = compiled.query.statistic in ROOT_STATISTICS
     n, w = float(noisy["count"][i]), float(fp.width)
     largest = w * w / 4 / (scale * scale)
-    var_s = sample_variance.sample_value(spread, n, largest, root=False)
+    var_s = (
+        largest if spread is None else sample_variance.sample_value(spread, n, largest, root=False)
+    )
     value = math.sqrt(var_s) if root else var_s  # as sample_value(root=True)
     if not n > 1:
         return [ResultRow(keys, value, statement.at(n))]
     assert statement.cap is not None
     whole = up(2 * largest)
     a_var = whole
-    if _parts_inside(compiled, noisy, i) and statement.alpha is not None:
+    if spread is not None and _parts_inside(compiled, noisy, i) and statement.alpha is not None:
         err = ratio_bound.sample_error(
             statement.kinds, statement.alpha, n, float(noisy["squares"][i]),
             float(noisy["csum"][i]), w,
