@@ -144,10 +144,9 @@ class AccuracyStatement:
     leaf_width: float | None = None
     targets: tuple[float, ...] = ()  # quantiles: per probability, the bound the rank ± uses
     value_targets: tuple[float, ...] = ()  # tree quantiles: the one-sided bound the value ± uses
-    count_accuracy: float | None = None  # sample forms: the count's ± (docs/sql.md)
+    count_accuracy: float | None = None  # ratio mean: the ± of the released count
     largest: float | None = None  # sample forms: V, the largest population variance
     sum_accuracy: float | None = None  # ratio mean: the ± of the released deviation sum (values)
-    spread_parts: tuple[float, ...] = ()  # variance, std: the ± of Σw², Σw, n in their own units
     # ratio mean, variance, std: the parts' never-clamped errors (sum_bound.NoiseKind, in the
     # parts' order) and α, for the combined ± of each row (docs/utility.md, "Means")
     kinds: tuple[Any, ...] = ()

@@ -206,12 +206,11 @@ def _spread_accuracy(
     compiled: Compiled, noises: Sequence[Noise], confidence: float, alpha: float,
     notes: tuple[str, ...], targets: bool,
 ) -> AccuracyStatement:  # fmt: skip
-    a, fp, stat = part_accuracies(compiled, noises, alpha), compiled.fixed, compiled.query.statistic
+    fp, stat, kinds = compiled.fixed, compiled.query.statistic, _kinds(noises)
     assert fp is not None
     q, w = float(fp.quantum), fp.width
-    parts, kinds = (a["squares"], a["csum"], a["count"]), _kinds(noises)
     if stat in ("var_samp", "std_samp"):  # docs/sql.md, "Sample variance"
-        return _sample_statement(compiled, confidence, notes, a["count"], kinds, alpha)
+        return _sample_statement(compiled, confidence, notes, kinds, alpha)
     cap = float(Fraction(w * w, 4) * fp.quantum**2)  # V: the largest population variance
     if stat == "std":
         cap = float(Fraction(w, 2) * fp.quantum)
@@ -220,7 +219,7 @@ def _spread_accuracy(
     t_z, t_1 = ratio_bound.variance_plan(kinds, alpha, float(w))
     return AccuracyStatement(
         compiled.query, compiled.epsilon, confidence, None, up(t_z / 4 * q * q), cap, notes,
-        spread_parts=parts, kinds=kinds, alpha=alpha, square=up(t_1 * t_1 / 4 * q * q),
+        kinds=kinds, alpha=alpha, square=up(t_1 * t_1 / 4 * q * q),
     )  # fmt: skip
 
 
@@ -338,13 +337,17 @@ def _mean_rows(
     return [ResultRow(keys, value, acc)]
 
 
-def _inside(compiled: Compiled, noisy: Noisy, i: int) -> bool:
-    """Whether every part of cell i is strictly inside its bounds (none was clamped), as the
-    combined ± needs (docs/utility.md, "Means")."""
-    return all(
-        ratio_bound.unclamped(float(noisy[p.name][i]), float(p.lower), float(p.upper))
-        for p in compiled.parts
-    )
+def _inside(compiled: Compiled, noisy: Noisy, i: int, at_floor: str | None = None) -> bool:
+    """Whether no mechanism's clamp moved a part of cell i, as the combined ± needs: every part
+    strictly inside its bounds, except that the part named ``at_floor`` may also sit at its
+    lower bound (docs/utility.md, "Means", "Variance and std")."""
+    for p in compiled.parts:
+        value, lower, upper = float(noisy[p.name][i]), float(p.lower), float(p.upper)
+        if p.name == at_floor and value == lower:
+            continue
+        if not ratio_bound.unclamped(value, lower, upper):
+            return False
+    return True
 
 
 def _spread_rows(
@@ -356,7 +359,7 @@ def _spread_rows(
     assert statement.cap is not None
     n = float(noisy["count"][i])
     w = float(fp.width)
-    spread = _released_spread(noisy, i, n, w)  # Â/ñ − (Ŝ/ñ)², unclamped (w units squared)
+    spread = _released_spread(noisy, i, n)  # Â/ñ − (Ŝ/ñ)², unclamped (w units squared)
     var_q = w * w / 8 if spread is None else min(max(spread, 0.0), w * w) / 4
     var = var_q / (scale * scale)
     if statement.largest is not None:  # a sample form (docs/sql.md, "Sample variance")
@@ -366,7 +369,7 @@ def _spread_rows(
         return [ResultRow(keys, (math.sqrt(var) if stat == "std" else var), statement.cap)]
     # the variance's ± from the parts' combined error (docs/utility.md, "Variance and std")
     a_var = statement.cap if stat != "std" else statement.cap**2
-    if spread is not None and _parts_inside(compiled, noisy, i) and statement.alpha is not None:
+    if spread is not None and _spread_inside(compiled, noisy, i) and statement.alpha is not None:
         err = ratio_bound.variance_error(
             statement.kinds, statement.alpha, n, float(noisy["squares"][i]),
             float(noisy["csum"][i]), w,
@@ -378,8 +381,8 @@ def _spread_rows(
 
 
 def _sample_statement(
-    compiled: Compiled, confidence: float, notes: tuple[str, ...], count_accuracy: float,
-    kinds: tuple[NoiseKind, ...], alpha: float,
+    compiled: Compiled, confidence: float, notes: tuple[str, ...], kinds: tuple[NoiseKind, ...],
+    alpha: float,
 ) -> AccuracyStatement:  # fmt: skip
     """A sample form's statement: the combination at the public weights, (T_Z + T₁²/ñ)/(ñ − 1)
     capped at 2V, the first step of what every row iterates, so at least what a row with that ñ
@@ -395,8 +398,8 @@ def _sample_statement(
     t_z, t_1 = ratio_bound.sample_plan(kinds, alpha, float(w))
     return AccuracyStatement(
         compiled.query, compiled.epsilon, confidence, None, up(t_z / 4 * q * q), cap,
-        (*notes, sample_variance.FALLBACK_NOTE), count_accuracy=count_accuracy,
-        largest=up(float(largest)), kinds=kinds, alpha=alpha, square=up(t_1 * t_1 / 4 * q * q),
+        (*notes, sample_variance.FALLBACK_NOTE), largest=up(float(largest)), kinds=kinds,
+        alpha=alpha, square=up(t_1 * t_1 / 4 * q * q),
     )  # fmt: skip
 
 
@@ -422,7 +425,7 @@ def _sample_rows(
     assert statement.cap is not None
     whole = up(2 * largest)
     a_var = whole
-    if spread is not None and _parts_inside(compiled, noisy, i) and statement.alpha is not None:
+    if spread is not None and _spread_inside(compiled, noisy, i) and statement.alpha is not None:
         err = ratio_bound.sample_error(
             statement.kinds, statement.alpha, n, float(noisy["squares"][i]),
             float(noisy["csum"][i]), w,
@@ -433,7 +436,7 @@ def _sample_rows(
     return [ResultRow(keys, value, std_accuracy(var_s, a_var, statement.cap))]
 
 
-def _released_spread(noisy: Noisy, i: int, n: float, w: float) -> float | None:
+def _released_spread(noisy: Noisy, i: int, n: float) -> float | None:
     """Â/ñ − (Ŝ/ñ)² of cell i (w units squared), the spread the released parts give before any
     clamp; None when ñ <= 0 or it is not a finite number (parts at their far bounds over a
     tiny ñ): such a cell gets the middle of the range and the whole range as its ±."""
@@ -444,18 +447,11 @@ def _released_spread(noisy: Noisy, i: int, n: float, w: float) -> float | None:
     return spread if math.isfinite(spread) else None
 
 
-def _parts_inside(compiled: Compiled, noisy: Noisy, i: int) -> bool:
-    """Whether no mechanism's clamp moved a part of cell i: the count and Σw strictly inside
-    their bounds, Σw² below its upper bound (it may sit at 0: raising Σ̂w² to 0 only brings v̂
-    closer). The spread itself is clamped into its range only at the end, which holds the truth,
-    so that clamp never adds error (docs/utility.md, "Variance and std")."""
-    parts = {p.name: p for p in compiled.parts}
-    sq, cs, ct = (float(noisy[k][i]) for k in ("squares", "csum", "count"))
-    return (
-        ratio_bound.unclamped(ct, float(parts["count"].lower), float(parts["count"].upper))
-        and ratio_bound.unclamped(cs, float(parts["csum"].lower), float(parts["csum"].upper))
-        and sq < float(parts["squares"].upper)
-    )
+def _spread_inside(compiled: Compiled, noisy: Noisy, i: int) -> bool:
+    """:func:`_inside`, Σ̂w² allowed at 0: raising it to 0 only brings v̂ closer. The spread
+    itself is clamped into its range only at the end, which holds the truth, so that clamp never
+    adds error (docs/utility.md, "Variance and std")."""
+    return _inside(compiled, noisy, i, at_floor="squares")
 
 
 def std_accuracy(var: float, a_var: float, cap: float) -> float:
