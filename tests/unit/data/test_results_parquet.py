@@ -7,19 +7,15 @@ from __future__ import annotations
 
 import io
 import math
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from tests.unit.cli._run_probe import run_modules
 
 from snapdp.data.output.writers import _parquet_bytes, arrow_column
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _old_bytes(header: list[str], rows: list[list[object]]) -> bytes:
@@ -86,34 +82,6 @@ def test_an_int_past_int64_fails_as_before() -> None:
 
 
 def test_snapdp_run_does_not_import_pandas(tmp_path: Path) -> None:
-    data = Path(os.environ.get("SNAPDP_SHARED_DATA", ROOT.parent / "shared" / "data"))
-    source = data / "PUMS.csv"
-    if not source.exists():
-        pytest.skip("PUMS.csv not available (set SNAPDP_SHARED_DATA)")
-    plan = tmp_path / "plan.toml"
-    plan.write_text(
-        f'[data]\nsource = "{source.as_posix()}"\ntotal_epsilon = 10\n\n[columns]\n'
-        'age = { type = "integer", lower = 0, upper = 100 }\n'
-        'income = { type = "decimal", lower = 0, upper = 500000 }\n'
-        'sex = { type = "integer", keys = [0, 1] }\n\n'
-        '[[query]]\nstatistic = "count"\nby = ["sex"]\nepsilon = 0.3\n\n'
-        '[[query]]\nstatistic = "mean"\ncolumn = "income"\nby = ["sex"]\nepsilon = 0.3\n\n'
-        '[[query]]\nstatistic = "quantiles"\ncolumn = "age"\nquantiles = [0.5]\nepsilon = 0.3\n',
-        encoding="utf-8",
-    )
-    code = (
-        "import runpy, sys\n"
-        "sys.argv = ['snapdp', 'run', sys.argv[1], '--ledger', sys.argv[2] + '/l.db',\n"
-        "            '--output', sys.argv[2] + '/out', '--total-epsilon', '10']\n"
-        "try:\n    runpy.run_module('snapdp.cli', run_name='__main__')\n"
-        "except SystemExit as e:\n    assert not e.code, e.code\n"
-        "print('PANDAS' if 'pandas' in sys.modules else 'NO-PANDAS')\n"
-    )
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(plan), str(tmp_path)],
-        capture_output=True, text=True, env=env, check=True,
-    )  # fmt: skip
-    assert (tmp_path / "out" / "results.parquet").exists()
-    assert out.stdout.strip().splitlines()[-1] == "NO-PANDAS"
+    modules = run_modules(tmp_path)  # a fresh `snapdp run` that writes results.parquet
+    assert "snapdp.data.output.writers" in modules and "pyarrow" in modules
+    assert "pandas" not in modules
