@@ -208,18 +208,49 @@ def _private(path: Path) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _read(path: Path, args: list[str]) -> ShiftCertificate | None:
+def read_entry(path: Path) -> dict[str, Any] | None:
+    """The body of a cache entry (``{"body": …, "checksum": …}``) when the folder and the file are
+    the user's own and writable by nobody else, the file parses and its checksum matches; else
+    None. Shared by every cache beside the certificates (``snapdp._logcache``)."""
     try:
         if not (_private(path.parent) and _private(path)):
             return None
         stored = json.loads(path.read_text(encoding="utf-8"))
         body = stored["body"]
-        if stored["checksum"] != _checksum(body):
+        if not isinstance(body, dict) or stored["checksum"] != _checksum(body):
             return None
-        if body["version"] != CODE_VERSION or body["args"] != args:
-            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return body
+
+
+def write_entry(folder: Path, name: str, body: dict[str, Any]) -> None:
+    """Write ``body`` with its checksum to ``folder``/``name`` atomically, readable by its owner
+    only; nothing when the folder is not the user's own or cannot be written."""
+    text = json.dumps({"body": body, "checksum": _checksum(body)}, sort_keys=True)
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _private(folder):
+            return
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, folder / name)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return
+
+
+def _read(path: Path, args: list[str]) -> ShiftCertificate | None:
+    body = read_entry(path)
+    if body is None or body.get("version") != CODE_VERSION or body.get("args") != args:
+        return None
+    try:
         cert = _from_json(body["certificate"])
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+    except (ValueError, KeyError, TypeError, ZeroDivisionError):
         return None
     return cert if _matches(cert, args) else None
 
@@ -255,19 +286,6 @@ def _consistent(cert: ShiftCertificate) -> bool:
 
 
 def _write(folder: Path, name: str, args: list[str], cert: ShiftCertificate) -> None:
-    body = {"version": CODE_VERSION, "args": args, "certificate": _to_json(cert)}
-    text = json.dumps({"body": body, "checksum": _checksum(body)}, sort_keys=True)
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(folder):
-            return
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, folder / name)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError:
-        return
+    write_entry(
+        folder, name, {"version": CODE_VERSION, "args": args, "certificate": _to_json(cert)}
+    )

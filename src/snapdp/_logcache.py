@@ -31,8 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -100,24 +98,14 @@ def content_digest(probe: list[float], nearest: list[float]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-# the certificates' own rules: one checksum, one test of a private file (docs/mechanism.md)
-_checksum = _certcache._checksum
-_private = _certcache._private
-
-
 def _read(path: Path, key: str) -> tuple[list[float], list[float]] | None:
+    body = _certcache.read_entry(path)  # the certificates' own checks (docs/mechanism.md)
+    if body is None or body.get("version") != CODE_VERSION or body.get("key") != key:
+        return None
     try:
-        if not (_private(path.parent) and _private(path)):
-            return None
-        stored = json.loads(path.read_text(encoding="utf-8"))
-        body = stored["body"]
-        if stored["checksum"] != _checksum(body):
-            return None
-        if body["version"] != CODE_VERSION or body["key"] != key:
-            return None
         probe = [float.fromhex(t) for t in body["probe"]]
         nearest = [float.fromhex(t) for t in body["nearest"]]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
     if not probe or len(probe) != len(nearest):
         return None
@@ -135,18 +123,4 @@ def _write(folder: Path, path: Path, key: str, probe: list[float], nearest: list
         "probe": [u.hex() for u in probe],
         "nearest": [v.hex() for v in nearest],
     }
-    text = json.dumps({"body": body, "checksum": _checksum(body)}, sort_keys=True)
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if not _private(folder):
-            return
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError:
-        return
+    _certcache.write_entry(folder, path.name, body)

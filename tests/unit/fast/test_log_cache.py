@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from snapdp import _logcache, fast_plan
+from snapdp import _certcache, _logcache, fast_plan
 
 
 @pytest.fixture
@@ -113,20 +113,20 @@ def test_a_changed_or_foreign_entry_is_ignored(cache: Path, harm: str) -> None:
         stored["body"]["nearest"][0] = (want[1][0] * 2).hex()
     elif harm == "probe":  # a probe cut short, its checksum recomputed
         stored["body"]["probe"] = stored["body"]["probe"][:1]
-        stored["checksum"] = _logcache._checksum(stored["body"])
+        stored["checksum"] = _certcache._checksum(stored["body"])
     elif harm == "short":  # a one-point probe with its true reference, checksum recomputed
         stored["body"]["probe"] = [(0.5).hex()]
         stored["body"]["nearest"] = [math.log(0.5).hex()]
-        stored["checksum"] = _logcache._checksum(stored["body"])
+        stored["checksum"] = _certcache._checksum(stored["body"])
     elif harm == "copied":  # references copied from a libm 32 ulps off, checksum recomputed
         logs = np.log(np.array(want[0])) * (1 + 2.0**-47)
         stored["body"]["nearest"] = [float(v).hex() for v in logs]
-        stored["checksum"] = _logcache._checksum(stored["body"])
+        stored["checksum"] = _certcache._checksum(stored["body"])
     elif harm == "checksum":
         stored["checksum"] = "0" * 64
     elif harm == "version":
         stored["body"]["version"] = "other code"
-        stored["checksum"] = _logcache._checksum(stored["body"])
+        stored["checksum"] = _certcache._checksum(stored["body"])
     entry.write_text(json.dumps(stored), encoding="utf-8")
     if harm == "mode":
         if not hasattr(os, "getuid"):
