@@ -158,7 +158,9 @@ def _padding(params: SnappingParameters, p: float) -> tuple[int, float]:
 
     q = P(Binomial(CHUNK, p) >= F + 1) <= C(CHUNK, F+1)·p**(F+1) <= (CHUNK·p)**(F+1)/(F+1)!
     (a union bound over the sets of F + 1 samples), evaluated in logarithms with a factor 2 of
-    margin for the roundings.
+    margin for the roundings: ln q(1) = 2·ln(Cp) − ln 2 and ln q(F) = ln q(F−1) + (ln(Cp) −
+    ln(F+1)), added one term at a time in this order (numpy's cumulative sum adds left to right,
+    so each F is the double the scalar recurrence gives), a block of F at a time.
     """
     if p >= 1.0:
         return CHUNK, 0.0
@@ -169,11 +171,34 @@ def _padding(params: SnappingParameters, p: float) -> tuple[int, float]:
     f = 1
     log_q = 2.0 * log_cp - math.log(2.0)  # (F+1)·ln(Cp) − ln((F+1)!) at F = 1
     while f < CHUNK:
-        if log_one_plus_e_eps + log_q <= target:
-            return f, min(1.0, 2.0 * math.exp(log_one_plus_e_eps + log_q))
-        f += 1
-        log_q += log_cp - math.log(f + 1)
+        n = min(_PADDING_BLOCK, CHUNK - f)  # F = f, …, f + n − 1
+        terms = np.empty(n, dtype=np.float64)
+        terms[0] = log_q
+        terms[1:] = log_cp - _logs_from_3(f + n)[f - 1 : f + n - 2]  # ln(Cp) − ln(F+1)
+        log_qs = np.cumsum(terms)
+        met = np.flatnonzero(log_one_plus_e_eps + log_qs <= target)
+        if met.size:
+            i = int(met[0])
+            return f + i, min(1.0, 2.0 * math.exp(log_one_plus_e_eps + float(log_qs[i])))
+        f += n
+        log_q = float(log_qs[-1]) + (log_cp - math.log(f + 1))
     return CHUNK, 0.0
+
+
+_PADDING_BLOCK = 4096
+#: math.log(k) for k = 3, 4, …: the padding's terms, shared by every plan (grown, never changed)
+_LOGS: list[npt.NDArray[np.float64]] = [np.empty(0, dtype=np.float64)]
+
+
+def _logs_from_3(upto: int) -> npt.NDArray[np.float64]:
+    """math.log(k) for k = 3, …, ``upto`` (at least), as doubles: index k − 3."""
+    table = _LOGS[0]
+    if len(table) < upto - 2:
+        end = max(upto, 2 * len(table) + 2)
+        more = np.array([math.log(k) for k in range(len(table) + 3, end + 1)], dtype=np.float64)
+        table = np.concatenate([table, more])
+        _LOGS[0] = table  # a whole new table: a concurrent reader sees the old one or this one
+    return table
 
 
 _LOG_CHECKED: bool | None = None  # the premise check runs once per process (the libm is fixed)
