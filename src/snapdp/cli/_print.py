@@ -196,7 +196,10 @@ def print_results(
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    # every text printed is the user's (paths, labels, keys) or snapdp's plain words: never rich
+    # markup or emoji codes (a file named `data[final].csv` prints as named), and rich does not
+    # parse them for either (cheaper)
+    console = Console(markup=False, emoji=False)
     console.print(f"Private release from {label}")
     for r in results:
         shown = Table(title=f"{r.label}, ε = {exact_text(r.epsilon)}")
