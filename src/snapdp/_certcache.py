@@ -34,6 +34,7 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -115,27 +116,64 @@ def certificate(
 
 
 @functools.lru_cache(maxsize=1)
-def _shipped() -> dict[tuple[str, ...], ShiftCertificate]:
-    """The shipped certificates of this code version, each checked like a disk entry (a
-    certificate made by other code, or inconsistent, is left out)."""
+def _shipped() -> Mapping[tuple[str, ...], ShiftCertificate]:
+    """The shipped certificates of this code version, each checked like a disk entry when it is
+    first asked for (a certificate made by other code, or inconsistent, is left out): a process
+    checks the few it uses, not all of them (:class:`_Shipped`)."""
     if CODE_VERSION is None:
-        return {}
+        return _Shipped({})
     try:
         data = json.loads((Path(__file__).parent / SHIPPED).read_text(encoding="utf-8"))
         entries = list(data["entries"])
     except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    out: dict[tuple[str, ...], ShiftCertificate] = {}
+        return _Shipped({})
+    raw: dict[tuple[str, ...], list[Any]] = {}
     for entry in entries:
         try:
-            if entry["version"] != CODE_VERSION:
-                continue
-            cert = _from_json(entry["certificate"])
-            if _matches(cert, entry["args"]):
-                out[tuple(entry["args"])] = cert
+            if entry["version"] == CODE_VERSION:
+                raw.setdefault(tuple(entry["args"]), []).append(entry["certificate"])
+        except (KeyError, TypeError):
+            continue
+    return _Shipped(raw)
+
+
+class _Shipped(Mapping[tuple[str, ...], ShiftCertificate]):
+    """The shipped entries of this code version by their parameters; an entry is parsed and
+    checked (:func:`_matches`) the first time it is looked up, and only a checked one is found
+    (iterating or counting checks them all). Of several entries for the same parameters the
+    last one that checks counts, as when they were all checked at once."""
+
+    def __init__(self, raw: dict[tuple[str, ...], list[Any]]) -> None:
+        self._raw = raw
+        self._checked: dict[tuple[str, ...], ShiftCertificate | None] = {}
+
+    def _lookup(self, key: tuple[str, ...]) -> ShiftCertificate | None:
+        if key not in self._checked:
+            self._checked[key] = _first_checked(reversed(self._raw.get(key, [])), list(key))
+        return self._checked[key]
+
+    def __getitem__(self, key: tuple[str, ...]) -> ShiftCertificate:
+        cert = self._lookup(key) if key in self._raw else None
+        if cert is None:
+            raise KeyError(key)
+        return cert
+
+    def __iter__(self) -> Iterator[tuple[str, ...]]:
+        return iter([k for k in self._raw if self._lookup(k) is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _first_checked(found: Iterable[Any], args: list[str]) -> ShiftCertificate | None:
+    for stored in found:
+        try:
+            cert = _from_json(stored)
+            if _matches(cert, args):
+                return cert
         except (ValueError, KeyError, TypeError, ZeroDivisionError):
             continue
-    return out
+    return None
 
 
 def entry(args: list[str], cert: ShiftCertificate) -> dict[str, Any]:
