@@ -4,13 +4,15 @@ Post-processing of released values and public parameters; nothing here reads the
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
 from snapdp.data.statistics.math.quantile_tail import edge_tail_bound
 from snapdp.data.statistics.math.sum_bound import NoiseKind
 
-__all__ = ["FIRST_SHARE", "near_edges", "split_alpha", "value_radius"]
+__all__ = ["FIRST_SHARE", "near_edges", "rounded_count", "split_alpha", "value_radius"]
 
 FIRST_SHARE = 0.1
 """The share α₁/α of the first stage (|D| <= r₁ at every edge); the rest, α₂, pays for the
@@ -47,11 +49,22 @@ def value_radius(
     first: float,
     second: float,
 ) -> float:
-    """r̂ = min(ρ(max(|S|, 1)), r₂): the bound the value interval is read with, ρ at α₂
+    """r̂ = min(ρ(κ), r₂), κ = max(|S|, 1) rounded up (:func:`rounded_count`): the bound the
+    value interval is read with, ρ at α₂
     (:func:`~snapdp.data.statistics.math.quantile_tail.edge_tail_bound`) over the edges S
     (:func:`near_edges`, from r₁ = ``first``, the two-sided bound at α₁), capped by ``second``,
     the one-sided bound over all the edges at α₂ (what the planner states). Some p-quantile lies
     in the interval read with r̂ with probability >= 1 − α (docs/utility.md)."""
-    k = max(len(near_edges(cdf, probability, first)), 1)
+    k = rounded_count(len(near_edges(cdf, probability, first)))
     alpha2 = split_alpha(alpha)[1]
     return min(second, edge_tail_bound(b, depth, kinds, alpha2, probability, k))
+
+
+def rounded_count(size: int) -> int:
+    """max(|S|, 1) rounded up to the next ⌈2^(i/4)⌉ (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20,
+    …; at most 25% more): ρ at a larger count is only larger, and a release with many cells
+    computes ρ at fewer than 50 counts (up to 4,097 edges)."""
+    i = 0
+    while math.ceil(2 ** (i / 4)) < size:
+        i += 1
+    return math.ceil(2 ** (i / 4))
