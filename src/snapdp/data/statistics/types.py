@@ -143,14 +143,17 @@ class AccuracyStatement:
     rank: float | None = None
     leaf_width: float | None = None
     targets: tuple[float, ...] = ()  # quantiles: per probability, the bound the rank ± uses
-    value_targets: tuple[float, ...] = ()  # tree quantiles: the one-sided bound the value ± uses
+    # tree quantiles: r₂, the one-sided bound over all edges at α₂, the largest the value ± uses
+    value_targets: tuple[float, ...] = ()
     count_accuracy: float | None = None  # ratio mean: the ± of the released count
     largest: float | None = None  # sample forms: V, the largest population variance
     sum_accuracy: float | None = None  # ratio mean: the ± of the released deviation sum (values)
-    # ratio mean, variance, std: the parts' never-clamped errors (sum_bound.NoiseKind, in the
-    # parts' order) and α, for the combined ± of each row (docs/utility.md, "Means")
+    # ratio mean, variance, std, tree quantiles: the parts' never-clamped errors
+    # (sum_bound.NoiseKind, in the parts' order) and α, for the ± of each row (docs/utility.md)
     kinds: tuple[Any, ...] = ()
     alpha: float | None = None
+    # tree quantiles: r₁, the two-sided bound at α₁ that picks the edges the value ± bounds
+    value_first: tuple[float, ...] = ()
     # variance, std planning: the ± at ñ is per_count/ñ + square/ñ², the combination rows state
     # at the public weights (its first step; docs/utility.md "Variance and std"); var_samp,
     # std_samp: (per_count + square/ñ)/(ñ − 1) (sample_variance.sample_accuracy)

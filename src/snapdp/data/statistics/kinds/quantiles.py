@@ -16,9 +16,9 @@ from snapdp.data.model.schema import Column, Schema
 from snapdp.data.output.results import ResultRow
 from snapdp.data.statistics.bounding import Reach, reach
 from snapdp.data.statistics.math import exponential_grid as expq
+from snapdp.data.statistics.math import quantile_stages, quantile_values
 from snapdp.data.statistics.math import quantile_tail as quantiles_tail
 from snapdp.data.statistics.math import quantile_tree as quantiles
-from snapdp.data.statistics.math import quantile_values
 from snapdp.data.statistics.math.sum_bound import noise_kind
 from snapdp.data.statistics.sensitivity import FixedPoint
 from snapdp.data.statistics.types import (
@@ -35,7 +35,6 @@ from snapdp.data.statistics.types import (
 )
 from snapdp.errors import ParameterError
 from snapdp.ieee import double_at_least
-from snapdp.parameters import SnappingParameters
 
 __all__ = ["AUTO", "EXPONENTIAL", "TREE"]
 
@@ -170,33 +169,19 @@ def _quantile_accuracy(
     notes: tuple[str, ...],
     with_targets: bool = True,
 ) -> AccuracyStatement:
-    """Rank ± = 2·c, c the CDF ± at every leaf edge at once: the smaller of W·(the largest node
-    ± at α/T), T the nodes of one cell's tree (union bound), and the tail bound over the tree's
-    noises (:func:`~snapdp.data.statistics.math.quantile_tail.chernoff_cdf`); in values, before
-    the release, a
-    planning figure: leaf width + rank·(U − L)/n for n evenly spread rows (the release states
-    the ± from the released tree, see :func:`_quantile_rows`)."""
+    """Rank ± = 2·c, c the CDF ± at every leaf edge at once, and per probability the two-sided
+    rₚ the rank ± uses (:func:`_bounds_at`, at α). The value interval's bounds, in two stages
+    (docs/utility.md, "The tree's value ±: two stages"): r₁ two-sided at α₁ (``value_first``)
+    and r₂ one tail per edge at α₂ over all the edges (``value_targets``, the largest a row
+    reads its interval with). In values, before the release, a planning figure: leaf width +
+    rank·(U − L)/n for n evenly spread rows (the release states the ± from the released tree,
+    see :func:`_quantile_rows`)."""
     tree = compiled.tree
-    nodes = sum(tree.nodes(lv) for lv in range(1, tree.depth + 1))
-    params = [n.parameters() for n in noises]
-    node = max(noise_accuracy(n, alpha / nodes) for n in noises)
-    cdf = up(tree.weight * node)
-    # the clamp never binds (node bounds): the tail bound over the tree's noises applies, with
-    # every level's noise scale and grid (in rows) taken at their largest
-    scale = max(p.scale * p.sensitivity for p in params)
-    grid = max(p.grid * p.sensitivity for p in params)
-    cdf = min(cdf, _chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
-    # per probability p: a bound on the error of C̃(t) − p·Ñ at every edge (least-squares CDF),
-    # both sides (the rank ±) and one side per edge (the value interval's, docs/utility.md)
-    targets: list[float] = []
-    values: list[float] = []
-    for p in compiled.query.quantiles if with_targets else ():
-        w1 = quantiles_tail.target_weight_stats(tree.branching, tree.depth, float(p))[0]
-        for out, sides in ((targets, 2), (values, 1)):
-            tail = _chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p), sides)
-            out.append(min(up(w1 * node), tail, up((1 + float(p)) * cdf)))
-
-    cdf, targets, values = _tighter_tail(compiled, params, alpha, cdf, targets, values)
+    probs = compiled.query.quantiles if with_targets else ()
+    cdf, targets = _bounds_at(compiled, noises, alpha, probs, 2)
+    alpha1, alpha2 = quantile_stages.split_alpha(alpha)
+    first = _bounds_at(compiled, noises, alpha1, probs, 2)[1] if probs else []
+    values = _bounds_at(compiled, noises, alpha2, probs, 1)[1] if probs else []
     span = float(tree.upper - tree.lower)
     return AccuracyStatement(
         compiled.query,
@@ -210,37 +195,45 @@ def _quantile_accuracy(
         leaf_width=float(tree.leaf_width),
         targets=tuple(targets),
         value_targets=tuple(values),
+        kinds=tuple(noise_kind(n.parameters()) for n in noises),
+        alpha=alpha,
+        value_first=tuple(first),
     )
 
 
-def _tighter_tail(
+def _bounds_at(
     compiled: Compiled,
-    params: Sequence[SnappingParameters],
+    noises: Sequence[Noise],
     alpha: float,
-    cdf: float,
-    targets: list[float],
-    values: list[float],
-) -> tuple[float, list[float], list[float]]:
-    """The CDF ± c and the per-probability ± rₚ (two-sided, and one side per edge for the value
-    interval) of :func:`_quantile_accuracy`, each lowered to
-    :func:`~snapdp.data.statistics.math.quantile_tail.tree_tail_bound` when that is smaller:
-    each node's whole error
-    (noise and snapping) with its rounding averaged out, the clamp never binding (node bounds).
-    Public parameters only; cached in the quantiles module (docs/data.md, "Accuracy before
-    spending", *Averaged*)."""
+    probs: Sequence[Fraction],
+    sides: int,
+) -> tuple[float, list[float]]:
+    """At α: c, the CDF ± at every leaf edge at once, and per probability p a bound on the error
+    D of C̃(t) − p·Ñ (least-squares CDF) at every edge t = 0..n, both sides (``sides`` = 2) or
+    one tail per edge (1, docs/utility.md). Each the smallest of: W·(the largest node ± at
+    α/T), T the nodes of one cell's tree (union bound; Wₚ for D); the Chernoff bound over the
+    tree's noises (:func:`~snapdp.data.statistics.math.quantile_tail.chernoff_cdf`);
+    :func:`~snapdp.data.statistics.math.quantile_tail.tree_tail_bound` (each node's whole error,
+    its rounding averaged out, the clamp never binding: node bounds); for D also (1 + p)·c.
+    Public parameters only, cached (docs/data.md, "Accuracy before spending")."""
     tree = compiled.tree
+    nodes = sum(tree.nodes(lv) for lv in range(1, tree.depth + 1))
+    params = [n.parameters() for n in noises]
+    node = max(noise_accuracy(n, alpha / nodes) for n in noises)
+    # every level's noise scale and grid (in rows) taken at their largest
+    scale = max(p.scale * p.sensitivity for p in params)
+    grid = max(p.grid * p.sensitivity for p in params)
     kinds = tuple(noise_kind(p) for p in params)
-    cdf = min(cdf, quantiles_tail.tree_tail_bound(tree.branching, tree.depth, kinds, alpha))
-    probs = compiled.query.quantiles
-    out: tuple[list[float], list[float]] = ([], [])
-    for bounds, lowered, one_sided in ((targets, out[0], False), (values, out[1], True)):
-        for i, target in enumerate(bounds):  # empty when the caller asked for no targets
-            p = float(probs[i])
-            tail = quantiles_tail.tree_tail_bound(
-                tree.branching, tree.depth, kinds, alpha, p, one_sided
-            )
-            lowered.append(min(target, tail, up((1 + p) * cdf)))
-    return cdf, out[0], out[1]
+    b, depth = tree.branching, tree.depth
+    cdf = min(up(tree.weight * node), _chernoff_cdf(tree, scale, grid, 1, alpha, nodes))
+    cdf = min(cdf, quantiles_tail.tree_tail_bound(b, depth, kinds, alpha))
+    out: list[float] = []
+    for p in probs:
+        w1 = quantiles_tail.target_weight_stats(b, depth, float(p))[0]
+        tail = _chernoff_cdf(tree, scale, grid, 1, alpha, nodes, float(p), sides)
+        tree_tail = quantiles_tail.tree_tail_bound(b, depth, kinds, alpha, float(p), sides == 1)
+        out.append(min(up(w1 * node), tail, tree_tail, up((1 + float(p)) * cdf)))
+    return cdf, out
 
 
 def _exponential_accuracy(
@@ -363,11 +356,16 @@ def _quantile_rows(
     bounds = (tree.lower, tree.upper)
     integers = compiled.leaf is not None and compiled.leaf.type == "integer"
     integers &= tree.lower.denominator == tree.upper.denominator == 1  # from the declaration
-    pairs = zip(statement.targets, statement.value_targets, strict=True)
-    for p, x, (target, one_side) in zip(probs, exact, pairs, strict=True):
+    assert statement.alpha is not None
+    stages = zip(statement.targets, statement.value_first, statement.value_targets, strict=True)
+    for p, x, (target, first, second) in zip(probs, exact, stages, strict=True):
         # inside the bounds as released; the ± covers the rounding (docs/data.md)
         v = quantile_values.released_value(x, *bounds)
-        lo, hi = qmod.value_interval(ls_cdf, tree, p, one_side)  # exact leaf edges
+        radius = quantile_stages.value_radius(
+            ls_cdf, tree.branching, tree.depth, statement.kinds, statement.alpha, float(p),
+            first, second,
+        )  # fmt: skip
+        lo, hi = qmod.value_interval(ls_cdf, tree, p, radius)  # exact leaf edges
         if integers:  # a p-quantile of integers lies at an integer (docs/utility.md)
             lo, hi = quantile_values.integer_interval(lo, hi, tree.upper)
         acc = quantile_values.value_pm(v, lo, hi)
@@ -434,8 +432,9 @@ def _compile_auto(
 
 
 def _tree_half(compiled: Compiled) -> float:
-    """max over p of rₚ + c at 95% (rₚ the value interval's, one tail per edge), each level's
-    noise composed over the cells a unit touches
+    """max over p of rₚ + c at 95% (rₚ one tail per edge over all the edges at α: the one-stage
+    figure, kept so that the same queries take the same method), each level's noise composed
+    over the cells a unit touches
     (the planner's figure, without the L1 calibration; certificates presumed: a comparison of
     public figures, never a statement, so a draft plan certifies nothing)."""
     noises = [
@@ -443,9 +442,9 @@ def _tree_half(compiled: Compiled) -> float:
               part.cells or 1, False, presumed=True)
         for part in compiled.parts
     ]  # fmt: skip
-    statement = _quantile_accuracy(compiled, noises, 1 - _CHOICE_ALPHA, _CHOICE_ALPHA, ())
-    assert statement.rank is not None
-    return max(t + statement.rank / 2 for t in statement.value_targets)
+    probs = compiled.query.quantiles
+    cdf, values = _bounds_at(compiled, noises, _CHOICE_ALPHA, probs, 1)
+    return max(t + up(2 * cdf) / 2 for t in values)
 
 
 def _exponential_half(compiled: Compiled) -> float:

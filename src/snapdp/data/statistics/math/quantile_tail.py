@@ -35,6 +35,7 @@ from snapdp.rescaling import mechanism_parameters
 __all__ = [
     "RankAccuracy",
     "chernoff_cdf",
+    "edge_tail_bound",
     "rank_accuracy",
     "released_rank",
     "target_weight_stats",
@@ -311,9 +312,25 @@ def tree_tail_bound(
     error below −c at edges where C − p·N > 0 or above c at edges where it is < 0, never both
     at one edge (docs/utility.md, "The tree's value ±: one tail per edge").
     """
+    phi, theta, top, rounding = _edge_exponents(b, depth, kinds, probability)
+    sides = 1 if one_sided else 2
+
+    def failure(c: float) -> float:
+        return float(sides * np.exp((phi - theta * c).min(axis=1)).sum()) * (1 + 1e-9)
+
+    hi = _smallest_passing(lambda c: failure(c) > alpha, top, 60)
+    return _round_up((hi + rounding) * (1 + 1e-9))
+
+
+@functools.lru_cache(maxsize=16)
+def _edge_exponents(
+    b: int, depth: int, kinds: tuple[NoiseKind, ...], probability: float | None
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float, float]:
+    """The Chernoff exponents of :func:`tree_tail_bound` per edge: (φ, θ, the largest w·L₊ over
+    the edges, the largest rounding term), with one edge's tail at c bounded by
+    e^(min over the θ of its row of φ − θ·c). Public parameters only; cached."""
     edge, level, value, count, l1 = _tree_groups(b, depth, probability)
     edges = len(l1)
-    sides = 1 if one_sided else 2
     scale = np.array([k.scale_hi for k in kinds])
     top = np.zeros(edges)
     np.maximum.at(top, edge, value * scale[level])
@@ -327,12 +344,51 @@ def tree_tail_bound(
     rounding = np.zeros(edges)
     u0 = np.array([k.rounding for k in kinds])
     np.add.at(rounding, edge, value * count * u0[level])
+    return phi, theta, float(top.max()), float(rounding.max())
+
+
+@functools.lru_cache(maxsize=1024)
+def edge_tail_bound(
+    b: int, depth: int, kinds: tuple[NoiseKind, ...], alpha: float, probability: float, k: int
+) -> float:
+    """ρ(k): a bound c such that the k largest of the edges' one-sided tails at c (each edge's
+    Chernoff bound of :func:`tree_tail_bound` with ``one_sided``, over the edges 0..n of
+    C̃ − p·Ñ) sum to at most α: for ANY set of at most k edges, the sum of their tails beyond c
+    is <= α. Nondecreasing in k, exactly: the sums are running sums of the tails sorted
+    largest first (each step adds a term >= 0), and every k bisects the same interval, whose
+    top passes for all the edges (docs/utility.md, "The tree's value ±: two stages"). Public
+    parameters only; cached."""
+    phi, theta, _top, rounding = _edge_exponents(b, depth, kinds, probability)
+    k = max(1, min(k, phi.shape[0]))
+    hi = _all_edges_top(b, depth, kinds, alpha, probability)
 
     def failure(c: float) -> float:
-        return float(sides * np.exp((phi - theta * c).min(axis=1)).sum()) * (1 + 1e-9)
+        return float(_running_tails(phi, theta, c)[k - 1]) * (1 + 1e-9)
 
-    hi = _smallest_passing(lambda c: failure(c) > alpha, float(top.max()), 60)
-    return _round_up((hi + float(rounding.max())) * (1 + 1e-9))
+    c = _smallest_passing(lambda c: failure(c) > alpha, hi, 60)
+    return _round_up((c + rounding) * (1 + 1e-9))
+
+
+@functools.lru_cache(maxsize=64)
+def _all_edges_top(
+    b: int, depth: int, kinds: tuple[NoiseKind, ...], alpha: float, probability: float
+) -> float:
+    """The top of the interval :func:`edge_tail_bound` bisects for every k: the largest w·L₊,
+    doubled until the tails of all the edges sum to at most α there."""
+    phi, theta, top, _rounding = _edge_exponents(b, depth, kinds, probability)
+    while float(_running_tails(phi, theta, top)[-1]) * (1 + 1e-9) > alpha:
+        top *= 2
+    return top
+
+
+def _running_tails(
+    phi: npt.NDArray[np.float64], theta: npt.NDArray[np.float64], c: float
+) -> npt.NDArray[np.float64]:
+    """The edges' one-sided tail bounds at c sorted largest first, summed in order: entry k − 1
+    is the sum of the k largest (nondecreasing in k, and each entry nonincreasing in c: every
+    tail is, hence every order statistic, and a rounded sum grows with its terms)."""
+    tails = -np.sort(-np.exp((phi - theta * c).min(axis=1)))
+    return np.cumsum(tails)
 
 
 @functools.lru_cache(maxsize=32)
