@@ -4,8 +4,8 @@ root-to-leaf path of the analysed expression makes the same number of comparison
 matched by a join on a keys table (was a CASE chain of up to 256 keys), and the bin index is
 the reference engine's for every value tried (tests/unit/data/engines/_bin_cases.py).
 
-Spark's SQL parser takes ~10-25 s of CPU for the 1,003-edge tree and ~8 s for the 303-edge
-grid of _bin_cases.py: here they are replaced by trees of the same shape with 103 and 43 edges
+Spark's SQL parser spends ~19 s of CPU on the 1,003-edge tree and ~8 s on the 303-edge grid
+of _bin_cases.py: here they are replaced by trees of the same shape with 103 and 43 edges
 (``SPARK_COLUMNS``). Spark's part is to keep the rendered tree's shape and evaluate it like the
 reference; the tree builder's one depth at 1,003 and 303 edges is checked on the rendered
 expression in test_bins_timing.py (same columns), and their values on DuckDB there."""
