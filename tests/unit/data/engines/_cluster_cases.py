@@ -53,7 +53,10 @@ def jvm_archive_options(dump: bool) -> str:
         return f"{quiet} -XX:SharedArchiveFile={final}"
     if not dump:
         return ""
-    _ARCHIVES.mkdir(exist_ok=True)
+    try:
+        _ARCHIVES.mkdir(exist_ok=True)
+    except OSError:  # no writable temporary directory: the classes come from the jars
+        return ""
     return f"{quiet} -XX:ArchiveClassesAtExit={_ARCHIVES / f'{name}.{os.getpid()}.jsa'}"
 
 
