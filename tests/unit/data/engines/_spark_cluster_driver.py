@@ -64,15 +64,22 @@ def _always_fail(specs: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
 def main() -> None:
     master, csv_path, marker_dir = sys.argv[1:4]
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from _cluster_cases import PARAMS, TEST_JVM_OPTIONS, plans  # type: ignore[import-not-found]
+    from _cluster_cases import (  # type: ignore[import-not-found]
+        PARAMS,
+        TEST_JVM_OPTIONS,
+        jvm_archive_options,
+        plans,
+    )
+
+    options = f"{TEST_JVM_OPTIONS} {jvm_archive_options(dump=False)}"  # AppCDS, if there is one
 
     session = (
         SparkSession.builder.master(master)
         .appName("snapdp-cluster-test")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS)
-        .config("spark.executor.extraJavaOptions", TEST_JVM_OPTIONS)
+        .config("spark.driver.extraJavaOptions", options)
+        .config("spark.executor.extraJavaOptions", options)
         .config("spark.executor.memory", "1g")
         .config("spark.executor.cores", "2")
         .config("spark.sql.shuffle.partitions", "2")

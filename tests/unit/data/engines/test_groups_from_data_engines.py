@@ -52,9 +52,10 @@ def test_duckdb_and_spark_show_the_same_keys_for_one_seed(
 ) -> None:
     path = _csv(tmp_path)
     q = [Query("count", by=("city",))]
-    for seed in range(3):
+    engines = (DuckDBEngine(str(path), csv=CsvOptions()), _spark(path, spark_session))
+    for seed in range(3):  # one engine each for all seeds (an engine keeps nothing between runs)
         shown = []
-        for engine in (DuckDBEngine(str(path), csv=CsvOptions()), _spark(path, spark_session)):
+        for engine in engines:
             table = PrivateTable(
                 schema=SCHEMA, engine=engine, total_epsilon=10, rng=np.random.default_rng(seed)
             )
@@ -85,15 +86,15 @@ def test_two_columns_from_the_data_agree_on_duckdb_spark_and_the_reference(
     path.write_text("sex,city,n,day\n" + "\n".join(lines) + "\n")
     q = [Query("count", by=("city", "n")), Query("mean", "n", by=("sex", "city", "day"))]
     engines = (
-        lambda: DuckDBEngine(str(path), csv=CsvOptions()),
-        lambda: _spark(path, spark_session),
-        lambda: OracleEngine(str(path)),
+        DuckDBEngine(str(path), csv=CsvOptions()),
+        _spark(path, spark_session),
+        OracleEngine(str(path)),
     )
     for seed in range(2):
         shown = []
-        for make in engines:
+        for engine in engines:
             table = PrivateTable(
-                schema=schema, engine=make(), total_epsilon=10, rng=np.random.default_rng(seed)
+                schema=schema, engine=engine, total_epsilon=10, rng=np.random.default_rng(seed)
             )
             results = table.release(q, 1, delta="1e-6")
             shown.append([[(row.keys, row.value) for row in r.rows] for r in results])

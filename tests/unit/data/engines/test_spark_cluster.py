@@ -21,7 +21,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.data_oracle import OracleEngine
-from tests.unit.data.engines._cluster_cases import PARAMS, TEST_JVM_OPTIONS, csv_text, plans
+from tests.unit.data.engines._cluster_cases import (
+    PARAMS,
+    TEST_JVM_OPTIONS,
+    csv_text,
+    jvm_archive_options,
+    plans,
+)
 
 import snapdp
 from snapdp.mechanism import SnappingMechanism
@@ -80,7 +86,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dic
     env["PYTHONPATH"] = os.pathsep.join([str(Path(snapdp.__file__).parents[1]), str(HERE)])
     env["SPARK_WORKER_DIR"] = str(work / "worker")
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
-    env["SPARK_DAEMON_JAVA_OPTS"] = TEST_JVM_OPTIONS  # the master's and the worker's JVMs
+    # the master's and the worker's JVMs; Spark's classes from the local session's archive
+    env["SPARK_DAEMON_JAVA_OPTS"] = f"{TEST_JVM_OPTIONS} {jvm_archive_options(dump=False)}"
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(name: str, *args: str) -> tuple[subprocess.Popen[bytes], Path]:
