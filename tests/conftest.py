@@ -37,6 +37,7 @@ FIRST_GROUPS = ("spark", "spark2", "doc_examples", "plan_combination")
 SLOW_FILES = (
     "tests/unit/data/engines/test_spark_cluster.py",  # its own JVMs: master, worker, driver
     "tests/unit/data/plan/test_two_phase.py",
+    "tests/statistical/test_quantile_coverage_at_scale.py",
     "tests/statistical/test_release_coverage.py",
     "tests/statistical/test_coverage_at_scale.py",
     "tests/unit/data/test_exponential_quantiles.py",
@@ -51,10 +52,25 @@ SLOW_FILES = (
     "tests/unit/ui/test_server.py",
     "tests/unit/ui/test_results_words.py",
 )
-# Files whose tests run as one group: they certify the same mechanisms, which the certificate
-# cache (shared by the workers) then holds for the later ones instead of both workers
-# certifying them at once.
-GROUP_OF_FILE = {"tests/unit/data/plan/test_plan_combination.py": "plan_combination"}
+# Files whose tests run as one group, on one worker. Under `--dist loadgroup` xdist hands out
+# the other tests one by one, so a file's tests land on both workers and each worker pays again
+# for what they share: a module-scoped fixture (the releases of the two coverage-at-scale files,
+# ~30 s and ~15 s; the spread releases; the analysis report; one Chromium per module in the
+# browser files), a process's cache (the quantile tree's branching search), or the certificates
+# of the same mechanisms when both workers certify them at once (the certificate cache on disk
+# is shared, but only once written).
+GROUP_OF_FILE = {
+    "tests/unit/data/plan/test_plan_combination.py": "plan_combination",
+    "tests/statistical/test_quantile_coverage_at_scale.py": "quantile_coverage_at_scale",
+    "tests/statistical/test_coverage_at_scale.py": "coverage_at_scale",
+    "tests/unit/data/test_tree_branching.py": "tree_branching",
+    "tests/unit/data/test_spread_at_the_bounds.py": "spread_at_the_bounds",
+    "tests/unit/data/test_release_neighbours.py": "release_neighbours",
+    "tests/unit/analysis/test_analysis_report.py": "analysis_report",
+    "tests/unit/ui/test_browser.py": "browser",
+    "tests/unit/ui/test_browser_results.py": "browser_results",
+    "tests/unit/ui/test_browser_targets.py": "browser_targets",
+}
 
 
 def _relative(item: pytest.Item) -> str:
