@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -18,10 +21,14 @@ settings.load_profile("snapdp")
 
 # Certificates cached on disk go to a fresh folder per test process, not the user's cache;
 # the folder goes when the process ends.
+# The xdist workers inherit both variables (they start after this file is read), so they share
+# the folder and the certificate locks below.
+LOCKS = "SNAPDP_TEST_CERTIFICATE_LOCKS"
 if "SNAPDP_CACHE_DIR" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="snapdp-cache-")
     atexit.register(shutil.rmtree, _cache, True)
     os.environ["SNAPDP_CACHE_DIR"] = _cache
+    os.environ[LOCKS] = os.path.join(_cache, "locks")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # SNAPDP_SHARED_DATA points a git worktree (whose parent has no shared/) at the PUMS folder.
@@ -108,3 +115,33 @@ def pums() -> Path:
     if not (SHARED_DATA / "PUMS.csv").is_file():
         pytest.skip(f"PUMS data folder absent: expected {SHARED_DATA} (beside the repository)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_worker_certifies_each_mechanism() -> Iterator[None]:
+    """Two xdist workers that need the same rescaling certificate at once (the same ε and
+    bounds in tests that run side by side) took turns computing it: the disk cache holds it only
+    once written. Here the second waits on a lock per certificate, then reads it from the cache.
+    What the library computes is unchanged; only who computes it."""
+    folder = os.environ.get(LOCKS)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no locks, each worker certifies for itself
+        folder = None
+    if folder is None:
+        yield
+        return
+    from snapdp import _certcache
+
+    real = _certcache.certificate
+    os.makedirs(folder, exist_ok=True)
+
+    def certificate(*args: Any, **kwargs: Any) -> Any:
+        name = hashlib.sha256(repr((args, sorted(kwargs.items()))).encode()).hexdigest()
+        with open(os.path.join(folder, name), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return real(*args, **kwargs)
+
+    _certcache.certificate = certificate
+    yield
+    _certcache.certificate = real
