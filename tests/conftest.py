@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import atexit
+import hashlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -18,10 +21,14 @@ settings.load_profile("snapdp")
 
 # Certificates cached on disk go to a fresh folder per test process, not the user's cache;
 # the folder goes when the process ends.
+# The xdist workers inherit both variables (they start after this file is read), so they share
+# the folder and the certificate locks below.
+LOCKS = "SNAPDP_TEST_CERTIFICATE_LOCKS"
 if "SNAPDP_CACHE_DIR" not in os.environ:
     _cache = tempfile.mkdtemp(prefix="snapdp-cache-")
     atexit.register(shutil.rmtree, _cache, True)
     os.environ["SNAPDP_CACHE_DIR"] = _cache
+    os.environ[LOCKS] = os.path.join(_cache, "locks")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # SNAPDP_SHARED_DATA points a git worktree (whose parent has no shared/) at the PUMS folder.
@@ -37,6 +44,7 @@ FIRST_GROUPS = ("spark", "spark2", "doc_examples", "plan_combination")
 SLOW_FILES = (
     "tests/unit/data/engines/test_spark_cluster.py",  # its own JVMs: master, worker, driver
     "tests/unit/data/plan/test_two_phase.py",
+    "tests/statistical/test_quantile_coverage_at_scale.py",
     "tests/statistical/test_release_coverage.py",
     "tests/statistical/test_coverage_at_scale.py",
     "tests/unit/data/test_exponential_quantiles.py",
@@ -51,10 +59,25 @@ SLOW_FILES = (
     "tests/unit/ui/test_server.py",
     "tests/unit/ui/test_results_words.py",
 )
-# Files whose tests run as one group: they certify the same mechanisms, which the certificate
-# cache (shared by the workers) then holds for the later ones instead of both workers
-# certifying them at once.
-GROUP_OF_FILE = {"tests/unit/data/plan/test_plan_combination.py": "plan_combination"}
+# Files whose tests run as one group, on one worker. Under `--dist loadgroup` xdist hands out
+# the other tests one by one, so a file's tests land on both workers and each worker pays again
+# for what they share: a module-scoped fixture (the releases of the two coverage-at-scale files,
+# ~30 s and ~15 s; the spread releases; the analysis report; one Chromium per module in the
+# browser files), a process's cache (the quantile tree's branching search), or the certificates
+# of the same mechanisms when both workers certify them at once (the certificate cache on disk
+# is shared, but only once written).
+GROUP_OF_FILE = {
+    "tests/unit/data/plan/test_plan_combination.py": "plan_combination",
+    "tests/statistical/test_quantile_coverage_at_scale.py": "quantile_coverage_at_scale",
+    "tests/statistical/test_coverage_at_scale.py": "coverage_at_scale",
+    "tests/unit/data/test_tree_branching.py": "tree_branching",
+    "tests/unit/data/test_spread_at_the_bounds.py": "spread_at_the_bounds",
+    "tests/unit/data/test_release_neighbours.py": "release_neighbours",
+    "tests/unit/analysis/test_analysis_report.py": "analysis_report",
+    "tests/unit/ui/test_browser.py": "browser",
+    "tests/unit/ui/test_browser_results.py": "browser_results",
+    "tests/unit/ui/test_browser_targets.py": "browser_targets",
+}
 
 
 def _relative(item: pytest.Item) -> str:
@@ -92,3 +115,33 @@ def pums() -> Path:
     if not (SHARED_DATA / "PUMS.csv").is_file():
         pytest.skip(f"PUMS data folder absent: expected {SHARED_DATA} (beside the repository)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_worker_certifies_each_mechanism() -> Iterator[None]:
+    """Two xdist workers that need the same rescaling certificate at once (the same ε and
+    bounds in tests that run side by side) took turns computing it: the disk cache holds it only
+    once written. Here the second waits on a lock per certificate, then reads it from the cache.
+    What the library computes is unchanged; only who computes it."""
+    folder = os.environ.get(LOCKS)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no locks, each worker certifies for itself
+        folder = None
+    if folder is None:
+        yield
+        return
+    from snapdp import _certcache
+
+    real = _certcache.certificate
+    os.makedirs(folder, exist_ok=True)
+
+    def certificate(*args: Any, **kwargs: Any) -> Any:
+        name = hashlib.sha256(repr((args, sorted(kwargs.items()))).encode()).hexdigest()
+        with open(os.path.join(folder, name), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return real(*args, **kwargs)
+
+    _certcache.certificate = certificate
+    yield
+    _certcache.certificate = real

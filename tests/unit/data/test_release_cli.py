@@ -4,6 +4,7 @@ command-line items of the budget/CLI issue (docs/data.md, "The command line").""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -291,23 +292,43 @@ def _mask(text: str, *paths: str) -> str:
     return re.sub(r"\s+", " ", text)
 
 
+@pytest.fixture(scope="module")
+def once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Callable[[Path], Any]], Any]:
+    """``once(name, make)``: ``make(folder)`` the first time (inside a test, so on its engine),
+    then what it returned. D is the same for every awkward line of the neighbour tests below,
+    so its releases run once per module, not once per line."""
+    root = tmp_path_factory.mktemp("d")
+    kept: dict[str, Any] = {}
+
+    def get(name: str, make: Callable[[Path], Any]) -> Any:
+        if name not in kept:
+            (root / name).mkdir()
+            kept[name] = make(root / name)
+        return kept[name]
+
+    return get
+
+
 @pytest.mark.parametrize("line", AWKWARD_LINES)
-def test_cli_neighbours_same_messages_and_exit_status(tmp_path: Path, line: str) -> None:
+def test_cli_neighbours_same_messages_and_exit_status(tmp_path: Path, line: str, once: Any) -> None:
     base = "v,k,w\n" + "".join(f"{i % 50},{i % 3},{i % 7}\n" for i in range(300))
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    d = _csv(tmp_path / "a", base)
-    d2 = _csv(tmp_path / "b", base + line + "\n")
     args = ["--epsilon", "1", "--count", "--mean", "v:0:100", "--var", "w:0:10",
             "--keys", "k=0,1,2"]  # fmt: skip
-    code1, out1 = _run("release", d, *args)
+
+    def on_d(folder: Path) -> tuple[int, str, str]:
+        d = _csv(folder, base)
+        code, out = _run("release", d, *args)
+        return code, _mask(out, d), _run("release", d, *args, "--json")[1]
+
+    code1, masked1, json1 = once("same_messages", on_d)
+    (tmp_path / "b").mkdir()
+    d2 = _csv(tmp_path / "b", base + line + "\n")
     code2, out2 = _run("release", d2, *args)
-    assert code1 == code2 == 0, (out1, out2)
-    assert _mask(out1, d) == _mask(out2, d2)
+    assert code1 == code2 == 0, (masked1, out2)
+    assert masked1 == _mask(out2, d2)
     assert SENTINEL not in out2
-    code1, out1 = _run("release", d, *args, "--json")
     code2, out2 = _run("release", d2, *args, "--json")
-    a, b = json.loads(out1), json.loads(out2)
+    a, b = json.loads(json1), json.loads(out2)
     for r1, r2 in zip(a["results"], b["results"], strict=True):
         assert (r1["keys"], r1["notes"], r1["epsilon"], r1["mechanisms"]) == (
             r2["keys"],
@@ -319,16 +340,13 @@ def test_cli_neighbours_same_messages_and_exit_status(tmp_path: Path, line: str)
 
 
 @pytest.mark.parametrize("name", list(CSV_AWKWARD))
-def test_cli_neighbours_one_awkward_line_in_the_middle(tmp_path: Path, name: str) -> None:
+def test_cli_neighbours_one_awkward_line_in_the_middle(
+    tmp_path: Path, name: str, once: Any
+) -> None:
     """D and D' = D + one awkward line in the middle of the file (an unbalanced quote, a lone
     CR, bytes that are not UTF-8, a NUL, a very long line, …; docs/data.md, "CSV input"): the
     same exit status and the same messages, numbers aside, in text and in JSON."""
     lines = [f"{i % 3},{(i * 7) % 50 / 8},p{i % 11}".encode() for i in range(300)]
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    d, d2 = tmp_path / "a" / "t.csv", tmp_path / "b" / "t.csv"
-    d.write_bytes(b"g,v,u\n" + b"\n".join(lines) + b"\n")
-    d2.write_bytes(b"g,v,u\n" + b"\n".join([*lines[:150], CSV_AWKWARD[name], *lines[150:]]) + b"\n")
     args = ["--epsilon", "1", "--count", "--mean", "v:-2:5", "--keys", "g=0,1,2",
             "--privacy-unit", "u", "--max-rows-per-unit", "2"]  # fmt: skip
 
@@ -337,13 +355,21 @@ def test_cli_neighbours_one_awkward_line_in_the_middle(tmp_path: Path, name: str
         assert result.exception is None or isinstance(result.exception, SystemExit)
         return result.exit_code, result.output
 
-    code1, out1 = run(str(d), *args)
+    def on_d(folder: Path) -> tuple[int, str, str]:
+        d = folder / "t.csv"
+        d.write_bytes(b"g,v,u\n" + b"\n".join(lines) + b"\n")
+        code, out = run(str(d), *args)
+        return code, _mask(out, str(d)), run(str(d), *args, "--json")[1]
+
+    code1, masked1, json1 = once("middle", on_d)
+    (tmp_path / "b").mkdir()
+    d2 = tmp_path / "b" / "t.csv"
+    d2.write_bytes(b"g,v,u\n" + b"\n".join([*lines[:150], CSV_AWKWARD[name], *lines[150:]]) + b"\n")
     code2, out2 = run(str(d2), *args)
-    assert code1 == code2 == 0, (out1, out2)
-    assert _mask(out1, str(d)) == _mask(out2, str(d2))
-    code1, out1 = run(str(d), *args, "--json")
+    assert code1 == code2 == 0, (masked1, out2)
+    assert masked1 == _mask(out2, str(d2))
     code2, out2 = run(str(d2), *args, "--json")
-    a, b = json.loads(out1), json.loads(out2)
+    a, b = json.loads(json1), json.loads(out2)
     for r1, r2 in zip(a["results"], b["results"], strict=True):
         assert (r1["keys"], r1["notes"], r1["epsilon"], r1["mechanisms"]) == (
             r2["keys"], r2["notes"], r2["epsilon"], r2["mechanisms"],

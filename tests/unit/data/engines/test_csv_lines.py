@@ -405,21 +405,36 @@ def _within_bounds(a: Aggregates, b: Aggregates, plan: AggregatePlan) -> None:
     assert sum(abs(x - y) for x, y in zip(a.counts[0], b.counts[0], strict=True)) <= total
 
 
+@pytest.fixture(scope="module")
+def d_runs(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """D's aggregate and what reading it printed, per (engine, plan): D is the same for every
+    awkward line, so each is computed once per module (was: once per line)."""
+    d = _file(tmp_path_factory.mktemp("d") / "d.csv", _base_lines())
+    done: dict[tuple[Any, str], tuple[Aggregates, str]] = {}
+
+    def run(make: Any, name: str) -> tuple[Aggregates, str]:
+        if (make, name) not in done:
+            done[(make, name)] = _run(make, d, PLANS[name])
+        return done[(make, name)]
+
+    return run
+
+
 @pytest.mark.parametrize("awkward", list(AWKWARD))
 def test_neighbours_one_awkward_line_changes_only_its_own_record(
-    tmp_path: Path, awkward: str
+    tmp_path: Path, awkward: str, d_runs: Any
 ) -> None:
     """D and D' = D + one awkward line in the middle: without a unit, D' − D is exactly that
     line's own record (the aggregates of a file holding only it: zero when it is no record),
-    in DuckDB and in the reference engine; with units, within the bounds. Nothing is printed
-    or raised, in either."""
+    in DuckDB and in the reference engine; with units, within the bounds, and the two engines'
+    D' the same. Nothing is printed or raised, in either."""
     lines = _base_lines()
-    d = _file(tmp_path / "d.csv", lines)
     d2 = _file(tmp_path / "d2.csv", [*lines[:60], AWKWARD[awkward], *lines[60:]])
     alone = _file(tmp_path / "alone.csv", [AWKWARD[awkward]])
+    units = []
     for make in (DuckDBEngine, OracleEngine):
         for name, plan in PLANS.items():
-            a, out_a = _run(make, d, plan)
+            a, out_a = d_runs(make, name)
             b, out_b = _run(make, d2, plan)
             assert out_a == out_b == ""
             if name == "rows":
@@ -427,7 +442,9 @@ def test_neighbours_one_awkward_line_changes_only_its_own_record(
                 assert _minus(b, a) == _minus(own, Aggregates.zeros(plan)), (make, awkward)
             else:
                 _within_bounds(a, b, plan)
-        assert make(d2).aggregate(PLANS["units"]) == OracleEngine(d2).aggregate(PLANS["units"])
+            if name == "units":
+                units.append(b)
+    assert units[0] == units[1]  # DuckDB's D' aggregate with units is the reference's
 
 
 def test_an_unbalanced_quote_no_longer_swallows_the_rest_of_the_file(tmp_path: Path) -> None:
