@@ -43,8 +43,8 @@ def computed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[tuple[Any,
 def test_example_plan_runs_on_shipped_certificates(
     computed: list[tuple[Any, ...]], seed: int
 ) -> None:
-    if not _certcache._shipped():
-        pytest.skip("src/snapdp/certificates.json is stale: run tools/make_certificates.py")
+    stale = "src/snapdp/certificates.json is stale: run tools/make_certificates.py"
+    assert _certcache._shipped(), stale
     done = Plan.load(EXAMPLE).run(rng=np.random.default_rng(seed))
     assert all(r.target_met for r in done.results if r.target_met is not None)
     assert computed == []  # every certificate the run used was shipped
@@ -57,8 +57,7 @@ def test_shipped_phase_two_certificate_equals_the_computed_one(
     spends on PUMS_dup.csv, below the old 1/10 reach) is what the verifier computes: a run
     with it releases exactly what a run that certifies it releases (same seed, same values)."""
     shipped = _certcache._shipped()
-    if not shipped:
-        pytest.skip("src/snapdp/certificates.json is stale: run tools/make_certificates.py")
+    assert shipped, "src/snapdp/certificates.json is stale: run tools/make_certificates.py"
     key = next(
         k for k in shipped if k[1] == "10000000" and abs(Fraction(k[0]) - Fraction(35, 100)) < 1e-9
     )

@@ -57,6 +57,8 @@ def value_radius(
     in the interval read with r̂ with probability >= 1 − α (docs/utility.md)."""
     k = rounded_count(len(near_edges(cdf, probability, first)))
     alpha2 = split_alpha(alpha)[1]
+    # ρ over every edge can come out a few ulps above r₂ (the same bisection, summed in
+    # another order): the cap keeps a row at or below the planner's figure.
     return min(second, edge_tail_bound(b, depth, kinds, alpha2, probability, k))
 
 

@@ -322,7 +322,7 @@ def tree_tail_bound(
     return _round_up((hi + rounding) * (1 + 1e-9))
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=64)  # one entry per probability: a query of up to 64 keeps them all
 def _edge_exponents(
     b: int, depth: int, kinds: tuple[NoiseKind, ...], probability: float | None
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], float, float]:
@@ -391,7 +391,7 @@ def _running_tails(
     return np.cumsum(tails)
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=64)
 def _tree_groups(
     b: int, depth: int, probability: float | None
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.float64],
