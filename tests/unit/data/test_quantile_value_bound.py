@@ -4,10 +4,12 @@ nodes, and brute force over small integer tables."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -103,26 +105,51 @@ def _small_tree(eps: Fraction) -> tuple[qtree.TreeSpec, SnappingMechanism, tuple
     return spec, mech, (noise_kind(mechanism_parameters(cal.epsilon, 1, lo, hi)),)
 
 
+@functools.cache
+def _node_outputs(count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The exact output distribution of one node of :func:`_small_tree` (ε = 1) holding
+    ``count`` rows: its outputs and their masses, in the order of the outputs."""
+    d = exact_distribution(_small_tree(Fraction(1))[1], count)
+    labels = d.sorted_labels()
+    return (
+        np.array([d.outputs[lab] for lab in labels]),
+        np.array([float(d.masses[lab]) for lab in labels]),
+    )
+
+
+def _joint(dists: tuple, counts: tuple[int, int], p: Fraction) -> tuple[Any, Any, Any, list[Any]]:
+    """For a table of ``counts`` zeros and ones: its p-quantile set [q₋, q₊], the two nodes'
+    joint output masses, and g = C̃ − p·Ñ at the edges 0, 1, 2 for every pair of outputs."""
+    q_lo, q_hi = _quantile_set([0] * counts[0] + [1] * counts[1], p)
+    (out0, m0), (out1, m1) = dists
+    y0, y1 = out0[:, None], out1[None, :]
+    pf = float(p)
+    g = [-pf * (y0 + y1), y0 - pf * (y0 + y1), (1 - pf) * (y0 + y1)]
+    return q_lo, q_hi, m0[:, None] * m1[None, :], g
+
+
+def _ends(g: list[Any], r: Any) -> tuple[Any, Any]:
+    """e_lo, the largest edge with g < −r (else L = 0), and e_hi, the smallest with g > r (else
+    U = 2), for every pair of outputs (``r`` a number or one per pair)."""
+    e_lo = np.zeros(np.shape(g[1]))
+    for e in (1, 2):
+        e_lo = np.where(g[e] < -r, e, e_lo)
+    e_hi = np.full(np.shape(g[1]), 2.0)
+    for e in (1, 0):
+        e_hi = np.where(g[e] > r, e, e_hi)
+    return e_lo, e_hi
+
+
 def _exact_miss(
     dists: tuple, counts: tuple[int, int], p: Fraction, r: float
 ) -> tuple[float, float]:
     """The exact probability that [e_lo, e_hi] (:func:`value_interval`, read without its slack,
     which only widens it) holds no p-quantile of the table (``counts`` zeros and ones), and the
     largest over the edges of one tail, P(D > r) or P(D < −r), of D the error of C̃ − p·Ñ."""
-    values = [0] * counts[0] + [1] * counts[1]
-    q_lo, q_hi = _quantile_set(values, p)
-    (out0, m0), (out1, m1) = dists
-    y0, y1 = out0[:, None], out1[None, :]
-    mass = m0[:, None] * m1[None, :]
+    q_lo, q_hi, mass, g = _joint(dists, counts, p)
     pf = float(p)
-    g = [-pf * (y0 + y1), y0 - pf * (y0 + y1), (1 - pf) * (y0 + y1)]  # edges 0, 1, 2
     f = [-pf * sum(counts), counts[0] - pf * sum(counts), (1 - pf) * sum(counts)]
-    e_lo = np.zeros(mass.shape)  # the largest edge with g < −r, else L = 0
-    for e in (1, 2):
-        e_lo = np.where(g[e] < -r, e, e_lo)
-    e_hi = np.full(mass.shape, 2.0)  # the smallest edge with g > r, else U = 2
-    for e in (1, 0):
-        e_hi = np.where(g[e] > r, e, e_hi)
+    e_lo, e_hi = _ends(g, r)
     miss = (e_hi < q_lo) | (e_lo > q_hi)
     tails = [
         max(float(mass[(g[e] - f[e]) > r].sum()), float(mass[(g[e] - f[e]) < -r].sum()))
@@ -138,18 +165,8 @@ def test_one_tail_per_edge_against_the_exact_output_distribution(alpha: float) -
     <= α on sparse, even and one-sided tables (pN whole or not), the sum over the edges of one
     tail is <= α (and above α/10 somewhere: on two nodes the Chernoff step is loose, and a miss
     far rarer than α), and the bound is smaller than the two-sided one it replaces."""
-    _, mech, kinds = _small_tree(Fraction(1))
-    cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-    def dist(count: int) -> tuple[np.ndarray, np.ndarray]:
-        if count not in cache:
-            d = exact_distribution(mech, count)
-            labels = d.sorted_labels()
-            cache[count] = (
-                np.array([d.outputs[lab] for lab in labels]),
-                np.array([float(d.masses[lab]) for lab in labels]),
-            )
-        return cache[count]
+    _, _, kinds = _small_tree(Fraction(1))
+    dist = _node_outputs
 
     worst = 0.0  # the largest of 3·(one edge's larger tail): the bound is not vacuous
     for p in (Fraction(1, 4), Fraction(1, 2), Fraction(3, 4)):
@@ -204,21 +221,10 @@ def _two_stage_miss(
     """The exact probability that the two-stage interval holds no p-quantile of the table: S
     the edges with |g| < 2·r₁ (``first``), r̂ = ρ(max(|S|, 1)) (``rho``, already capped by r₂),
     e_lo and e_hi read with r̂; a miss is e_hi < q₋, e_lo > q₊ or an empty interval."""
-    values = [0] * counts[0] + [1] * counts[1]
-    q_lo, q_hi = _quantile_set(values, p)
-    (out0, m0), (out1, m1) = dists
-    y0, y1 = out0[:, None], out1[None, :]
-    mass = m0[:, None] * m1[None, :]
-    pf = float(p)
-    g = [-pf * (y0 + y1) + 0 * y1, y0 - pf * (y0 + y1), (1 - pf) * (y0 + y1)]
+    q_lo, q_hi, mass, g = _joint(dists, counts, p)
     size = sum((np.abs(ge) < 2 * first).astype(int) for ge in g)
     r = np.choose(np.maximum(size, 1) - 1, [rho[1], rho[2], rho[3]])
-    e_lo = np.zeros(mass.shape)
-    for e in (1, 2):
-        e_lo = np.where(g[e] < -r, e, e_lo)
-    e_hi = np.full(mass.shape, 2.0)
-    for e in (1, 0):
-        e_hi = np.where(g[e] > r, e, e_hi)
+    e_lo, e_hi = _ends(g, r)
     miss = (e_hi < q_lo) | (e_lo > q_hi) | (e_lo > e_hi)
     return float(mass[miss].sum())
 
@@ -230,20 +236,10 @@ def test_two_stage_interval_against_the_exact_output_distribution(alpha: float) 
     p-quantile with probability <= α on sparse, even and one-sided tables (pN whole or not,
     an empty interval counted as a miss); the radius the release computes
     (quantile_stages.value_radius) is the oracle's on a spread of released outputs."""
-    _, mech, kinds = _small_tree(Fraction(1))
+    _, _, kinds = _small_tree(Fraction(1))
+    dist = _node_outputs
     alpha1, alpha2 = quantile_stages.split_alpha(alpha)
     assert alpha1 + alpha2 <= alpha
-    cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-    def dist(count: int) -> tuple[np.ndarray, np.ndarray]:
-        if count not in cache:
-            d = exact_distribution(mech, count)
-            labels = d.sorted_labels()
-            cache[count] = (
-                np.array([d.outputs[lab] for lab in labels]),
-                np.array([float(d.masses[lab]) for lab in labels]),
-            )
-        return cache[count]
 
     for p in (Fraction(1, 4), Fraction(1, 2), Fraction(3, 4)):
         pf = float(p)
