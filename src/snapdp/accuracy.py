@@ -97,21 +97,41 @@ def _worst_case_tail(params: SnappingParameters, s: mpq) -> mpfr:
 def _tail_of(params: SnappingParameters) -> Callable[[mpq], mpfr]:
     """:func:`_worst_case_tail` for ``params`` as a function of s, its constants (Λ, λ″, the
     contexts, the uniform factor) computed once: the same operations on the same values, so
-    the same bits, for the bisection's many points."""
+    the same bits, for the bisection's many points. Hashable parameters share one function per
+    process, which keeps its values (the rounded and unrounded bounds at one α bisect through
+    the same points)."""
+    try:
+        return _shared_tail(params)
+    except TypeError:  # parameters that cannot be hashed: a function of their own
+        return _shared_tail.__wrapped__(params)
+
+
+_KEPT_POINTS = 4096  # tail values kept per parameters (a bisection asks for ~100)
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_tail(params: SnappingParameters) -> Callable[[mpq], mpfr]:
     grid = params.grid
     up = _exact.directed_context(_WORK_BITS, up=True)
     down = _exact.directed_context(_WORK_BITS, up=False)
     scale = _tail_scale(params)
     factor = _exact.round_up(_UNIFORM_FACTOR / 2, _WORK_BITS)
+    kept: dict[mpq, mpfr] = {}
 
     def tail(s: mpq) -> mpfr:
         if s < 0:
             return mpfr(1)
+        found = kept.get(s)
+        if found is not None:
+            return found
         total = grid * (int((2 * s) // grid) + 1)  # T: the smallest multiple of Λ above 2s
         # negate inside the context: a bare `-x` would round to gmpy2's global 53-bit precision
         near = up.exp(up.minus(down.div(_exact.round_down(s, _WORK_BITS), scale)))
         far = up.exp(up.minus(down.div(_exact.round_down(total - s, _WORK_BITS), scale)))
-        return min(up.mul(up.add(near, far), factor), mpfr(1))
+        value: mpfr = min(up.mul(up.add(near, far), factor), mpfr(1))
+        if len(kept) < _KEPT_POINTS:
+            kept[s] = value
+        return value
 
     return tail
 

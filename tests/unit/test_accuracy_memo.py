@@ -49,3 +49,32 @@ def test_unhashable_parameters_are_computed_uncached() -> None:
             return getattr(params, name)
 
     assert accuracy.accuracy_bound(Unhashable(), 0.05) == accuracy.accuracy_bound(params, 0.05)  # type: ignore[arg-type]
+
+
+def test_equal_parameters_share_one_tail_function_and_its_values() -> None:
+    """The rounded and unrounded bounds at one α bisect through the same points: the second
+    reads the first's tail values, which are the ones computed afresh."""
+    params = compute_parameters(mpq(1, 3), mpq(1), mpq(0), mpq(100))
+    same = compute_parameters(mpq(1, 3), mpq(1), mpq(0), mpq(100))
+    accuracy._shared_tail.cache_clear()
+    tail = accuracy._tail_of(params)
+    assert accuracy._tail_of(same) is tail
+    fresh = accuracy._shared_tail.__wrapped__(params)
+    points = [mpq(-1), mpq(0), mpq(1, 7), mpq(3), mpq(40, 3), mpq(100)]
+    assert [tail(s) for s in points] == [fresh(s) for s in points]
+    assert [tail(s) for s in points] == [fresh(s) for s in points]  # now read back
+    accuracy._accuracy_bound.cache_clear()
+    rounded = accuracy.accuracy_bound(params, 0.05)
+    calls: list[int] = []
+    round_down = accuracy._exact.round_down
+
+    def counted(*args: object) -> object:
+        calls.append(1)
+        return round_down(*args)  # type: ignore[arg-type]  # passed on as given
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(accuracy._exact, "round_down", counted)
+        unrounded = accuracy.accuracy_bound(params, 0.05, rounding=False)
+    assert calls == []  # every tail value read back
+    assert unrounded <= rounded
+    assert unrounded == accuracy._accuracy_bound.__wrapped__(params, 0.05, False)
