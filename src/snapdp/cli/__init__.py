@@ -41,10 +41,11 @@ class _LazyGroup(BoundaryGroup):
     Run as the process's own command (its arguments read from ``sys.argv``: the ``snapdp``
     script, ``python -m snapdp.cli``), it freezes the garbage collector's view of what is
     imported (:func:`gc.freeze`, once before the command's module is imported and once after):
-    those objects live as long as the process, and the collections the command then makes,
-    the last one at exit included, no longer scan them (~0.05–0.1 s of CPU in a fresh
-    ``snapdp run``; docs/performance.md). Called with its arguments (a test's ``CliRunner``,
-    code embedding the command), it leaves the collector as it is."""
+    those objects live as long as the process, and the collections the command then makes no
+    longer scan them; once the command is done, everything is frozen, so the collection at exit
+    scans nothing (~0.05–0.1 s of CPU in a fresh ``snapdp run``; docs/performance.md). Called
+    with its arguments (a test's ``CliRunner``, code embedding the command), it leaves the
+    collector as it is."""
 
     _process = False  # set when run as the process's command
 
@@ -57,11 +58,15 @@ class _LazyGroup(BoundaryGroup):
         windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
-        if args is None:  # the process's own command line
-            self._process = True
-            gc.freeze()
         run: Callable[..., Any] = super().main  # click types it by standalone_mode's value
-        return run(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+        if args is not None:
+            return run(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+        self._process = True  # the process's own command line
+        gc.freeze()
+        try:
+            return run(None, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+        finally:  # the process ends: its last collection, at exit, has nothing left to scan
+            gc.freeze()
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *self.commands})
