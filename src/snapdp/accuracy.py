@@ -22,8 +22,10 @@ Not the seed's GetAccuracy2 (seed 002 §6.2), whose α goes the wrong way (DESIG
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
+from collections.abc import Callable
 from fractions import Fraction
 
 from gmpy2 import mpfr, mpq
@@ -89,18 +91,49 @@ def _tail_scale(params: SnappingParameters) -> mpfr:
 
 def _worst_case_tail(params: SnappingParameters, s: mpq) -> mpfr:
     """An upper bound on sup over x̃ of P(N > Λ/2 + s), scaled units, rounded up (module doc)."""
-    if s < 0:
-        return mpfr(1)
+    return _tail_of(params)(s)
+
+
+def _tail_of(params: SnappingParameters) -> Callable[[mpq], mpfr]:
+    """:func:`_worst_case_tail` for ``params`` as a function of s, its constants (Λ, λ″, the
+    contexts, the uniform factor) computed once: the same operations on the same values, so
+    the same bits, for the bisection's many points. Hashable parameters share one function per
+    process, which keeps its values (the rounded and unrounded bounds at one α bisect through
+    the same points)."""
+    try:
+        return _shared_tail(params)
+    except TypeError:  # parameters that cannot be hashed: a function of their own
+        return _shared_tail.__wrapped__(params)
+
+
+_KEPT_POINTS = 4096  # tail values kept per parameters (a bisection asks for ~100)
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_tail(params: SnappingParameters) -> Callable[[mpq], mpfr]:
     grid = params.grid
-    total = grid * (int((2 * s) // grid) + 1)  # T: the smallest multiple of Λ above 2s
     up = _exact.directed_context(_WORK_BITS, up=True)
     down = _exact.directed_context(_WORK_BITS, up=False)
     scale = _tail_scale(params)
-    # negate inside the context: a bare `-x` would round to gmpy2's global 53-bit precision
-    near = up.exp(up.minus(down.div(_exact.round_down(s, _WORK_BITS), scale)))
-    far = up.exp(up.minus(down.div(_exact.round_down(total - s, _WORK_BITS), scale)))
-    both = up.mul(up.add(near, far), _exact.round_up(_UNIFORM_FACTOR / 2, _WORK_BITS))
-    return min(both, mpfr(1))
+    factor = _exact.round_up(_UNIFORM_FACTOR / 2, _WORK_BITS)
+    kept: dict[mpq, mpfr] = {}
+
+    def tail(s: mpq) -> mpfr:
+        if s < 0:
+            return mpfr(1)
+        found = kept.get(s)
+        if found is not None:
+            return found
+        total = grid * (int((2 * s) // grid) + 1)  # T: the smallest multiple of Λ above 2s
+        # negate inside the context: a bare `-x` would round to gmpy2's global 53-bit precision
+        near = up.exp(up.minus(down.div(_exact.round_down(s, _WORK_BITS), scale)))
+        far = up.exp(up.minus(down.div(_exact.round_down(total - s, _WORK_BITS), scale)))
+        value: mpfr = min(up.mul(up.add(near, far), factor), mpfr(1))
+        if len(kept) < _KEPT_POINTS:
+            kept[s] = value
+        return value
+
+    return tail
 
 
 def _noise_tail_scaled(params: SnappingParameters, alpha: float) -> mpq:
@@ -128,20 +161,33 @@ def accuracy_bound(params: SnappingParameters, alpha: object, *, rounding: bool 
     is <= α, capped at upper − lower (the output and x both lie in the bounds).
     ``rounding=False`` leaves out the final rounding of the output to a double (one ulp at wide
     bounds): what narrower bounds could reach (snapdp.usefulness); not a bound on the output.
+    Kept per process for the last parameters asked (a pure function of them: a release states
+    each mechanism's ± and then judges its usefulness from the same one).
     """
     a_prob = check_probability("alpha", alpha)
+    try:
+        return _accuracy_bound(params, a_prob, rounding)
+    except TypeError:  # parameters that cannot be hashed (not the frozen dataclass): uncached
+        return _accuracy_bound.__wrapped__(params, a_prob, rounding)
+
+
+@functools.lru_cache(maxsize=256)
+def _accuracy_bound(params: SnappingParameters, a_prob: float, rounding: bool) -> float:
     target = _exact.exact_rational(a_prob)
     width = params.upper - params.lower
     extra = _output_rounding(params) if rounding else mpq(0)
+    half_grid = params.grid / 2
+    worst_case_tail = _tail_of(params)
 
+    @functools.lru_cache(maxsize=4)
     def stated(s: mpq) -> float:
         """The bound that the tail point s gives: monotone (non-decreasing) in s."""
-        total = (params.grid / 2 + s) * params.sensitivity + extra
+        total = (half_grid + s) * params.sensitivity + extra
         return float(_exact.round_up(min(total, width), 53))
 
     hi = _noise_tail_scaled(params, a_prob)  # DESIGN §4's s always qualifies: start there
     lo = mpq(0)
-    if _worst_case_tail(params, lo) <= target:
+    if worst_case_tail(lo) <= target:
         hi = lo
     for _ in range(_BISECTION_STEPS):
         if hi - lo <= hi * mpq(1, 1 << 200):
@@ -152,13 +198,13 @@ def accuracy_bound(params: SnappingParameters, alpha: object, *, rounding: bool 
         if stated(lo) == stated(hi):
             return stated(hi)
         mid = (lo + hi) / 2
-        if mpq(_worst_case_tail(params, mid)) <= target:
+        if mpq(worst_case_tail(mid)) <= target:
             hi = mid
         else:
             lo = mid
     # the tail drops at each jump point s = m·Λ/2; if one lies in (lo, hi], it is the exact answer
     jump = params.grid * (int((2 * lo) // params.grid) + 1) / 2
-    if jump <= hi and mpq(_worst_case_tail(params, jump)) <= target:
+    if jump <= hi and mpq(worst_case_tail(jump)) <= target:
         hi = jump
     return stated(hi)
 

@@ -27,6 +27,7 @@ from sqlglot import exp
 from snapdp.data.engines.base import INT64_MAX, INT64_MIN, BinTree, ValueColumn, bin_edges, bin_tree
 from snapdp.data.engines.relational.dialects import BytesText, CellText, FullMatch, RoundHalfEven
 from snapdp.data.engines.relational.grid import grid_index
+from snapdp.data.engines.relational.topn import node_type
 from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Predicate
 from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError
@@ -71,7 +72,7 @@ def column(name: str) -> exp.Column:
 
 
 def _type(name: str) -> exp.DataType:
-    return exp.DataType.build(name, dialect="duckdb")
+    return node_type(name)  # parsed once per process, copied
 
 
 def sql_type(kind: str) -> exp.DataType:

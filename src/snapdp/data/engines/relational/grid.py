@@ -25,6 +25,7 @@ from fractions import Fraction
 from sqlglot import exp
 
 from snapdp.data.engines.base import INT64_MAX, INT64_MIN, bin_edges
+from snapdp.data.engines.relational.topn import node_type
 from snapdp.data.model.schema import Column
 
 __all__ = ["GRID_MIN", "GRID_OTHERS", "grid_index"]
@@ -36,7 +37,7 @@ _MAX_SHIFT = 1000  # 2^-q stays a finite double
 
 
 def _type(name: str) -> exp.DataType:
-    return exp.DataType.build(name, dialect="duckdb")
+    return node_type(name)  # parsed once per process, copied
 
 
 def _long(x: int) -> exp.Expression:

@@ -16,6 +16,7 @@ A packed row is the digits of radix n_cells for the cell, then U_q − L_q + 2 p
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -91,7 +92,13 @@ def node_int(x: int) -> exp.Expression:
 
 
 def node_type(name: str) -> exp.DataType:
-    """The SQL type ``name`` (written as DuckDB spells it; each dialect renders its own)."""
+    """The SQL type ``name`` (written as DuckDB spells it; each dialect renders its own): a copy
+    of the node parsed once per process (a tree takes a few dozen, of a handful of names)."""
+    return _parsed_type(name).copy()
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_type(name: str) -> exp.DataType:
     return exp.DataType.build(name, dialect="duckdb")
 
 
