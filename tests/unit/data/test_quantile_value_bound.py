@@ -18,7 +18,7 @@ from snapdp.data import Column, PrivateTable, Query, Schema
 from snapdp.data.statistics import accuracy_of, calibrate, compile_query
 from snapdp.data.statistics.kinds import quantiles as quantile_kind
 from snapdp.data.statistics.kinds.quantiles import TREE
-from snapdp.data.statistics.math import quantile_stages
+from snapdp.data.statistics.math import quantile_stages, quantile_stoploss
 from snapdp.data.statistics.math import quantile_tail as qtail
 from snapdp.data.statistics.math import quantile_tree as qtree
 from snapdp.data.statistics.math.quantile_values import integer_interval, value_pm
@@ -234,7 +234,8 @@ def test_two_stage_interval_against_the_exact_output_distribution(alpha: float) 
     """The two-stage interval (r₁ two-sided at α₁, ρ(|S|) at α₂ over the edges S the released
     CDF shows near p·Ñ) against the exact output distribution of the two nodes: it misses every
     p-quantile with probability <= α on sparse, even and one-sided tables (pN whole or not,
-    an empty interval counted as a miss); the radius the release computes
+    an empty interval counted as a miss), with ρ the smaller of the Chernoff and the stop-loss
+    one (quantile_stoploss.stop_loss_rho); the radius the release computes
     (quantile_stages.value_radius) is the oracle's on a spread of released outputs."""
     _, _, kinds = _small_tree(Fraction(1))
     dist = _node_outputs
@@ -245,7 +246,14 @@ def test_two_stage_interval_against_the_exact_output_distribution(alpha: float) 
         pf = float(p)
         first = qtail.tree_tail_bound(2, 1, kinds, alpha1, pf)
         second = qtail.tree_tail_bound(2, 1, kinds, alpha2, pf, one_sided=True)
-        rho = {k: min(second, qtail.edge_tail_bound(2, 1, kinds, alpha2, pf, k)) for k in (1, 2, 3)}
+        rho = {
+            k: min(
+                second,
+                qtail.edge_tail_bound(2, 1, kinds, alpha2, pf, k),
+                quantile_stoploss.stop_loss_rho(2, 1, kinds, alpha2, pf, k),
+            )
+            for k in (1, 2, 3)
+        }
         assert rho[1] < rho[3] <= second
         for counts in ((0, 4), (4, 0), (2, 2), (1, 3), (3, 1), (0, 1), (5, 5), (12, 0)):
             miss = _two_stage_miss((dist(counts[0]), dist(counts[1])), counts, p, first, rho)

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
+from snapdp.data.statistics.math.quantile_stoploss import stop_loss_rho
 from snapdp.data.statistics.math.quantile_tail import edge_tail_bound
 from snapdp.data.statistics.math.sum_bound import NoiseKind
 
@@ -50,8 +51,10 @@ def value_radius(
     second: float,
 ) -> float:
     """r̂ = min(ρ(κ), r₂), κ = max(|S|, 1) rounded up (:func:`rounded_count`): the bound the
-    value interval is read with, ρ at α₂
-    (:func:`~snapdp.data.statistics.math.quantile_tail.edge_tail_bound`) over the edges S
+    value interval is read with, ρ at α₂ (the smaller of
+    :func:`~snapdp.data.statistics.math.quantile_tail.edge_tail_bound`, Chernoff tails, and
+    :func:`~snapdp.data.statistics.math.quantile_stoploss.stop_loss_rho`, each edge's tail the
+    smaller of its Chernoff and its stop-loss bound; both are nondecreasing in κ) over the edges S
     (:func:`near_edges`, from r₁ = ``first``, the two-sided bound at α₁), capped by ``second``,
     the one-sided bound over all the edges at α₂ (what the planner states). Some p-quantile lies
     in the interval read with r̂ with probability >= 1 − α (docs/utility.md)."""
@@ -59,7 +62,8 @@ def value_radius(
     alpha2 = split_alpha(alpha)[1]
     # ρ over every edge can come out a few ulps above r₂ (the same bisection, summed in
     # another order): the cap keeps a row at or below the planner's figure.
-    return min(second, edge_tail_bound(b, depth, kinds, alpha2, probability, k))
+    chernoff = edge_tail_bound(b, depth, kinds, alpha2, probability, k)
+    return min(second, chernoff, stop_loss_rho(b, depth, kinds, alpha2, probability, k))
 
 
 def rounded_count(size: int) -> int:
