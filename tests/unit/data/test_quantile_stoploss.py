@@ -10,6 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from snapdp.data.statistics.math import quantile_stages
 from snapdp.data.statistics.math import quantile_stoploss as qs
 from snapdp.data.statistics.math import quantile_tail as qtail
 from snapdp.data.statistics.math import quantile_tree as qtree
@@ -84,10 +85,10 @@ def test_edge_tails_bound_the_exact_tails_of_small_trees() -> None:
         for p in (0.25, 0.5):
             weights = qtail._edge_weights(b, 1, np.arange(b + 1))
             v = weights - p * weights[-1][None, :]
-            points, pi = qs._edge_tables(b, 1, kinds, p)
+            tables = qs._edge_tables(b, 1, kinds, p)
             phi, theta, _, _ = qtail._edge_exponents(b, 1, kinds, p)
             for c in (2.0, 4.0, 7.0, 11.0):
-                bound = qs._tails_at(points, pi, c)
+                bound = qs._tails_at(tables, c)
                 chern = np.exp((phi - theta * c).min(axis=1))
                 for counts in ((0,) * b, (3,) * b, tuple(range(1, b + 1)), (5,) + (0,) * (b - 1)):
                     for e in range(b + 1):
@@ -117,3 +118,41 @@ def test_stop_loss_rho_is_below_the_chernoff_rho_and_nondecreasing() -> None:
             2, 1, small, 0.05, 0.5, k
         )
     assert qs.stop_loss_rho(4, 6, kinds, 0.05, 0.5, 1) == float("inf")  # over MAX_EDGES
+
+
+def test_value_radius_is_below_the_one_band_rule_on_a_dense_tree() -> None:
+    """Ages [0, 100] (b = 10, depth 2, ε = 1), a released CDF of 1,000 rows spread evenly over
+    [20, 80): the release's r̂ (r₁ with the stop-loss bound, S(ρ(κ)) in the band 2·r₁ − ρ(κ))
+    is at least 10% below the rule it replaces (ρ by Chernoff tails, at the count of the edges
+    within 2·r₁ of p·Ñ, r₁ the statement's), and never above r₂."""
+    spec = qtree.tree_spec(0, 100, 1)
+    lo, hi = qtree.node_bounds(spec, Fraction(1), 1, 1000)
+    cals = qtree.level_calibrations(spec, Fraction(1), 1, lo, hi)
+    kinds = tuple(noise_kind(mechanism_parameters(c.epsilon, 1, lo, hi)) for c in cals)
+    cdf = np.clip((np.arange(101) - 20) * 1000 / 60, 0, 1000).astype(np.float64)
+    alpha = 0.05
+    alpha1, alpha2 = quantile_stages.split_alpha(alpha)
+    for p in (0.25, 0.5, 0.75):
+        first = qtail.tree_tail_bound(10, 2, kinds, alpha1, p)
+        second = qtail.tree_tail_bound(10, 2, kinds, alpha2, p, one_sided=True)
+        size = quantile_stages.rounded_count(len(quantile_stages.near_edges(cdf, p, first)))
+        old = min(second, qtail.edge_tail_bound(10, 2, kinds, alpha2, p, size))
+        new = quantile_stages.value_radius(cdf, 10, 2, kinds, alpha, p, first, second)
+        assert new < 0.9 * old <= second, (p, new, old)
+
+
+def test_tails_at_finds_the_smallest_ratio() -> None:
+    """The tail read at the three grid points by the tangent's meeting point is, on every edge of
+    a PUMS-like tree and at radii 5..40, the smallest E(D − t)₊/(c − t) over all the grid points
+    t < c (to 1e-9): the shortcut loses nothing."""
+    spec = qtree.tree_spec(0, 100, 1)
+    lo, hi = qtree.node_bounds(spec, Fraction(1), 1, 1000)
+    cals = qtree.level_calibrations(spec, Fraction(1), 1, lo, hi)
+    kinds = tuple(noise_kind(mechanism_parameters(c.epsilon, 1, lo, hi)) for c in cals)
+    tables = qs._edge_tables(10, 2, kinds, 0.25)
+    points, pi, _ = tables
+    for c in np.linspace(5.0, 40.0, 15):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            full = np.where(points < c, pi / (c - points), np.inf).min(axis=1)
+        fast = qs._tails_at(tables, float(c))
+        assert np.allclose(fast, np.minimum(full * (1 + 1e-9), 1.0), rtol=1e-9, atol=0)

@@ -14,10 +14,10 @@ import numpy as np
 import numpy.typing as npt
 
 from snapdp.data.statistics.math.quantile_tail import (
+    _all_edges_top,
     _edge_exponents,
     _smallest_passing,
     _tree_groups,
-    edge_tail_bound,
 )
 from snapdp.data.statistics.math.sum_bound import NoiseKind, _tail_up
 
@@ -31,7 +31,8 @@ _OFFSETS = 1024  # offsets per grid step of a node (each moves the node's error 
 _NODE_STEPS = 16  # the node grid: a power of 2 at most min(L₋, G)/16
 _NODE_REACH = 40  # a node's error is cut at ±40·L₊ (the part beyond is added as E(e − M)₊)
 _SUM_STEPS = 24  # the edge grid: a power of 2 at most σ/24 (σ a bound on D's spread)
-_SUM_REACH = 24  # partial sums are cut at ±24·σ (beyond: E(S − A)₊ added, below: raised)
+_SUM_REACH = 16  # partial sums are cut at ±16·σ (beyond: E(S − A)₊ added, below: raised)
+_TERM_REACH = 18  # each |w|·Z is cut at ±|w|·(18·L₊ + G) the same way
 _Array = npt.NDArray[np.float64]
 
 
@@ -139,7 +140,8 @@ def edge_stop_loss(
         keep = z > 0
         atoms = np.asarray(w * (-m + z_step * np.flatnonzero(keep)), dtype=np.float64)
         t_lo, term = _split(atoms, z[keep], step)
-        t_lo, term, cut = _fold(t_lo, term, reach, step)
+        own = min(reach, math.ceil(w * (_TERM_REACH * kind.scale_hi + kind.grid) / step))
+        t_lo, term, cut = _fold(t_lo, term, own, step)
         excess += count * (cut + w * node_excess)
         for _ in range(count):
             dist = np.convolve(dist, term)
@@ -152,22 +154,30 @@ def edge_stop_loss(
     return step, points, (pi + excess) * _MARGIN
 
 
-def _tails_at(points: _Array, pi: _Array, c: float) -> _Array:
-    """Per edge (rows; padded with points at +inf), min over the grid points t < c of
-    E(D − t)₊/(c − t), at most 1."""
+def _tails_at(tables: tuple[_Array, _Array, _Array], c: float) -> _Array:
+    """Per edge (rows), E(D − t)₊/(c − t) at the grid points t < c next to where the tangent of
+    the stop-loss at t meets 0 at c (``tables``: points, bounds, those meeting points; rows
+    padded with +inf), at most 1. Any t < c gives a bound; these three are where the smallest
+    lies (the ratio falls while the meeting point is below c, then rises)."""
+    points, pi, cross = tables
+    rows = np.arange(len(points))[:, None]
+    idx = (cross < c).sum(axis=1)[:, None] + np.array([-1, 0, 1])[None, :]
+    idx = np.clip(idx, 0, points.shape[1] - 1)
+    t, bound = points[rows, idx], pi[rows, idx]
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(points < c, pi / (c - points), np.inf)
+        ratio = np.where(t < c, bound / (c - t), np.inf)
     return np.asarray(np.minimum(ratio.min(axis=1) * _MARGIN, 1.0), dtype=np.float64)
 
 
 @functools.lru_cache(maxsize=64)
 def _edge_tables(
     b: int, depth: int, kinds: tuple[NoiseKind, ...], probability: float
-) -> tuple[_Array, _Array]:
+) -> tuple[_Array, _Array, _Array]:
     """The stop-loss tables of the edges 0..n of C̃ − p·Ñ (weights as
     :func:`~snapdp.data.statistics.math.quantile_tail._tree_groups` rounds them up: Z's mean is
     >= 0, so E φ(wZ) grows with w for nondecreasing convex φ). Edges with the same groups share
-    one table. Returns (points, bounds), one row per edge, padded with points at +inf."""
+    one table. Returns (points, bounds, where each point's tangent meets 0), one row per edge,
+    padded with +inf."""
     edge, level, value, count, l1 = _tree_groups(b, depth, probability)
     tables = []
     for e in range(len(l1)):
@@ -177,10 +187,14 @@ def _edge_tables(
     width = max(len(t[1]) for t in tables)
     points = np.full((len(tables), width), np.inf)
     pi = np.full((len(tables), width), np.inf)
-    for i, (_, pts, bound) in enumerate(tables):
+    cross = np.full((len(tables), width), np.inf)
+    for i, (step, pts, bound) in enumerate(tables):
         points[i, : len(pts)] = pts
         pi[i, : len(pts)] = bound
-    return points, pi
+        slope = -np.diff(bound, append=0.0) / step
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cross[i, : len(pts)] = np.where(slope > 0, pts + bound / slope, np.inf)
+    return points, pi, cross
 
 
 @functools.lru_cache(maxsize=1024)
@@ -194,14 +208,14 @@ def stop_loss_rho(
     if b**depth + 1 > MAX_EDGES:
         return math.inf
     phi, theta, _top, rounding = _edge_exponents(b, depth, kinds, probability)
-    points, pi = _edge_tables(b, depth, kinds, probability)
-    k = max(1, min(k, len(points)))
-    hi = edge_tail_bound(b, depth, kinds, alpha, probability, k)
+    tables = _edge_tables(b, depth, kinds, probability)
+    k = max(1, min(k, len(tables[0])))
+    top = _all_edges_top(b, depth, kinds, alpha, probability)  # passes for every k
 
     def failure(c: float) -> float:
         chern = np.exp((phi - theta * c).min(axis=1))
-        tails = -np.sort(-np.minimum(chern, _tails_at(points, pi, c)))
+        tails = -np.sort(-np.minimum(chern, _tails_at(tables, c)))
         return float(np.cumsum(tails)[k - 1]) * _MARGIN
 
-    c = _smallest_passing(lambda c: failure(c) > alpha, hi, 40)
+    c = _smallest_passing(lambda c: failure(c) > alpha, top, 30)
     return math.nextafter((c + rounding) * _MARGIN, math.inf)
