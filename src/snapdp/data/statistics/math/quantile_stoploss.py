@@ -23,14 +23,14 @@ from snapdp.data.statistics.math.sum_bound import NoiseKind, _tail_up
 
 __all__ = ["MAX_EDGES", "stop_loss_rho"]
 
-MAX_EDGES = 1025
+MAX_EDGES = 257
 """Trees with more leaf edges keep the Chernoff tails alone (the cost grows with the edges)."""
 
 _MARGIN = 1 + 1e-9  # covers the doubles' errors: every sum below adds nonnegative terms
 _OFFSETS = 1024  # offsets per grid step of a node (each moves the node's error by <= G/1024)
 _NODE_STEPS = 16  # the node grid: a power of 2 at most min(L₋, G)/16
 _NODE_REACH = 40  # a node's error is cut at ±40·L₊ (the part beyond is added as E(e − M)₊)
-_SUM_STEPS = 24  # the edge grid: a power of 2 at most σ/24 (σ a bound on D's spread)
+_SUM_STEPS = 32  # the edge grid's spacing: σ/32 (σ a bound on D's spread)
 _SUM_REACH = 16  # partial sums are cut at ±16·σ (beyond: E(S − A)₊ added, below: raised)
 _TERM_REACH = 18  # each |w|·Z is cut at ±|w|·(18·L₊ + G) the same way
 _Array = npt.NDArray[np.float64]
@@ -123,7 +123,7 @@ def _fold(lo: int, p: _Array, reach: int, step: float) -> tuple[int, _Array, flo
     return lo, p, excess
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=1024)
 def edge_stop_loss(
     groups: tuple[tuple[float, int, NoiseKind], ...],
 ) -> tuple[float, _Array, _Array]:
@@ -132,7 +132,7 @@ def edge_stop_loss(
     turn, cut at ±A (:func:`_fold`); then E(D − t)₊ <= the grid's + the excesses."""
     var = sum(c * w * w * (2 * k.scale_hi**2 + k.grid**2 / 4) for w, c, k in groups)
     sigma = math.sqrt(var)
-    step = 2.0 ** math.floor(math.log2(sigma / _SUM_STEPS))
+    step = sigma / _SUM_STEPS
     reach = math.ceil(_SUM_REACH * sigma / step)
     lo, dist, excess = 0, np.ones(1), 0.0
     for w, count, kind in groups:
@@ -169,7 +169,7 @@ def _tails_at(tables: tuple[_Array, _Array, _Array], c: float) -> _Array:
     return np.asarray(np.minimum(ratio.min(axis=1) * _MARGIN, 1.0), dtype=np.float64)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)
 def _edge_tables(
     b: int, depth: int, kinds: tuple[NoiseKind, ...], probability: float
 ) -> tuple[_Array, _Array, _Array]:
