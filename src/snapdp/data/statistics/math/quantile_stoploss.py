@@ -31,7 +31,7 @@ _OFFSETS = 1024  # offsets per grid step of a node (each moves the node's error 
 _NODE_STEPS = 16  # the node grid: a power of 2 at most min(L₋, G)/16
 _NODE_REACH = 40  # a node's error is cut at ±40·L₊ (the part beyond is added as E(e − M)₊)
 _SUM_STEPS = 32  # the edge grid's spacing: σ/32 (σ a bound on D's spread)
-_SUM_REACH = 16  # partial sums are cut at ±16·σ (beyond: E(S − A)₊ added, below: raised)
+_SUM_REACH = 12  # partial sums are cut at ±12·σ (beyond: E(S − A)₊ added, below: raised)
 _TERM_REACH = 18  # each |w|·Z is cut at ±|w|·(18·L₊ + G) the same way
 _Array = npt.NDArray[np.float64]
 
