@@ -18,7 +18,7 @@ from snapdp.data import Column, PrivateTable, Query, Schema
 from snapdp.data.statistics import accuracy_of, calibrate, compile_query
 from snapdp.data.statistics.kinds import quantiles as quantile_kind
 from snapdp.data.statistics.kinds.quantiles import TREE
-from snapdp.data.statistics.math import quantile_stages
+from snapdp.data.statistics.math import quantile_stages, quantile_stoploss
 from snapdp.data.statistics.math import quantile_tail as qtail
 from snapdp.data.statistics.math import quantile_tree as qtree
 from snapdp.data.statistics.math.quantile_values import integer_interval, value_pm
@@ -215,48 +215,69 @@ def test_the_automatic_choice_compares_the_value_intervals_bound(tmp_path: Path)
 # --- the two stages (docs/utility.md, "The tree's value ±: two stages") ---------------------
 
 
+def _oracle_radius(g: list[Any], first: float, rho: dict[int, float], second: float) -> Any:
+    """r̂ for every pair of outputs, by the rule of docs/utility.md ("two stages"): ρ(κ) for the
+    smallest κ in 1, 2, 3 with max(#{e : |g(e)| < 2·r₁ − ρ(κ)}, 1) <= κ, or ρ(κ) = r₂."""
+    r = np.full(np.shape(g[1]), rho[3])
+    for k in (2, 1):  # the smallest κ that holds wins
+        size = sum((np.abs(ge) < 2 * first - rho[k]).astype(int) for ge in g)
+        r = np.where((np.maximum(size, 1) <= k) | (rho[k] >= second), rho[k], r)
+    return r
+
+
 def _two_stage_miss(
-    dists: tuple, counts: tuple[int, int], p: Fraction, first: float, rho: dict[int, float]
-) -> float:
-    """The exact probability that the two-stage interval holds no p-quantile of the table: S
-    the edges with |g| < 2·r₁ (``first``), r̂ = ρ(max(|S|, 1)) (``rho``, already capped by r₂),
-    e_lo and e_hi read with r̂; a miss is e_hi < q₋, e_lo > q₊ or an empty interval."""
+    dists: tuple, counts: tuple[int, int], p: Fraction, first: float, rho: dict[int, float],
+    second: float,
+) -> float:  # fmt: skip
+    """The exact probability that the two-stage interval holds no p-quantile of the table
+    (r̂ by :func:`_oracle_radius`, e_lo and e_hi read with it; a miss is e_hi < q₋, e_lo > q₊
+    or an empty interval)."""
     q_lo, q_hi, mass, g = _joint(dists, counts, p)
-    size = sum((np.abs(ge) < 2 * first).astype(int) for ge in g)
-    r = np.choose(np.maximum(size, 1) - 1, [rho[1], rho[2], rho[3]])
-    e_lo, e_hi = _ends(g, r)
+    e_lo, e_hi = _ends(g, _oracle_radius(g, first, rho, second))
     miss = (e_hi < q_lo) | (e_lo > q_hi) | (e_lo > e_hi)
     return float(mass[miss].sum())
 
 
 @pytest.mark.parametrize("alpha", [0.05, 0.2])
 def test_two_stage_interval_against_the_exact_output_distribution(alpha: float) -> None:
-    """The two-stage interval (r₁ two-sided at α₁, ρ(|S|) at α₂ over the edges S the released
-    CDF shows near p·Ñ) against the exact output distribution of the two nodes: it misses every
-    p-quantile with probability <= α on sparse, even and one-sided tables (pN whole or not,
-    an empty interval counted as a miss); the radius the release computes
-    (quantile_stages.value_radius) is the oracle's on a spread of released outputs."""
+    """The two-stage interval (r₁ the smaller of the two-sided Chernoff and stop-loss bounds at
+    α₁; r̂ = ρ(κ) at α₂ for the smallest κ with |S(ρ(κ))| <= κ, S(r) the edges the released CDF
+    shows within 2·r₁ − r of p·Ñ; ρ the smaller of the Chernoff and the stop-loss one) against
+    the exact output distribution of the two nodes: it misses every p-quantile with probability
+    <= α on sparse, even and one-sided tables (pN whole or not, an empty interval counted as a
+    miss); the radius the release computes (quantile_stages.value_radius) is the oracle's on a
+    spread of released outputs."""
     _, _, kinds = _small_tree(Fraction(1))
     dist = _node_outputs
     alpha1, alpha2 = quantile_stages.split_alpha(alpha)
     assert alpha1 + alpha2 <= alpha
-
     for p in (Fraction(1, 4), Fraction(1, 2), Fraction(3, 4)):
         pf = float(p)
-        first = qtail.tree_tail_bound(2, 1, kinds, alpha1, pf)
+        chernoff_first = qtail.tree_tail_bound(2, 1, kinds, alpha1, pf)
+        first = min(chernoff_first, quantile_stoploss.stop_loss_rho(2, 1, kinds, alpha1 / 2, pf, 3))
+        assert first == quantile_stages.first_radius(2, 1, kinds, alpha, pf, chernoff_first)
         second = qtail.tree_tail_bound(2, 1, kinds, alpha2, pf, one_sided=True)
-        rho = {k: min(second, qtail.edge_tail_bound(2, 1, kinds, alpha2, pf, k)) for k in (1, 2, 3)}
+        rho = {
+            k: min(
+                second,
+                qtail.edge_tail_bound(2, 1, kinds, alpha2, pf, k),
+                quantile_stoploss.stop_loss_rho(2, 1, kinds, alpha2, pf, k),
+            )
+            for k in (1, 2, 3)
+        }
         assert rho[1] < rho[3] <= second
         for counts in ((0, 4), (4, 0), (2, 2), (1, 3), (3, 1), (0, 1), (5, 5), (12, 0)):
-            miss = _two_stage_miss((dist(counts[0]), dist(counts[1])), counts, p, first, rho)
+            miss = _two_stage_miss(
+                (dist(counts[0]), dist(counts[1])), counts, p, first, rho, second
+            )
             assert miss <= alpha, (p, counts, miss)
         out0 = dist(2)[0]
         for y0, y1 in itertools.product(out0[:: max(1, len(out0) // 15)], repeat=2):
             cdf = np.array([0.0, y0, y0 + y1])
-            g = cdf - pf * (y0 + y1)
-            k = max(int((np.abs(g) < 2 * first).sum()), 1)
-            got = quantile_stages.value_radius(cdf, 2, 1, kinds, alpha, pf, first, second)
-            assert got == rho[k]
+            g = list(cdf - pf * (y0 + y1))
+            want = float(_oracle_radius(g, first, rho, second))
+            got = quantile_stages.value_radius(cdf, 2, 1, kinds, alpha, pf, chernoff_first, second)
+            assert got == want
 
 
 def test_edge_tail_bound_is_nondecreasing_and_ends_below_the_union_bound() -> None:
