@@ -7,7 +7,8 @@ By file, measured with the JVM's CPU on 2026-11-27: "spark" holds test_spark_eng
 test_spark_edges.py, test_filters_spark.py, test_groups_from_data_units_engines.py and the Spark
 tests of test_bins_grid.py and test_native_decimal.py; "spark2" holds test_spark_csv.py,
 test_differential_spark.py, test_bins_timing_spark.py (their module marks) and
-test_groups_from_data_engines.py (``SPARK2_FILES``). The standalone cluster
+test_groups_from_data_engines.py (``SPARK2_FILES``); re-measured with the cheaper planning
+below (fourth 2026-11-27 session): ~161 s and ~169 s of CPU. The standalone cluster
 (test_spark_cluster.py) runs its own JVMs and joins no group."""
 
 from __future__ import annotations
