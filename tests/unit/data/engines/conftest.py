@@ -3,12 +3,12 @@ for many small queries on tiny tables. Every test that uses it is in one of two 
 "spark" and "spark2", of about equal CPU, so that ``pytest -n 2 --dist loadgroup`` starts one JVM
 on each worker and both end at about the same time (docs/performance.md, "The test suite").
 
-By file, measured with the JVM's CPU on 2026-11-27: "spark" holds test_spark_engine.py,
-test_spark_edges.py, test_filters_spark.py, test_groups_from_data_units_engines.py and the Spark
-tests of test_bins_grid.py and test_native_decimal.py; "spark2" holds test_spark_csv.py,
-test_differential_spark.py, test_bins_timing_spark.py (their module marks) and
-test_groups_from_data_engines.py (``SPARK2_FILES``); re-measured with the cheaper planning
-below (fourth 2026-11-27 session): ~161 s and ~169 s of CPU. The standalone cluster
+By file, measured with the JVM's CPU on 2026-11-27 (again with the cheaper planning below,
+fourth session: ~169 s and ~161 s): "spark" holds test_spark_engine.py, test_spark_edges.py,
+test_filters_spark.py, test_groups_from_data_units_engines.py, test_bins_timing_spark.py (its
+module mark) and the Spark tests of test_bins_grid.py and test_native_decimal.py; "spark2" holds
+test_spark_csv.py, test_differential_spark.py (their module marks) and
+test_groups_from_data_engines.py (``SPARK2_FILES``). The standalone cluster
 (test_spark_cluster.py) runs its own JVMs and joins no group."""
 
 from __future__ import annotations
