@@ -10,11 +10,19 @@ from click.testing import CliRunner
 from snapdp.cli import main
 
 
-def test_compare_with_defaults_writes_the_report(tmp_path):
-    out = tmp_path / "rep"
+@pytest.fixture(scope="module")
+def default_report(tmp_path_factory):
+    """`snapdp compare --epsilon 1 --lower 0 --upper 100`: its result and report folder, made
+    once for the two tests that read them (the report draws six figures)."""
+    out = tmp_path_factory.mktemp("compare") / "rep"
     result = CliRunner().invoke(
         main, ["compare", "--epsilon", "1", "--lower", "0", "--upper", "100", "--output", str(out)]
     )
+    return result, out
+
+
+def test_compare_with_defaults_writes_the_report(default_report):
+    result, out = default_report
     assert result.exit_code == 0, result.output
     assert "report.html" in result.output
     data = json.loads((out / "report.json").read_text(encoding="utf-8"))
@@ -40,11 +48,8 @@ def test_compare_bad_bounds_is_a_clean_usage_error(tmp_path):
     assert "Traceback" not in result.output
 
 
-def test_compare_shows_the_plain_summary_first_and_the_three_mechanisms(tmp_path):
-    out = tmp_path / "rep"
-    result = CliRunner().invoke(
-        main, ["compare", "--epsilon", "1", "--lower", "0", "--upper", "100", "--output", str(out)]
-    )
+def test_compare_shows_the_plain_summary_first_and_the_three_mechanisms(default_report):
+    result, out = default_report
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0] == (

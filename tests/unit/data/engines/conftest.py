@@ -3,10 +3,11 @@ for many small queries on tiny tables. Every test that uses it is in one of two 
 "spark" and "spark2", of about equal CPU, so that ``pytest -n 2 --dist loadgroup`` starts one JVM
 on each worker and both end at about the same time (docs/performance.md, "The test suite").
 
-By file, measured with the JVM's CPU on 2026-11-27: "spark" holds test_spark_engine.py,
-test_spark_edges.py, test_filters_spark.py, test_groups_from_data_units_engines.py and the Spark
-tests of test_bins_grid.py and test_native_decimal.py; "spark2" holds test_spark_csv.py,
-test_differential_spark.py, test_bins_timing_spark.py (their module marks) and
+By file, measured with the JVM's CPU on 2026-11-27 (again with the cheaper planning below,
+fourth session: ~169 s and ~161 s): "spark" holds test_spark_engine.py, test_spark_edges.py,
+test_filters_spark.py, test_groups_from_data_units_engines.py, test_bins_timing_spark.py (its
+module mark) and the Spark tests of test_bins_grid.py and test_native_decimal.py; "spark2" holds
+test_spark_csv.py, test_differential_spark.py (their module marks) and
 test_groups_from_data_engines.py (``SPARK2_FILES``). The standalone cluster
 (test_spark_cluster.py) runs its own JVMs and joins no group."""
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -32,6 +34,34 @@ SPARK_TEST_CONFIG = {
     "spark.sql.parser.parserDfaCacheFlushThreshold": "20000",
     "spark.driver.memory": "1g",
 }
+# Cheaper planning for 17-row tables (docs/performance.md, "The test suite, fourth 2026-11-27
+# session"): test_spark_engine.py 114.6 -> 88.6 s of CPU with its JVM. Each is a runtime SQL
+# setting that changes how Spark plans and runs a query, not what it returns: no constraint
+# propagation (the optimizer's inferred filters over our large CASE expressions), no adaptive
+# re-planning (one stage, one shuffle partition), no whole-stage code generation (no Janino
+# compile per plan; the expressions keep Spark's default code generation). The Spark defaults
+# stay checked by test_differential_spark.py, by the hive-partitioned folder of
+# test_spark_engine.py (``default_planning``: its default plan prunes partitions dynamically)
+# and by the standalone cluster (test_spark_cluster.py, a session of its own).
+SPARK_CHEAP_PLANNING = {
+    "spark.sql.constraintPropagation.enabled": "false",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+}
+SPARK_TEST_CONFIG.update(SPARK_CHEAP_PLANNING)
+
+
+@contextmanager
+def default_planning(session: Any) -> Iterator[None]:
+    """Spark's default planning and code generation in ``session`` for the ``with`` block."""
+    for key in SPARK_CHEAP_PLANNING:
+        session.conf.unset(key)
+        assert session.conf.get(key) == "true", key  # Spark's default for all three
+    try:
+        yield
+    finally:
+        for key, value in SPARK_CHEAP_PLANNING.items():
+            session.conf.set(key, value)
 
 
 # Tests that use ``spark_session`` without a group mark of their own and run in "spark2".

@@ -41,7 +41,7 @@ SPARK_COLUMNS = [
 ]
 assert [c.name for c in SPARK_COLUMNS] == [c.name for c in INT_COLUMNS + DEC_COLUMNS]
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark2")]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 _COMPARISONS = {
     "LessThan",

@@ -4,11 +4,13 @@ numbers compared. The long version: ``python benchmarks/differential.py --spark 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.differential import Case, Outcome, differences, run_case
+from tests.unit.data.engines.conftest import default_planning
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark2"), pytest.mark.slow]
 
@@ -19,6 +21,15 @@ CASES = [
     Case(SEED, "NUL", "csv no header", "cli", "spark"),
 ]
 _CACHE: dict[object, Outcome] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _spark_defaults(spark_session: Any) -> Iterator[None]:
+    """This file runs on Spark's default planning and code generation (whole-stage code
+    generation, adaptive execution, constraint propagation), which the other Spark tests turn
+    off for speed (tests/unit/data/engines/conftest.py): the path users run stays checked."""
+    with default_planning(spark_session):
+        yield
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -16,6 +16,7 @@ import pytest
 from sqlglot import exp
 from tests.data_oracle import OracleEngine
 from tests.unit.data.engines import _rank_cases as rank_cases
+from tests.unit.data.engines.conftest import default_planning
 
 from snapdp.data.engines.base import (
     GROUP_TAG,
@@ -205,7 +206,13 @@ def test_a_hive_partitioned_parquet_folder_equals_the_oracle(
     expected = OracleEngine(
         pq.read_table(tmp_path / "ds").cast(pa.schema([("v", pa.float64()), ("k", pa.string())]))
     )
-    assert _spark(str(tmp_path / "ds"), spark_session).aggregate(plan) == expected.aggregate(plan)
+    # On Spark's default planning: a partitioned folder's plan differs from the one the suite's
+    # cheaper settings make (conftest.py). With whole-stage code generation off but constraint
+    # propagation on, Spark 4.3 fails on this folder (its dynamic partition pruning subquery
+    # "has not finished"), so this path is checked as users run it.
+    with default_planning(spark_session):
+        got = _spark(str(tmp_path / "ds"), spark_session).aggregate(plan)
+    assert got == expected.aggregate(plan)
     assert expected.aggregate(plan).rows == [2, 2, 1]
 
 
