@@ -7,6 +7,7 @@ Public parameters only (weights, the levels' noise kinds, α, p, the count of ed
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -182,7 +183,14 @@ def _edge_tables(
     tables = []
     for e in range(len(l1)):
         sel = np.flatnonzero(edge == e)
-        groups = tuple(sorted((float(value[i]), int(count[i]), kinds[int(level[i])]) for i in sel))
+        # ordered by (|w|, count, the kind's fields): two levels may share |w| and count with
+        # kinds that differ (a unit's rows split ε per level differently), and NoiseKind has no <
+        groups = tuple(
+            sorted(
+                ((float(value[i]), int(count[i]), kinds[int(level[i])]) for i in sel),
+                key=lambda g: (g[0], g[1], dataclasses.astuple(g[2])),
+            )
+        )
         tables.append(edge_stop_loss(groups))
     width = max(len(t[1]) for t in tables)
     points = np.full((len(tables), width), np.inf)
