@@ -9,6 +9,7 @@ import itertools
 from fractions import Fraction
 
 import numpy as np
+import pytest
 
 from snapdp.data.statistics.math import quantile_stages
 from snapdp.data.statistics.math import quantile_stoploss as qs
@@ -183,3 +184,17 @@ def test_levels_with_different_kinds_and_equal_weights() -> None:
     )
     first = qtail.tree_tail_bound(5, 2, kinds, 0.005, 0.25)
     assert 0 < quantile_stages.first_radius(5, 2, kinds, 0.05, 0.25, first) <= first
+
+
+def test_the_cached_tables_are_read_only() -> None:
+    """The envelope, each edge's table and the tree's tables are cached for the process: none
+    can be written into by a caller (a write would change every later release's ±)."""
+    kinds = _tree(2, Fraction(1))[1]
+    tables = qs._edge_tables(2, 1, kinds, 0.5)
+    _step, _reach, z, _excess = qs.node_envelope(kinds[0])
+    groups = ((0.5, 2, kinds[0]),)
+    _step, points, bound = qs.edge_stop_loss(groups)
+    for array in (*tables, z, points, bound):
+        assert not array.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0.0
