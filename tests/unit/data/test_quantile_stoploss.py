@@ -9,6 +9,7 @@ import itertools
 from fractions import Fraction
 
 import numpy as np
+import pytest
 
 from snapdp.data.statistics.math import quantile_stages
 from snapdp.data.statistics.math import quantile_stoploss as qs
@@ -156,3 +157,44 @@ def test_tails_at_finds_the_smallest_ratio() -> None:
             full = np.where(points < c, pi / (c - points), np.inf).min(axis=1)
         fast = qs._tails_at(tables, float(c))
         assert np.allclose(fast, np.minimum(full * (1 + 1e-9), 1.0), rtol=1e-9, atol=0)
+
+
+def test_levels_with_different_kinds_and_equal_weights() -> None:
+    """A unit of up to 12 rows on a tree of b = 5, depth 2 over [0, 25], p = 1/4: the two
+    levels' noise kinds differ (each level's ε is split over min(12, b**l) nodes), and some
+    edges have a level-1 and a level-2 group of equal |w| and count. ρ is still computed (it raised
+    TypeError ordering the groups, after the release's noise was drawn), nondecreasing in the
+    count of edges and never above the Chernoff ρ; r₁ too."""
+    spec = qtree.tree_spec(0, 25, 1)
+    assert (spec.branching, spec.depth) == (5, 2)
+    lo, hi = qtree.node_bounds(spec, Fraction(1), 12, 1000)
+    cals = qtree.level_calibrations(spec, Fraction(1), 12, lo, hi)
+    kinds = tuple(noise_kind(mechanism_parameters(c.epsilon, 12, lo, hi)) for c in cals)
+    assert kinds[0] != kinds[1]
+    edge, level, value, count, _ = qtail._tree_groups(5, 2, 0.25)
+    rows = zip(edge, value, count, level, strict=True)
+    pairs = {(int(e), float(v), int(c), int(lv)) for e, v, c, lv in rows}
+    assert any((e, v, c, 1 - lv) in pairs for e, v, c, lv in pairs)  # the case that raised
+    ks = (1, 2, 5, 26)
+    rho = [qs.stop_loss_rho(5, 2, kinds, 0.045, 0.25, k) for k in ks]
+    assert all(x <= y for x, y in itertools.pairwise(rho))
+    assert all(
+        r <= qtail.edge_tail_bound(5, 2, kinds, 0.045, 0.25, k)
+        for r, k in zip(rho, ks, strict=True)
+    )
+    first = qtail.tree_tail_bound(5, 2, kinds, 0.005, 0.25)
+    assert 0 < quantile_stages.first_radius(5, 2, kinds, 0.05, 0.25, first) <= first
+
+
+def test_the_cached_tables_are_read_only() -> None:
+    """The envelope, each edge's table and the tree's tables are cached for the process: none
+    can be written into by a caller (a write would change every later release's ±)."""
+    kinds = _tree(2, Fraction(1))[1]
+    tables = qs._edge_tables(2, 1, kinds, 0.5)
+    _step, _reach, z, _excess = qs.node_envelope(kinds[0])
+    groups = ((0.5, 2, kinds[0]),)
+    _step, points, bound = qs.edge_stop_loss(groups)
+    for array in (*tables, z, points, bound):
+        assert not array.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0.0

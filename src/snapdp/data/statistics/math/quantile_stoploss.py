@@ -7,6 +7,7 @@ Public parameters only (weights, the levels' noise kinds, α, p, the count of ed
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -67,7 +68,7 @@ def node_envelope(kind: NoiseKind) -> tuple[float, float, _Array, float]:
     z[1:] = tails[:-1] - tails[1:]
     z[0] = max(0.0, 1.0 - float(z[1:].sum())) + 1e-12  # the rest at the bottom (mass >= 1)
     excess = 0.5 * 1.1 * big * math.exp(-(reach - grid / 2) / big)  # ∫_M^∞ Ū(s − G/2) ds
-    return step, reach, z, excess
+    return step, reach, _frozen(z), excess
 
 
 def _clipped_stop_loss(
@@ -88,6 +89,13 @@ def _clipped_stop_loss(
     part = tk[rows, k] * np.maximum(np.minimum(ell[rows, k], reach) - inside[None, :], 0.0)
     out = part + above[rows, k] + np.maximum(-reach - a, 0.0)[None, :]
     return np.where(a[None, :] >= reach, 0.0, out)
+
+
+def _frozen(a: _Array) -> _Array:
+    """``a`` made read-only: the cached tables are shared by every later release in the process,
+    so a caller that wrote into one would change their stated ±."""
+    a.flags.writeable = False
+    return a
 
 
 def _split(positions: _Array, masses: _Array, step: float) -> tuple[int, _Array]:
@@ -151,7 +159,7 @@ def edge_stop_loss(
     above = np.append(tail[1:], 0.0)  # P(S > s_j)
     pi = np.cumsum(above[::-1])[::-1] * step  # E(S − s_j)₊
     points = np.asarray((lo + np.arange(len(dist))) * step, dtype=np.float64)
-    return step, points, (pi + excess) * _MARGIN
+    return step, _frozen(points), _frozen((pi + excess) * _MARGIN)
 
 
 def _tails_at(tables: tuple[_Array, _Array, _Array], c: float) -> _Array:
@@ -182,7 +190,14 @@ def _edge_tables(
     tables = []
     for e in range(len(l1)):
         sel = np.flatnonzero(edge == e)
-        groups = tuple(sorted((float(value[i]), int(count[i]), kinds[int(level[i])]) for i in sel))
+        # ordered by (|w|, count, the kind's fields): two levels may share |w| and count with
+        # kinds that differ (a unit's rows split ε per level differently), and NoiseKind has no <
+        groups = tuple(
+            sorted(
+                ((float(value[i]), int(count[i]), kinds[int(level[i])]) for i in sel),
+                key=lambda g: (g[0], g[1], dataclasses.astuple(g[2])),
+            )
+        )
         tables.append(edge_stop_loss(groups))
     width = max(len(t[1]) for t in tables)
     points = np.full((len(tables), width), np.inf)
@@ -194,7 +209,7 @@ def _edge_tables(
         slope = -np.diff(bound, append=0.0) / step
         with np.errstate(divide="ignore", invalid="ignore"):
             cross[i, : len(pts)] = np.where(slope > 0, pts + bound / slope, np.inf)
-    return points, pi, cross
+    return _frozen(points), _frozen(pi), _frozen(cross)
 
 
 @functools.lru_cache(maxsize=1024)
