@@ -161,8 +161,9 @@ def accuracy_bound(params: SnappingParameters, alpha: object, *, rounding: bool 
     is <= α, capped at upper − lower (the output and x both lie in the bounds).
     ``rounding=False`` leaves out the final rounding of the output to a double (one ulp at wide
     bounds): what narrower bounds could reach (snapdp.usefulness); not a bound on the output.
-    Kept per process for the last parameters asked (a pure function of them: a release states
-    each mechanism's ± and then judges its usefulness from the same one).
+    Kept per process for the 256 parameter sets last asked, least recently used first out (a
+    pure function of public parameters: a release states each mechanism's ± and then judges its
+    usefulness from the same one).
     """
     a_prob = check_probability("alpha", alpha)
     try:

@@ -98,11 +98,15 @@ class _LazyGroup(BoundaryGroup):
             return run(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
         self._process = True  # the process's own command line
         gc.freeze()
-        gc.set_threshold(_YOUNG, *gc.get_threshold()[1:])
+        thresholds = gc.get_threshold()
+        gc.set_threshold(_YOUNG, *thresholds[1:])
         try:
             return run(None, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
         finally:  # the process ends: its last collection, at exit, has nothing left to scan
             gc.freeze()
+            # Code that goes on after the command (an embedding caller) gets the usual collector.
+            gc.set_threshold(*thresholds)
+            self._process = False
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *self.commands})
