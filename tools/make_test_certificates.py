@@ -7,9 +7,10 @@ computes beyond the shipped ones (src/snapdp/certificates.json), for this code v
 Without ``--collect`` it recomputes the parameters the store lists (run it after any change to
 the modules that ``snapdp._certcache.CODE_VERSION`` hashes: tests/unit/test_test_certificates.py
 fails until then, and a stale entry is never seeded). With ``--collect`` it first runs pytest
-(default: the README's ``-n 2`` over tests/) with a fresh cache folder of its own, nothing seeded,
-and adds every certificate the tests computed there; run it when tests come to ask for new
-parameters (until then those tests compute them in every run: slower, never wrong).
+(default: the README's ``-n 2`` over tests/) with a cache folder of its own, seeded with the
+store's current entries only, and adds every certificate the tests computed there; run it when
+tests come to ask for new parameters (until then those tests compute them in every run: slower,
+never wrong). To drop entries no test asks for any more, delete the file and collect afresh.
 
 The tests seed the store into their session's cache folder (tests/certificate_store.py), where
 the library reads each entry with its usual checks. Entries are the shipped file's
@@ -41,6 +42,10 @@ def main(argv: list[str]) -> None:
     version = _certcache.CODE_VERSION
     found: dict[tuple[str, ...], dict[str, Any]] = {}
     if argv[:1] == ["--collect"]:
+        sys.path.insert(0, str(ROOT))
+        from tests import certificate_store
+
+        certificate_store.seed(OUT)  # the current entries: the run computes only new ones
         _run_tests(folder, argv[1:] or COLLECT)
         for path in sorted((folder / "certificates").glob("*.json")):
             body = json.loads(path.read_text(encoding="utf-8"))["body"]
@@ -74,8 +79,8 @@ def _entry(args: list[str]) -> dict[str, Any]:
 
 
 def _run_tests(folder: Path, args: list[str]) -> None:
-    """Run pytest with ``folder`` as the cache (the tests then seed nothing); its failures are
-    its own business, the certificates it computed are collected all the same."""
+    """Run pytest with ``folder`` as the cache (tests/conftest.py then seeds nothing itself); its
+    failures are its own business, the certificates it computed are collected all the same."""
     env = dict(os.environ, SNAPDP_CACHE_DIR=str(folder))
     env["SNAPDP_TEST_CERTIFICATE_LOCKS"] = str(folder / "locks")
     subprocess.run([sys.executable, "-m", "pytest", *args], cwd=ROOT, env=env, check=False)
