@@ -57,10 +57,21 @@ def main(argv: list[str]) -> None:
         if key not in found:
             found[key] = old if old.get("version") == version else _entry(list(key))
     shipped = _certcache._shipped()
-    ordered = [found[k] for k in sorted(found) if k not in shipped]
+    ordered = [found[k] for k in sorted(found) if k not in shipped and _readable(found[k])]
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"entries": ordered}, sort_keys=True) + "\n", encoding="utf-8")
     print(f"{len(ordered)} certificates → {OUT.relative_to(ROOT)}")
+
+
+def _readable(entry: dict[str, Any]) -> bool:
+    """The library's checks on reading an entry pass (a certificate they reject, e.g. a certified
+    one with no shifts, is recomputed in every process whatever is stored)."""
+    from snapdp import _certcache
+
+    try:
+        return _certcache._matches(_certcache._from_json(entry["certificate"]), entry["args"])
+    except (ValueError, KeyError, TypeError, ZeroDivisionError):
+        return False
 
 
 def _listed() -> list[dict[str, Any]]:
