@@ -14,13 +14,18 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from tests import certificate_store
+
 # Property tests run the same examples on every run (a fixed seed derived from each test), so a CI
 # failure is reproducible and no run is flaky; a loaded machine gets no per-example deadline.
 settings.register_profile("snapdp", derandomize=True, deadline=None, print_blob=True)
 settings.load_profile("snapdp")
 
-# Certificates cached on disk go to a fresh folder per test process, not the user's cache;
-# the folder goes when the process ends.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# Certificates cached on disk go to a fresh folder per test process, not the user's cache, seeded
+# with the certificates the tests need beyond the shipped ones (tests/certificate_store.py); the
+# folder goes when the process ends. Tests of the cache itself point
+# SNAPDP_CACHE_DIR at their own empty folder, so they still compute.
 # The xdist workers inherit both variables (they start after this file is read), so they share
 # the folder and the certificate locks below.
 LOCKS = "SNAPDP_TEST_CERTIFICATE_LOCKS"
@@ -29,8 +34,8 @@ if "SNAPDP_CACHE_DIR" not in os.environ:
     atexit.register(shutil.rmtree, _cache, True)
     os.environ["SNAPDP_CACHE_DIR"] = _cache
     os.environ[LOCKS] = os.path.join(_cache, "locks")
+    certificate_store.seed()
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 # SNAPDP_SHARED_DATA points a git worktree (whose parent has no shared/) at the PUMS folder.
 SHARED_DATA = Path(os.environ.get("SNAPDP_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
@@ -145,3 +150,26 @@ def _one_worker_certifies_each_mechanism() -> Iterator[None]:
     _certcache.certificate = certificate
     yield
     _certcache.certificate = real
+
+
+# Tests of certification itself: each of their modules gets an empty cache folder of its own, so
+# the certificates they ask for are computed there as in a user's first run, never read from
+# the session's folder and its seeded store (the cache's own tests use folders of their own).
+CERTIFYING = (
+    "tests/unit/verify/",
+    "tests/unit/test_rescaling.py",
+    "tests/unit/data/test_calibration.py",
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _certification_tests_compute(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    path = request.node.path.relative_to(REPO_ROOT).as_posix()
+    if not path.startswith(CERTIFYING):
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SNAPDP_CACHE_DIR", str(tmp_path_factory.mktemp("certifying-cache")))
+        yield
