@@ -217,9 +217,14 @@ def test_the_default_method_is_the_one_with_the_smaller_stated_pm() -> None:
     assert any("the tree, chosen" in n for n in nine.notes)
     assert not any("chosen" in n for n in forced.notes)
     assert all(r.interval is not None and r.accuracy < 10 for r in auto.rows)
-    # the brackets' interval is no wider than the tree's ± (the point's place inside it is a draw)
+    # The choice is made before spending, on the stated rank ± (public parameters only): the
+    # exponential mechanism's is the smaller. (Its brackets' interval was also no wider than the
+    # tree's value ±; since the tree reads its interval with stop-loss tails from the released
+    # CDF, the tree's value ± on this dense table is the smaller one: docs/utility.md, "The
+    # default: whichever states the smaller ±".)
+    assert auto.rows[0].rank_accuracy < forced.rows[0].rank_accuracy
     lo, hi = auto.rows[0].interval
-    assert (hi - lo) / 2 < forced.rows[0].accuracy + 1
+    assert lo <= auto.rows[0].value <= hi and (hi - lo) / 2 <= auto.rows[0].accuracy
 
 
 def test_a_grid_past_the_candidate_cap_is_refused_before_any_edge_is_built() -> None:
