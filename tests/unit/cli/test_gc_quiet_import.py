@@ -99,22 +99,26 @@ def test_a_command_invoked_with_its_arguments_keeps_the_thresholds() -> None:
     assert gc.get_threshold() == before and gc.isenabled()
 
 
-def test_importing_snapdp_imports_its_public_names_when_used() -> None:
-    code = (
-        "import sys, snapdp; print('snapdp.mechanism' in sys.modules, 'numpy' in sys.modules);"
-        "print(all(getattr(snapdp, n).__name__ == n for n in snapdp.__all__))"
-    )
-    assert _python(code) == ["False", "False", "True"]
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        _ = snapdp.nothing  # type: ignore[attr-defined]
-
-
-def test_a_submodule_is_an_attribute_after_import_snapdp_as_before() -> None:
-    """`import snapdp` imported the mechanism, so `snapdp.mechanism` was there; it still is."""
-    code = (
-        "import snapdp; print(snapdp.mechanism.__name__, snapdp.ieee.__name__);"
-        "print(snapdp.SnappingMechanism is snapdp.mechanism.SnappingMechanism)"
-    )
-    assert _python(code) == ["snapdp.mechanism", "snapdp.ieee", "True"]
-    with pytest.raises(AttributeError, match="no attribute '__wrapped__'"):
-        _ = snapdp.__wrapped__  # type: ignore[attr-defined]
+@pytest.mark.parametrize(
+    ("code", "printed", "missing"),
+    [
+        (  # the public names, imported when first used
+            "import sys, snapdp; print('snapdp.mechanism' in sys.modules, 'numpy' in sys.modules);"
+            "print(all(getattr(snapdp, n).__name__ == n for n in snapdp.__all__))",
+            ["False", "False", "True"],
+            "nothing",
+        ),
+        (  # `import snapdp` imported the mechanism, so `snapdp.mechanism` was there; it still is
+            "import snapdp; print(snapdp.mechanism.__name__, snapdp.ieee.__name__);"
+            "print(snapdp.SnappingMechanism is snapdp.mechanism.SnappingMechanism)",
+            ["snapdp.mechanism", "snapdp.ieee", "True"],
+            "__wrapped__",
+        ),
+    ],
+)
+def test_importing_snapdp_imports_its_names_when_used(
+    code: str, printed: list[str], missing: str
+) -> None:
+    assert _python(code) == printed
+    with pytest.raises(AttributeError, match=f"no attribute '{missing}'"):
+        getattr(snapdp, missing)
