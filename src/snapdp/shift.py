@@ -135,7 +135,8 @@ def shift_certificate(
 
     Shifts (input units): every integer 1..Δ when Δ is an integer <= :data:`SMALL_SENSITIVITY`;
     otherwise 1, 2 (the smallest shifts of integer data, where the additive error weighs most
-    against ε·d/Δ) and the dyadic points Δ, Δ/2, Δ/4, or the given ``shifts``.
+    against ε·d/Δ) and the dyadic points Δ, Δ/2, Δ/4, each at most upper − lower (a larger
+    shift of clamped inputs is a shift of at most the span), or the given ``shifts``.
 
     Positions: when lower, upper and Δ are integers, upper − lower <= :data:`EXHAUSTIVE_INPUTS`
     and every integer shift is checked, *every* integer pair (x, x + d) in [lower, upper] is
@@ -195,10 +196,14 @@ def _is_int(q: Fraction) -> bool:
     return q.denominator == 1
 
 
-def _default_shifts(delta_1: Fraction) -> tuple[Fraction, ...]:
+def _default_shifts(delta_1: Fraction, span: Fraction) -> tuple[Fraction, ...]:
     if _is_int(delta_1) and delta_1 <= SMALL_SENSITIVITY:
         return tuple(Fraction(d) for d in range(1, int(delta_1) + 1))
-    grid = {delta_1 / (1 << j) for j in range(_DYADIC_SHIFTS)}
+    # A dyadic point beyond the bounds' span checks the span instead: clamping maps a pair at
+    # shift d > span to one at a shift <= span, and the claim at the span (ε·span/Δ) is the
+    # strictest such a pair must meet. Without this, Δ > span left no pair to compare, and a
+    # certificate was "certified" with no shift checked.
+    grid = {min(delta_1 / (1 << j), span) for j in range(_DYADIC_SHIFTS)}
     grid.update(Fraction(s) for s in _SMALL_SHIFTS if s < delta_1)
     return tuple(sorted(grid))
 
@@ -250,7 +255,7 @@ def _shift_certificate(
     against the claim ε·d/Δ₁ (``eps``, ``delta_1``); see :func:`shift_certificate`.
     ``allow_exhaustive=False`` checks the few positions of the non-exhaustive case even for
     narrow integer bounds (its slack bound is then at least :data:`SLACK_BOUND`)."""
-    shifts = chosen if chosen is not None else _default_shifts(delta_1)
+    shifts = chosen if chosen is not None else _default_shifts(delta_1, hi - lo)
     m_eps = eps if mech_eps is None else mech_eps
 
     def fail(note: str, delta: Fraction = Fraction(0)) -> ShiftCertificate:

@@ -86,6 +86,22 @@ def test_large_sensitivity_shift_grid() -> None:
     assert 0 < cert.slack <= SLACK_BOUND
 
 
+def test_a_sensitivity_beyond_the_span_checks_the_span() -> None:
+    """Δ above upper − lower: a shift past the span is, clamped, a shift of at most the span, so
+    the span is checked at its claim ε·span/Δ. (Every dyadic point used to lie past the span,
+    no pair was compared, and the certificate said "certified" with nothing checked.)"""
+    cert = shift_certificate(1, 1000, Fraction(1, 4), Fraction(3, 4))
+    assert [row.shift for row in cert.shifts] == [Fraction(1, 2)]
+    assert cert.shifts[0].linear == Fraction(1, 2000)
+    assert cert.certified and cert.pairs > 0, cert.note
+    # noise for a tenth of Δ is caught at the span (the loss is ~10x its claim there)
+    assert not shift_certificate(
+        1, 1000, Fraction(1, 4), Fraction(3, 4), mechanism_sensitivity=100
+    ).certified
+    shifts = [row.shift for row in shift_certificate(1, 1000, 0, 100).shifts]
+    assert shifts == [1, 2, 100]
+
+
 def test_miscalibrated_mechanism_fails() -> None:
     """Noise for Δ/2 while claiming Δ: the loss at d = Δ is about 2ε, far above ε·d/Δ."""
     cert = shift_certificate(1, 4, 0, 100, mechanism_sensitivity=2)
