@@ -198,3 +198,16 @@ def test_the_cached_tables_are_read_only() -> None:
         assert not array.flags.writeable
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 0.0
+
+
+def test_the_chernoff_tables_are_read_only_too() -> None:
+    """quantile_tail's cached weight groups and Chernoff exponents, like the stop-loss tables:
+    a caller writing into one would change every later bound in the process."""
+    from snapdp.data.statistics.math import quantile_tail as qt
+
+    kinds = _tree(2, Fraction(1))[1]
+    phi, theta, _top, _rounding = qt._edge_exponents(2, 1, kinds, 0.5)
+    for array in (*qt._tree_groups(2, 1, 0.5), phi, theta):
+        assert not array.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0

@@ -344,6 +344,8 @@ def _edge_exponents(
     rounding = np.zeros(edges)
     u0 = np.array([k.rounding for k in kinds])
     np.add.at(rounding, edge, value * count * u0[level])
+    phi.setflags(write=False)  # cached: a caller writing into it would change every later bound
+    theta.setflags(write=False)
     return phi, theta, float(top.max()), float(rounding.max())
 
 
@@ -428,4 +430,6 @@ def _tree_groups(
             out[2].append(block[rows, cols])
             out[3].append((ends - cols).astype(np.float64))
     edge, level, value, count, l1 = (np.concatenate(x) for x in out)
+    for cached in (edge, level, value, count, l1):  # kept by the cache: read-only
+        cached.setflags(write=False)
     return edge, level, value, count, l1
