@@ -71,23 +71,19 @@ def column(name: str) -> exp.Column:
     return exp.column(name, quoted=True)
 
 
-def _type(name: str) -> exp.DataType:
-    return node_type(name)  # parsed once per process, copied
-
-
 def sql_type(kind: str) -> exp.DataType:
     """The SQL type of a declared column type."""
     if kind not in _SQL_TYPES:
         raise ParameterError(f"unknown column type {kind!r}", parameter="type")
-    return _type(_SQL_TYPES[kind])
+    return node_type(_SQL_TYPES[kind])
 
 
 def _cast(e: exp.Expression, to: str) -> exp.Cast:
-    return exp.Cast(this=e, to=_type(to))
+    return exp.Cast(this=e, to=node_type(to))
 
 
 def _try_cast(e: exp.Expression, to: str) -> exp.TryCast:
-    return exp.TryCast(this=e, to=_type(to))
+    return exp.TryCast(this=e, to=node_type(to))
 
 
 def _num(x: int | float | str) -> exp.Expression:
@@ -377,7 +373,7 @@ def quanta(vc: ValueColumn, value: exp.Expression, q_type: str) -> exp.Expressio
         ignore_nulls=True,
         this=exp.Greatest(
             ignore_nulls=True,
-            this=RoundHalfEven(this=y, to=_type(q_type)),
+            this=RoundHalfEven(this=y, to=node_type(q_type)),
             expressions=[_num(vc.lower_q)],
         ),
         expressions=[_num(vc.upper_q)],

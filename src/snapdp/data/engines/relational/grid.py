@@ -36,19 +36,15 @@ _EXACT = 1 << 53  # integers below this are doubles
 _MAX_SHIFT = 1000  # 2^-q stays a finite double
 
 
-def _type(name: str) -> exp.DataType:
-    return node_type(name)  # parsed once per process, copied
-
-
 def _long(x: int) -> exp.Expression:
     text = str(x)
     lit = exp.Literal.number(text.lstrip("-"))
-    return exp.Cast(this=exp.Neg(this=lit) if x < 0 else lit, to=_type("BIGINT"))
+    return exp.Cast(this=exp.Neg(this=lit) if x < 0 else lit, to=node_type("BIGINT"))
 
 
 def _double(x: float) -> exp.Expression:
     text = "Infinity" if x == math.inf else "-Infinity" if x == -math.inf else repr(x)
-    return exp.Cast(this=exp.Literal.string(text), to=_type("DOUBLE"))
+    return exp.Cast(this=exp.Literal.string(text), to=node_type("DOUBLE"))
 
 
 def _one_if(condition: exp.Expression) -> exp.Expression:
@@ -107,7 +103,7 @@ def grid_index(col: Column, value: exp.Expression) -> exp.Expression | None:
         run = _run(list(ints), INT64_MAX + 1)
         if run is None or ints[run[0]] <= INT64_MIN:
             return None
-        v = exp.Cast(this=value.copy(), to=_type("BIGINT"))
+        v = exp.Cast(this=value.copy(), to=node_type("BIGINT"))
         floor = _clamp(v, run, ints[run[0]], _long)
         others = [_at_int(value, e) for j, e in enumerate(ints) if not _in(j, run)]
     else:
@@ -123,10 +119,10 @@ def grid_index(col: Column, value: exp.Expression) -> exp.Expression | None:
             return None
         a = scaled[run[0]]
         assert a is not None
-        v = exp.Cast(this=value.copy(), to=_type("DOUBLE"))
+        v = exp.Cast(this=value.copy(), to=node_type("DOUBLE"))
         clamp = _clamp(v, run, a, lambda k: _double(math.ldexp(float(k), q)))
         up = exp.Mul(this=exp.Paren(this=clamp), expression=_double(math.ldexp(1.0, -q)))
-        floor = exp.Cast(this=exp.Floor(this=up), to=_type("BIGINT"))
+        floor = exp.Cast(this=exp.Floor(this=up), to=node_type("BIGINT"))
         others = [
             _one_if(exp.GTE(this=v.copy(), expression=_double(float(e))))
             for j, e in enumerate(edges)
@@ -165,7 +161,7 @@ def _at_int(value: exp.Expression, e: int) -> exp.Expression | int:
         return 1
     if e > INT64_MAX:
         return 0
-    v = exp.Cast(this=value.copy(), to=_type("BIGINT"))
+    v = exp.Cast(this=value.copy(), to=node_type("BIGINT"))
     return _one_if(exp.GTE(this=v, expression=_long(e)))
 
 
