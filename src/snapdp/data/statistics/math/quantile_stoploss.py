@@ -16,9 +16,12 @@ import numpy.typing as npt
 
 from snapdp.data.statistics.math.quantile_tail import (
     _all_edges_top,
+    _chernoff_tails,
     _edge_exponents,
+    _frozen,
     _smallest_passing,
     _tree_groups,
+    largest_first,
 )
 from snapdp.data.statistics.math.sum_bound import NoiseKind, _tail_up
 
@@ -89,13 +92,6 @@ def _clipped_stop_loss(
     part = tk[rows, k] * np.maximum(np.minimum(ell[rows, k], reach) - inside[None, :], 0.0)
     out = part + above[rows, k] + np.maximum(-reach - a, 0.0)[None, :]
     return np.where(a[None, :] >= reach, 0.0, out)
-
-
-def _frozen(a: _Array) -> _Array:
-    """``a`` made read-only: the cached tables are shared by every later release in the process,
-    so a caller that wrote into one would change their stated ±."""
-    a.flags.writeable = False
-    return a
 
 
 def _split(positions: _Array, masses: _Array, step: float) -> tuple[int, _Array]:
@@ -228,9 +224,8 @@ def stop_loss_rho(
     top = _all_edges_top(b, depth, kinds, alpha, probability)  # passes for every k
 
     def failure(c: float) -> float:
-        chern = np.exp((phi - theta * c).min(axis=1))
-        tails = -np.sort(-np.minimum(chern, _tails_at(tables, c)))
-        return float(np.cumsum(tails)[k - 1]) * _MARGIN
+        tails = np.minimum(_chernoff_tails(phi, theta, c), _tails_at(tables, c))
+        return float(largest_first(tails)[k - 1]) * _MARGIN
 
     c = _smallest_passing(lambda c: failure(c) > alpha, top, 30)
     return math.nextafter((c + rounding) * _MARGIN, math.inf)

@@ -36,6 +36,7 @@ __all__ = [
     "RankAccuracy",
     "chernoff_cdf",
     "edge_tail_bound",
+    "largest_first",
     "rank_accuracy",
     "released_rank",
     "target_weight_stats",
@@ -316,7 +317,7 @@ def tree_tail_bound(
     sides = 1 if one_sided else 2
 
     def failure(c: float) -> float:
-        return float(sides * np.exp((phi - theta * c).min(axis=1)).sum()) * (1 + 1e-9)
+        return float(sides * _chernoff_tails(phi, theta, c).sum()) * (1 + 1e-9)
 
     hi = _smallest_passing(lambda c: failure(c) > alpha, top, 60)
     return _round_up((hi + rounding) * (1 + 1e-9))
@@ -344,9 +345,7 @@ def _edge_exponents(
     rounding = np.zeros(edges)
     u0 = np.array([k.rounding for k in kinds])
     np.add.at(rounding, edge, value * count * u0[level])
-    phi.setflags(write=False)  # cached: a caller writing into it would change every later bound
-    theta.setflags(write=False)
-    return phi, theta, float(top.max()), float(rounding.max())
+    return _frozen(phi), _frozen(theta), float(top.max()), float(rounding.max())
 
 
 @functools.lru_cache(maxsize=1024)
@@ -386,11 +385,29 @@ def _all_edges_top(
 def _running_tails(
     phi: npt.NDArray[np.float64], theta: npt.NDArray[np.float64], c: float
 ) -> npt.NDArray[np.float64]:
-    """The edges' one-sided tail bounds at c sorted largest first, summed in order: entry k − 1
-    is the sum of the k largest (nondecreasing in k, and each entry nonincreasing in c: every
-    tail is, hence every order statistic, and a rounded sum grows with its terms)."""
-    tails = -np.sort(-np.exp((phi - theta * c).min(axis=1)))
-    return np.cumsum(tails)
+    """The edges' one-sided Chernoff tails at c, summed largest first (:func:`largest_first`)."""
+    return largest_first(_chernoff_tails(phi, theta, c))
+
+
+def _chernoff_tails(
+    phi: npt.NDArray[np.float64], theta: npt.NDArray[np.float64], c: float
+) -> npt.NDArray[np.float64]:
+    """Each edge's one-sided Chernoff tail at c: e^(min over its row's θ of φ − θ·c)."""
+    return np.asarray(np.exp((phi - theta * c).min(axis=1)), dtype=np.float64)
+
+
+def largest_first(tails: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """The edges' tail bounds sorted largest first, summed in order: entry k − 1 is the sum of
+    the k largest (nondecreasing in k, and each entry nonincreasing in c when every tail is:
+    hence every order statistic, and a rounded sum grows with its terms)."""
+    return np.cumsum(-np.sort(-tails))
+
+
+def _frozen(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``a`` made read-only: cached tables are shared by every later release in the process, so
+    a caller that wrote into one would change their stated ±."""
+    a.flags.writeable = False
+    return a
 
 
 @functools.lru_cache(maxsize=64)
@@ -429,7 +446,5 @@ def _tree_groups(
             out[1].append(np.full(len(rows), lv))
             out[2].append(block[rows, cols])
             out[3].append((ends - cols).astype(np.float64))
-    edge, level, value, count, l1 = (np.concatenate(x) for x in out)
-    for cached in (edge, level, value, count, l1):  # kept by the cache: read-only
-        cached.setflags(write=False)
+    edge, level, value, count, l1 = (_frozen(np.concatenate(x)) for x in out)
     return edge, level, value, count, l1
