@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from snapdp.data.statistics.math.quantile_stoploss import stop_loss_rho
 from snapdp.data.statistics.math.quantile_tail import edge_tail_bound
+from snapdp.data.statistics.math.quantile_tree import band_slack
 from snapdp.data.statistics.math.sum_bound import NoiseKind
 
 __all__ = [
@@ -43,10 +44,8 @@ def near_edges(
     :func:`~snapdp.data.statistics.math.quantile_tree.value_interval`: every edge whose exact g
     is within 2·r₁ − r of 0 is in S (a superset, which only widens the bound)."""
     cum = np.asarray(cdf, dtype=np.float64)
-    total = float(cum[-1])
-    band = (2 * first - radius) * (1 + 1e-9)
-    slack = band + 1e-9 * (abs(total) + float(np.abs(cum).max()) + 1)
-    return np.flatnonzero(np.abs(cum - probability * total) < slack)
+    slack = band_slack(cum, 2 * first - radius)
+    return np.flatnonzero(np.abs(cum - probability * float(cum[-1])) < slack)
 
 
 def first_radius(

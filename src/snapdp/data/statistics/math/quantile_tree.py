@@ -37,6 +37,7 @@ __all__ = [
     "BRANCHING_CANDIDATES",
     "MAX_LEAVES",
     "TreeSpec",
+    "band_slack",
     "consistent_leaves",
     "exact_quantiles",
     "integer_in_leaf",
@@ -372,8 +373,7 @@ def value_interval(
     cum = np.asarray(cdf, dtype=np.float64)
     p = float(check_finite("probability", probability))
     total = float(cum[-1])
-    # the doubles' rounding of the CDF: far below this slack
-    slack = rank * (1 + 1e-9) + 1e-9 * (abs(total) + float(np.abs(cum).max()) + 1)
+    slack = band_slack(cum, rank)
     d = cum - p * total
     below = np.flatnonzero(d < -slack)
     above = np.flatnonzero(d > slack)
@@ -381,6 +381,12 @@ def value_interval(
     e_lo = lo + int(below[-1]) * width if len(below) else lo
     e_hi = lo + int(above[0]) * width if len(above) else spec.upper
     return max(e_lo, lo), min(e_hi, spec.upper)
+
+
+def band_slack(cum: npt.NDArray[np.float64], band: float) -> float:
+    """``band`` widened by more than the doubles' rounding of the released CDF ``cum``: every
+    edge whose exact C̃ − p·Ñ lies within ``band`` of 0 lies within this of 0 in doubles."""
+    return band * (1 + 1e-9) + 1e-9 * (abs(float(cum[-1])) + float(np.abs(cum).max()) + 1)
 
 
 # --------------------------------------------------------------------------------------------
