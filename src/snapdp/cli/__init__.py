@@ -9,10 +9,11 @@ check (docs/performance.md, "Latency").
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,21 +37,29 @@ def _launched_as_the_command() -> bool:
 #: instead of ~85, and at most this many young objects wait for the next one.
 _YOUNG = 5_000
 
+
+@contextlib.contextmanager
+def _collector_off(active: bool) -> Iterator[None]:
+    """When ``active``: no collection inside, then what it made is frozen (never scanned again:
+    imports live as long as the process) and the collector is on again."""
+    if active:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if active:
+            gc.freeze()
+            gc.enable()
+
+
 # Started as the command, the collector stays off while the command's libraries are imported
 # (numpy, click, the planner: ~0.4 s of a fresh run, ~70 young collections, 10-40 ms of CPU)
-# and is then frozen (below), so that the command's collections do not scan the imports either.
-_QUIET_IMPORT = gc.isenabled() and _launched_as_the_command()
-if _QUIET_IMPORT:
-    gc.disable()
-try:
+# and is then frozen, so that the command's collections do not scan the imports either.
+with _collector_off(gc.isenabled() and _launched_as_the_command()):
     import click
 
     from snapdp import __version__
     from snapdp.cli._common import BoundaryGroup
-finally:
-    if _QUIET_IMPORT:
-        gc.freeze()
-        gc.enable()
 
 __all__ = ["COMMANDS", "main"]
 
@@ -113,14 +122,8 @@ class _LazyGroup(BoundaryGroup):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMANDS:
-            if self._process:  # no collection while the command's module is imported
-                gc.disable()
-            try:
+            with _collector_off(self._process):  # no collection while the module is imported
                 command = getattr(importlib.import_module(COMMANDS[cmd_name]), cmd_name)
-            finally:
-                if self._process:
-                    gc.freeze()
-                    gc.enable()
             self.add_command(command, cmd_name)
         return self.commands.get(cmd_name)
 
