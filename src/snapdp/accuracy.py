@@ -27,6 +27,7 @@ import math
 import struct
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any, TypeVar
 
 from gmpy2 import mpfr, mpq
 
@@ -54,6 +55,7 @@ __all__ = [
 _WORK_BITS = 160
 _BISECTION_STEPS = 200
 _UNIFORM_FACTOR = 1 + mpq(1, 1 << 52)  # P(U* < t) <= t·(1 + 2**-52)
+_T = TypeVar("_T")
 
 
 def _output_rounding(params: SnappingParameters) -> mpq:
@@ -100,10 +102,16 @@ def _tail_of(params: SnappingParameters) -> Callable[[mpq], mpfr]:
     the same bits, for the bisection's many points. Hashable parameters share one function per
     process, which keeps its values (the rounded and unrounded bounds at one α bisect through
     the same points)."""
+    return _memo(_shared_tail, params)
+
+
+def _memo(cached: functools._lru_cache_wrapper[_T], *args: Any) -> _T:
+    """``cached(*args)``, or computed without the cache when an argument cannot be hashed
+    (parameters that are not the frozen dataclass)."""
     try:
-        return _shared_tail(params)
-    except TypeError:  # parameters that cannot be hashed: a function of their own
-        return _shared_tail.__wrapped__(params)
+        return cached(*args)
+    except TypeError:
+        return cached.__wrapped__(*args)
 
 
 _KEPT_POINTS = 4096  # tail values kept per parameters (a bisection asks for ~100)
@@ -166,10 +174,7 @@ def accuracy_bound(params: SnappingParameters, alpha: object, *, rounding: bool 
     usefulness from the same one).
     """
     a_prob = check_probability("alpha", alpha)
-    try:
-        return _accuracy_bound(params, a_prob, rounding)
-    except TypeError:  # parameters that cannot be hashed (not the frozen dataclass): uncached
-        return _accuracy_bound.__wrapped__(params, a_prob, rounding)
+    return _memo(_accuracy_bound, params, a_prob, rounding)
 
 
 @functools.lru_cache(maxsize=256)
