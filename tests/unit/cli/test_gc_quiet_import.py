@@ -70,7 +70,6 @@ def test_which_processes_are_the_command(
 
 _RUN = """
 import gc, sys
-import click
 from snapdp.cli import main
 
 @main.command("probe")
