@@ -68,10 +68,7 @@ def _readable(entry: dict[str, Any]) -> bool:
     one with no shifts, is recomputed in every process whatever is stored)."""
     from snapdp import _certcache
 
-    try:
-        return _certcache._matches(_certcache._from_json(entry["certificate"]), entry["args"])
-    except (ValueError, KeyError, TypeError, ZeroDivisionError):
-        return False
+    return _certcache._first_checked([entry["certificate"]], entry["args"]) is not None
 
 
 def _listed() -> list[dict[str, Any]]:
