@@ -166,7 +166,13 @@ def _by_aggregate(e: TopRows, type_: str | None, count: bool) -> exp.Select:
             expressions=[exp.ArgMin(this=picked, expression=_c(spec.rank), count=_n(spec.n))]
         )
     keys = [b for b in spec.by if b != t]  # without values the cell is the picked column
-    inner = exp.select(*keys, exp.alias_(agg, t)).from_(e.this.copy()).group_by(*spec.by)
+    # one copy of the ranked rows (the tree being rendered keeps its own); the builders below
+    # add to the fresh selects in place
+    inner = (
+        exp.select(*keys, exp.alias_(agg, t))
+        .from_(e.this.copy(), copy=False)
+        .group_by(*spec.by, copy=False)
+    )
     if not spec.values:
         return inner
     if type_ is None:
@@ -177,7 +183,7 @@ def _by_aggregate(e: TopRows, type_: str | None, count: bool) -> exp.Select:
     else:
         unpack = _unpacked(spec, t)
     rest = [b for b in spec.by if b != spec.cell]
-    return exp.select(*rest, *unpack).from_(inner.subquery("_snapdp_p"))
+    return exp.select(*rest, *unpack).from_(inner.subquery("_snapdp_p", copy=False), copy=False)
 
 
 def lower_duckdb(gen: Any, e: TopRows) -> str:
@@ -199,11 +205,11 @@ def lower_spark(gen: Any, e: TopRows) -> str:
         partition_by=[_c(b) for b in spec.by],
         order=exp.Order(expressions=[exp.Ordered(this=_c(o)) for o in (spec.rank, *spec.order)]),
     )
-    numbered = exp.select("*", exp.alias_(window, "_snapdp_n")).from_(e.this.copy())
+    numbered = exp.select("*", exp.alias_(window, "_snapdp_n")).from_(e.this.copy(), copy=False)
     kept = (
         exp.select(*spec.out)
-        .from_(numbered.subquery("_snapdp_w"))
-        .where(exp.LTE(this=_c("_snapdp_n"), expression=_n(spec.n)))
+        .from_(numbered.subquery("_snapdp_w", copy=False), copy=False)
+        .where(exp.LTE(this=_c("_snapdp_n"), expression=_n(spec.n)), copy=False)
     )
     return str(gen.sql(kept))
 
