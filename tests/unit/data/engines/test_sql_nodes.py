@@ -46,7 +46,7 @@ def test_the_text_is_the_string_builders_text(monkeypatch: pytest.MonkeyPatch) -
         for name, reference in STRINGS.items():
             m.setattr(nodes, name, reference)
         parsed, parsed_text = _built()
-    assert len(text) == len(parsed_text) == 52
+    assert len(text) == len(parsed_text) == 40
     assert text == parsed_text  # DuckDB and Spark, byte for byte
     assert built == parsed  # the same nodes, not only the same text
 
