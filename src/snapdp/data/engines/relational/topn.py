@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from sqlglot import exp
 
 from snapdp.data.engines.base import RANK_MASK
+from snapdp.data.engines.relational import nodes
 
 __all__ = ["Digest", "DigestLane", "Kept", "TopRows", "TopSpec", "lower_duckdb", "lower_spark"]
 
@@ -166,7 +167,11 @@ def _by_aggregate(e: TopRows, type_: str | None, count: bool) -> exp.Select:
             expressions=[exp.ArgMin(this=picked, expression=_c(spec.rank), count=_n(spec.n))]
         )
     keys = [b for b in spec.by if b != t]  # without values the cell is the picked column
-    inner = exp.select(*keys, exp.alias_(agg, t)).from_(e.this.copy()).group_by(*spec.by)
+    inner = (
+        exp.select(*nodes.columns(keys), exp.alias_(agg, t))
+        .from_(e.this.copy())
+        .group_by(*nodes.columns(spec.by))
+    )
     if not spec.values:
         return inner
     if type_ is None:
@@ -177,7 +182,7 @@ def _by_aggregate(e: TopRows, type_: str | None, count: bool) -> exp.Select:
     else:
         unpack = _unpacked(spec, t)
     rest = [b for b in spec.by if b != spec.cell]
-    return exp.select(*rest, *unpack).from_(inner.subquery("_snapdp_p"))
+    return exp.select(*nodes.columns(rest), *unpack).from_(inner.subquery("_snapdp_p"))
 
 
 def lower_duckdb(gen: Any, e: TopRows) -> str:
@@ -199,9 +204,9 @@ def lower_spark(gen: Any, e: TopRows) -> str:
         partition_by=[_c(b) for b in spec.by],
         order=exp.Order(expressions=[exp.Ordered(this=_c(o)) for o in (spec.rank, *spec.order)]),
     )
-    numbered = exp.select("*", exp.alias_(window, "_snapdp_n")).from_(e.this.copy())
+    numbered = exp.select(nodes.star(), exp.alias_(window, "_snapdp_n")).from_(e.this.copy())
     kept = (
-        exp.select(*spec.out)
+        exp.select(*nodes.columns(spec.out))
         .from_(numbered.subquery("_snapdp_w"))
         .where(exp.LTE(this=_c("_snapdp_n"), expression=_n(spec.n)))
     )
