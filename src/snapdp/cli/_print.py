@@ -4,6 +4,7 @@ a dry run's accuracy statements and a release's results with their usefulness fl
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import threading
@@ -200,7 +201,10 @@ def print_results(
     # markup or emoji codes (a file named `data[final].csv` prints as named), and rich does not
     # parse them for either (cheaper)
     console = Console(markup=False, emoji=False)
-    console.print(f"Private release from {label}")
+    # rich's highlighting (numbers, paths, quotes in colour) shows only where styles are written:
+    # without a colour system (not a terminal) its regular expressions would change no byte
+    say = functools.partial(console.print, highlight=console.color_system is not None)
+    say(f"Private release from {label}")
     for r in results:
         shown = Table(title=f"{r.label}, ε = {exact_text(r.epsilon)}")
         for k in r.key_columns:
@@ -217,24 +221,24 @@ def print_results(
                 plain_number(row.value),
                 "±" + plain_number(row.accuracy, 4),
             )
-        console.print(shown)
+        say(shown)
         if r.target_note is not None:
-            console.print(f"  {'✓' if r.target_met else '✗'} {r.target_note}")
+            say(f"  {'✓' if r.target_met else '✗'} {r.target_note}")
         for note in _plain_lines(r.notes) if plain else r.notes:
-            console.print(f"  · {note}")
+            say(f"  · {note}")
         flags, summary = usefulness(r, schema)
         for flag in flags:
-            console.print(f"  ⚑ {flag['message']}")
+            say(f"  ⚑ {flag['message']}")
         if summary:
-            console.print(f"  {summary}")
-    console.print(
+            say(f"  {summary}")
+    say(
         f"Each value is within its ± of the true statistic (of the declared, bounded table) with "
         f"probability ≥ {results[0].confidence:g}."
     )
     if plain and any(r.notes for r in results):
-        console.print("(--details prints the exact statement of each note)")
+        say("(--details prints the exact statement of each note)")
     where = f"ledger {ledger}" if ledger else "no ledger (one-off budget)"
-    console.print(f"Spent ε = {exact_text(eps)}; {where}; remaining ε = {exact_text(remaining)}.")
+    say(f"Spent ε = {exact_text(eps)}; {where}; remaining ε = {exact_text(remaining)}.")
 
 
 def _plain_lines(notes: Sequence[str]) -> list[str]:

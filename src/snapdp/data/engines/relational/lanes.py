@@ -15,6 +15,7 @@ from snapdp.data.engines.base import (
     key_value_lanes,
     lane_count,
 )
+from snapdp.data.engines.relational import nodes
 from snapdp.data.engines.relational.topn import node_column as _c
 from snapdp.data.engines.relational.topn import node_int as _n
 from snapdp.data.engines.relational.topn import node_type as _t
@@ -58,7 +59,7 @@ def by_value_lanes(
     value (:func:`~snapdp.data.engines.base.cell_lanes`), computed here so that every engine
     reads the same numbers: one table for the ``joint`` tuples (by tuple index), one per other
     ``by_value`` column (by key index); and those lanes (a declared column's: its own index)."""
-    joined = exp.select(*carried).from_(relation)
+    joined = exp.select(*nodes.columns(carried)).from_(relation)
     out: list[exp.Expression] = []
     width = 0 if plan.joint is None else len(plan.joint[0]) if plan.joint else len(plan.groupings)
     if plan.joint is not None and not plan.joint:
@@ -78,7 +79,7 @@ def by_value_lanes(
             ),
         )
         on = exp.EQ(this=index, expression=exp.column(i, table=t))
-        joined = joined.select(*lanes, copy=False).join(table, on=on, copy=False)
+        joined = joined.select(*nodes.columns(lanes), copy=False).join(table, on=on, copy=False)
         out.extend(exp.Cast(this=_c(x), to=_t("BIGINT")) for x in lanes)
 
     if width:

@@ -41,7 +41,7 @@ from snapdp.data.engines.base import (
     row_chunks,
     row_radices,
 )
-from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational import exprs, nodes
 from snapdp.data.engines.relational.lanes import CELL, P, by_value_lanes
 from snapdp.data.engines.relational.lanes import int_lanes_sql as _lanes
 from snapdp.data.engines.relational.lanes import p_and as _and
@@ -145,7 +145,7 @@ def ranked(
     if plan.unit is not None and plan.unit.type == "text":
         digest = f"{P}um"
         relation = (
-            exp.select(*cols, exp.alias_(Digest(this=_c(UNIT)), digest))
+            exp.select(*nodes.columns(cols), exp.alias_(Digest(this=_c(UNIT)), digest))
             .from_(relation, copy=False)
             .subquery(f"{P}r", copy=False)
         )
@@ -168,7 +168,9 @@ def ranked(
     lanes.insert(0, unit_lane)
     xs = [f"{P}x{i}" for i in range(len(lanes))]
     rel = (
-        exp.select(*cols, *(exp.alias_(x, c) for x, c in zip(lanes, xs, strict=True)))
+        exp.select(
+            *nodes.columns(cols), *(exp.alias_(x, c) for x, c in zip(lanes, xs, strict=True))
+        )
         .from_(relation, copy=False)
         .subquery(f"{P}r", copy=False)
     )
@@ -185,22 +187,22 @@ def ranked(
     first_b = exp.Mul(
         this=_xor(exp.Cast(this=_n(k1 ^ tag), to=_t("BIGINT")), xb), expression=_n(mb)
     )
-    select = exp.select(*cols, *xs, exp.alias_(first_a, ta), exp.alias_(first_b, tb)).from_(
-        rel, copy=False
-    )
+    select = exp.select(
+        *nodes.columns([*cols, *xs]), exp.alias_(first_a, ta), exp.alias_(first_b, tb)
+    ).from_(rel, copy=False)
     for xa, xb in pairs[1:]:
         step_a = exp.Mul(this=_xor(_fold(ta), xa), expression=_n(ma))
         step_b = exp.Mul(this=_xor(_fold(tb), xb), expression=_n(mb))
         # each step wraps the last one, which nothing else holds: no copy (a copy made the
         # rendering quadratic in the number of lanes)
-        select = exp.select(*cols, *xs, exp.alias_(step_a, ta), exp.alias_(step_b, tb)).from_(
-            select.subquery(f"{P}r", copy=False), copy=False
-        )
+        select = exp.select(
+            *nodes.columns([*cols, *xs]), exp.alias_(step_a, ta), exp.alias_(step_b, tb)
+        ).from_(select.subquery(f"{P}r", copy=False), copy=False)
     rank = exp.Add(
         this=exp.Mul(this=_fold(ta), expression=_n(1 << 31)), expression=_shr(_fold(tb), 1)
     )
     last = select.subquery(f"{P}r", copy=False)
-    return exp.select(*cols, exp.alias_(rank, name)).from_(last, copy=False)
+    return exp.select(*nodes.columns(cols), exp.alias_(rank, name)).from_(last, copy=False)
 
 
 # -- the query ---------------------------------------------------------------------------------
@@ -225,7 +227,7 @@ def aggregate_query(
         final = _bounding(plan, ctes, qnames, wide)
     tree, layout = _aggregates(plan, final, wide)
     for name, body in ctes:
-        tree = tree.with_(name, as_=body, copy=False)
+        tree = tree.with_(nodes.cte_alias(name), as_=body, copy=False)
     return Query(tree, layout, 32 if wide else 31)
 
 
@@ -233,7 +235,7 @@ def _cells_and_quanta(
     plan: AggregatePlan, alias: dict[str, str], decl: Mapping[str, object], wide: bool
 ) -> tuple[exp.Select, list[str]]:
     """``s1``: the cell index, the row filter, the quanta and the unit."""
-    s1 = exp.select().from_(f"{P}s0")
+    s1 = exp.select().from_(nodes.table(f"{P}s0"))
     where: list[exp.Expression] = []
     terms: list[exp.Expression] = []
     stride = plan.n_cells
@@ -337,15 +339,16 @@ def _bounding(
         for q, vc in zip(qnames, plan.values, strict=True)
     )
     null_unit = exp.Is(this=_c(UNIT), expression=exp.Null())
-    ctes.append((f"{P}b0", exp.select(*cols).from_(f"{P}s1").where(exp.Not(this=null_unit))))
+    b0 = exp.select(*nodes.columns(cols)).from_(nodes.table(f"{P}s1"))
+    ctes.append((f"{P}b0", b0.where(exp.Not(this=null_unit))))
     current = f"{P}b0"
     b = plan.bounds
 
     def top_rows(by: tuple[str, ...], n: int) -> exp.Select:
-        rel = ranked(exp.to_table(current), cols, plan, ROW_TAG, True, f"{P}rr", wide)
+        rel = ranked(nodes.table(current), cols, plan, ROW_TAG, True, f"{P}rr", wide)
         spec = TopSpec(by, CELL, plan.n_cells, kept, n, f"{P}rr")
         top = TopRows(this=rel.subquery(f"{P}r", copy=False), spec=spec)
-        return exp.select(*cols).from_(
+        return exp.select(*nodes.columns(cols)).from_(
             exp.Subquery(this=top, alias=exp.TableAlias(this=exp.to_identifier(f"{P}top")))
         )
 
@@ -362,31 +365,30 @@ def _bounding(
         elif kind == "rows per unit":
             body = top_rows((UNIT,), n)
         else:
-            cells = exp.select(UNIT, CELL).distinct().from_(current).subquery(f"{P}d")
+            pair = nodes.columns((UNIT, CELL))
+            cells = exp.select(*pair).distinct().from_(nodes.table(current)).subquery(f"{P}d")
             rel = ranked(cells, [UNIT, CELL], plan, GROUP_TAG, False, f"{P}gr", wide)
             spec = TopSpec((UNIT,), CELL, plan.n_cells, (), n, f"{P}gr", (CELL,))
             top = TopRows(this=rel.subquery(f"{P}r", copy=False), spec=spec)
             ctes.append(
                 (
                     f"{P}h{step}",
-                    exp.select(UNIT, CELL).from_(
+                    exp.select(*nodes.columns((UNIT, CELL))).from_(
                         exp.Subquery(
                             this=top, alias=exp.TableAlias(this=exp.to_identifier(f"{P}top"))
                         )
                     ),
                 )
             )
-            body = (
-                exp.select("*")
-                .from_(current)
-                .join(f"{P}h{step}", join_type="semi", using=[UNIT, CELL])
-            )
+            everything = exp.select(nodes.star()).from_(nodes.table(current))
+            body = nodes.semi_join(everything, f"{P}h{step}", (UNIT, CELL))
         ctes.append((f"{P}b{step}", body))
         current = f"{P}b{step}"
     if plan.null_units == "own":
         out = [CELL, *qnames]
-        own = exp.select(*out).from_(f"{P}s1").where(null_unit.copy())
-        ctes.append((f"{P}bz", exp.union(exp.select(*out).from_(current), own, distinct=False)))  # type: ignore[arg-type]
+        own = exp.select(*nodes.columns(out)).from_(nodes.table(f"{P}s1")).where(null_unit.copy())
+        bounded = exp.select(*nodes.columns(out)).from_(nodes.table(current))
+        ctes.append((f"{P}bz", exp.union(bounded, own, distinct=False)))  # type: ignore[arg-type]
         return f"{P}bz"
     return current
 
@@ -434,5 +436,5 @@ def _aggregates(plan: AggregatePlan, relation: str, wide: bool) -> tuple[exp.Sel
             if not wide:
                 term = exp.Cast(this=term, to=_t("HUGEINT"))
             out(exp.Sum(this=term), f"_sq{j}_{name}")
-    tree = exp.select(*items).from_(relation).group_by(_c(CELL))
+    tree = exp.select(*items).from_(nodes.table(relation)).group_by(_c(CELL))
     return tree, layout

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from sqlglot import exp
 
 from snapdp.data.engines.base import RANK_MASK
+from snapdp.data.engines.relational import nodes
 
 __all__ = ["Digest", "DigestLane", "Kept", "TopRows", "TopSpec", "lower_duckdb", "lower_spark"]
 
@@ -169,9 +170,9 @@ def _by_aggregate(e: TopRows, type_: str | None, count: bool) -> exp.Select:
     # one copy of the ranked rows (the tree being rendered keeps its own); the builders below
     # add to the fresh selects in place
     inner = (
-        exp.select(*keys, exp.alias_(agg, t))
+        exp.select(*nodes.columns(keys), exp.alias_(agg, t))
         .from_(e.this.copy(), copy=False)
-        .group_by(*spec.by, copy=False)
+        .group_by(*nodes.columns(spec.by), copy=False)
     )
     if not spec.values:
         return inner
@@ -183,7 +184,9 @@ def _by_aggregate(e: TopRows, type_: str | None, count: bool) -> exp.Select:
     else:
         unpack = _unpacked(spec, t)
     rest = [b for b in spec.by if b != spec.cell]
-    return exp.select(*rest, *unpack).from_(inner.subquery("_snapdp_p", copy=False), copy=False)
+    return exp.select(*nodes.columns(rest), *unpack).from_(
+        inner.subquery("_snapdp_p", copy=False), copy=False
+    )
 
 
 def lower_duckdb(gen: Any, e: TopRows) -> str:
@@ -205,9 +208,11 @@ def lower_spark(gen: Any, e: TopRows) -> str:
         partition_by=[_c(b) for b in spec.by],
         order=exp.Order(expressions=[exp.Ordered(this=_c(o)) for o in (spec.rank, *spec.order)]),
     )
-    numbered = exp.select("*", exp.alias_(window, "_snapdp_n")).from_(e.this.copy(), copy=False)
+    numbered = exp.select(nodes.star(), exp.alias_(window, "_snapdp_n")).from_(
+        e.this.copy(), copy=False
+    )
     kept = (
-        exp.select(*spec.out)
+        exp.select(*nodes.columns(spec.out))
         .from_(numbered.subquery("_snapdp_w", copy=False), copy=False)
         .where(exp.LTE(this=_c("_snapdp_n"), expression=_n(spec.n)), copy=False)
     )

@@ -347,7 +347,7 @@ def _quantile_rows(
     leaves = qmod.consistent_leaves(levels, tree)
     ls_cdf = qmod.least_squares_cdf(levels, tree)  # the value ± is read from it (before isotonic)
     probs = compiled.query.quantiles
-    exact = qmod.exact_quantiles(leaves, tree, probs)
+    exact = qmod.exact_quantiles(leaves, tree, probs, float(ls_cdf[-1]))  # at p·Ñ
     if compiled.leaf is not None and compiled.leaf.type == "integer":  # from the declaration
         exact = tuple(qmod.integer_in_leaf(x, tree) for x in exact)
     assert statement.rank is not None
@@ -359,8 +359,6 @@ def _quantile_rows(
     assert statement.alpha is not None
     stages = zip(statement.targets, statement.value_first, statement.value_targets, strict=True)
     for p, x, (target, first, second) in zip(probs, exact, stages, strict=True):
-        # inside the bounds as released; the ± covers the rounding (docs/data.md)
-        v = quantile_values.released_value(x, *bounds)
         radius = quantile_stages.value_radius(
             ls_cdf, tree.branching, tree.depth, statement.kinds, statement.alpha, float(p),
             first, second,
@@ -368,6 +366,9 @@ def _quantile_rows(
         lo, hi = qmod.value_interval(ls_cdf, tree, p, radius)  # exact leaf edges
         if integers:  # a p-quantile of integers lies at an integer (docs/utility.md)
             lo, hi = quantile_values.integer_interval(lo, hi, tree.upper)
+        # moved into [lo, hi] (only toward every p-quantile there), inside the bounds as
+        # released; the ± covers the rounding (docs/data.md; docs/utility.md, "Quartiles at p·Ñ")
+        v = quantile_values.released_value(min(max(x, lo), hi), *bounds)
         acc = quantile_values.value_pm(v, lo, hi)
         rank = quantiles_tail.released_rank(float(p), cdf, target)  # (1 + p)·cdf, or less
         interval = quantile_values.released_interval(lo, hi, *bounds)

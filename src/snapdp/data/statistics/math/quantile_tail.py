@@ -183,27 +183,24 @@ def chernoff_cdf(
 
 
 def released_rank(probability: float, cdf: float, target: float) -> float:
-    """The rank ± of a released p-quantile (:func:`quantiles_from_leaves` on
-    :func:`consistent_leaves`): min((1 + p)·c, m_p·rₚ), m_p = max(1 + 2p, p/(1 − p)) (only the
-    first for p = 1). ``cdf``: c, a bound on |C̃(t) − C(t)| at every edge; ``target``: rₚ, one on
-    |(C̃(t) − p·Ñ) − (C(t) − p·N)| at every edge t = 0..n. Each holds with probability >= 1 − α,
-    so the smaller (both are data-free) does too. See docs/data.md, "The rank ± of a released
-    quantile".
+    """The rank ± of a released p-quantile (``quantile_tree.exact_quantiles`` on
+    ``consistent_leaves`` at p·Ñ, Ñ the least-squares total, moved into its value interval):
+    min((1 + p)·c, rₚ). ``cdf``: c, a bound on |C̃(t) − C(t)| at every edge; ``target``: rₚ,
+    one on |(C̃(t) − p·Ñ) − (C(t) − p·N)| at every edge t = 0..n. Each holds with probability
+    >= 1 − α, so the smaller (both are data-free) does too. See docs/data.md, "The rank ± of a
+    released quantile".
 
-    With rₚ (f = C − p·N, g = C̃ − p·Ñ, I the isotonic fit of C̃ over the edges 1..n, Ĉ = max(I, 0),
+    With rₚ (f = C − p·N, I the isotonic fit of C̃ over the edges 1..n, Ĉ = max(I, 0),
     N̂ = Ĉ(n)): the isotonic fit commutes with the shift by p·Ñ and is a sup-norm contraction
-    toward the monotone f, so |I − p·Ñ − f| <= rₚ; and N̂ = I(n) (the largest suffix average of
-    C̃) lies in [Ñ, Ñ + 2rₚ] when N̂ > 0. The released value lies in the leaf j with
-    Ĉ(j) < p·N̂ <= Ĉ(j+1): at j + 1 the fit is not clipped (p > 0), so f(j+1) >= −rₚ; at j,
-    f(j) < (1 + 2p)·rₚ whether I(j) >= 0 (I(j) − p·Ñ < p(N̂ − Ñ)) or not (f(j) < rₚ − p·Ñ <=
-    rₚ + 2p·rₚ − p·N̂). When N̂ <= 0 (the value is L + p(U − L)), Ñ <= 0 and N <= rₚ/(1 − p), so
-    every leaf edge is within max(1 − p, p)·N <= m_p·rₚ of p·N.
+    toward the monotone f, so |I − p·Ñ − f| <= rₚ. When N̂ > 0 and p·Ñ > 0 the value lies in
+    the first leaf j with Ĉ(j+1) >= p·Ñ: there Ĉ is not clipped, so f(j+1) >= −rₚ, and
+    f(j) < rₚ (I(j) <= Ĉ(j) < p·Ñ, or j = 0 and f(0) = −p·N <= 0). Otherwise (the value L, or
+    L + p(U − L) when N̂ <= 0) p = 0 or Ñ <= 0, and the bound at the edges 0 and n gives
+    p·N <= rₚ and (1 − p)·N <= rₚ: every edge is within rₚ of p·N. Moving the value into its
+    interval [e_lo, e_hi] keeps this (f(e_lo) < rₚ − r̂, f(e_hi) > r̂ − rₚ on the same event).
     """
     p = float(probability)
-    rank = _round_up((1 + p) * cdf)
-    if p < 1:
-        rank = min(rank, _round_up(max(1 + 2 * p, p / (1 - p)) * target * (1 + 1e-9)))
-    return rank
+    return min(_round_up((1 + p) * cdf), _round_up(target * (1 + 1e-9)))
 
 
 def value_accuracy(spec: TreeSpec, rank_acc: RankAccuracy | float, n_ref: int) -> float:

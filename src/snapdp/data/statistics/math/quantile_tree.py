@@ -300,14 +300,15 @@ def exact_quantiles(
     leaves: Sequence[float] | npt.NDArray[np.float64],
     spec: TreeSpec,
     probabilities: Sequence[object],
+    total: float | None = None,
 ) -> tuple[Fraction, ...]:
     """The p-quantiles from non-negative leaf counts, interpolated linearly within a leaf, as
     exact rationals in [L, U].
 
-    With C₀ = 0, Cⱼ the cumulative count up to edge eⱼ and N = C_n the total, the p-quantile is
-    the value v in the first leaf j with C_{j+1} >= p·N, at v = eⱼ + (p·N − Cⱼ)/leafⱼ·w (the
-    leaf's rows taken as spread evenly over it); an empty total gives L + p·(U − L) (no
-    information: the interpolation over a uniform spread). Non-decreasing in p. The position
+    With C₀ = 0, Cⱼ the cumulative count up to edge eⱼ, N = C_n and T = min(``total``, N) (N
+    without it; a release passes Ñ <= N, docs/data.md, "The rank ± of a released quantile"),
+    the p-quantile is in the first leaf j with C_{j+1} >= p·T, at eⱼ + (p·T − Cⱼ)/leafⱼ·w (rows
+    spread evenly over the leaf); N <= 0 gives L + p·(U − L). Non-decreasing in p. The position
     in the leaf is found in doubles; the value is formed and clamped to [L, U] exactly.
     """
     arr = np.asarray(leaves, dtype=np.float64)
@@ -320,15 +321,14 @@ def exact_quantiles(
         raise ParameterError("`probabilities` must lie in [0, 1]", parameter="probabilities")
     lo, width = spec.lower, spec.leaf_width
     cdf = np.concatenate(([0.0], np.cumsum(np.maximum(arr, 0.0))))
-    total = cdf[-1]
+    reach = cdf[-1] if total is None else min(float(total), cdf[-1])
     out = []
     for p in probs:
-        if not total > 0:
+        if not cdf[-1] > 0:
             out.append(lo + p * (spec.upper - spec.lower))
             continue
-        target = float(p) * total
-        j = int(np.searchsorted(cdf[1:], target, side="left"))
-        j = min(j, spec.leaves - 1)
+        target = float(p) * reach
+        j = min(int(np.searchsorted(cdf[1:], target, side="left")), spec.leaves - 1)
         mass = cdf[j + 1] - cdf[j]
         frac = 0.0 if mass <= 0 else min(1.0, max(0.0, (target - cdf[j]) / mass))
         out.append(min(spec.upper, lo + (j + Fraction(frac)) * width))
