@@ -171,8 +171,9 @@ def sample(params: ExponentialParameters, losses: Sequence[int], source: BitSour
     for w in weights:  # a fixed number of additions
         total += w
     words = params.draw_words
-    u = uniform_below(int(total), words, source)
-    index, acc = 0, 0
+    # as an mpz: each comparison below would otherwise convert the Python int again
+    u = gmpy2.mpz(uniform_below(int(total), words, source))
+    index, acc = 0, gmpy2.mpz(0)
     for w in weights:  # scan every candidate: the work does not depend on where u falls
         acc += w
         index += int(acc <= u)
