@@ -41,28 +41,36 @@ SHARED_DATA = Path(os.environ.get("SNAPDP_SHARED_DATA", REPO_ROOT.parent / "shar
 
 
 # The order xdist hands out work under `pytest -n 2 --dist loadgroup` (pyproject.toml:
-# --no-loadscope-reorder, so this order is the one it keeps), longest units first so that no long
-# one is left for the end while the other worker idles: the two Spark groups (one JVM each, of
-# about equal CPU: tests/unit/data/engines/conftest.py), then the other groups, then the tests of
-# the slowest files (by `--durations` on 2026-11-27), then the rest in collection order.
-FIRST_GROUPS = ("spark", "spark2", "doc_examples", "plan_combination")
-SLOW_FILES = (
-    "tests/unit/data/engines/test_spark_cluster.py",  # its own JVMs: master, worker, driver
-    "tests/unit/data/plan/test_two_phase.py",
-    "tests/statistical/test_quantile_coverage_at_scale.py",
-    "tests/statistical/test_release_coverage.py",
-    "tests/statistical/test_coverage_at_scale.py",
-    "tests/unit/data/test_exponential_quantiles.py",
-    "tests/unit/data/test_quantile_values.py",
-    "tests/unit/data/test_groups_from_data_units.py",
-    "tests/unit/verify/test_certify_random.py",
-    "tests/unit/data/plan/test_plan_cache.py",
-    "tests/unit/data/test_release_neighbours.py",
-    "tests/unit/data/test_statistics_kinds.py",
-    "tests/unit/data/test_release_api.py",
-    "tests/unit/data/test_differential_sql.py",
-    "tests/unit/ui/test_server.py",
-    "tests/unit/ui/test_results_words.py",
+# --no-loadscope-reorder, so this order is the one it keeps): the longest units first, so that no
+# long one is left for the end while the other worker idles. A unit is a group (every test of it
+# runs on one worker, one after the other) or, outside the groups, a single test; each entry
+# below is a group's name or a file (its tests), ordered by the longest unit it holds in the
+# junit report of a full run on 2026-11-27 (seconds in the comments); the rest follow in
+# collection order. The two Spark groups hold one JVM each, of about equal CPU
+# (tests/unit/data/engines/conftest.py).
+ORDER = (
+    "spark",  # 188 s
+    "spark2",  # 162 s
+    "tests/unit/data/engines/test_spark_cluster.py",  # 57 s: its own master, worker, driver
+    "quantile_coverage_at_scale",  # 46 s: one module-scoped release of every configuration
+    "tests/unit/verify/test_certify_random.py",  # 26 s
+    "doc_examples",  # 23 s
+    "tests/unit/data/test_exponential_quantiles.py",  # 22 s
+    "tests/unit/data/test_groups_from_data_units.py",  # 22 s
+    "tests/unit/data/test_quantile_values.py",  # 21 s
+    "browser",  # 16 s
+    "tests/statistical/test_release_coverage.py",  # 14 s
+    "browser_targets",  # 13 s
+    "coverage_at_scale",  # 12 s
+    "browser_results",  # 12 s
+    "tests/unit/data/test_sample_spread_accuracy.py",  # 10 s
+    "tests/unit/data/test_quantile_stoploss.py",  # 8 s
+    "tree_branching",  # 7 s
+    "tests/unit/ui/test_browser_delta.py",  # 6 s
+    "plan_combination",  # 6 s
+    "tests/unit/data/test_sample_variance.py",  # 6 s
+    "tests/unit/data/plan/test_plan_promise.py",  # 5 s
+    "tests/unit/test_ieee.py",  # 5 s
 )
 # Files whose tests run as one group, on one worker. Under `--dist loadgroup` xdist hands out
 # the other tests one by one, so a file's tests land on both workers and each worker pays again
@@ -92,12 +100,10 @@ def _relative(item: pytest.Item) -> str:
 def _first_rank(item: pytest.Item) -> int:
     for mark in item.iter_markers("xdist_group"):
         name = mark.args[0] if mark.args else mark.kwargs.get("name")
-        if name in FIRST_GROUPS:
-            return FIRST_GROUPS.index(name)
+        if name in ORDER:
+            return ORDER.index(name)
     path = _relative(item)
-    if path in SLOW_FILES:
-        return len(FIRST_GROUPS) + SLOW_FILES.index(path)
-    return len(FIRST_GROUPS) + len(SLOW_FILES)
+    return ORDER.index(path) if path in ORDER else len(ORDER)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

@@ -22,6 +22,7 @@ files they name must exist.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shlex
@@ -101,17 +102,20 @@ def _console_blocks(lines: list[str]) -> Iterator[tuple[int, int]]:
 
 
 def run_page(path: Path, root: Path = ROOT) -> list[tuple[Example, str]]:
-    """Each example of the page with what it prints now, run in a fresh copy of the docs."""
+    """Each example of the page with what it prints now, run in a fresh copy of the docs (where
+    processes fork, by one :class:`_Forks` server: its imports are paid once per page)."""
     found = examples(path, root)
     with tempfile.TemporaryDirectory(prefix="snapdp-docs-") as tmp:
         work = Path(tmp)
         shutil.copy(root / "README.md", work / "README.md")
         shutil.copytree(root / "docs", work / "docs", ignore=shutil.ignore_patterns("figures"))
-        return [(e, run(e.argv, work, root) if e.runs else e.shown) for e in found]
+        if not hasattr(os, "fork") or not any(e.runs for e in found):
+            return [(e, run(e.argv, work, root) if e.runs else e.shown) for e in found]
+        with _Forks(work, root) as forks:
+            return [(e, forks.run(e.argv) if e.runs else e.shown) for e in found]
 
 
-def run(argv: tuple[str, ...], cwd: Path, root: Path = ROOT) -> str:
-    """What ``snapdp ARGV`` prints (stdout, then stderr), seeded, from ``cwd``."""
+def _env(cwd: Path, root: Path) -> dict[str, str]:
     env = {
         **os.environ,
         "PYTHONPATH": str(root / "src"),
@@ -121,12 +125,105 @@ def run(argv: tuple[str, ...], cwd: Path, root: Path = ROOT) -> str:
         "TERM": "dumb",
     }
     env.pop("SNAPDP_TRACEBACK", None)
+    return env
+
+
+def _shown(text: str, cwd: Path) -> str:
+    text = text.replace(f"{cwd}/", "")
+    return "\n".join(line.rstrip() for line in text.rstrip("\n").split("\n"))
+
+
+def run(argv: tuple[str, ...], cwd: Path, root: Path = ROOT) -> str:
+    """What ``snapdp ARGV`` prints (stdout, then stderr), seeded, from ``cwd``."""
     done = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--exec", *argv],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False,
+        cwd=cwd, env=_env(cwd, root), capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
-    text = (done.stdout + done.stderr).replace(f"{cwd}/", "")
-    return "\n".join(line.rstrip() for line in text.rstrip("\n").split("\n"))
+    return _shown(done.stdout + done.stderr, cwd)
+
+
+class _Forks:
+    """One ``--serve`` process, started like :func:`run`'s (same folder, same environment), that
+    imports the CLI once, then runs each example in a forked child of its own: what each prints
+    is what :func:`run` returns, without a fresh interpreter's imports every time."""
+
+    def __init__(self, cwd: Path, root: Path) -> None:
+        self._cwd = cwd
+        self._server = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--serve"],
+            cwd=cwd, env=_env(cwd, root), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+
+    def __enter__(self) -> _Forks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server.stdin is not None
+        self._server.stdin.close()
+        self._server.wait(timeout=600)
+
+    def run(self, argv: tuple[str, ...]) -> str:
+        assert self._server.stdin is not None and self._server.stdout is not None
+        self._server.stdin.write(json.dumps(list(argv)) + "\n")
+        self._server.stdin.flush()
+        line = self._server.stdout.readline()
+        if not line:
+            raise RuntimeError("the examples' server ended early")
+        out, err = json.loads(line)
+        return _shown(out + err, self._cwd)
+
+
+def _serve() -> None:
+    """For each JSON list of words on stdin, ``--exec`` them in a forked child (its stdout and
+    stderr in files of their own) and answer one JSON line [stdout, stderr]."""
+    sys.path.insert(0, str(ROOT / "src"))
+    # imported once, for every child: the CLI and what most examples read data with
+    import duckdb  # noqa: F401
+    import numpy  # noqa: F401
+
+    import snapdp.data  # noqa: F401
+    from snapdp.cli import main  # noqa: F401
+
+    answers = sys.stdout
+    for line in sys.stdin:
+        argv = json.loads(line)
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            answers.flush()
+            pid = os.fork()
+            if pid == 0:
+                _child(argv, out.fileno(), err.fileno())
+            os.waitpid(pid, 0)
+            out.seek(0)
+            err.seek(0)
+            answers.write(json.dumps([out.read(), err.read()]) + "\n")
+            answers.flush()
+
+
+def _child(argv: list[str], out: int, err: int) -> None:
+    """Run ``--exec argv`` as a process of its own would, then end without returning."""
+    import atexit
+    import traceback
+
+    os.dup2(out, 1)
+    os.dup2(err, 2)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - the server's requests are not the child's
+    sys.argv = [str(Path(__file__).resolve()), "--exec", *argv]
+    code = 0
+    try:
+        _exec_seeded(argv)
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+        if stop.code is not None and not isinstance(stop.code, int):
+            print(stop.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 #: What differs between two seeded runs of the same example: the time of day.
@@ -197,5 +294,7 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--exec"]:
         _exec_seeded(sys.argv[2:])
+    elif sys.argv[1:2] == ["--serve"]:
+        _serve()
     else:
         sys.exit(main())

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import gmpy2
+import numpy as np
 
 from snapdp._rational import shown_rational
 from snapdp._validation import check_epsilon
@@ -170,8 +171,9 @@ def sample(params: ExponentialParameters, losses: Sequence[int], source: BitSour
     for w in weights:  # a fixed number of additions
         total += w
     words = params.draw_words
-    u = uniform_below(int(total), words, source)
-    index, acc = 0, 0
+    # as an mpz: each comparison below would otherwise convert the Python int again
+    u = gmpy2.mpz(uniform_below(int(total), words, source))
+    index, acc = 0, gmpy2.mpz(0)
     for w in weights:  # scan every candidate: the work does not depend on where u falls
         acc += w
         index += int(acc <= u)
@@ -186,10 +188,10 @@ def uniform_below(total: int, words: int, source: BitSource) -> int:
         raise ParameterError("`total` must lie in (0, 2**(64·words))", parameter="total")
     limit = ((1 << k) // total) * total
     while True:
-        raw = source.words(words)
-        x = 0
-        for w in raw:
-            x = (x << 64) | int(w)
+        # the words, first one most significant, as one integer: one conversion (a shift per
+        # word copied the growing integer each time, quadratic in the thousands of words of a
+        # small ε's draw); the work depends on the number of words only
+        x = int.from_bytes(np.asarray(source.words(words), dtype=">u8").tobytes(), "big")
         if x < limit:
             return x % total
 

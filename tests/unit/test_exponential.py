@@ -275,3 +275,16 @@ def test_the_ladder_path_equals_the_table_path(monkeypatch: pytest.MonkeyPatch) 
     three, four = gmpy2.mpz(3), gmpy2.mpz(4)  # P = 3, 2**s = 4 (s = 2), 4 bits
     assert mod._ladder(three, four, 0, 4, 2 * 15) == 1
     assert mod._ladder(three, four, 13, 4, 2 * 2) == 3**13
+
+
+def test_a_long_draw_reads_its_words_first_one_most_significant() -> None:
+    """Issue 32: the words of a draw are joined in one conversion (it was a shift per word,
+    quadratic in the thousands of words a small ε needs); the integer is the same."""
+    words = 3000
+    stream = SeededSource(np.random.default_rng(5)).words(words)
+    expected = 0
+    for w in stream:
+        expected = (expected << 64) | int(w)
+    total = (1 << (64 * words)) - 1  # every draw but the last integer is kept as it is
+    assert expected < total
+    assert uniform_below(total, words, SeededSource(np.random.default_rng(5))) == expected

@@ -146,8 +146,8 @@ def ranked(
         digest = f"{P}um"
         relation = (
             exp.select(*nodes.columns(cols), exp.alias_(Digest(this=_c(UNIT)), digest))
-            .from_(relation)
-            .subquery(f"{P}r")
+            .from_(relation, copy=False)
+            .subquery(f"{P}r", copy=False)
         )
         carried.append(digest)
         units: list[exp.Expression] = [DigestLane(this=_c(digest), index=i) for i in (0, 1)]
@@ -171,8 +171,8 @@ def ranked(
         exp.select(
             *nodes.columns(cols), *(exp.alias_(x, c) for x, c in zip(lanes, xs, strict=True))
         )
-        .from_(relation)
-        .subquery(f"{P}r")
+        .from_(relation, copy=False)
+        .subquery(f"{P}r", copy=False)
     )
     k0, k1, k2, k3 = key_words(plan.hash_key)
     ma, mb = RANK_MULTIPLIERS
@@ -189,17 +189,20 @@ def ranked(
     )
     select = exp.select(
         *nodes.columns([*cols, *xs]), exp.alias_(first_a, ta), exp.alias_(first_b, tb)
-    ).from_(rel)
+    ).from_(rel, copy=False)
     for xa, xb in pairs[1:]:
         step_a = exp.Mul(this=_xor(_fold(ta), xa), expression=_n(ma))
         step_b = exp.Mul(this=_xor(_fold(tb), xb), expression=_n(mb))
+        # each step wraps the last one, which nothing else holds: no copy (a copy made the
+        # rendering quadratic in the number of lanes)
         select = exp.select(
             *nodes.columns([*cols, *xs]), exp.alias_(step_a, ta), exp.alias_(step_b, tb)
-        ).from_(select.subquery(f"{P}r"))
+        ).from_(select.subquery(f"{P}r", copy=False), copy=False)
     rank = exp.Add(
         this=exp.Mul(this=_fold(ta), expression=_n(1 << 31)), expression=_shr(_fold(tb), 1)
     )
-    return exp.select(*nodes.columns(cols), exp.alias_(rank, name)).from_(select.subquery(f"{P}r"))
+    last = select.subquery(f"{P}r", copy=False)
+    return exp.select(*nodes.columns(cols), exp.alias_(rank, name)).from_(last, copy=False)
 
 
 # -- the query ---------------------------------------------------------------------------------
@@ -344,7 +347,7 @@ def _bounding(
     def top_rows(by: tuple[str, ...], n: int) -> exp.Select:
         rel = ranked(nodes.table(current), cols, plan, ROW_TAG, True, f"{P}rr", wide)
         spec = TopSpec(by, CELL, plan.n_cells, kept, n, f"{P}rr")
-        top = TopRows(this=rel.subquery(f"{P}r"), spec=spec)
+        top = TopRows(this=rel.subquery(f"{P}r", copy=False), spec=spec)
         return exp.select(*nodes.columns(cols)).from_(
             exp.Subquery(this=top, alias=exp.TableAlias(this=exp.to_identifier(f"{P}top")))
         )
@@ -366,7 +369,7 @@ def _bounding(
             cells = exp.select(*pair).distinct().from_(nodes.table(current)).subquery(f"{P}d")
             rel = ranked(cells, [UNIT, CELL], plan, GROUP_TAG, False, f"{P}gr", wide)
             spec = TopSpec((UNIT,), CELL, plan.n_cells, (), n, f"{P}gr", (CELL,))
-            top = TopRows(this=rel.subquery(f"{P}r"), spec=spec)
+            top = TopRows(this=rel.subquery(f"{P}r", copy=False), spec=spec)
             ctes.append(
                 (
                     f"{P}h{step}",

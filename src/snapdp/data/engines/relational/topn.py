@@ -167,10 +167,12 @@ def _by_aggregate(e: TopRows, type_: str | None, count: bool) -> exp.Select:
             expressions=[exp.ArgMin(this=picked, expression=_c(spec.rank), count=_n(spec.n))]
         )
     keys = [b for b in spec.by if b != t]  # without values the cell is the picked column
+    # one copy of the ranked rows (the tree being rendered keeps its own); the builders below
+    # add to the fresh selects in place
     inner = (
         exp.select(*nodes.columns(keys), exp.alias_(agg, t))
-        .from_(e.this.copy())
-        .group_by(*nodes.columns(spec.by))
+        .from_(e.this.copy(), copy=False)
+        .group_by(*nodes.columns(spec.by), copy=False)
     )
     if not spec.values:
         return inner
@@ -182,7 +184,9 @@ def _by_aggregate(e: TopRows, type_: str | None, count: bool) -> exp.Select:
     else:
         unpack = _unpacked(spec, t)
     rest = [b for b in spec.by if b != spec.cell]
-    return exp.select(*nodes.columns(rest), *unpack).from_(inner.subquery("_snapdp_p"))
+    return exp.select(*nodes.columns(rest), *unpack).from_(
+        inner.subquery("_snapdp_p", copy=False), copy=False
+    )
 
 
 def lower_duckdb(gen: Any, e: TopRows) -> str:
@@ -204,11 +208,13 @@ def lower_spark(gen: Any, e: TopRows) -> str:
         partition_by=[_c(b) for b in spec.by],
         order=exp.Order(expressions=[exp.Ordered(this=_c(o)) for o in (spec.rank, *spec.order)]),
     )
-    numbered = exp.select(nodes.star(), exp.alias_(window, "_snapdp_n")).from_(e.this.copy())
+    numbered = exp.select(nodes.star(), exp.alias_(window, "_snapdp_n")).from_(
+        e.this.copy(), copy=False
+    )
     kept = (
         exp.select(*nodes.columns(spec.out))
-        .from_(numbered.subquery("_snapdp_w"))
-        .where(exp.LTE(this=_c("_snapdp_n"), expression=_n(spec.n)))
+        .from_(numbered.subquery("_snapdp_w", copy=False), copy=False)
+        .where(exp.LTE(this=_c("_snapdp_n"), expression=_n(spec.n)), copy=False)
     )
     return str(gen.sql(kept))
 

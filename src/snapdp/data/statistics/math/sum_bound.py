@@ -184,10 +184,13 @@ def _lookup(delta: float, q: _Array, v: _Array) -> _Array:
     """P(S > v) <= this, from q[m] >= P(S > m·δ): q at the grid point at or below v (q is
     nonincreasing), the last value beyond the grid, 1 below 0."""
     m = np.floor(v / delta).astype(np.int64)
-    out = np.ones(v.shape)
-    inside = m >= 0
-    out[inside] = q[np.minimum(m[inside], len(q) - 1)]
-    return out
+    # one gather from q with a 1 in front (index 0: below the grid), no boolean masks: the same
+    # values, several times faster on the offsets × k × v arrays of _upper (ufuncs in place, not
+    # np.clip, whose Python wrapper costs more than the work on the smaller arrays)
+    np.maximum(m, -1, out=m)
+    np.minimum(m, len(q) - 1, out=m)
+    m += 1
+    return np.concatenate(([1.0], q))[m]
 
 
 def _head(kind: NoiseKind, offsets: int) -> tuple[float, _Array, _Array, _Array, _Array, _Array]:
