@@ -17,6 +17,7 @@ from tests.unit.data.test_release_neighbours import AWKWARD, _Recorder, _schema,
 from snapdp.data import Column, ContributionBounds, Ledger, Plan, PrivateTable, Query, Schema
 from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.statistics import compile_query, exact_inputs
+from snapdp.data.statistics.kinds import quantiles as quantiles_kind
 from snapdp.data.statistics.math import exponential_grid as expq
 from snapdp.errors import ParameterError
 
@@ -212,17 +213,23 @@ def test_the_default_method_is_the_one_with_the_smaller_stated_pm() -> None:
     median = Query("quantiles", "x", quantiles=(Fraction(1, 2),))
     deciles = Query("quantiles", "x", quantiles=tuple(Fraction(i, 10) for i in range(1, 10)))
     tree = Query("quantiles", "x", quantiles=(Fraction(1, 2),), method="tree")
+    median_expo = Query("quantiles", "x", quantiles=(Fraction(1, 2),), method="exponential")
     auto, nine, forced = table.release([median, deciles, tree], 1)
     assert any("exponential mechanism, chosen" in n for n in auto.notes)
     assert any("the tree, chosen" in n for n in nine.notes)
     assert not any("chosen" in n for n in forced.notes)
     assert all(r.interval is not None and r.accuracy < 10 for r in auto.rows)
-    # The choice is made before spending, on the stated rank ± (public parameters only): the
-    # exponential mechanism's is the smaller. (Its brackets' interval was also no wider than the
-    # tree's value ±; since the tree reads its interval with stop-loss tails from the released
-    # CDF, the tree's value ± on this dense table is the smaller one: docs/utility.md, "The
-    # default: whichever states the smaller ±".)
-    assert auto.rows[0].rank_accuracy < forced.rows[0].rank_accuracy
+    # The choice is made before spending, from public parameters only, on the half-width in
+    # ranks of the interval each method reads its value ± from (the tree's rₚ + c at every edge,
+    # the exponential mechanism's K + its brackets' rank ±): the exponential mechanism's is the
+    # smaller here, and the chosen one is always the smaller of the two. The tree reads its
+    # interval from the released CDF (two stages, stop-loss tails) and states its rank ± as
+    # min((1 + p)·c, rₚ), so after the release its value ± and rank ± can be the smaller ones
+    # on a dense table like this one: docs/utility.md, "The default: whichever states the
+    # smaller ±".
+    expo_half = quantiles_kind._exponential_half(compile_query(median_expo, schema, Fraction(1)))
+    tree_half = quantiles_kind._tree_half(compile_query(tree, schema, Fraction(1)))
+    assert expo_half < tree_half
     lo, hi = auto.rows[0].interval
     assert lo <= auto.rows[0].value <= hi and (hi - lo) / 2 <= auto.rows[0].accuracy
 
