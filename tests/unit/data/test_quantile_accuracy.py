@@ -235,9 +235,10 @@ def test_released_rank_holds_after_the_isotonic_step() -> None:
         ]
         est = qmod.consistent_leaves(noisy, spec)
         cum = np.concatenate(([0.0], np.cumsum(est)))
+        total = min(float(qmod.least_squares_cdf(noisy, spec)[-1]), cum[-1])  # Ñ, as released
         bad = bad_alone = False
-        for p in probs:  # the released value's leaf j, as quantiles_from_leaves finds it
-            j = min(int(np.searchsorted(cum[1:], p * cum[-1], side="left")), spec.leaves - 1)
+        for p in probs:  # the released value's leaf j, as exact_quantiles finds it at p·Ñ
+            j = min(int(np.searchsorted(cum[1:], p * total, side="left")), spec.leaves - 1)
             if not cum[-1] > 0:  # no total: the value L + p(U − L), in leaf ⌊p·n⌋
                 j = min(int(p * spec.leaves), spec.leaves - 1)
             high, low = cdf_true[j] - p * n, cdf_true[j + 1] - p * n

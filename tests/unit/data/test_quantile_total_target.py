@@ -1,11 +1,11 @@
 """The tree's quantiles at p·Ñ, the least-squares total (issue 33): the crossing of the
 consistent CDF is read at p·Ñ rather than at p·N̂, the total after the isotonic step (which can
-only exceed Ñ), and the rank ± of the released value is then mₚ·rₚ with mₚ = max(1, p/(1 − p))
+only exceed Ñ), and the rank ± of the released value is then min((1 + p)·c, rₚ)
 (docs/data.md, "The rank ± of a released quantile"; docs/utility.md, "Quartiles at p·Ñ").
 
 The rank claim is deterministic given the noise: whatever the noise, if rₚ is at least the
 largest error of C̃ − p·Ñ against C − p·N over the edges, the released value's leaf has its true
-rank interval within mₚ·rₚ of p·N (and within (1 + p)·c, c the largest CDF error). The test
+rank interval within rₚ of p·N (and within (1 + p)·c, c the largest CDF error). The test
 checks it by brute force on small trees, heavy and spiky noise included.
 """
 
@@ -15,7 +15,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from tests.unit.data._engines import oracle_engine
 
+from snapdp.data import Column, Ledger, PrivateTable, Query, Schema
 from snapdp.data.statistics.math import quantile_tail as qtail
 from snapdp.data.statistics.math import quantile_tree as qmod
 
@@ -109,3 +111,26 @@ def test_a_flat_noisy_top_no_longer_moves_the_value_past_r_p() -> None:
     (before,) = qmod.exact_quantiles(consistent, spec, (half,))  # at p·N̂
     assert 0 <= now <= 1  # leaf 0: true ranks [0, 10] around p·N = 5
     assert 1 < before <= 2  # leaf 1: true ranks [10, 10], 5 from p·N
+
+
+def test_an_inverted_value_interval_states_the_whole_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The least-squares CDF need not be monotone, so the value interval's two edges can cross
+    (only when the value claim has failed): the row then states the bounds, as the exponential
+    mechanism's rows do, never an interval with lo > hi and ±0."""
+
+    def crossed(cdf: object, spec: qmod.TreeSpec, p: object, rank: float) -> tuple[Fraction, ...]:
+        return (Fraction(60), Fraction(40))
+
+    monkeypatch.setattr(qmod, "value_interval", crossed)
+    rng = np.random.default_rng(5)
+    rows = [{"x": str(v)} for v in rng.integers(20, 70, size=200)]
+    schema = Schema((Column("x", "integer", Fraction(0), Fraction(100)),))
+    table = PrivateTable(
+        schema=schema, engine=oracle_engine(rows), ledger=Ledger(None, 10), rng=rng
+    )
+    (result,) = table.release(
+        [Query("quantiles", "x", quantiles=(Fraction(1, 2),), method="tree")], 1
+    )
+    (row,) = result.rows
+    assert row.interval == (0.0, 100.0)
+    assert 0 <= row.value <= 100 and row.accuracy >= max(row.value, 100 - row.value)

@@ -366,6 +366,8 @@ def _quantile_rows(
         lo, hi = qmod.value_interval(ls_cdf, tree, p, radius)  # exact leaf edges
         if integers:  # a p-quantile of integers lies at an integer (docs/utility.md)
             lo, hi = quantile_values.integer_interval(lo, hi, tree.upper)
+        if lo > hi:  # only when the value claim failed (probability <= α): state the range
+            lo, hi = tree.lower, tree.upper
         # moved into [lo, hi] (only toward every p-quantile there), inside the bounds as
         # released; the ± covers the rounding (docs/data.md; docs/utility.md, "Quartiles at p·Ñ")
         v = quantile_values.released_value(min(max(x, lo), hi), *bounds)

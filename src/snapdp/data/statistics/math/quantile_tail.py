@@ -188,15 +188,17 @@ def released_rank(probability: float, cdf: float, target: float) -> float:
     min((1 + p)·c, rₚ). ``cdf``: c, a bound on |C̃(t) − C(t)| at every edge; ``target``: rₚ,
     one on |(C̃(t) − p·Ñ) − (C(t) − p·N)| at every edge t = 0..n. Each holds with probability
     >= 1 − α, so the smaller (both are data-free) does too. See docs/data.md, "The rank ± of a
-    released quantile".
+    released quantile". The rₚ branch holds only for that reading: for one at p·N̂ (e.g.
+    ``quantile_tree.quantiles_from_leaves``) only (1 + p)·c applies.
 
     With rₚ (f = C − p·N, I the isotonic fit of C̃ over the edges 1..n, Ĉ = max(I, 0),
     N̂ = Ĉ(n)): the isotonic fit commutes with the shift by p·Ñ and is a sup-norm contraction
     toward the monotone f, so |I − p·Ñ − f| <= rₚ. When N̂ > 0 and p·Ñ > 0 the value lies in
     the first leaf j with Ĉ(j+1) >= p·Ñ: there Ĉ is not clipped, so f(j+1) >= −rₚ, and
-    f(j) < rₚ (I(j) <= Ĉ(j) < p·Ñ, or j = 0 and f(0) = −p·N <= 0). Otherwise (the value L, or
-    L + p(U − L) when N̂ <= 0) p = 0 or Ñ <= 0, and the bound at the edges 0 and n gives
-    p·N <= rₚ and (1 − p)·N <= rₚ: every edge is within rₚ of p·N. Moving the value into its
+    f(j) < rₚ (I(j) <= Ĉ(j) < p·Ñ, or j = 0 and f(0) = −p·N <= 0). When p = 0 the value is L
+    (leaf 0): f(0) = 0 and f >= 0 everywhere. Otherwise (the value L, or L + p(U − L) when
+    N̂ <= 0) Ñ <= 0 < p, and the bound at the edges 0 and n gives p·N <= rₚ and
+    (1 − p)·N <= rₚ: every edge is within rₚ of p·N. Moving the value into its
     interval [e_lo, e_hi] keeps this (f(e_lo) < rₚ − r̂, f(e_hi) > r̂ − rₚ on the same event).
     """
     p = float(probability)
