@@ -42,10 +42,10 @@ SHARED_DATA = Path(os.environ.get("SNAPDP_SHARED_DATA", REPO_ROOT.parent / "shar
 
 # The order xdist hands out work under `pytest -n 2 --dist loadgroup` (pyproject.toml:
 # --no-loadscope-reorder, so this order is the one it keeps), longest units first so that no long
-# one is left for the end while the other worker idles: the two Spark groups (one JVM each, of
-# about equal CPU: tests/unit/data/engines/conftest.py), then the other groups, then the tests of
+# one is left for the end while the other worker idles: the Spark group (one JVM for every Spark
+# test: tests/unit/data/engines/conftest.py), then the other groups, then the tests of
 # the slowest files (by `--durations` on 2026-11-27), then the rest in collection order.
-FIRST_GROUPS = ("spark", "spark2", "doc_examples", "plan_combination")
+FIRST_GROUPS = ("spark", "doc_examples", "plan_combination")
 SLOW_FILES = (
     "tests/unit/data/engines/test_spark_cluster.py",  # its own JVMs: master, worker, driver
     "tests/unit/data/plan/test_two_phase.py",
