@@ -46,11 +46,10 @@ SHARED_DATA = Path(os.environ.get("SNAPDP_SHARED_DATA", REPO_ROOT.parent / "shar
 # runs on one worker, one after the other) or, outside the groups, a single test; each entry
 # below is a group's name or a file (its tests), ordered by the longest unit it holds in the
 # junit report of a full run on 2026-11-27 (seconds in the comments); the rest follow in
-# collection order. The two Spark groups hold one JVM each, of about equal CPU
+# collection order. The Spark group holds one JVM for every Spark test
 # (tests/unit/data/engines/conftest.py).
 ORDER = (
-    "spark",  # 188 s
-    "spark2",  # 162 s
+    "spark",  # 350 s (the two groups of that run, now one)
     "tests/unit/data/engines/test_spark_cluster.py",  # 57 s: its own master, worker, driver
     "quantile_coverage_at_scale",  # 46 s: one module-scoped release of every configuration
     "tests/unit/verify/test_certify_random.py",  # 26 s

@@ -22,7 +22,7 @@ from snapdp.data.engines.csv.lines import (
 from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError
 
-__all__ = ["PARQUET_MAGIC", "csv_header", "source_columns"]
+__all__ = ["PARQUET_MAGIC", "csv_header", "header_names", "source_columns"]
 
 #: The first four bytes of a Parquet file: a source starting with them is read as Parquet.
 PARQUET_MAGIC = b"PAR1"
@@ -50,6 +50,18 @@ def csv_header(
         ) from None
     except EOFError:  # a truncated gzip file
         line = None
+    return header_names(line, label, encoding, delimiter, max_line, alone)
+
+
+def header_names(
+    line: bytes | None, label: str, encoding: str, delimiter: str, max_line: int, alone: bool
+) -> list[str] | None:
+    """The column names of a CSV header ``line``: the file's first non-blank line after the
+    byte rules (CR and, in UTF-8, a BOM removed), :data:`LONG_LINE` when it is longer than
+    ``max_line`` bytes, None when the file has none (then None, unless ``alone``: an error).
+    Refused when it holds NUL bytes, is not valid ``encoding`` text, does not split by the
+    record rule, or names no column or one twice. Shared by the DuckDB engine
+    (:func:`csv_header`) and the Spark engine, which reads the line by Spark."""
     if line == LONG_LINE:
         raise ParameterError(
             f"`data` {label!r}: the CSV header is longer than max_line_bytes = {max_line}",

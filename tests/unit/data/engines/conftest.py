@@ -1,15 +1,9 @@
 """One local SparkSession for every Spark test of a test process (Spark start-up is slow), set up
-for many small queries on tiny tables. Every test that uses it is in one of two xdist groups,
-"spark" and "spark2", of about equal CPU, so that ``pytest -n 2 --dist loadgroup`` starts one JVM
-on each worker and both end at about the same time (docs/performance.md, "The test suite").
-
-By file, measured with the JVM's CPU on 2026-11-27 (again with the cheaper planning below,
-fourth session: ~169 s and ~161 s): "spark" holds test_spark_engine.py, test_spark_edges.py,
-test_filters_spark.py, test_groups_from_data_units_engines.py, test_bins_timing_spark.py (its
-module mark) and the Spark tests of test_bins_grid.py and test_native_decimal.py; "spark2" holds
-test_spark_csv.py, test_differential_spark.py (their module marks) and
-test_groups_from_data_engines.py (``SPARK2_FILES``). The standalone cluster
-(test_spark_cluster.py) runs its own JVMs and joins no group."""
+for many small queries on tiny tables. Every test that uses it is in the xdist group "spark", so
+that ``pytest -n 2 --dist loadgroup`` starts one JVM for all of them, on one worker, while the
+other worker runs the rest (docs/performance.md, "Spark tests, fifth 2026-11-27 session": a
+second JVM cost its start and warm-up again, ~10 s of CPU, for two groups of ~150 s each). The
+standalone cluster (test_spark_cluster.py) runs its own JVMs and joins no group."""
 
 from __future__ import annotations
 
@@ -64,20 +58,15 @@ def default_planning(session: Any) -> Iterator[None]:
             session.conf.set(key, value)
 
 
-# Tests that use ``spark_session`` without a group mark of their own and run in "spark2".
-SPARK2_FILES = frozenset({"test_groups_from_data_engines.py"})
-
-
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups, however this file was loaded
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test using ``spark_session`` runs in an xdist group: its module's, else "spark2"
-    for ``SPARK2_FILES``, else "spark" (one JVM per group and run)."""
+    """Every test using ``spark_session`` runs in an xdist group: its module's, else "spark"
+    (one JVM per group and run)."""
     for item in items:
         if "spark_session" in getattr(item, "fixturenames", ()) and not any(
             item.iter_markers("xdist_group")
         ):
-            group = "spark2" if item.path.name in SPARK2_FILES else "spark"
-            item.add_marker(pytest.mark.xdist_group(group))
+            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import pytest
 from tests.differential import Case, Outcome, differences, run_case
 from tests.unit.data.engines.conftest import default_planning
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark2"), pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark"), pytest.mark.slow]
 
 SEED = 20_260_522
 CASES = [

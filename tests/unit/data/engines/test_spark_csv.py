@@ -1,6 +1,6 @@
 """The Spark engine's CSV input against the pure-Python reference engine (docs/data.md, "CSV
 input"): one record per line, the tricky-CSV table, random lines, issue 21's edges and D' = D
-plus one awkward line. In the xdist group "spark2" (the second Spark JVM under ``pytest -n 2``,
+plus one awkward line. In the xdist group "spark" (the one Spark JVM under ``pytest -n 2``,
 tests/unit/data/engines/conftest.py)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.model.schema import ContributionBounds
 from snapdp.errors import ParameterError
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark2")]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 
 def _spark_records(engine: Any) -> list[tuple[Any, ...]]:

@@ -13,12 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote as uri_unquote
 
-from snapdp.data.engines.csv.lines import (
-    check_delimiter,
-    column_names,
-    csv_encoding,
-    unquote,
-)
+from snapdp.data.engines.csv.lines import LONG_LINE, check_delimiter, csv_encoding
+from snapdp.data.engines.header import header_names
 from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError
 
@@ -66,6 +62,7 @@ def read_path(session: Any, text: str, csv: CsvOptions, glob: bool) -> tuple[Any
 
 
 _RAW = "_raw"  # the one column of a CSV file read as lines
+_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark
 _MAX_LENGTH = "mapreduce.input.linerecordreader.line.maxlength"  # Hadoop's line reader
 _MAX_LINE_LIMIT = (1 << 31) - 3  # a header is read whole: Hadoop's most
 
@@ -235,46 +232,30 @@ def _quiet_line_reader(session: Any) -> None:
 def _header(
     session: Any, target: str, label: str, csv: CsvOptions, encoding: str, alone: bool
 ) -> tuple[str, list[str]] | None:
-    """(the raw header line, its column names) of one CSV file: its first non-blank line (read
-    whole: the header is public), or an error naming the file; None for a file with no
-    non-blank line unless it is ``alone`` (then an error)."""
-    from pyspark.sql import functions as sf
-
-    raw = sf.col(_RAW)
-    text = _line_text(raw, encoding)
-    head = _raw_lines(session, target, False, _MAX_LINE_LIMIT).select(
-        raw.alias("line"),
-        text.isNull().alias("bad"),
-        raw.contains("\x00").alias("nul"),
-        _fields(text, csv.delimiter).alias("f"),
-    )
-    first = head.head(1)
-    if not first and not alone:
+    """(the raw header line, its column names) of one CSV file: its first non-blank line as
+    Spark reads it (read whole: the header is public), its names by the DuckDB engine's rule
+    (:func:`~snapdp.data.engines.header.header_names`), or an error naming the file; None for a
+    file with no non-blank line unless it is ``alone`` (then an error). One Spark job reads the
+    line; the rule runs here, on its bytes (a Spark query of the rule cost ~0.5 s of JVM CPU per
+    file, the line alone ~0.08 s: docs/performance.md, "Spark tests, fifth 2026-11-27 session")."""
+    first = _raw_lines(session, target, False, _MAX_LINE_LIMIT).head(1)
+    raw: str | None = first[0][_RAW] if first else None
+    line: bytes | None = None
+    if raw is not None:
+        line = LONG_LINE if len(raw) > csv.max_line_bytes else _line_bytes(raw, encoding)
+    names = header_names(line, label, encoding, csv.delimiter, csv.max_line_bytes, alone)
+    if names is None or raw is None:
         return None
-    if not first:
-        raise ParameterError(
-            f"`data` {label!r}: the first line holds no CSV header", parameter="data"
-        )
-    if len(first[0]["line"]) > csv.max_line_bytes:
-        raise ParameterError(
-            f"`data` {label!r}: the CSV header is longer than max_line_bytes = "
-            f"{csv.max_line_bytes}",
-            parameter="max_line_bytes",
-        )
-    if first[0]["nul"]:
-        raise ParameterError(
-            f"`data` {label!r} is not a text (CSV) file: it holds NUL bytes", parameter="data"
-        )
-    if first[0]["bad"]:
-        raise ParameterError(
-            f"`data` {label!r}: the CSV header is not valid {encoding} text (see --encoding)",
-            parameter="encoding",
-        )
-    if first[0]["f"] is None:
-        raise ParameterError(
-            f"`data` {label!r}: the first line holds no CSV header", parameter="data"
-        )
-    return first[0]["line"], column_names([unquote(f) for f in first[0]["f"]], label)
+    return raw, names
+
+
+def _line_bytes(raw: str, encoding: str) -> bytes:
+    """A raw line (bytes as ISO-8859-1 characters) as the bytes of its text by the CSV rule
+    (docs/data.md, "CSV input"; :func:`_line_text` in Spark): one trailing CR removed, and in
+    UTF-8 a leading byte-order mark."""
+    data = raw.encode("latin-1")
+    data = data[:-1] if data.endswith(b"\r") else data
+    return data[3:] if encoding == "utf-8" and data.startswith(_BOM) else data
 
 
 def _records(
