@@ -27,9 +27,11 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,11 +195,27 @@ def _serve() -> None:
             pid = os.fork()
             if pid == 0:
                 _child(argv, out.fileno(), err.fileno())
-            os.waitpid(pid, 0)
+            if not _waited(pid, _EXAMPLE_SECONDS):
+                err.write(f"\n(the example ran past {_EXAMPLE_SECONDS} s and was stopped)\n")
             out.seek(0)
             err.seek(0)
             answers.write(json.dumps([out.read(), err.read()]) + "\n")
             answers.flush()
+
+
+_EXAMPLE_SECONDS = 600  # as long as one example may run, as with a process per example
+
+
+def _waited(pid: int, seconds: float) -> bool:
+    """Wait for the child ``pid``; False (and the child killed) when it outlives ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while os.waitpid(pid, os.WNOHANG)[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return False
+        time.sleep(0.002)
+    return True
 
 
 def _child(argv: list[str], out: int, err: int) -> None:

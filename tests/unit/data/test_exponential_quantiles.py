@@ -200,10 +200,11 @@ def test_a_plan_chooses_the_method_and_refuses_a_value_target(tmp_path: Path) ->
     assert info.value.parameter == "accuracy"
 
 
-def test_the_default_method_is_the_one_with_the_smaller_stated_pm() -> None:
-    """Issue 33: a median by default is released by the exponential mechanism (its stated ± at
-    this ε is smaller than the tree's), with a note naming it and a value ± well inside the
-    range; `method = "tree"` still wins; a CDF of nine probabilities keeps the tree."""
+def test_the_default_method_is_the_one_with_the_smaller_planned_pm() -> None:
+    """Issue 33: a median by default is released by the exponential mechanism (its planned ±,
+    the half-width compared before spending, is smaller than the tree's at this ε), with a note
+    naming it and a value ± well inside the range; `method = "tree"` still wins; a CDF of nine
+    probabilities keeps the tree."""
     rng = np.random.default_rng(4)
     rows = [{"x": str(v)} for v in rng.integers(20, 70, size=1000)]
     schema = Schema((Column("x", "integer", Fraction(0), Fraction(100)),))
@@ -227,8 +228,9 @@ def test_the_default_method_is_the_one_with_the_smaller_stated_pm() -> None:
     # min((1 + p)·c, rₚ), so after the release its value ± and rank ± can be the smaller ones
     # on a dense table like this one: docs/utility.md, "The default: whichever states the
     # smaller ±".
-    expo_half = quantiles_kind._exponential_half(compile_query(median_expo, schema, Fraction(1)))
-    tree_half = quantiles_kind._tree_half(compile_query(tree, schema, Fraction(1)))
+    each = Fraction(1, 3)  # the release's ε, split evenly over its three queries
+    expo_half = quantiles_kind._exponential_half(compile_query(median_expo, schema, each))
+    tree_half = quantiles_kind._tree_half(compile_query(tree, schema, each))
     assert expo_half < tree_half
     lo, hi = auto.rows[0].interval
     assert lo <= auto.rows[0].value <= hi and (hi - lo) / 2 <= auto.rows[0].accuracy

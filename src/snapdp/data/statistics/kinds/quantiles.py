@@ -421,7 +421,7 @@ def _compile_auto(
     by_cells: int,
     r: Reach,
 ) -> Compiled:
-    """The method with the smaller stated ± at this ε (public parameters only): both compiled,
+    """The method with the smaller planned ± at this ε (public parameters only): both compiled,
     then compared by the half-width in ranks of the interval each reads its value ± from — the
     tree's rₚ + c (the CDF ± c, its value interval's bound rₚ), the exponential mechanism's
     K + its brackets' rank ± — at 95%, the largest over the probabilities (docs/utility.md,
@@ -471,7 +471,7 @@ def _auto_accuracy(
     """The chosen method's statement, with a note naming it."""
     which = "the tree" if compiled.grid is None else "the exponential mechanism"
     note = (
-        f"quantile method: {which}, chosen for its smaller stated ± at this ε (set `method` to "
+        f"quantile method: {which}, chosen for its smaller planned ± at this ε (set `method` to "
         "choose; docs/utility.md, 'Quantiles: the tree or the exponential mechanism')"
     )
     kind = _chosen(compiled)
