@@ -139,4 +139,4 @@ def test_a_neighbour_gets_the_same_method_and_notes() -> None:
         result = table.release([query], 1)[0]
         out.append((result.notes, result.mechanisms, [r.rank_accuracy for r in result.rows]))
     assert out[0] == out[1]
-    assert any("chosen for its smaller stated" in n for n in out[0][0])
+    assert any("chosen for its smaller planned" in n for n in out[0][0])
