@@ -15,7 +15,9 @@ sampler draws exactly from it:
   (m·r**−C <= 2**−64 of the best candidate's weight), which only the accuracy bound needs.
 * **Exact weights.** Multiplying every weight by P**C gives integers Wⱼ = T[min(dⱼ, C)] with
   T[v] = P**(C−v)·2**(s·v). When the whole table T[0..C] fits in 16 MiB it is computed from
-  public parameters and a weight is a look-up; otherwise each weight comes from a ladder over
+  public parameters and a weight is a look-up; otherwise, when two half tables fit there (the
+  high and the low bits of e = C − v, see ``_halves``), a weight is the product of one entry of
+  each, of the same sizes whatever e; otherwise each weight comes from a ladder over
   the L = bitlen(C) bits of e = C − v: square, then multiply by P (bit set) or by 2**s (bit
   clear, an integer of P's bit length), giving P**e·2**(s·(2**L − 1 − e)), then shift right by
   s·(2**L − 1 − C). Every step's operands have (nearly) the same sizes whatever e, so the work,
@@ -209,10 +211,15 @@ def _weights(params: ExponentialParameters, losses: Sequence[int]) -> list[gmpy2
     if _uses_table(params):
         table = _table(params.numerator, shift, cap)
         return [table[min(d, cap)] for d in losses]
-    # no table: each weight from the same bitlen(C) factors' sizes, whatever its loss
     steps = cap.bit_length()
-    p, two = gmpy2.mpz(params.numerator), gmpy2.mpz(1) << shift
     excess = shift * ((1 << steps) - 1 - cap)
+    low = _split(params)
+    if low is not None:  # two half tables: one product of two look-ups per weight
+        high, below = _halves(params.numerator, shift, steps, low)
+        mask = (1 << low) - 1
+        return [(high[(e := cap - min(d, cap)) >> low] * below[e & mask]) >> excess for d in losses]
+    # no table: each weight from the same bitlen(C) factors' sizes, whatever its loss
+    p, two = gmpy2.mpz(params.numerator), gmpy2.mpz(1) << shift
     return [_ladder(p, two, cap - min(d, cap), steps, excess) for d in losses]
 
 
@@ -220,6 +227,39 @@ def _uses_table(params: ExponentialParameters) -> bool:
     """Whether the weights come from a table (a choice made from public parameters only)."""
     size = (params.cap + 1) * params.cap * max(params.numerator.bit_length(), params.shift)
     return size <= _TABLE_BITS
+
+
+def _split(params: ExponentialParameters) -> int | None:
+    """The number h of low bits of e = C − v for :func:`_halves`, the smallest whose two tables
+    fit in 16 MiB together (their sizes are public), or None when none does."""
+    steps, bits = params.cap.bit_length(), max(params.numerator.bit_length(), params.shift + 1)
+    for low in range(1, steps):
+        size = ((1 << (steps - low)) << steps) * bits + ((1 << low) << low) * bits
+        if size <= _TABLE_BITS:
+            return low
+    return None
+
+
+@functools.lru_cache(maxsize=2)
+def _halves(
+    numerator: int, shift: int, steps: int, low: int
+) -> tuple[tuple[gmpy2.mpz, ...], tuple[gmpy2.mpz, ...]]:
+    """For e < 2**L (L = ``steps``) written e = i·2**h + j (h = ``low``, j < 2**h): H[i] =
+    P**(i·2**h)·2**(s·2**h·(2**(L−h) − 1 − i)) and B[j] = P**j·2**(s·(2**h − 1 − j)), so that
+    H[i]·B[j] = P**e·2**(s·(2**L − 1 − e)), the ladder's integer, exactly. Every H[i] has
+    (nearly) the same size, s·2**L bits, and every B[j] s·2**h bits, whatever e: one product
+    of the same sizes per weight. From public parameters only."""
+    p = gmpy2.mpz(numerator)
+    step = p ** (1 << low)
+    high, acc, count = [], gmpy2.mpz(1), 1 << (steps - low)
+    for i in range(count):
+        high.append(acc << (shift * (1 << low) * (count - 1 - i)))
+        acc *= step
+    below, acc = [], gmpy2.mpz(1)
+    for j in range(1 << low):
+        below.append(acc << (shift * ((1 << low) - 1 - j)))
+        acc *= p
+    return tuple(high), tuple(below)
 
 
 def _ladder(p: gmpy2.mpz, two: gmpy2.mpz, exponent: int, steps: int, excess: int) -> gmpy2.mpz:

@@ -288,3 +288,27 @@ def test_a_long_draw_reads_its_words_first_one_most_significant() -> None:
     total = (1 << (64 * words)) - 1  # every draw but the last integer is kept as it is
     assert expected < total
     assert uniform_below(total, words, SeededSource(np.random.default_rng(5))) == expected
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "candidates"), [(Fraction(1, 100), 4000), (Fraction(1, 50), 300)]
+)
+def test_the_half_tables_give_the_ladders_weights_exactly(
+    epsilon: Fraction, candidates: int
+) -> None:
+    """Where the whole table does not fit, the weights come from two half tables (the high and
+    low bits of e = C − v); each is the ladder's integer, bit for bit, at losses across 0..C+2 (so
+    the draws from a seed are unchanged), and the half tables are what is used."""
+    from snapdp import exponential as ex
+
+    params = exponential_parameters(epsilon, 1, candidates)
+    assert not ex._uses_table(params) and ex._split(params) is not None
+    cap, shift = params.cap, params.shift
+    steps = cap.bit_length()
+    excess = shift * ((1 << steps) - 1 - cap)
+    p, two = gmpy2.mpz(params.numerator), gmpy2.mpz(1) << shift
+    # one draw's worth of losses spread over 0..C+2 (every residue of the low bits is hit)
+    losses = [(k * (cap + 3)) // candidates for k in range(candidates - 4)]
+    losses += [cap - 1, cap, cap + 1, cap + 2]
+    got = ex._weights(params, losses)
+    assert got == [ex._ladder(p, two, cap - min(d, cap), steps, excess) for d in losses]
