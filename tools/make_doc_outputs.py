@@ -172,13 +172,15 @@ class _Forks:
         line = self._server.stdout.readline()
         if not line:
             raise RuntimeError("the examples' server ended early")
-        out, err = json.loads(line)
+        out, err, stopped = json.loads(line)
+        if stopped:
+            raise RuntimeError(f"an example ran past {_EXAMPLE_SECONDS} s: {' '.join(argv)}")
         return _shown(out + err, self._cwd)
 
 
 def _serve() -> None:
     """For each JSON list of words on stdin, ``--exec`` them in a forked child (its stdout and
-    stderr in files of their own) and answer one JSON line [stdout, stderr]."""
+    stderr in files of their own) and answer one JSON line [stdout, stderr, stopped]."""
     sys.path.insert(0, str(ROOT / "src"))
     # imported once, for every child: the CLI and what most examples read data with
     import duckdb  # noqa: F401
@@ -195,11 +197,10 @@ def _serve() -> None:
             pid = os.fork()
             if pid == 0:
                 _child(argv, out.fileno(), err.fileno())
-            if not _waited(pid, _EXAMPLE_SECONDS):
-                err.write(f"\n(the example ran past {_EXAMPLE_SECONDS} s and was stopped)\n")
+            stopped = not _waited(pid, _EXAMPLE_SECONDS)
             out.seek(0)
             err.seek(0)
-            answers.write(json.dumps([out.read(), err.read()]) + "\n")
+            answers.write(json.dumps([out.read(), err.read(), stopped]) + "\n")
             answers.flush()
 
 
@@ -210,8 +211,8 @@ def _waited(pid: int, seconds: float) -> bool:
     """Wait for the child ``pid``; False (and the child killed) when it outlives ``seconds``."""
     deadline = time.monotonic() + seconds
     while os.waitpid(pid, os.WNOHANG)[0] == 0:
-        if time.monotonic() > deadline:
-            os.kill(pid, signal.SIGKILL)
+        if time.monotonic() > deadline:  # the child leads its own group: its children too
+            os.killpg(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             return False
         time.sleep(0.002)
@@ -223,6 +224,7 @@ def _child(argv: list[str], out: int, err: int) -> None:
     import atexit
     import traceback
 
+    os.setpgid(0, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
     sys.stdin = open(os.devnull)  # noqa: SIM115 - the server's requests are not the child's

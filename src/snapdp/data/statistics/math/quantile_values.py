@@ -92,10 +92,11 @@ def value_pm(value: float | int, lo: Fraction, hi: Fraction) -> float:
 def integer_interval(lo: Fraction, hi: Fraction, upper: Fraction) -> tuple[Fraction, Fraction]:
     """The tree's value interval [lo, hi] (leaf edges, or the bounds where no edge passed) for an
     integer column with integer bounds: [⌈lo⌉, ⌈hi⌉ − 1] when hi < ``upper``, [⌈lo⌉, hi] when
-    not; [lo, hi] itself when that would be empty. Every p-quantile t of integers x with
-    #(x < t) <= p·n < #(x < hi) has a value x in [t, hi), so t <= ⌈hi⌉ − 1; one with
+    not; inverted (lo > hi) when that is empty, since then no p-quantile lies in [lo, hi] and
+    the interval's claim has failed (the caller states the bounds). Every p-quantile t of
+    integers x with #(x < t) <= p·n < #(x < hi) has a value x in [t, hi), so t <= ⌈hi⌉ − 1; one with
     #(x < lo) < p·n <= #(x <= t) has one in [lo, t], so t >= ⌈lo⌉ (docs/utility.md, "The tree's
     value ± on an integer column"). Post-processing of public edges only."""
     new_lo = Fraction(math.ceil(lo))
     new_hi = Fraction(math.ceil(hi) - 1) if hi < upper else hi
-    return (new_lo, new_hi) if new_lo <= new_hi else (lo, hi)
+    return new_lo, new_hi
