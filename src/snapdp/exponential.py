@@ -249,17 +249,9 @@ def _halves(
     H[i]·B[j] = P**e·2**(s·(2**L − 1 − e)), the ladder's integer, exactly. Every H[i] has
     (nearly) the same size, s·2**L bits, and every B[j] s·2**h bits, whatever e: one product
     of the same sizes per weight. From public parameters only."""
-    p = gmpy2.mpz(numerator)
-    step = p ** (1 << low)
-    high, acc, count = [], gmpy2.mpz(1), 1 << (steps - low)
-    for i in range(count):
-        high.append(acc << (shift * (1 << low) * (count - 1 - i)))
-        acc *= step
-    below, acc = [], gmpy2.mpz(1)
-    for j in range(1 << low):
-        below.append(acc << (shift * ((1 << low) - 1 - j)))
-        acc *= p
-    return tuple(high), tuple(below)
+    p, width = gmpy2.mpz(numerator), 1 << low
+    high = _powers(p**width, shift * width, 1 << (steps - low))
+    return high, _powers(p, shift, width)
 
 
 def _ladder(p: gmpy2.mpz, two: gmpy2.mpz, exponent: int, steps: int, excess: int) -> gmpy2.mpz:
@@ -278,12 +270,17 @@ def _ladder(p: gmpy2.mpz, two: gmpy2.mpz, exponent: int, steps: int, excess: int
 @functools.lru_cache(maxsize=2)
 def _table(numerator: int, shift: int, cap: int) -> tuple[gmpy2.mpz, ...]:
     """T[v] = P**(C−v)·2**(s·v) for v = 0..C, from public parameters only."""
-    p = gmpy2.mpz(numerator)
-    out = [gmpy2.mpz(1)] * (cap + 1)
-    acc = gmpy2.mpz(1)
-    for v in range(cap, -1, -1):  # T[C] = 2**(s·C), T[v] = P·T[v+1] / 2**s
-        out[v] = acc << (shift * v)
-        acc *= p
+    return tuple(reversed(_powers(gmpy2.mpz(numerator), shift, cap + 1)))
+
+
+def _powers(base: gmpy2.mpz, shift: int, count: int) -> tuple[gmpy2.mpz, ...]:
+    """base**i·2**(shift·(count − 1 − i)) for i = 0..count − 1, from public parameters: the
+    whole table and the two half tables (entries of nearly one size when base has about
+    shift bits per unit of i)."""
+    out, acc = [], gmpy2.mpz(1)
+    for i in range(count):
+        out.append(acc << (shift * (count - 1 - i)))
+        acc *= base
     return tuple(out)
 
 
