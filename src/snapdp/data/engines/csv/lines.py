@@ -43,6 +43,7 @@ __all__ = [
     "column_names",
     "csv_encoding",
     "first_line",
+    "first_line_in",
     "header_fields",
     "split_fields",
     "unquote",
@@ -406,17 +407,26 @@ def first_line(path: Path, encoding: str, max_line: int = _MAX_LINE) -> bytes | 
     """The first non-blank line of ``path`` after the byte rules (CR and, in UTF-8, a BOM
     removed), as bytes of the declared encoding (:data:`LONG_LINE` when it is longer than
     ``max_line`` bytes); None when the file has no non-blank line."""
-    utf8 = encoding == "utf-8"
     stream, raw = _open(path)
     try:
         with raw:
             for buf in _blocks(stream, 1 << 16, max_line):
-                lines = _Lines(buf, utf8=False)  # the bytes, not decoded: the caller decodes
-                first = np.flatnonzero(lines.keep)
-                if len(first):
-                    i = int(first[0])
-                    line = buf[int(lines.starts[i]) : int(lines.ends[i])]
-                    return line[3:] if utf8 and line.startswith(_BOM) else line
+                line = first_line_in(buf, encoding)
+                if line is not None:
+                    return line
     finally:
         stream.close()
     return None
+
+
+def first_line_in(buf: bytes, encoding: str) -> bytes | None:
+    """The first non-blank line of the bytes ``buf`` (whole lines) after the byte rules (one
+    trailing CR and, in UTF-8, a leading BOM removed), as bytes of ``encoding``; None when
+    there is none. Shared by :func:`first_line` and the Spark engine's header."""
+    lines = _Lines(buf, utf8=False)  # the bytes, not decoded: the caller decodes
+    first = np.flatnonzero(lines.keep)
+    if not len(first):
+        return None
+    i = int(first[0])
+    line = buf[int(lines.starts[i]) : int(lines.ends[i])]
+    return line[3:] if encoding == "utf-8" and line.startswith(_BOM) else line

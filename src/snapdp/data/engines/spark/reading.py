@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote as uri_unquote
 
-from snapdp.data.engines.csv.lines import LONG_LINE, check_delimiter, csv_encoding
+from snapdp.data.engines.csv.lines import LONG_LINE, check_delimiter, csv_encoding, first_line_in
 from snapdp.data.engines.header import header_names
 from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError
@@ -62,7 +62,6 @@ def read_path(session: Any, text: str, csv: CsvOptions, glob: bool) -> tuple[Any
 
 
 _RAW = "_raw"  # the one column of a CSV file read as lines
-_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark
 _MAX_LENGTH = "mapreduce.input.linerecordreader.line.maxlength"  # Hadoop's line reader
 _MAX_LINE_LIMIT = (1 << 31) - 3  # a header is read whole: Hadoop's most
 
@@ -242,20 +241,13 @@ def _header(
     raw: str | None = first[0][_RAW] if first else None
     line: bytes | None = None
     if raw is not None:
-        line = LONG_LINE if len(raw) > csv.max_line_bytes else _line_bytes(raw, encoding)
+        # a raw line's characters are its bytes (ISO-8859-1); Spark left the blank ones out
+        too_long = len(raw) > csv.max_line_bytes
+        line = LONG_LINE if too_long else first_line_in(raw.encode("latin-1"), encoding)
     names = header_names(line, label, encoding, csv.delimiter, csv.max_line_bytes, alone)
     if names is None or raw is None:
         return None
     return raw, names
-
-
-def _line_bytes(raw: str, encoding: str) -> bytes:
-    """A raw line (bytes as ISO-8859-1 characters) as the bytes of its text by the CSV rule
-    (docs/data.md, "CSV input"; :func:`_line_text` in Spark): one trailing CR removed, and in
-    UTF-8 a leading byte-order mark."""
-    data = raw.encode("latin-1")
-    data = data[:-1] if data.endswith(b"\r") else data
-    return data[3:] if encoding == "utf-8" and data.startswith(_BOM) else data
 
 
 def _records(
