@@ -68,6 +68,7 @@ def source_modules(source: object) -> tuple[str, ...]:
     parquet = str(source).lower().endswith(".parquet")
     return DUCKDB_MODULES if parquet else (*DUCKDB_MODULES, "pyarrow")
 
+
 _SPENT_KEY = "snapdp.spent"
 _INTERRUPTED = 130
 _BACKTICKED = re.compile(r"`([a-z][a-z0-9_]*)`")
