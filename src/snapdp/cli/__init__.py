@@ -61,7 +61,7 @@ with _collector_off(gc.isenabled() and _launched_as_the_command()):
     from snapdp import __version__
     from snapdp.cli._common import BoundaryGroup
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "main", "preload"]
 
 #: Command name → the module defining it (its function has the command's name).
 COMMANDS: dict[str, str] = {
@@ -132,3 +132,17 @@ class _LazyGroup(BoundaryGroup):
 @click.version_option(__version__, prog_name="snapdp")
 def main() -> None:
     """Differentially private releases through Mironov's snapping mechanism."""
+
+
+def preload(*modules: str) -> None:
+    """Import ``modules`` now, in one go: a command that knows from its arguments and its plan
+    which libraries its run will import (the DuckDB engine, pyarrow for the results, rich to
+    print them) imports them before its work instead of one by one in the middle of it. Run as
+    the process's own command, the collector is off meanwhile and what they made is then frozen
+    (each lazy import otherwise sets off young collections that scan its objects, and a second
+    generation one: ~30 ms of a fresh ``snapdp run``'s CPU; docs/performance.md, "Latency").
+    Called with its arguments (a test's ``CliRunner``), it only imports. Only the plan, the
+    command and its flags may choose ``modules``, never the data (the imports take time)."""
+    with _collector_off(isinstance(main, _LazyGroup) and main._process):
+        for name in modules:
+            importlib.import_module(name)

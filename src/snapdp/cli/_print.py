@@ -21,6 +21,7 @@ from snapdp.data.planner.consistent_accuracy import NOTE as CONSISTENT_NOTE
 from snapdp.data.statistics import AccuracyStatement
 
 __all__ = [
+    "PRINT_MODULES",
     "exact_text",
     "plain_number",
     "print_accuracy",
@@ -179,6 +180,15 @@ def print_accuracy(statements: list[AccuracyStatement], as_json: bool) -> None:
     consistent = {n for s in statements for n in s.notes if n == CONSISTENT_NOTE}
     for note in consistent:
         click.echo(f"assumes: {note}")
+
+
+#: What :func:`print_results` imports (a command preloads them: :func:`snapdp.cli.preload`).
+PRINT_MODULES = (
+    "rich.console",
+    "rich.table",
+    "snapdp.usefulness",
+    "snapdp.data.output.notes_plain",
+)
 
 
 def print_results(

@@ -11,7 +11,13 @@ from pathlib import Path
 
 import click
 
-from snapdp.cli._common import check_source, json_option, library_errors, mark_spent
+from snapdp.cli._common import (
+    DUCKDB_MODULES,
+    check_source,
+    json_option,
+    library_errors,
+    mark_spent,
+)
 from snapdp.data import Plan
 from snapdp.data.planner.preview import usefulness_flags
 
@@ -119,12 +125,15 @@ def run(
     """Release every query of the plan file PLAN as ONE ledger entry and write the results (CSV,
     Parquet, columnar JSON) and an HTML report. The entry reserves the plan's cap before any
     noise is drawn and returns the unused part when the run ends. See docs/plans.md."""
-    from snapdp.cli._print import exact_text, print_results
+    from snapdp.cli import preload
+    from snapdp.cli._print import PRINT_MODULES, exact_text, print_results
     from snapdp.cli._progress import progress_bar
     from snapdp.data.frontends.toml import load_workload
 
     p = Plan.load(plan_file)
     check_source(p.source_path(), plan_file)
+    # a plan file's source is a file, read by DuckDB; the results are written with pyarrow
+    preload(*DUCKDB_MODULES, "pyarrow", "pyarrow.parquet", *(() if as_json else PRINT_MODULES))
     name = dataset or load_workload(plan_file).dataset  # as `snapdp sql --dataset`
     out = (
         Path(output)

@@ -15,7 +15,14 @@ from fractions import Fraction
 
 import click
 
-from snapdp.cli._common import check_source, epsilon_type, json_option, library_errors, mark_spent
+from snapdp.cli._common import (
+    check_source,
+    epsilon_type,
+    json_option,
+    library_errors,
+    mark_spent,
+    source_modules,
+)
 from snapdp.errors import ParameterError
 
 __all__ = ["sql"]
@@ -82,8 +89,17 @@ def sql(
     released values. See docs/sql.md."""
     from dataclasses import replace
 
+    from snapdp.cli import preload
+
+    preload("sqlglot", "snapdp.data.frontends.sql")  # the query is parsed with sqlglot
     from snapdp.cli._data import _NoEngine
-    from snapdp.cli._print import exact_text, print_accuracy, print_results, usefulness
+    from snapdp.cli._print import (
+        PRINT_MODULES,
+        exact_text,
+        print_accuracy,
+        print_results,
+        usefulness,
+    )
     from snapdp.data.budget.ledger import Ledger
     from snapdp.data.engines import factory
     from snapdp.data.frontends.sql import SqlError, apply_post_processing, parse_sql
@@ -124,6 +140,7 @@ def sql(
         print_accuracy(statements, as_json)
         return
     check_source(source, declaration)
+    preload(*source_modules(source), *(() if as_json else PRINT_MODULES))  # what it imports
     table = PrivateTable(
         schema=schema,
         engine=factory.make_engine("duckdb", source, schema),
