@@ -22,6 +22,7 @@ from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, ContributionBounds, Schema
 from snapdp.data.release.groups import plan_selections
 from snapdp.data.release.table import PrivateTable
+from snapdp.data.release.unit_keys import bounded_keys
 from snapdp.data.statistics.bounding import reach
 from snapdp.errors import ParameterError
 
@@ -147,22 +148,54 @@ def test_a_unit_reaching_unbounded_groups_is_refused_before_reading() -> None:
     assert "max_groups_per_unit" in text and "docs/data.md" in text and table.spent == 0
 
 
+SOLO = [{"pid": 5_000, "city": f"solo{j}", "income": 1} for j in range(30) for _ in (0, 1)]
+
+
 def test_one_units_keys_shown_at_most_delta_even_when_bounding_drops_them() -> None:
     """At δ = 0.05 (L0 = 1, L∞ = 2, k = 3): one unit holding 30 keys of its own, two rows
     each, keeps one after bounding; any of its 30 keys is shown in at most a δ share of runs
     (one-sided binomial test at α = 1e-6). A key all of whose rows were bounded away has a
     count of 0 and is no candidate; as a candidate, each would be shown with the
-    probability of a noisy 0 and the 29 of them together far more often than δ."""
-    own = [{"pid": 5_000, "city": f"solo{j}", "income": 1} for j in range(30) for _ in (0, 1)]
-    rows = _people(own)
+    probability of a noisy 0 and the 29 of them together far more often than δ. The runs use
+    the reference engine; DuckDB drops the same keys (the test below)."""
+    rows = _people(SOLO)
     runs, hits = 60, 0  # as a candidate each bounded-away key would add about 1.8%: 41% in all
     deltas = set()
     for seed in range(runs):
-        (count,) = _release(rows, seed, delta="0.05", mean=False)
+        table = PrivateTable(
+            schema=SCHEMA, engine=Reference(rows), total_epsilon=100,
+            rng=np.random.default_rng(seed),
+        )  # fmt: skip
+        (count,) = table.release([Query("count", by=("city",))], 1, delta="0.05")
         deltas.add(count.delta)
         hits += any(str(r.keys[0]).startswith("solo") for r in count.rows)
     (selection_delta,) = deltas  # the same for every run: public
     assert hits <= int(binom.isf(ALPHA, runs, min(1.0, selection_delta)))
+
+
+def test_duckdb_and_the_reference_keep_the_same_keys_after_bounding() -> None:
+    """The candidates of the test above (the keys keeping a row after bounding) are the same
+    on DuckDB and the reference engine under several bounding keys: the four shared cities and
+    one of the unit's 30 own keys; and one seed releases the same keys, values and δ on both."""
+    rows = _people(SOLO)
+    keys = [(c,) for c in (*"abcd", *(f"solo{j}" for j in range(30)))]
+    query = Query("count", by=("city",))
+    duck = local_engine(pd.DataFrame(rows))
+    for hash_key in (KEY, "0" * 32, "f" * 32, KEY[::-1]):
+        got = [
+            bounded_keys(e, SCHEMA, query, ("city",), keys, hash_key)
+            for e in (duck, Reference(rows))
+        ]
+        assert got[0] == got[1]
+        assert got[0][:4] == [(c,) for c in "abcd"] and len(got[0]) == 5
+    out = []
+    for engine in (duck, Reference(rows)):
+        table = PrivateTable(
+            schema=SCHEMA, engine=engine, total_epsilon=100, rng=np.random.default_rng(7)
+        )
+        (count,) = table.release([query], 1, delta="0.05")
+        out.append(([(r.keys, r.value) for r in count.rows], count.delta))
+    assert out[0] == out[1]
 
 
 def test_two_columns_from_the_data_with_a_unit_agree_on_duckdb_and_the_reference() -> None:
