@@ -206,6 +206,7 @@ def _gather(padded: _Array, delta: float, v: _Array) -> _Array:
     return np.asarray(padded[m], dtype=np.float64)
 
 
+@functools.lru_cache(maxsize=64)
 def _head(kind: NoiseKind, offsets: int) -> tuple[float, _Array, _Array, _Array, _Array, _Array]:
     """(h, e, ge, le, beyond_up, beyond_down) of one head: its grid values e_k = kG − x at the
     offsets x = 0, h, …, G (rows), Ū of P(e >= e_k) and of P(e <= e_k) (the first and the last
@@ -220,6 +221,8 @@ def _head(kind: NoiseKind, offsets: int) -> tuple[float, _Array, _Array, _Array,
     le[:, -1] = 1.0
     beyond_up = _tail_up(kind, (ks[-1] + 0.5) * kind.grid - xs)
     beyond_down = _tail_up(kind, xs - (ks[0] - 0.5) * kind.grid)
+    for a in (e, ge, le, beyond_up, beyond_down):  # kept for the process (cached): read only
+        a.flags.writeable = False
     return h, e, ge, le, beyond_up, beyond_down
 
 
@@ -310,17 +313,18 @@ def _solve(
     # made once for the bisection (each failure(t) did them again: the same values)
     padded, we = np.concatenate(([1.0], q)), wh * e
     inc, dec = np.empty(e.shape), np.empty(e.shape)
+    read = _Reads(padded, delta, e.shape)
 
     def failure(t: float) -> float:
         tm = t - wh * h
-        up = _gather(padded, delta, tm - we)  # nondecreasing in k
+        up = read(np.subtract(tm, we, out=read.v))  # _gather at tm − we: nondecreasing in k
         inc[:, 0] = up[:, 0]  # np.diff(up, axis=1, prepend=0.0), its subtractions in place
         np.subtract(up[:, 1:], up[:, :-1], out=inc[:, 1:])
-        p_up = (inc * ge).sum(axis=1) + beyond_up
-        down = _gather(padded, delta, tm + we)  # nonincreasing
+        p_up = np.multiply(inc, ge, out=inc).sum(axis=1) + beyond_up
+        down = read(np.add(tm, we, out=read.v))  # at tm + we: nonincreasing
         np.subtract(down[:, 1:], down[:, :-1], out=dec[:, :-1])  # np.diff(…, append=0.0)
         np.subtract(0.0, down[:, -1], out=dec[:, -1])
-        p_down = (np.negative(dec) * le).sum(axis=1) + beyond_down
+        p_down = np.multiply(np.negative(dec, out=dec), le, out=dec).sum(axis=1) + beyond_down
         return float((p_up[1:] + p_down[:-1]).max()) * _MARGIN
 
     out = []
@@ -339,6 +343,24 @@ def _solve(
                 break
         out.append(float(np.nextafter((hi + deterministic) * _MARGIN, np.inf)))
     return out
+
+
+class _Reads:
+    """:func:`_gather` for :func:`_solve`'s ~50 reads of one q, into arrays kept for the search:
+    ⌊v/δ⌋ in place in ``v`` (the caller writes v there), its int64 copy + 1, and the gather,
+    whose ``mode="clip"`` is the clip of ⌊v/δ⌋ to [−1, len(q) − 1] (fresh arrays of this size,
+    ~170 kB each, cost the kernel's page faults at every read)."""
+
+    def __init__(self, padded: _Array, delta: float, shape: tuple[int, ...]) -> None:
+        self.padded, self.delta = padded, delta
+        self.v, self.g = np.empty(shape), np.empty(shape)
+        self.m = np.empty(shape, dtype=np.int64)
+
+    def __call__(self, v: _Array) -> _Array:
+        np.floor(np.divide(v, self.delta, out=v), out=v)
+        np.copyto(self.m, v, casting="unsafe")  # v.astype(np.int64)
+        np.add(self.m, 1, out=self.m)
+        return self.padded.take(self.m, out=self.g, mode="clip")
 
 
 def _envelope_tail(rest: Sequence[tuple[float, NoiseKind]], v: _Array) -> _Array:
