@@ -24,6 +24,9 @@ SPARK_TEST_CONFIG = {
     # Spark's SQL parser (ANTLR) keeps a DFA cache of every statement it has parsed, unbounded:
     # over the Spark tests it held ~450 MiB of the heap (ATNConfig, DFAState; `jmap -histo:live`)
     # and was why the session needed a 3g heap. Spark's own flush keeps it below ~20,000 states.
+    # (Unbounded with a 2g heap, the quantile queries parse ~5x cheaper once learnt, but the
+    # Spark tests as a whole took ~18 s more CPU: docs/performance.md, "Spark tests, sixth
+    # 2026-11-27 session".)
     "spark.sql.parser.manageParserCaches": "true",
     "spark.sql.parser.parserDfaCacheFlushThreshold": "20000",
     "spark.driver.memory": "1g",
@@ -33,14 +36,24 @@ SPARK_TEST_CONFIG = {
 # setting that changes how Spark plans and runs a query, not what it returns: no constraint
 # propagation (the optimizer's inferred filters over our large CASE expressions), no adaptive
 # re-planning (one stage, one shuffle partition), no whole-stage code generation (no Janino
-# compile per plan; the expressions keep Spark's default code generation). The Spark defaults
-# stay checked by test_differential_spark.py, by the hive-partitioned folder of
-# test_spark_engine.py (``default_planning``: its default plan prunes partitions dynamically)
-# and by the standalone cluster (test_spark_cluster.py, a session of its own).
+# compile per plan) and interpreted expressions (no Janino compile of each operator's
+# expressions either: ~12% less JVM CPU per aggregate, docs/performance.md, "Spark tests,
+# sixth 2026-11-27 session"). The Spark defaults (code generation included) stay checked by
+# test_differential_spark.py, by the hive-partitioned folder of test_spark_engine.py
+# (``default_planning``: its default plan prunes partitions dynamically) and by the standalone
+# cluster (test_spark_cluster.py, a session of its own).
 SPARK_CHEAP_PLANNING = {
     "spark.sql.constraintPropagation.enabled": "false",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+# Spark's own defaults for the settings above, which ``default_planning`` checks it restores.
+SPARK_DEFAULT_PLANNING = {
+    "spark.sql.constraintPropagation.enabled": "true",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.codegen.wholeStage": "true",
+    "spark.sql.codegen.factoryMode": "FALLBACK",
 }
 SPARK_TEST_CONFIG.update(SPARK_CHEAP_PLANNING)
 
@@ -50,7 +63,7 @@ def default_planning(session: Any) -> Iterator[None]:
     """Spark's default planning and code generation in ``session`` for the ``with`` block."""
     for key in SPARK_CHEAP_PLANNING:
         session.conf.unset(key)
-        assert session.conf.get(key) == "true", key  # Spark's default for all three
+        assert session.conf.get(key) == SPARK_DEFAULT_PLANNING[key], key
     try:
         yield
     finally:
