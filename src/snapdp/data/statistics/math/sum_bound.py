@@ -206,7 +206,7 @@ def _gather(padded: _Array, delta: float, v: _Array) -> _Array:
     return np.asarray(padded[m], dtype=np.float64)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)  # ~2 MB a head at _OFFSETS: a long page session keeps few
 def _head(kind: NoiseKind, offsets: int) -> tuple[float, _Array, _Array, _Array, _Array, _Array]:
     """(h, e, ge, le, beyond_up, beyond_down) of one head: its grid values e_k = kG − x at the
     offsets x = 0, h, …, G (rows), Ū of P(e >= e_k) and of P(e <= e_k) (the first and the last
