@@ -51,10 +51,16 @@ print(json.dumps(seen))
 _HEAVY = ("duckdb", "_duckdb", "sqlglot", "pyarrow", "rich", "snapdp.data.engines")
 
 
-def _collections_in_imports(folder: Path, *args: str) -> list[str]:
+def _collections_in_imports(folder: Path, *args: str, parquet: bool = False) -> list[str]:
     data = folder / "people.csv"
     rows = "".join(f"{20 + i % 50},{1000 + 37 * i},{i % 2}\n" for i in range(40))
     data.write_text("age,income,sex\n" + rows, encoding="utf-8")
+    if parquet:  # the same rows as Parquet (no pyarrow preloaded for `sql` on such a name)
+        import pyarrow.csv as pv
+        import pyarrow.parquet as pq
+
+        pq.write_table(pv.read_csv(data), folder / "people.parquet")
+        data = folder / "people.parquet"
     (folder / "plan.toml").write_text(_PLAN.format(source=data.as_posix()), encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env["SNAPDP_CACHE_DIR"] = str(folder / "cache")
@@ -78,6 +84,9 @@ def test_a_fresh_sql_release_collects_nothing_while_importing_its_libraries(
     query = "SELECT sex, COUNT(*) FROM people GROUP BY sex"
     args = ("sql", query, "--declaration", "plan.toml", "--epsilon", "1")
     assert _collections_in_imports(tmp_path, *args) == []
+    parquet = tmp_path / "parquet"
+    parquet.mkdir()
+    assert _collections_in_imports(parquet, *args, parquet=True) == []
 
 
 @pytest.mark.parametrize("enabled", [True, False])
