@@ -77,6 +77,7 @@ _HEADS = 3  # the largest weights treated exactly (the first two-sided, the othe
 _PEEL_SHARE = 0.15  # a weight below this share of the largest goes to the Chernoff rest
 _MANY_ROWS = 48  # families with more values treat only the largest weight exactly
 _Array = npt.NDArray[np.float64]
+_Index = npt.NDArray[np.int64]
 # points u = θ·L₊ in [0, 1) where B is tabulated (dense near 1, where B grows like 1/(1 − u²))
 _U = np.concatenate([np.linspace(0.0, 0.9, 181), 1 - 0.1 * np.geomspace(1, 1e-5, 81)[1:]])
 
@@ -190,20 +191,22 @@ def _rest_tail(weights: _Array, kinds: Sequence[NoiseKind], top: float) -> tuple
 def _lookup(delta: float, q: _Array, v: _Array) -> _Array:
     """P(S > v) <= this, from q[m] >= P(S > m·δ): q at the grid point at or below v (q is
     nonincreasing), the last value beyond the grid, 1 below 0."""
-    return _gather(np.concatenate(([1.0], q)), delta, v)
+    x = np.array(v, dtype=np.float64)  # a copy: _read_into overwrites it
+    m = np.empty(x.shape, dtype=np.int64)
+    return _read_into(np.concatenate(([1.0], q)), delta, x, m, np.empty(x.shape))
 
 
-def _gather(padded: _Array, delta: float, v: _Array) -> _Array:
-    """:func:`_lookup` from ``padded`` = q with a 1 in front (made once by a caller that looks
-    up the same q many times)."""
-    m = np.floor(v / delta).astype(np.int64)
-    # one gather from q with a 1 in front (index 0: below the grid), no boolean masks: the same
-    # values, several times faster on the offsets × k × v arrays of _upper (ufuncs in place, not
-    # np.clip, whose Python wrapper costs more than the work on the smaller arrays)
-    np.maximum(m, -1, out=m)
-    np.minimum(m, len(padded) - 2, out=m)
+def _read_into(padded: _Array, delta: float, x: _Array, m: _Index, g: _Array) -> _Array:
+    """:func:`_lookup` at v = ``x`` from ``padded`` (q with a 1 in front, index 0 below the
+    grid), in the caller's arrays: ``x`` becomes ⌊v/δ⌋, ``m`` its int64 + 1, and the gather goes
+    into ``g`` (returned), whose ``mode="clip"`` is the clip of ⌊v/δ⌋ to [−1, len(q) − 1]. One
+    gather, no boolean masks; arrays kept by a caller that reads many times (fresh ones of the
+    offsets × k × v size cost the kernel's page faults at every read)."""
+    np.floor(np.divide(x, delta, out=x), out=x)
+    np.copyto(m, x, casting="unsafe")  # x.astype(np.int64)
     m += 1
-    return np.asarray(padded[m], dtype=np.float64)
+    padded.take(m, out=g, mode="clip")
+    return g
 
 
 @functools.lru_cache(maxsize=16)  # ~2 MB a head at _OFFSETS: a long page session keeps few
@@ -227,10 +230,11 @@ def _head(kind: NoiseKind, offsets: int) -> tuple[float, _Array, _Array, _Array,
 
 
 class _Buffers:
-    """The offsets × k × v work arrays of :func:`_upper`, made once per :func:`_peel` (fresh
-    arrays of 5.5 MB per call cost as much in page faults as the arithmetic)."""
+    """Work arrays for :func:`_read_into` of one shape, made once per :func:`_peel` or
+    :func:`_solve` (fresh arrays of 0.2–5.5 MB per read cost as much in page faults as the
+    arithmetic)."""
 
-    def __init__(self, shape: tuple[int, int, int]) -> None:
+    def __init__(self, shape: tuple[int, ...]) -> None:
         self.x = np.empty(shape)
         self.m = np.empty(shape, dtype=np.int64)
         self.g = np.empty(shape)
@@ -247,14 +251,7 @@ def _upper(
     _, _, ge, _, beyond_up, _ = head
     n = len(v)
     x, m, g = buf.x[:, :, :n], buf.m[:, :, :n], buf.g[:, :, :n]
-    np.subtract(v[None, None, :], we, out=x)
-    np.divide(x, delta, out=x)
-    np.floor(x, out=x)
-    np.copyto(m, x, casting="unsafe")  # x.astype(np.int64)
-    np.maximum(m, -1, out=m)
-    np.minimum(m, len(padded) - 2, out=m)
-    m += 1
-    np.take(padded, m, out=g)
+    g = _read_into(padded, delta, np.subtract(v[None, None, :], we, out=x), m, g)
     np.subtract(g[:, 0, :], 0.0, out=x[:, 0, :])  # the increments, into x
     np.subtract(g[:, 1:, :], g[:, :-1, :], out=x[:, 1:, :])
     np.multiply(x, ge[:, :, None], out=x)
@@ -312,16 +309,18 @@ def _solve(
     h, e, ge, le, beyond_up, beyond_down = _head(kh, _OFFSETS)
     # made once for the bisection (each failure(t) did them again: the same values)
     padded, we = np.concatenate(([1.0], q)), wh * e
-    inc, dec = np.empty(e.shape), np.empty(e.shape)
-    read = _Reads(padded, delta, e.shape)
+    inc, dec, buf = np.empty(e.shape), np.empty(e.shape), _Buffers(e.shape)
+
+    def read(v: _Array) -> _Array:  # _lookup at v (written into buf.x), into buf.g
+        return _read_into(padded, delta, v, buf.m, buf.g)
 
     def failure(t: float) -> float:
         tm = t - wh * h
-        up = read(np.subtract(tm, we, out=read.v))  # _gather at tm − we: nondecreasing in k
+        up = read(np.subtract(tm, we, out=buf.x))  # _lookup at tm − we: nondecreasing in k
         inc[:, 0] = up[:, 0]  # np.diff(up, axis=1, prepend=0.0), its subtractions in place
         np.subtract(up[:, 1:], up[:, :-1], out=inc[:, 1:])
         p_up = np.multiply(inc, ge, out=inc).sum(axis=1) + beyond_up
-        down = read(np.add(tm, we, out=read.v))  # at tm + we: nonincreasing
+        down = read(np.add(tm, we, out=buf.x))  # at tm + we: nonincreasing
         np.subtract(down[:, 1:], down[:, :-1], out=dec[:, :-1])  # np.diff(…, append=0.0)
         np.subtract(0.0, down[:, -1], out=dec[:, -1])
         p_down = np.multiply(np.negative(dec, out=dec), le, out=dec).sum(axis=1) + beyond_down
@@ -343,24 +342,6 @@ def _solve(
                 break
         out.append(float(np.nextafter((hi + deterministic) * _MARGIN, np.inf)))
     return out
-
-
-class _Reads:
-    """:func:`_gather` for :func:`_solve`'s ~50 reads of one q, into arrays kept for the search:
-    ⌊v/δ⌋ in place in ``v`` (the caller writes v there), its int64 copy + 1, and the gather,
-    whose ``mode="clip"`` is the clip of ⌊v/δ⌋ to [−1, len(q) − 1] (fresh arrays of this size,
-    ~170 kB each, cost the kernel's page faults at every read)."""
-
-    def __init__(self, padded: _Array, delta: float, shape: tuple[int, ...]) -> None:
-        self.padded, self.delta = padded, delta
-        self.v, self.g = np.empty(shape), np.empty(shape)
-        self.m = np.empty(shape, dtype=np.int64)
-
-    def __call__(self, v: _Array) -> _Array:
-        np.floor(np.divide(v, self.delta, out=v), out=v)
-        np.copyto(self.m, v, casting="unsafe")  # v.astype(np.int64)
-        np.add(self.m, 1, out=self.m)
-        return self.padded.take(self.m, out=self.g, mode="clip")
 
 
 def _envelope_tail(rest: Sequence[tuple[float, NoiseKind]], v: _Array) -> _Array:
