@@ -36,7 +36,6 @@ from snapdp.data.model.names import PlanFileError, flags
 from snapdp.errors import LedgerError, ParameterError, PrivacyBudgetError
 
 __all__ = [
-    "DUCKDB_MODULES",
     "FLAGS",
     "BoundaryGroup",
     "EpsilonType",
@@ -59,14 +58,14 @@ FLAGS: dict[str, str] = flags()
 
 #: What a release over a file imports when it opens and reads the source (the engine the
 #: library picks for a path: DuckDB's; a command preloads them, :func:`snapdp.cli.preload`).
-DUCKDB_MODULES = ("duckdb", "snapdp.data.engines.duckdb.engine")
+_DUCKDB_MODULES = ("duckdb", "snapdp.data.engines.duckdb.engine")
 
 
 def source_modules(source: object) -> tuple[str, ...]:
-    """:data:`DUCKDB_MODULES`, and pyarrow unless the source is named as Parquet (a CSV file's
+    """:data:`_DUCKDB_MODULES`, and pyarrow unless the source is named as Parquet (a CSV file's
     records reach DuckDB as Arrow batches). Chosen by the source's name, never its contents."""
     parquet = str(source).lower().endswith(".parquet")
-    return DUCKDB_MODULES if parquet else (*DUCKDB_MODULES, "pyarrow")
+    return _DUCKDB_MODULES if parquet else (*_DUCKDB_MODULES, "pyarrow")
 
 
 _SPENT_KEY = "snapdp.spent"

@@ -12,11 +12,11 @@ from pathlib import Path
 import click
 
 from snapdp.cli._common import (
-    DUCKDB_MODULES,
     check_source,
     json_option,
     library_errors,
     mark_spent,
+    source_modules,
 )
 from snapdp.data import Plan
 from snapdp.data.planner.preview import usefulness_flags
@@ -132,8 +132,9 @@ def run(
 
     p = Plan.load(plan_file)
     check_source(p.source_path(), plan_file)
-    # a plan file's source is a file, read by DuckDB; the results are written with pyarrow
-    preload(*DUCKDB_MODULES, "pyarrow", "pyarrow.parquet", *(() if as_json else PRINT_MODULES))
+    # what reading the source takes, as for `snapdp sql`; results.parquet is written by pyarrow
+    printing = () if as_json else PRINT_MODULES
+    preload(*source_modules(p.source_path()), "pyarrow.parquet", *printing)
     name = dataset or load_workload(plan_file).dataset  # as `snapdp sql --dataset`
     out = (
         Path(output)
