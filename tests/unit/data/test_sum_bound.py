@@ -136,12 +136,14 @@ def test_consistent_margins_state_about_their_own_accuracy() -> None:
 
 
 def test_the_grid_lookup_reads_q_at_or_below_v_one_below_0_the_last_beyond() -> None:
-    """Issue 32: ``_lookup`` is one gather (it was boolean masks on offsets × k × v arrays); the
-    values are those of its rule, at the grid's points, between them, below 0 and beyond."""
+    """Issue 32: the table read (``_read_into``) is one gather (it was boolean masks on offsets
+    × k × v arrays); the values are those of its rule, at the grid's points, between them,
+    below 0 and beyond."""
     from snapdp.data.statistics.math import sum_bound
 
     q = np.array([0.9, 0.5, 0.25, 0.125])
     v = np.array([[-7.0, -0.01, 0.0, 0.3, 0.5, 0.99, 1.0, 1.49, 1.5, 40.0]])
-    got = sum_bound._lookup(0.5, q, v)
+    padded, m = np.concatenate(([1.0], q)), np.empty(v.shape, dtype=np.int64)
+    got = sum_bound._read_into(padded, 0.5, v.copy(), m, np.empty(v.shape))
     assert got.dtype == np.float64 and got.shape == v.shape
     assert got.tolist() == [[1.0, 1.0, 0.9, 0.9, 0.5, 0.5, 0.25, 0.25, 0.125, 0.125]]

@@ -188,20 +188,13 @@ def _rest_tail(weights: _Array, kinds: Sequence[NoiseKind], top: float) -> tuple
     return delta, np.asarray(np.minimum.accumulate(q), dtype=np.float64)
 
 
-def _lookup(delta: float, q: _Array, v: _Array) -> _Array:
-    """P(S > v) <= this, from q[m] >= P(S > m·δ): q at the grid point at or below v (q is
-    nonincreasing), the last value beyond the grid, 1 below 0."""
-    x = np.array(v, dtype=np.float64)  # a copy: _read_into overwrites it
-    m = np.empty(x.shape, dtype=np.int64)
-    return _read_into(np.concatenate(([1.0], q)), delta, x, m, np.empty(x.shape))
-
-
 def _read_into(padded: _Array, delta: float, x: _Array, m: _Index, g: _Array) -> _Array:
-    """:func:`_lookup` at v = ``x`` from ``padded`` (q with a 1 in front, index 0 below the
-    grid), in the caller's arrays: ``x`` becomes ⌊v/δ⌋, ``m`` its int64 + 1, and the gather goes
-    into ``g`` (returned), whose ``mode="clip"`` is the clip of ⌊v/δ⌋ to [−1, len(q) − 1]. One
-    gather, no boolean masks; arrays kept by a caller that reads many times (fresh ones of the
-    offsets × k × v size cost the kernel's page faults at every read)."""
+    """P(S > v) <= this at v = ``x``, from q[m] >= P(S > m·δ) (q nonincreasing, ``padded`` is q
+    with a 1 in front): q at the grid point at or below v, the last value beyond the grid, 1
+    below 0. In the caller's arrays: ``x`` becomes ⌊v/δ⌋, ``m`` its int64 + 1, and the gather
+    goes into ``g`` (returned), whose ``mode="clip"`` is the clip of ⌊v/δ⌋ to [−1, len(q) − 1].
+    One gather, no boolean masks; arrays kept by a caller that reads many times (fresh ones of
+    the offsets × k × v size cost the kernel's page faults at every read)."""
     np.floor(np.divide(x, delta, out=x), out=x)
     np.copyto(m, x, casting="unsafe")  # x.astype(np.int64)
     m += 1
@@ -244,9 +237,9 @@ def _upper(
     padded: _Array, delta: float, we: _Array, head: tuple[Any, ...], v: _Array, buf: _Buffers
 ) -> _Array:
     """Ū of P(S + w·e > v) for each offset (rows) and each v (columns): the Abel sum over the
-    head's grid values with g(e) = P(S > v − w·e) <= _lookup (nondecreasing in e); ``we`` is
+    head's grid values with g(e) = P(S > v − w·e) <= _read_into (nondecreasing in e); ``we`` is
     w·e (offsets × k × 1), ``padded`` q with a 1 in front. The operations of
-    ``_lookup(delta, q, v − we)``, ``np.diff(g, axis=1, prepend=0.0)`` and the weighted sum, in
+    the read at v − we, ``np.diff(g, axis=1, prepend=0.0)`` and the weighted sum, in
     ``buf``: the same values."""
     _, _, ge, _, beyond_up, _ = head
     n = len(v)
@@ -311,12 +304,12 @@ def _solve(
     padded, we = np.concatenate(([1.0], q)), wh * e
     inc, dec, buf = np.empty(e.shape), np.empty(e.shape), _Buffers(e.shape)
 
-    def read(v: _Array) -> _Array:  # _lookup at v (written into buf.x), into buf.g
+    def read(v: _Array) -> _Array:  # _read_into at v (written into buf.x), into buf.g
         return _read_into(padded, delta, v, buf.m, buf.g)
 
     def failure(t: float) -> float:
         tm = t - wh * h
-        up = read(np.subtract(tm, we, out=buf.x))  # _lookup at tm − we: nondecreasing in k
+        up = read(np.subtract(tm, we, out=buf.x))  # at tm − we: nondecreasing in k
         inc[:, 0] = up[:, 0]  # np.diff(up, axis=1, prepend=0.0), its subtractions in place
         np.subtract(up[:, 1:], up[:, :-1], out=inc[:, 1:])
         p_up = np.multiply(inc, ge, out=inc).sum(axis=1) + beyond_up
