@@ -75,7 +75,8 @@ ORDER = (
 # the other tests one by one, so a file's tests land on both workers and each worker pays again
 # for what they share: a module-scoped fixture (the releases of the two coverage-at-scale files,
 # ~30 s and ~15 s; the spread releases; the analysis report; one Chromium per module in the
-# browser files), a process's cache (the quantile tree's branching search), or the certificates
+# browser files), a process's cache (the quantile tree's branching search; the release over D
+# that test_differential.py's cases share, one per source and front end), or the certificates
 # of the same mechanisms when both workers certify them at once (the certificate cache on disk
 # is shared, but only once written).
 GROUP_OF_FILE = {
@@ -89,6 +90,7 @@ GROUP_OF_FILE = {
     "tests/unit/ui/test_browser.py": "browser",
     "tests/unit/ui/test_browser_results.py": "browser_results",
     "tests/unit/ui/test_browser_targets.py": "browser_targets",
+    "tests/unit/data/test_differential.py": "differential",
 }
 
 

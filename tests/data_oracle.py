@@ -177,12 +177,26 @@ def _cell_index(column: Column, value: Any) -> int | None:
             if exact[i] <= value < exact[i + 1]:
                 return i
         return None
-    edges = [_nearest(e) for e in column.bins]
+    edges = _float_edges(column.bins)
     v = float(value)
     for i in range(len(edges) - 1):
         if edges[i] <= v < edges[i + 1]:
             return i
     return None
+
+
+_EDGES: dict[int, tuple[tuple[Fraction, ...], list[float]]] = {}
+
+
+def _float_edges(bins: tuple[Fraction, ...]) -> list[float]:
+    """The doubles nearest a decimal column's edges, remembered per ``bins`` object (the same
+    for every row; kept by identity, as hashing a long tuple of fractions costs as much)."""
+    held = _EDGES.get(id(bins))
+    if held is None or held[0] is not bins:
+        if len(_EDGES) >= 1024:
+            _EDGES.clear()
+        held = _EDGES[id(bins)] = (bins, [_nearest(e) for e in bins])
+    return held[1]
 
 
 def _nearest(e: Fraction) -> float:

@@ -41,8 +41,8 @@ SPARK_TEST_CONFIG = {
 # sixth 2026-11-27 session"). The Spark defaults (code generation included) stay checked by
 # test_differential_spark.py, by the casts of test_spark_edges.py (a mixed pandas column and an
 # invalid UTF-8 Parquet cell against the reference), by the hive-partitioned folder of
-# test_spark_engine.py (``default_planning``: its default plan prunes partitions dynamically) and
-# by the standalone cluster (test_spark_cluster.py, a session of its own).
+# test_spark_engine.py (``default_planning``: its default plan prunes partitions dynamically);
+# the standalone cluster (test_spark_cluster.py, a session of its own) keeps adaptive execution.
 SPARK_CHEAP_PLANNING = {
     "spark.sql.constraintPropagation.enabled": "false",
     "spark.sql.adaptive.enabled": "false",

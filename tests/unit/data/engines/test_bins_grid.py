@@ -164,18 +164,29 @@ def test_every_value_takes_the_same_branches() -> None:
 @pytest.mark.spark
 @pytest.mark.xdist_group("spark")
 def test_spark_finds_the_same_bins(spark_session: Any) -> None:
-    """The same arithmetic rendered for Spark (FLOOR to a long, DIV) gives the reference's bins."""
+    """The same arithmetic rendered for Spark (FLOOR to a long, DIV) gives the reference's bins.
+    One Spark job per column type: each column's values (and a null) are rows tagged with the
+    column, every column's expression is computed on every row, and each column's bins are
+    checked on its own rows."""
     from pyspark.sql import functions as sf
 
     from snapdp.data.engines.relational.dialects import spark_sql
 
-    for column in [*GRIDS[:8], *DEC_GRIDS[:8]]:
-        rng = random.Random(column.name)
-        integer = column.type == "integer"
-        values: list[Any] = int_values(column, rng) if integer else dec_values(column, rng)
-        values.append(None)
-        kind = "bigint" if integer else "double"
-        frame = spark_session.createDataFrame(list(enumerate(values)), f"i int, v {kind}")
-        index = sf.expr(spark_sql(exprs.bin_index(column, exprs.column("v"))))
-        got = [r["b"] for r in frame.select("i", index.alias("b")).orderBy("i").collect()]
-        assert got == [_cell_index(column, v) for v in values], column.name
+    for columns, draw, kind in (
+        (GRIDS[:8], int_values, "bigint"),
+        (DEC_GRIDS[:8], dec_values, "double"),
+    ):
+        drawn: list[list[Any]] = [[*draw(c, random.Random(c.name)), None] for c in columns]
+        rows = [(j, v) for j, values in enumerate(drawn) for v in values]
+        frame = spark_session.createDataFrame(
+            [(i, j, v) for i, (j, v) in enumerate(rows)], f"i int, c int, v {kind}"
+        )
+        bins = [
+            sf.expr(spark_sql(exprs.bin_index(c, exprs.column("v")))).alias(f"b{j}")
+            for j, c in enumerate(columns)
+        ]
+        got = frame.select("i", "c", *bins).orderBy("i").collect()
+        assert [(r["c"], r["i"]) for r in got] == [(j, i) for i, (j, _) in enumerate(rows)]
+        for j, (column, values) in enumerate(zip(columns, drawn, strict=True)):
+            mine = [r[f"b{j}"] for r in got if r["c"] == j]
+            assert mine == [_cell_index(column, v) for v in values], column.name
