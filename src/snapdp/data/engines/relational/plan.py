@@ -52,6 +52,7 @@ from snapdp.data.engines.relational.topn import Digest, DigestLane, Kept, TopRow
 from snapdp.data.engines.relational.topn import node_column as _c
 from snapdp.data.engines.relational.topn import node_int as _n
 from snapdp.data.engines.relational.topn import node_type as _t
+from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError
 
 __all__ = ["LONG_SUM_LIMIT", "Query", "aggregate_query", "check_values", "q_type", "ranked"]
@@ -112,11 +113,12 @@ def _row_lanes(plan: AggregatePlan, wide: bool) -> list[exp.Expression]:
     digits: list[exp.Expression] = [] if plan.by_value else [_c(CELL)]
     first = len(digits)
     for j, vc in enumerate(plan.values):
-        q = exp.Cast(this=_c(f"{P}q{j}"), to=_t(q_type(vc, wide)))
+        # q_j is of q_type already; a BIGINT one stays a BIGINT digit (q − L_q + 1 < 2^63)
         d: exp.Expression = exp.Coalesce(
-            this=exp.Sub(this=q, expression=_n(vc.lower_q - 1)), expressions=[_n(0)]
+            this=exp.Sub(this=_c(f"{P}q{j}"), expression=_n(vc.lower_q - 1)), expressions=[_n(0)]
         )
-        digits.append(d if radices[first + j] >= 1 << 63 else exp.Cast(this=d, to=_t("BIGINT")))
+        narrow = radices[first + j] < 1 << 63 and q_type(vc, wide) != "BIGINT"
+        digits.append(exp.Cast(this=d, to=_t("BIGINT")) if narrow else d)
     lanes: list[exp.Expression] = []
     for chunk in row_chunks(plan):
         value = digits[chunk[0]]
@@ -215,12 +217,9 @@ def aggregate_query(
     used = plan.used_columns()
     alias = {name: f"{P}c{i}" for i, name in enumerate(used)}
     decl = declared_columns(plan)
-    casts = [
-        exp.alias_(exprs.cast_native(exprs.column(n), families[n], decl[n].type), alias[n])
-        for n in used
-    ]
-    s0 = exp.select(*casts or [exp.alias_(_n(1), f"{P}one")]).from_(source)
-    s1, qnames = _cells_and_quanta(plan, alias, decl, wide)
+    columns = [(n, families[n], decl[n].type, alias[n]) for n in used]
+    s0 = exprs.cast_select(columns, source, f"{P}l")
+    s0, s1, qnames = _cells_and_quanta(plan, s0, alias, decl, wide)
     ctes: list[tuple[str, exp.Select]] = [(f"{P}s0", s0), (f"{P}s1", s1)]
     final = f"{P}s1"
     if plan.unit is not None:
@@ -231,13 +230,23 @@ def aggregate_query(
     return Query(tree, layout, 32 if wide else 31)
 
 
+def _scale(term: exp.Expression, stride: int) -> exp.Expression:
+    return term if stride == 1 else exp.Mul(this=term, expression=_n(stride))
+
+
 def _cells_and_quanta(
-    plan: AggregatePlan, alias: dict[str, str], decl: Mapping[str, object], wide: bool
-) -> tuple[exp.Select, list[str]]:
-    """``s1``: the cell index, the row filter, the quanta and the unit."""
+    plan: AggregatePlan,
+    s0: exp.Select,
+    alias: dict[str, str],
+    decl: Mapping[str, Column],
+    wide: bool,
+) -> tuple[exp.Select, exp.Select, list[str]]:
+    """``s0`` with each binned grouping's bin index (``_snapdp_g<i>``) computed once beside the
+    casts, and ``s1``: the cell index, the row filter, the quanta and the unit."""
     s1 = exp.select().from_(nodes.table(f"{P}s0"))
     where: list[exp.Expression] = []
     terms: list[exp.Expression] = []
+    indices: list[exp.Expr] = []
     stride = plan.n_cells
     skip = 0
     if plan.joint is not None:  # groups from the data: one table of the observed tuples
@@ -250,9 +259,12 @@ def _cells_and_quanta(
         stride //= g.n_cells
         node = exprs.with_null_rule(g, exprs.column(alias[g.name]))
         if g.keys is None:
-            index = exprs.bin_index(g, node)
-            where.append(exp.Not(this=exp.Is(this=_p(index), expression=exp.Null())))
-            terms.append(exp.Mul(this=_p(index.copy()), expression=_n(stride)))
+            # the tree or grid once, in s0: s1 reads its result twice (the cell, the filter)
+            typed = decl[g.name].type == g.type and exprs.typed_after_rule(g)
+            name = f"{P}g{gi}"
+            indices.append(exp.alias_(exprs.bin_index(g, node, typed), name))
+            where.append(exp.Not(this=exp.Is(this=_c(name), expression=exp.Null())))
+            terms.append(_scale(_c(name), stride))
             continue
         rows = exprs.key_rows(g)
         if not rows:
@@ -266,10 +278,12 @@ def _cells_and_quanta(
             ),
         )
         s1 = s1.join(table, on=exp.EQ(this=node, expression=exp.column(kv, table=k)), copy=False)
-        terms.append(exp.Mul(this=exp.column(ki, table=k), expression=_n(stride)))
+        terms.append(_scale(exp.column(ki, table=k), stride))
+    if indices:
+        s0 = exp.select(nodes.star(), *indices).from_(s0.subquery(f"{P}sc", copy=False))
     if plan.where is not None:  # step 3: the row filter, on the cast values
         values = {name: exprs.column(alias[name]) for name in alias}
-        where.append(exprs.predicate(plan.where, values, decl))  # type: ignore[arg-type]
+        where.append(exprs.predicate(plan.where, values, decl))
     cell: exp.Expression = _n(0)
     for i, term in enumerate(terms):
         cell = term if i == 0 else exp.Add(this=cell, expression=term)
@@ -277,14 +291,15 @@ def _cells_and_quanta(
     qnames = [f"{P}q{j}" for j in range(len(plan.values))]
     for j, vc in enumerate(plan.values):
         qt = q_type(vc, wide)
-        q = exprs.quanta(vc, exprs.column(alias[vc.column.name]), qt)
+        typed = decl[vc.column.name].type == vc.column.type
+        q = exprs.quanta(vc, exprs.column(alias[vc.column.name]), qt, typed)
         items.append(exp.alias_(exp.Cast(this=q, to=_t(qt)), qnames[j]))
     if plan.unit is not None:
         items.append(exp.alias_(exprs.column(alias[plan.unit.name]), UNIT))
     s1 = s1.select(*items, copy=False)
     if where:
         s1 = s1.where(*where, copy=False)
-    return s1, qnames
+    return s0, s1, qnames
 
 
 def _joint_join(
@@ -325,7 +340,7 @@ def _joint_join(
         )
         for j, c in enumerate(cols)
     ]
-    terms.append(exp.Mul(this=exp.column(names[-1], table=k), expression=_n(stride)))
+    terms.append(_scale(exp.column(names[-1], table=k), stride))
     return s1.join(table, on=exp.and_(*on), copy=False)
 
 
