@@ -35,6 +35,7 @@ from snapdp.errors import ParameterError
 __all__ = [
     "DECIMAL_RE",
     "bin_index",
+    "bin_range",
     "cast_native",
     "cast_select",
     "cast_text",
@@ -357,6 +358,21 @@ def tree_index(col: Column, value: exp.Expression, typed: bool = True) -> exp.Ex
     the same number of comparisons. Each compares ``value`` itself (cast only when not
     ``typed``) with a literal: an integer edge as a bare number (a long compares exactly with
     it in both engines; the end of int64 typed), a decimal one as its double."""
+    below = _below(col, value, typed)
+    return _case((_not_null(value.copy()), _tree(bin_tree(len(below)), below)))
+
+
+def bin_range(col: Column, value: exp.Expression, typed: bool = True) -> exp.Expression:
+    """Whether :func:`bin_index` of ``value`` is not null: e₀ ≤ v < e_last by the very
+    comparisons of the tree (null for a null value). The tree and the grid give a bin exactly
+    for such values, so a filter on the bin's presence needs neither (two comparisons)."""
+    below = _below(col, value, typed)
+    return exp.Paren(this=_and(exp.Not(this=exp.Paren(this=below[0])), below[-1]))
+
+
+def _below(col: Column, value: exp.Expression, typed: bool) -> list[exp.Expression]:
+    """Per edge e_j of ``col``, the comparison v < e_j of :func:`tree_index` (an integer edge
+    past int64 against the end of int64: the same truth value for every long)."""
     edges = bin_edges(col)
     below: list[exp.Expression] = []
     if col.type == "integer":
@@ -372,7 +388,7 @@ def tree_index(col: Column, value: exp.Expression, typed: bool = True) -> exp.Ex
     else:
         v = value if typed else _cast(value, "DOUBLE")
         below = [exp.LT(this=v.copy(), expression=double(float(e))) for e in edges]
-    return _case((_not_null(value.copy()), _tree(bin_tree(len(edges)), below)))
+    return below
 
 
 def _tree(node: BinTree, below: list[exp.Expression]) -> exp.Expression:

@@ -4,9 +4,15 @@ The query is a chain of common table expressions, each one step of the engine co
 (docs/data.md, "The engine contract"; docs/architecture.md, "Engines"):
 
 * ``s0``: the used source columns, cast by the contract's rules under internal aliases (no user
-  column name appears anywhere else, so none can collide with them);
-* ``s1``: the cell index (a join to a typed keys table per keyed grouping, a comparison tree per
-  binned one), the row filter, the quanta per value column and the unit;
+  column name appears anywhere else, so none can collide with them; a text cell's check and
+  trim are computed once below its casts, :func:`~.exprs.cast_select`);
+* ``s1``: the cell index (a join to a typed keys table per keyed grouping, a comparison tree or
+  grid arithmetic per binned one, kept only for values in a bin: its first and last
+  comparisons), the row filter, the quanta per value column and the unit;
+
+Each value is computed once and read by name: no cast of a column to the type it already has,
+no subexpression written twice (the query's size drives Spark's analysis and optimisation and
+DuckDB's planning; docs/performance.md, "The query's size").
 * ``b0``, ``b1``, …: contribution bounding by keyed-hash ranks (:func:`ranked`, equal to
   :func:`~snapdp.data.engines.base.row_rank` / ``group_rank``): L∞ keeps the lowest-ranked
   rows per (unit, cell), L0 the cells of lowest group rank per unit (a semi-join), k the
@@ -219,7 +225,7 @@ def aggregate_query(
     decl = declared_columns(plan)
     columns = [(n, families[n], decl[n].type, alias[n]) for n in used]
     s0 = exprs.cast_select(columns, source, f"{P}l")
-    s0, s1, qnames = _cells_and_quanta(plan, s0, alias, decl, wide)
+    s1, qnames = _cells_and_quanta(plan, alias, decl, wide)
     ctes: list[tuple[str, exp.Select]] = [(f"{P}s0", s0), (f"{P}s1", s1)]
     final = f"{P}s1"
     if plan.unit is not None:
@@ -235,18 +241,12 @@ def _scale(term: exp.Expression, stride: int) -> exp.Expression:
 
 
 def _cells_and_quanta(
-    plan: AggregatePlan,
-    s0: exp.Select,
-    alias: dict[str, str],
-    decl: Mapping[str, Column],
-    wide: bool,
-) -> tuple[exp.Select, exp.Select, list[str]]:
-    """``s0`` with each binned grouping's bin index (``_snapdp_g<i>``) computed once beside the
-    casts, and ``s1``: the cell index, the row filter, the quanta and the unit."""
+    plan: AggregatePlan, alias: dict[str, str], decl: Mapping[str, Column], wide: bool
+) -> tuple[exp.Select, list[str]]:
+    """``s1``: the cell index, the row filter, the quanta and the unit."""
     s1 = exp.select().from_(nodes.table(f"{P}s0"))
     where: list[exp.Expression] = []
     terms: list[exp.Expression] = []
-    indices: list[exp.Expr] = []
     stride = plan.n_cells
     skip = 0
     if plan.joint is not None:  # groups from the data: one table of the observed tuples
@@ -259,12 +259,12 @@ def _cells_and_quanta(
         stride //= g.n_cells
         node = exprs.with_null_rule(g, exprs.column(alias[g.name]))
         if g.keys is None:
-            # the tree or grid once, in s0: s1 reads its result twice (the cell, the filter)
+            # the tree or grid once, in the cell; the filter keeps the rows it puts in a bin
+            # by the tree's first and last comparisons (Spark and DuckDB push a filter below
+            # the projection, copying what it reads)
             typed = decl[g.name].type == g.type and exprs.typed_after_rule(g)
-            name = f"{P}g{gi}"
-            indices.append(exp.alias_(exprs.bin_index(g, node, typed), name))
-            where.append(exp.Not(this=exp.Is(this=_c(name), expression=exp.Null())))
-            terms.append(_scale(_c(name), stride))
+            where.append(exprs.bin_range(g, node.copy(), typed))
+            terms.append(_scale(_p(exprs.bin_index(g, node, typed)), stride))
             continue
         rows = exprs.key_rows(g)
         if not rows:
@@ -279,8 +279,6 @@ def _cells_and_quanta(
         )
         s1 = s1.join(table, on=exp.EQ(this=node, expression=exp.column(kv, table=k)), copy=False)
         terms.append(_scale(exp.column(ki, table=k), stride))
-    if indices:
-        s0 = exp.select(nodes.star(), *indices).from_(s0.subquery(f"{P}sc", copy=False))
     if plan.where is not None:  # step 3: the row filter, on the cast values
         values = {name: exprs.column(alias[name]) for name in alias}
         where.append(exprs.predicate(plan.where, values, decl))
@@ -299,7 +297,7 @@ def _cells_and_quanta(
     s1 = s1.select(*items, copy=False)
     if where:
         s1 = s1.where(*where, copy=False)
-    return s0, s1, qnames
+    return s1, qnames
 
 
 def _joint_join(
