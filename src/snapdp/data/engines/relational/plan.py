@@ -9,16 +9,16 @@ The query is a chain of common table expressions, each one step of the engine co
 * ``s1``: the cell index (a join to a typed keys table per keyed grouping, a comparison tree or
   grid arithmetic per binned one, kept only for values in a bin: its first and last
   comparisons), the row filter, the quanta per value column and the unit;
-
-Each value is computed once and read by name: no cast of a column to the type it already has,
-no subexpression written twice (the query's size drives Spark's analysis and optimisation and
-DuckDB's planning; docs/performance.md, "The query's size").
 * ``b0``, ``b1``, …: contribution bounding by keyed-hash ranks (:func:`ranked`, equal to
   :func:`~snapdp.data.engines.base.row_rank` / ``group_rank``): L∞ keeps the lowest-ranked
   rows per (unit, cell), L0 the cells of lowest group rank per unit (a semi-join), k the
   lowest-ranked rows per unit, each a :class:`~.topn.TopRows` node;
 * the final aggregate per cell: rows, exact sums and counts, sums of squares (whole, or in
   limbs recombined in Python).
+
+Each value is computed once and read by name: no cast of a column to the type it already has,
+no subexpression written twice (the query's size drives Spark's analysis and optimisation and
+DuckDB's planning; docs/performance.md, "The query's size").
 
 The tree is rendered by :mod:`.dialects`; ``wide`` says whether the engine has 128-bit integer
 arithmetic (DuckDB's HUGEINT: quanta and sums of squares in it; Spark: longs, DECIMAL(38, 0)
