@@ -138,7 +138,8 @@ def test_casts_through_the_inner_projection_equal_the_one_expression(
     con = duckdb.connect()
     if family == "bytes":
         con.execute("CREATE TABLE src (i INTEGER, c BLOB)")
-        cells: list[object] = [None if c is None else c.encode() for c in CELLS] + [b"1\xff"]
+        cells: list[object] = [None if c is None else c.encode() for c in CELLS]
+        cells.append(b"1\xff")  # not UTF-8: null
     else:
         con.execute("CREATE TABLE src (i INTEGER, c VARCHAR)")
         cells = list(CELLS)
@@ -152,3 +153,38 @@ def test_casts_through_the_inner_projection_equal_the_one_expression(
     assert laned == inline
     assert len({v for (v,) in inline}) >= 3  # the cells tell the casts apart
     assert ("_ls" in duckdb_sql(select)) == (kind != "text")
+
+
+RANGE_COLUMNS = [
+    H,
+    X,
+    Column("wide", "integer", bins=(F(-(1 << 70)), F(-5), F(0), F(7, 2), F(1 << 64))),
+    Column("grid", "integer", bins=tuple(F(e) for e in range(0, 101, 10))),
+    Column("inf", "decimal", bins=(-(F(2) ** 1024), F(-1, 2), F(3), F(2) ** 1024)),
+    Column("dgrid", "decimal", bins=tuple(F(j, 4) for j in range(-12, 13))),
+]
+
+
+@pytest.mark.parametrize("column", RANGE_COLUMNS, ids=lambda c: c.name)
+def test_the_bin_filter_keeps_exactly_the_values_in_a_bin(column: Column) -> None:
+    """s1 keeps a row by ``bin_range``: true exactly where the bin index (tree or grid) is not
+    null, false or null elsewhere, for values on, beside and between the edges and at the ends
+    of the type (infinities and NaN for doubles)."""
+    integer = column.type == "integer"
+    values: list[object] = [None]
+    for e in column.bins or ():
+        x = int(e) if integer else exprs.nearest_double(e)
+        values += [x - 1, x, x + 1] if integer else [x, x * (1 - 1e-16), x * (1 + 1e-16), x + 0.25]
+    if integer:
+        values = [v for v in values if v is None or -(1 << 63) <= v < 1 << 63]  # type: ignore[operator]
+        values += [-(1 << 63), (1 << 63) - 1, 0]
+    else:
+        values += [float("inf"), float("-inf"), float("nan"), 0.0, -0.0, 1e308]
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE t (i INTEGER, v {'BIGINT' if integer else 'DOUBLE'})")
+    con.executemany("INSERT INTO t VALUES (?, ?)", list(enumerate(values)))
+    index = duckdb_sql(exprs.bin_index(column, exprs.column("v")))
+    keep = duckdb_sql(exprs.bin_range(column, exprs.column("v")))
+    rows = con.execute(f"SELECT {index}, {keep} FROM t ORDER BY i").fetchall()
+    assert all((i is not None) == bool(k) for i, k in rows), rows
+    assert any(i is None for i, _ in rows) and any(i is not None for i, _ in rows)
