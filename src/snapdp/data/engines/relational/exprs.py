@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
 from sqlglot import exp
@@ -35,7 +35,9 @@ from snapdp.errors import ParameterError
 __all__ = [
     "DECIMAL_RE",
     "bin_index",
+    "bin_range",
     "cast_native",
+    "cast_select",
     "cast_text",
     "cell_index",
     "column",
@@ -45,6 +47,7 @@ __all__ = [
     "quanta",
     "sql_type",
     "tree_index",
+    "typed_after_rule",
     "typed_literal",
 ]
 
@@ -62,6 +65,8 @@ _SQL_TYPES = {
     "boolean": "BOOLEAN",
     "date": "DATE",
 }
+#: stands for a part of a cast that reads the source (:func:`cast_text`)
+Let = Callable[[exp.Expression], exp.Expression]
 _COMPARE = {"=": exp.EQ, "<>": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
 
 
@@ -177,11 +182,19 @@ def _integral(d: exp.Expression) -> exp.Expression:
     return _case((exp.EQ(this=_cast(as_long.copy(), "DOUBLE"), expression=small.copy()), as_long))
 
 
-def cast_text(x: exp.Expression, kind: str) -> exp.Expression:
-    """The text ``x`` (null when empty) cast to ``kind`` by the contract's gates (step 2)."""
+def _inline(e: exp.Expression) -> exp.Expression:
+    return e
+
+
+def cast_text(x: exp.Expression, kind: str, let: Let = _inline) -> exp.Expression:
+    """The text ``x`` (null when empty) cast to ``kind`` by the contract's gates (step 2).
+
+    ``let`` takes the one part that reads the source (the cell's text, trimmed for every kind
+    but ``text``) and returns what stands for it: itself (the default: one expression), or a
+    reference to it computed once below (:func:`cast_select`), which every gate then reads."""
     if kind == "text":
-        return x
-    t = exp.Trim(this=x, expression=exp.Literal.string(" "))
+        return let(x)
+    t = let(exp.Trim(this=x, expression=exp.Literal.string(" ")))
 
     def full(pattern: str) -> FullMatch:
         return FullMatch(this=t.copy(), pattern=exp.Literal.string(pattern))
@@ -212,38 +225,77 @@ def cast_text(x: exp.Expression, kind: str) -> exp.Expression:
     raise ParameterError(f"unknown column type {kind!r}", parameter="type")
 
 
-def cast_native(c: exp.Expression, family: str, kind: str) -> exp.Expression:
+_NATIVE = {
+    ("int", "integer"), ("int", "decimal"), ("int", "text"), ("float", "integer"),
+    ("float", "decimal"), ("fixed", "integer"), ("fixed", "decimal"), ("bool", "boolean"),
+    ("date", "date"),
+}  # fmt: skip
+
+
+def cast_native(c: exp.Expression, family: str, kind: str, let: Let = _inline) -> exp.Expression:
     """The source column ``c`` of a type ``family`` cast to ``kind`` by the contract's rules.
 
     Families: ``text`` (an empty cell is null), ``bytes`` (text held as bytes: what is not UTF-8
     is null; DuckDB only), ``int``, ``float``, ``fixed`` (a native DECIMAL(p, s): exact integers,
-    decimals as doubles), ``bool``, ``date``; anything else casts to null."""
+    decimals as doubles), ``bool``, ``date``; anything else casts to null. ``let``: as for
+    :func:`cast_text` (a native column: the column itself; a null cast reads nothing)."""
     if family == "bytes":
-        return cast_text(BytesText(this=c), kind)
+        return cast_text(BytesText(this=c), kind, let)
     if family == "text":
-        return cast_text(CellText(this=c), kind)
+        return cast_text(CellText(this=c), kind, let)
+    if (family, kind) not in _NATIVE:
+        return null(kind)
+    c = let(c)
     if family == "int":
         if kind == "integer":
             return _try_cast(c, "BIGINT")
         if kind == "decimal":
             return _cast(c, "DOUBLE")
-        if kind == "text":
-            return _cast(c, "VARCHAR")
+        return _cast(c, "VARCHAR")
     if family == "float":
         if kind == "integer":
             return _integral(_cast(c, "DOUBLE"))
-        if kind == "decimal":
-            return _finite(_cast(c, "DOUBLE"))
+        return _finite(_cast(c, "DOUBLE"))
     if family == "fixed":
         if kind == "integer":
             exact = exp.EQ(this=c, expression=exp.Floor(this=c.copy()))
             small = exp.LT(this=exp.Abs(this=c.copy()), expression=_num(_TWO63))
             return _case((_and(exact, small), _cast(c.copy(), "BIGINT")))
-        if kind == "decimal":
-            return _cast(c, "DOUBLE")
-    if (family, kind) in (("bool", "boolean"), ("date", "date")):
-        return c
-    return null(kind)
+        return _cast(c, "DOUBLE")
+    return c
+
+
+def cast_select(
+    columns: Sequence[tuple[str, str, str, str]], source: exp.Expression, lane: str
+) -> exp.Select:
+    """``SELECT cast AS alias, … FROM source``: per (source name, family, kind, alias) of
+    ``columns``, the column cast by :func:`cast_native`. When a cast reads its cell's text more
+    than once (a text cell cast to any type but text: a CSV integer cell's trimmed text feeds
+    its gates and casts ten times), the part of each cast that reads the source is computed
+    once per row in an inner projection, under the internal name ``lane`` + i, and every cast
+    reads those names: no source column name reaches the outer projection. No column: the rows
+    alone (``lane`` + ``one``)."""
+    if not columns:
+        return exp.select(exp.alias_(_num(1), f"{lane}one")).from_(source)
+    inner: list[exp.Expr] = []
+    casts: list[exp.Expr] = []
+    reads = 0
+    for i, (name, family, kind, alias) in enumerate(columns):
+        lane_name = f"{lane}{i}"
+
+        def let(e: exp.Expression, lane_name: str = lane_name) -> exp.Expression:
+            inner.append(exp.alias_(e, lane_name))
+            return column(lane_name)
+
+        cast = cast_native(column(name), family, kind, let)
+        if inner and inner[-1].alias == lane_name and not isinstance(inner[-1].this, exp.Column):
+            reads = max(reads, sum(1 for c in cast.find_all(exp.Column) if c.name == lane_name))
+        casts.append(exp.alias_(cast, alias))
+    if reads <= 1:  # no text read twice: one projection, as cast_native writes it
+        flat = [exp.alias_(cast_native(column(n), f, k), a) for n, f, k, a in columns]
+        return exp.select(*flat).from_(source)
+    lanes = exp.select(*inner).from_(source).subquery(f"{lane}s", copy=False)
+    return exp.select(*casts).from_(lanes, copy=False)
 
 
 # -- keys and bins (step 3) ------------------------------------------------------------------
@@ -282,11 +334,13 @@ def keys_values(col: Column, names: tuple[str, str]) -> exp.Expression | None:
     return exp.Values(expressions=tuples, alias=alias)
 
 
-def bin_index(col: Column, value: exp.Expression) -> exp.Expression:
+def bin_index(col: Column, value: exp.Expression, typed: bool = True) -> exp.Expression:
     """The bin index of ``value`` (null outside every bin or for a null) by the contract's
     comparison (:func:`~snapdp.data.engines.base.bin_edges`): an integer column exactly against
     integer edges (an edge past int64 compared with the end of int64: the same truth value for
-    every long), a decimal one as a double against the double nearest each edge.
+    every long), a decimal one as a double against the double nearest each edge. ``typed``:
+    ``value`` is already of the column's SQL type (BIGINT, DOUBLE; :func:`typed_after_rule`),
+    else it is cast to it first.
 
     Edges that are mostly an evenly spaced grid (a quantile's leaves, ``0, 10, 20, …``; for a
     decimal column a dyadic one) take exact arithmetic (:mod:`.grid`); others a nested CASE of
@@ -294,30 +348,47 @@ def bin_index(col: Column, value: exp.Expression) -> exp.Expression:
     Either way every non-null value does the same work wherever it lies (docs/data.md, "Run
     time"), and the arithmetic keeps the query small: DuckDB plans the tree in time growing with
     its size, and copies the cast value into each of its comparisons."""
-    fast = grid_index(col, value)
-    return fast if fast is not None else tree_index(col, value)
+    fast = grid_index(col, value, typed)
+    return fast if fast is not None else tree_index(col, value, typed)
 
 
-def tree_index(col: Column, value: exp.Expression) -> exp.Expression:
+def tree_index(col: Column, value: exp.Expression, typed: bool = True) -> exp.Expression:
     """:func:`bin_index` as a nested CASE of fixed depth
     (:func:`~snapdp.data.engines.base.bin_tree`), whatever the edges: every non-null value makes
-    the same number of comparisons."""
+    the same number of comparisons. Each compares ``value`` itself (cast only when not
+    ``typed``) with a literal: an integer edge as a bare number (a long compares exactly with
+    it in both engines; the end of int64 typed), a decimal one as its double."""
+    below = _below(col, value, typed)
+    return _case((_not_null(value.copy()), _tree(bin_tree(len(below)), below)))
+
+
+def bin_range(col: Column, value: exp.Expression, typed: bool = True) -> exp.Expression:
+    """Whether :func:`bin_index` of ``value`` is not null: e₀ ≤ v < e_last by the very
+    comparisons of the tree (null for a null value). The tree and the grid give a bin exactly
+    for such values, so a filter on the bin's presence needs neither (two comparisons)."""
+    below = _below(col, value, typed)
+    return exp.Paren(this=_and(exp.Not(this=exp.Paren(this=below[0])), below[-1]))
+
+
+def _below(col: Column, value: exp.Expression, typed: bool) -> list[exp.Expression]:
+    """Per edge e_j of ``col``, the comparison v < e_j of :func:`tree_index` (an integer edge
+    past int64 against the end of int64: the same truth value for every long)."""
     edges = bin_edges(col)
     below: list[exp.Expression] = []
     if col.type == "integer":
-        v = _cast(value, "BIGINT")
+        v = value if typed else _cast(value, "BIGINT")
         for e in edges:
             assert isinstance(e, int)
             if e > INT64_MAX:
-                below.append(exp.LTE(this=v.copy(), expression=_cast(_num(INT64_MAX), "BIGINT")))
+                below.append(exp.LTE(this=v.copy(), expression=_num(INT64_MAX)))
+            elif e <= INT64_MIN:
+                below.append(exp.LT(this=v.copy(), expression=_cast(_num(INT64_MIN), "BIGINT")))
             else:
-                below.append(
-                    exp.LT(this=v.copy(), expression=_cast(_num(max(e, INT64_MIN)), "BIGINT"))
-                )
+                below.append(exp.LT(this=v.copy(), expression=_num(e)))
     else:
-        v = _cast(value, "DOUBLE")
+        v = value if typed else _cast(value, "DOUBLE")
         below = [exp.LT(this=v.copy(), expression=double(float(e))) for e in edges]
-    return _case((_not_null(value.copy()), _tree(bin_tree(len(edges)), below)))
+    return below
 
 
 def _tree(node: BinTree, below: list[exp.Expression]) -> exp.Expression:
@@ -336,13 +407,23 @@ def with_null_rule(col: Column, value: exp.Expression) -> exp.Expression:
     return value
 
 
+def typed_after_rule(col: Column) -> bool:
+    """Whether a cast value of ``col`` keeps its SQL type after the null rule: always, but for
+    an integer column imputing a value past int64 (its literal is 128-bit)."""
+    if col.type != "integer" or col.nulls.action != "impute":
+        return True
+    value = col.nulls.value
+    assert isinstance(value, int)
+    return INT64_MIN <= value <= INT64_MAX
+
+
 def cell_index(col: Column, value: exp.Expression) -> exp.Expression:
     """The index of the cast ``value`` among ``col``'s keys or bins after its null rule (null:
     the row is dropped from groupings on the column), as one expression (the engines join a keys
     table instead, with the same result)."""
     value = with_null_rule(col, value)
     if col.bins is not None:
-        return bin_index(col, value)
+        return bin_index(col, value, typed_after_rule(col))
     rows = key_rows(col)
     if not rows:
         return _cast(exp.Null(), "BIGINT")
@@ -350,25 +431,28 @@ def cell_index(col: Column, value: exp.Expression) -> exp.Expression:
 
 
 # -- quanta (step 6) -----------------------------------------------------------------------
-def quanta(vc: ValueColumn, value: exp.Expression, q_type: str) -> exp.Expression:
-    """The quanta of ``value`` as ``q_type``: q = clamp(round_half_even(clamp(v, lo, hi)·10^d),
-    L_q, U_q) with lo = ⌊L_q/10^d⌋ − 1 and hi = ⌈U_q/10^d⌉ + 1 as doubles (the coarse clamp only
-    keeps the conversion in range; the exact clamp is the integer one). A null takes
-    ``impute_q`` (or stays null). LEAST/GREATEST skip nulls, so they only see non-null values."""
+def quanta(
+    vc: ValueColumn, value: exp.Expression, q_type: str, typed: bool = True
+) -> exp.Expression:
+    """The quanta of the cast ``value`` (``typed``: of the column's SQL type, so a decimal
+    column's is not cast to DOUBLE again) as ``q_type``:
+    q = clamp(round_half_even(clamp(v, lo, hi)·10^d), L_q, U_q) with lo = ⌊L_q/10^d⌋ − 1 and
+    hi = ⌈U_q/10^d⌉ + 1 as doubles (the coarse clamp only keeps the conversion in range; the
+    exact clamp is the integer one). A null takes ``impute_q`` (or stays null). LEAST/GREATEST
+    skip nulls, so they only see non-null values."""
     scale: int = 10**vc.decimals
     lo = float(vc.lower_q // scale - 1)
     hi = float(-(-vc.upper_q // scale) + 1)
-    v = _cast(value, "DOUBLE")
-    y = exp.Mul(
-        this=exp.Paren(
-            this=exp.Least(
-                ignore_nulls=True,
-                this=exp.Greatest(ignore_nulls=True, this=v, expressions=[double(lo)]),
-                expressions=[double(hi)],
-            )
-        ),
-        expression=double(float(scale)),
+    v = value.copy() if typed and vc.column.type == "decimal" else _cast(value.copy(), "DOUBLE")
+    y: exp.Expression = exp.Paren(
+        this=exp.Least(
+            ignore_nulls=True,
+            this=exp.Greatest(ignore_nulls=True, this=v, expressions=[double(lo)]),
+            expressions=[double(hi)],
+        )
     )
+    if scale != 1:  # a double times 1.0 is itself
+        y = exp.Mul(this=y, expression=double(float(scale)))
     q = exp.Least(
         ignore_nulls=True,
         this=exp.Greatest(

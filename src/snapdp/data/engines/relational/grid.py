@@ -91,10 +91,11 @@ def _shift(bins: tuple[Fraction, ...]) -> int:
     return -max([d.bit_length() - 1 for d in dens] + [0])
 
 
-def grid_index(col: Column, value: exp.Expression) -> exp.Expression | None:
+def grid_index(col: Column, value: exp.Expression, typed: bool = True) -> exp.Expression | None:
     """The bin index of ``value`` by grid arithmetic (module doc), or None when the edges are no
     such grid (the caller then builds the comparison tree). Same bin as the tree for every
-    value; null for a null value or outside every bin."""
+    value; null for a null value or outside every bin. ``typed``: ``value`` is already a BIGINT
+    (an integer column) or a DOUBLE (a decimal one), else it is cast to it."""
     assert col.bins is not None
     edges = bin_edges(col)
     n = len(edges)
@@ -103,9 +104,9 @@ def grid_index(col: Column, value: exp.Expression) -> exp.Expression | None:
         run = _run(list(ints), INT64_MAX + 1)
         if run is None or ints[run[0]] <= INT64_MIN:
             return None
-        v = exp.Cast(this=value.copy(), to=node_type("BIGINT"))
+        v = _as(value, "BIGINT", typed)
         floor = _clamp(v, run, ints[run[0]], _long)
-        others = [_at_int(value, e) for j, e in enumerate(ints) if not _in(j, run)]
+        others = [_at_int(v, e) for j, e in enumerate(ints) if not _in(j, run)]
     else:
         q = _shift(col.bins)
         if -q > _MAX_SHIFT:
@@ -119,7 +120,7 @@ def grid_index(col: Column, value: exp.Expression) -> exp.Expression | None:
             return None
         a = scaled[run[0]]
         assert a is not None
-        v = exp.Cast(this=value.copy(), to=node_type("DOUBLE"))
+        v = _as(value, "DOUBLE", typed)
         clamp = _clamp(v, run, a, lambda k: _double(math.ldexp(float(k), q)))
         up = exp.Mul(this=exp.Paren(this=clamp), expression=_double(math.ldexp(1.0, -q)))
         floor = exp.Cast(this=exp.Floor(this=up), to=node_type("BIGINT"))
@@ -155,14 +156,18 @@ def _count(floor: exp.Expression, run: tuple[int, int, int], a: int) -> exp.Expr
                       expression=_long(w))  # fmt: skip
 
 
-def _at_int(value: exp.Expression, e: int) -> exp.Expression | int:
-    """[e ≤ v] for a long v: a constant past int64, else one comparison."""
+def _as(value: exp.Expression, type_: str, typed: bool) -> exp.Expression:
+    """A copy of ``value``, cast to ``type_`` unless it is ``typed`` already."""
+    return value.copy() if typed else exp.Cast(this=value.copy(), to=node_type(type_))
+
+
+def _at_int(v: exp.Expression, e: int) -> exp.Expression | int:
+    """[e ≤ v] for the long ``v``: a constant past int64, else one comparison."""
     if e <= INT64_MIN:
         return 1
     if e > INT64_MAX:
         return 0
-    v = exp.Cast(this=value.copy(), to=node_type("BIGINT"))
-    return _one_if(exp.GTE(this=v, expression=_long(e)))
+    return _one_if(exp.GTE(this=v.copy(), expression=_long(e)))
 
 
 def _finish(

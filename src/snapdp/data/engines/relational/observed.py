@@ -4,7 +4,9 @@
 The query is three steps, each as the aggregate query of :mod:`.plan` does it:
 
 * ``s0``: the used source columns (the grouping columns and those the row filter reads), cast by
-  the contract's rules under internal aliases (no user column name appears anywhere else);
+  the contract's rules under internal aliases (no user column name appears anywhere else; a
+  text cell read more than once by its cast is computed once below it,
+  :func:`~snapdp.data.engines.relational.exprs.cast_select`);
 * ``s1``: the row filter on the cast values, and each grouping column's value after its null
   rule (drop: null; impute: the declared value);
 * the DISTINCT tuples of those values with no null in them, and no date outside Python's years
@@ -53,12 +55,8 @@ def observed_query(
     :func:`~snapdp.data.engines.relational.exprs.cast_native`. Output columns ``_snapdp_ok<i>``."""
     decl = declared_of(columns, where_columns)
     alias = {name: f"{P}c{i}" for i, name in enumerate(decl)}
-    s0 = exp.select(
-        *(
-            exp.alias_(exprs.cast_native(exprs.column(n), families[n], c.type), alias[n])
-            for n, c in decl.items()
-        )
-    ).from_(source)
+    casts = [(n, families[n], c.type, alias[n]) for n, c in decl.items()]
+    s0 = exprs.cast_select(casts, source, f"{P}l")
     keys = [f"{P}k{i}" for i in range(len(columns))]
     s1 = exp.select(
         *(

@@ -4,15 +4,21 @@ The query is a chain of common table expressions, each one step of the engine co
 (docs/data.md, "The engine contract"; docs/architecture.md, "Engines"):
 
 * ``s0``: the used source columns, cast by the contract's rules under internal aliases (no user
-  column name appears anywhere else, so none can collide with them);
-* ``s1``: the cell index (a join to a typed keys table per keyed grouping, a comparison tree per
-  binned one), the row filter, the quanta per value column and the unit;
+  column name appears anywhere else, so none can collide with them; a text cell's check and
+  trim are computed once below its casts, :func:`~.exprs.cast_select`);
+* ``s1``: the cell index (a join to a typed keys table per keyed grouping, a comparison tree or
+  grid arithmetic per binned one, kept only for values in a bin: its first and last
+  comparisons), the row filter, the quanta per value column and the unit;
 * ``b0``, ``b1``, …: contribution bounding by keyed-hash ranks (:func:`ranked`, equal to
   :func:`~snapdp.data.engines.base.row_rank` / ``group_rank``): L∞ keeps the lowest-ranked
   rows per (unit, cell), L0 the cells of lowest group rank per unit (a semi-join), k the
   lowest-ranked rows per unit, each a :class:`~.topn.TopRows` node;
 * the final aggregate per cell: rows, exact sums and counts, sums of squares (whole, or in
   limbs recombined in Python).
+
+Each value is computed once and read by name: no cast of a column to the type it already has,
+no subexpression written twice (the query's size drives Spark's analysis and optimisation and
+DuckDB's planning; docs/performance.md, "The query's size").
 
 The tree is rendered by :mod:`.dialects`; ``wide`` says whether the engine has 128-bit integer
 arithmetic (DuckDB's HUGEINT: quanta and sums of squares in it; Spark: longs, DECIMAL(38, 0)
@@ -52,6 +58,7 @@ from snapdp.data.engines.relational.topn import Digest, DigestLane, Kept, TopRow
 from snapdp.data.engines.relational.topn import node_column as _c
 from snapdp.data.engines.relational.topn import node_int as _n
 from snapdp.data.engines.relational.topn import node_type as _t
+from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError
 
 __all__ = ["LONG_SUM_LIMIT", "Query", "aggregate_query", "check_values", "q_type", "ranked"]
@@ -112,11 +119,12 @@ def _row_lanes(plan: AggregatePlan, wide: bool) -> list[exp.Expression]:
     digits: list[exp.Expression] = [] if plan.by_value else [_c(CELL)]
     first = len(digits)
     for j, vc in enumerate(plan.values):
-        q = exp.Cast(this=_c(f"{P}q{j}"), to=_t(q_type(vc, wide)))
+        # q_j is of q_type already; a BIGINT one stays a BIGINT digit (q − L_q + 1 < 2^63)
         d: exp.Expression = exp.Coalesce(
-            this=exp.Sub(this=q, expression=_n(vc.lower_q - 1)), expressions=[_n(0)]
+            this=exp.Sub(this=_c(f"{P}q{j}"), expression=_n(vc.lower_q - 1)), expressions=[_n(0)]
         )
-        digits.append(d if radices[first + j] >= 1 << 63 else exp.Cast(this=d, to=_t("BIGINT")))
+        narrow = radices[first + j] < 1 << 63 and q_type(vc, wide) != "BIGINT"
+        digits.append(exp.Cast(this=d, to=_t("BIGINT")) if narrow else d)
     lanes: list[exp.Expression] = []
     for chunk in row_chunks(plan):
         value = digits[chunk[0]]
@@ -215,11 +223,8 @@ def aggregate_query(
     used = plan.used_columns()
     alias = {name: f"{P}c{i}" for i, name in enumerate(used)}
     decl = declared_columns(plan)
-    casts = [
-        exp.alias_(exprs.cast_native(exprs.column(n), families[n], decl[n].type), alias[n])
-        for n in used
-    ]
-    s0 = exp.select(*casts or [exp.alias_(_n(1), f"{P}one")]).from_(source)
+    columns = [(n, families[n], decl[n].type, alias[n]) for n in used]
+    s0 = exprs.cast_select(columns, source, f"{P}l")
     s1, qnames = _cells_and_quanta(plan, alias, decl, wide)
     ctes: list[tuple[str, exp.Select]] = [(f"{P}s0", s0), (f"{P}s1", s1)]
     final = f"{P}s1"
@@ -231,8 +236,12 @@ def aggregate_query(
     return Query(tree, layout, 32 if wide else 31)
 
 
+def _scale(term: exp.Expression, stride: int) -> exp.Expression:
+    return term if stride == 1 else exp.Mul(this=term, expression=_n(stride))
+
+
 def _cells_and_quanta(
-    plan: AggregatePlan, alias: dict[str, str], decl: Mapping[str, object], wide: bool
+    plan: AggregatePlan, alias: dict[str, str], decl: Mapping[str, Column], wide: bool
 ) -> tuple[exp.Select, list[str]]:
     """``s1``: the cell index, the row filter, the quanta and the unit."""
     s1 = exp.select().from_(nodes.table(f"{P}s0"))
@@ -250,9 +259,12 @@ def _cells_and_quanta(
         stride //= g.n_cells
         node = exprs.with_null_rule(g, exprs.column(alias[g.name]))
         if g.keys is None:
-            index = exprs.bin_index(g, node)
-            where.append(exp.Not(this=exp.Is(this=_p(index), expression=exp.Null())))
-            terms.append(exp.Mul(this=_p(index.copy()), expression=_n(stride)))
+            # the tree or grid once, in the cell; the filter keeps the rows it puts in a bin
+            # by the tree's first and last comparisons (Spark and DuckDB push a filter below
+            # the projection, copying what it reads)
+            typed = decl[g.name].type == g.type and exprs.typed_after_rule(g)
+            where.append(exprs.bin_range(g, node.copy(), typed))
+            terms.append(_scale(_p(exprs.bin_index(g, node, typed)), stride))
             continue
         rows = exprs.key_rows(g)
         if not rows:
@@ -266,10 +278,10 @@ def _cells_and_quanta(
             ),
         )
         s1 = s1.join(table, on=exp.EQ(this=node, expression=exp.column(kv, table=k)), copy=False)
-        terms.append(exp.Mul(this=exp.column(ki, table=k), expression=_n(stride)))
+        terms.append(_scale(exp.column(ki, table=k), stride))
     if plan.where is not None:  # step 3: the row filter, on the cast values
         values = {name: exprs.column(alias[name]) for name in alias}
-        where.append(exprs.predicate(plan.where, values, decl))  # type: ignore[arg-type]
+        where.append(exprs.predicate(plan.where, values, decl))
     cell: exp.Expression = _n(0)
     for i, term in enumerate(terms):
         cell = term if i == 0 else exp.Add(this=cell, expression=term)
@@ -277,7 +289,8 @@ def _cells_and_quanta(
     qnames = [f"{P}q{j}" for j in range(len(plan.values))]
     for j, vc in enumerate(plan.values):
         qt = q_type(vc, wide)
-        q = exprs.quanta(vc, exprs.column(alias[vc.column.name]), qt)
+        typed = decl[vc.column.name].type == vc.column.type
+        q = exprs.quanta(vc, exprs.column(alias[vc.column.name]), qt, typed)
         items.append(exp.alias_(exp.Cast(this=q, to=_t(qt)), qnames[j]))
     if plan.unit is not None:
         items.append(exp.alias_(exprs.column(alias[plan.unit.name]), UNIT))
@@ -325,7 +338,7 @@ def _joint_join(
         )
         for j, c in enumerate(cols)
     ]
-    terms.append(exp.Mul(this=exp.column(names[-1], table=k), expression=_n(stride)))
+    terms.append(_scale(exp.column(names[-1], table=k), stride))
     return s1.join(table, on=exp.and_(*on), copy=False)
 
 

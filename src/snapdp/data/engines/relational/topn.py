@@ -106,11 +106,16 @@ def _parsed_type(name: str) -> exp.DataType:
 _c, _n, _t = node_column, node_int, node_type
 
 
+def _as(name: str, has: str, type_: str) -> exp.Expression:
+    """The column ``name`` (of the SQL type ``has``) as ``type_``: cast only to another type."""
+    return _c(name) if has == type_ else exp.Cast(this=_c(name), to=_t(type_))
+
+
 def _packed(spec: TopSpec, type_: str) -> exp.Expression:
-    out: exp.Expression = exp.Cast(this=_c(spec.cell), to=_t(type_))
+    out: exp.Expression = _as(spec.cell, "BIGINT", type_)
     for v in spec.values:
         digit = exp.Coalesce(
-            this=exp.Sub(this=exp.Cast(this=_c(v.name), to=_t(type_)), expression=_n(v.offset)),
+            this=exp.Sub(this=_as(v.name, v.type, type_), expression=_n(v.offset)),
             expressions=[_n(0)],
         )
         out = exp.Paren(
