@@ -69,6 +69,9 @@ class DuckDBEngine(DuckDBSource):
     ``memory_limit`` (e.g. ``"2GB"``) and ``temp_directory`` (default: a private temporary
     folder removed with the engine) are DuckDB's: past the limit, the
     bounding aggregates spill to the temporary directory. ``threads``: DuckDB's thread count.
+    An engine that sets none of the three holds a connection of its own to one in-memory
+    database the process shares (spilling to a private folder removed at exit): its views and
+    temporary tables are its own, and no database is opened per engine.
     """
 
     # -- the Engine protocol -------------------------------------------------------------------

@@ -1,0 +1,94 @@
+"""Engines with DuckDB's default settings share one in-memory database, each through a
+connection of its own (snapdp.data.engines.duckdb.sources): what one engine registers or holds
+is invisible to the others, an engine with settings of its own opens its own database, a forked
+child opens a new one, and the shared database's spill folder is removed at exit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from tests.data_oracle import OracleEngine
+
+from snapdp.data.engines.base import AggregatePlan, ValueColumn
+from snapdp.data.engines.duckdb import sources
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.data.model.schema import Column
+
+pytest.importorskip("duckdb")
+
+
+def _plan() -> AggregatePlan:
+    sex = Column("sex", "integer", keys=(0, 1))
+    age = Column("age", "integer", lower=Fraction(0), upper=Fraction(100))
+    return AggregatePlan(groupings=(sex,), values=(ValueColumn(age, 0, 0, 100),))
+
+
+def _table(path: Path, rows: list[tuple[int, int]]) -> Path:
+    path.write_text("sex,age\n" + "".join(f"{s},{a}\n" for s, a in rows))
+    return path
+
+
+def test_engines_share_the_database_but_not_their_tables(tmp_path: Path) -> None:
+    a = _table(tmp_path / "a.csv", [(0, 10), (1, 20), (1, 30)])
+    b = _table(tmp_path / "b.csv", [(0, 99), (0, 98), (0, 97), (1, 1)])
+    first, second = DuckDBEngine(a), DuckDBEngine(b)
+    assert first._con is not second._con
+    assert sources._shared is not None
+    plan = _plan()
+    # interleaved: each engine's held table and registered views are its own
+    for _ in range(2):
+        for engine, path in ((first, a), (second, b)):
+            assert vars(engine.aggregate(plan)) == vars(OracleEngine(path).aggregate(plan))
+    # progress is tracked on every connection (a setting of the connection, not the database)
+    for engine in (first, second):
+        assert engine._con.execute("SELECT current_setting('enable_progress_bar')").fetchone() == (
+            True,
+        )
+
+
+def test_settings_of_its_own_open_a_database_of_its_own(tmp_path: Path) -> None:
+    data = _table(tmp_path / "t.csv", [(0, 1), (1, 2)])
+    DuckDBEngine(data)  # the shared database exists
+    assert sources._shared is not None
+    shared = sources._shared[1]
+    before = shared.execute("SELECT current_setting('threads')").fetchone()
+    own = DuckDBEngine(data, threads=1)
+    assert own._con.execute("SELECT current_setting('threads')").fetchone() == (1,)
+    assert shared.execute("SELECT current_setting('threads')").fetchone() == before
+    plan = _plan()
+    assert vars(own.aggregate(plan)) == vars(OracleEngine(data).aggregate(plan))
+
+
+def test_a_forked_child_opens_its_own_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _table(tmp_path / "t.csv", [(0, 1), (1, 2)])
+    DuckDBEngine(data)
+    assert sources._shared is not None
+    parent = sources._shared
+    monkeypatch.setattr(sources.os, "getpid", lambda: parent[0] + 1)
+    child = DuckDBEngine(data)
+    assert sources._shared is not None and sources._shared[1] is not parent[1]
+    assert parent[1] in sources._inherited  # kept, never closed by the child
+    plan = _plan()
+    assert vars(child.aggregate(plan)) == vars(OracleEngine(data).aggregate(plan))
+
+
+def test_the_spill_folder_is_removed_at_exit(tmp_path: Path) -> None:
+    data = _table(tmp_path / "t.csv", [(0, 1), (1, 2)])
+    code = (
+        "import sys\n"
+        "from snapdp.data.engines.duckdb.engine import DuckDBEngine\n"
+        "e = DuckDBEngine(sys.argv[1])\n"
+        "print(e._con.execute(\"SELECT current_setting('temp_directory')\").fetchone()[0])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(data)], capture_output=True, text=True, check=True
+    )
+    spill = Path(out.stdout.strip())
+    assert spill.name == "spill" and spill.parent.name.startswith("snapdp-")
+    assert not spill.parent.exists()
