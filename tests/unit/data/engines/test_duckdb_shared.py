@@ -1,5 +1,5 @@
 """Engines with DuckDB's default settings share one in-memory database, each through a
-connection of its own (snapdp.data.engines.duckdb.sources): what one engine registers or holds
+connection of its own (snapdp.data.engines.duckdb.connection): what one engine registers or holds
 is invisible to the others, an engine with settings of its own opens its own database, a forked
 child opens a new one, and the shared database's spill folder is removed at exit."""
 
@@ -14,7 +14,7 @@ import pytest
 from tests.data_oracle import OracleEngine
 
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.engines.duckdb import sources
+from snapdp.data.engines.duckdb import connection as sources
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.model.schema import Column
 

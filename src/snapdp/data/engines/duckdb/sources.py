@@ -10,16 +10,13 @@ never passed on.
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 import tempfile
-import threading
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from snapdp._validation import check_count
 from snapdp.data.engines._cells import declared_columns, frame_to_arrow
 from snapdp.data.engines.base import (
     AggregatePlan,
@@ -35,6 +32,7 @@ from snapdp.data.engines.csv.records import (
     CsvLines,
 )
 from snapdp.data.engines.duckdb.arrow_text import bytes_type, text_as_binary
+from snapdp.data.engines.duckdb.connection import connection, sql_string
 from snapdp.data.engines.header import csv_header
 from snapdp.data.model.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
@@ -69,47 +67,9 @@ TEXT_BLOB = "TEXT AS BLOB"  # a text column handed to DuckDB as bytes (decoded b
 HOLD_BYTES = 8 << 20
 
 
-#: The process's in-memory database for the engines that set none of DuckDB's database-wide
-#: settings (``memory_limit``, ``temp_directory``, ``threads``), with the pid that opened it:
-#: opening a database costs ~20 ms of CPU, a connection to an open one microseconds. Each such
-#: engine holds a connection of its own, whose registered views and temporary tables no other
-#: connection sees, and whose tables go with it.
-_shared: tuple[int, DuckDBPyConnection] | None = None
-_shared_lock = threading.Lock()
-_inherited: list[DuckDBPyConnection] = []
-
-
-def _shared_database(duckdb: Any) -> DuckDBPyConnection:
-    """The process's shared database (opened at the first call, and again in a forked child),
-    with the settings every engine has: insertion order not kept, spill files in a private
-    temporary folder removed at exit."""
-    global _shared
-    with _shared_lock:
-        if _shared is None or _shared[0] != os.getpid():
-            if _shared is not None:  # a forked child never closes its parent's database
-                _inherited.append(_shared[1])
-            database = duckdb.connect(":memory:")
-            folder = tempfile.mkdtemp(prefix="snapdp-")
-            atexit.register(_remove_folder, folder, os.getpid())
-            database.execute("SET preserve_insertion_order = false")
-            database.execute(f"SET temp_directory = {sql_string(os.path.join(folder, 'spill'))}")
-            _shared = (os.getpid(), database)
-        return _shared[1]
-
-
-def _remove_folder(folder: str, pid: int) -> None:
-    if os.getpid() == pid:  # not from a forked child, whose parent still uses it
-        shutil.rmtree(folder, True)
-
-
 def quote_identifier(name: str) -> str:
     """A SQL identifier for ``name``, quoted so that any column name is safe."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def sql_string(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 class DuckDBSource:
@@ -148,16 +108,9 @@ class DuckDBSource:
         self._parquet: tuple[list[str], str | None] | None = None
         self._parquet_text: tuple[str, dict[str, str]] | None = None
         self._held = False  # a small CSV read once into a table (see HOLD_BYTES)
-        self._con: DuckDBPyConnection
-        if memory_limit is None and temp_directory is None and threads is None:
-            self._con = _shared_database(duckdb).cursor()
-        else:
-            self._con = duckdb.connect(":memory:")
-            self._configure(memory_limit, temp_directory, threads)
-        # progress is tracked (for progress()) but never printed by DuckDB itself; both settings
-        # belong to the connection, not the database
-        self._con.execute("SET enable_progress_bar = true")
-        self._con.execute("SET enable_progress_bar_print = false")
+        self._con: DuckDBPyConnection = connection(
+            duckdb, memory_limit, temp_directory, threads, self._private_dir
+        )
         if isinstance(source, (str, Path)):
             self._open_path(str(source), glob)
         elif _module(source).startswith("pandas") and type(source).__name__ == "DataFrame":
@@ -185,30 +138,6 @@ class DuckDBSource:
             )
 
     # -- set-up --------------------------------------------------------------------------------
-    def _configure(
-        self, memory_limit: str | None, temp_directory: str | None, threads: int | None
-    ) -> None:
-        self._con.execute("SET preserve_insertion_order = false")
-        if memory_limit is not None:
-            try:
-                self._con.execute(f"SET memory_limit = {sql_string(str(memory_limit))}")
-            except self._duckdb.Error:
-                raise ParameterError(
-                    f"`memory_limit` must be a size such as '2GB', not {memory_limit!r}",
-                    parameter="memory_limit",
-                ) from None
-        if temp_directory is None:  # never DuckDB's default (".tmp" in the working folder)
-            temp_directory = os.path.join(self._private_dir(), "spill")
-        try:
-            self._con.execute(f"SET temp_directory = {sql_string(str(temp_directory))}")
-        except self._duckdb.Error:
-            raise ParameterError(
-                f"`temp_directory` cannot be used: {str(temp_directory)!r}",
-                parameter="temp_directory",
-            ) from None
-        if threads is not None:
-            self._con.execute(f"SET threads = {check_count('threads', threads)}")
-
     def _open_path(self, text: str, glob: bool) -> None:
         if glob:
             self._open_glob(text)
