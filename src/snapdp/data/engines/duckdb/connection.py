@@ -7,7 +7,8 @@ process shares: opening a database costs ~20 ms of CPU, a connection to an open 
 microseconds. Registered views and temporary tables belong to the connection, so no engine sees
 another's, and they are freed with it. An engine with settings of its own opens its own database.
 Either way DuckDB tracks a query's progress (for ``progress()``) but never prints it, keeps no
-insertion order, and never spills into the working folder.
+insertion order, never skips rows by their statistics, and never spills into the working
+folder.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
 
 __all__ = ["connection", "sql_string"]
+
+#: Filters are never pushed into a scan or from a join's keys into the other side's scan: with
+#: them DuckDB skips a Parquet row group (or a held table's) whose min/max shows no row can pass,
+#: so a release's run time would show whether one person's rows lie in a bin, match a key or pass
+#: a ``where`` (docs/data.md, "Run time"). Every row is read and filtered after its casts.
+_NO_PRUNING = "SET disabled_optimizers = 'filter_pushdown,join_filter_pushdown'"
 
 #: The shared database and the pid that opened it (a forked child opens its own).
 _shared: tuple[int, DuckDBPyConnection] | None = None
@@ -71,6 +78,7 @@ def _shared_database(duckdb: Any) -> DuckDBPyConnection:
             folder = tempfile.mkdtemp(prefix="snapdp-")
             atexit.register(_remove_folder, folder, os.getpid())
             database.execute("SET preserve_insertion_order = false")
+            database.execute(_NO_PRUNING)
             database.execute(f"SET temp_directory = {sql_string(os.path.join(folder, 'spill'))}")
             _shared = (os.getpid(), database)
         return _shared[1]
@@ -90,6 +98,7 @@ def _configure(
     private_dir: Callable[[], str],
 ) -> None:
     con.execute("SET preserve_insertion_order = false")
+    con.execute(_NO_PRUNING)
     if memory_limit is not None:
         try:
             con.execute(f"SET memory_limit = {sql_string(str(memory_limit))}")

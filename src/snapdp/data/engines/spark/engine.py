@@ -43,8 +43,9 @@ value per cell.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,8 @@ class SparkEngine:
         """The exact aggregates (one row per non-empty cell collected to the driver)."""
         agg, limbs = self._aggregate_df(plan)
         try:
-            collected = agg.collect()
+            with every_row_group(agg.sparkSession):
+                collected = agg.collect()
         except Exception as exc:  # the source could not be read as a whole; quote nothing
             raise ParameterError(
                 f"`data` {self._label!r} cannot be read by Spark ({type(exc).__name__})",
@@ -200,7 +202,8 @@ class SparkEngine:
         ]
         schema = "_cell long" + "".join(f", {name} double" for name, _, _ in specs)
         try:
-            noisy = full.mapInPandas(executor.executor_noise(specs), schema=schema).toPandas()
+            with every_row_group(full.sparkSession):
+                noisy = full.mapInPandas(executor.executor_noise(specs), schema=schema).toPandas()
         except Exception as exc:  # a lost executor or a failed job: no partial result
             raise RuntimeError(
                 f"the Spark job failed ({type(exc).__name__}); no noisy value was returned "
@@ -251,6 +254,29 @@ def _family(dtype: str) -> str:
     if d.startswith("decimal"):
         return "fixed"
     return {"boolean": "bool", "date": "date"}.get(d, "other")
+
+
+#: Parquet filters are never pushed into the scan while a query runs: with them Spark skips a
+#: row group whose min/max shows no row can fall in a bin or pass a ``where``, so the run time
+#: would show whether one person's rows lie there (docs/data.md, "Run time").
+_NO_PRUNING = {"spark.sql.parquet.filterPushdown": "false"}
+
+
+@contextlib.contextmanager
+def every_row_group(session: Any) -> Iterator[None]:
+    """Run an action with Parquet filter pushdown off (``_NO_PRUNING``), then restore the
+    session's settings."""
+    before = {key: session.conf.get(key, None) for key in _NO_PRUNING}
+    for key, value in _NO_PRUNING.items():
+        session.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                session.conf.unset(key)
+            else:
+                session.conf.set(key, value)
 
 
 def _run(source: Any, view: str, sql: str) -> Any:
