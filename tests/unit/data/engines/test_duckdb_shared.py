@@ -71,6 +71,7 @@ def test_a_forked_child_opens_its_own_database(
     assert sources._shared is not None
     parent = sources._shared
     monkeypatch.setattr(sources.os, "getpid", lambda: parent[0] + 1)
+    monkeypatch.setattr(sources.atexit, "register", lambda *args: None)  # no folder left behind
     child = DuckDBEngine(data)
     assert sources._shared is not None and sources._shared[1] is not parent[1]
     assert parent[1] in sources._inherited  # kept, never closed by the child
@@ -92,3 +93,22 @@ def test_the_spill_folder_is_removed_at_exit(tmp_path: Path) -> None:
     spill = Path(out.stdout.strip())
     assert spill.name == "spill" and spill.parent.name.startswith("snapdp-")
     assert not spill.parent.exists()
+
+
+def test_a_real_fork_opens_its_own_database(tmp_path: Path) -> None:
+    import os
+
+    data = _table(tmp_path / "t.csv", [(0, 1), (1, 2)])
+    DuckDBEngine(data)
+    plan = _plan()
+    expected = vars(OracleEngine(data).aggregate(plan))
+    pid = os.fork()
+    if pid == 0:  # the child: a database of its own, the same aggregates
+        ok = False
+        try:
+            ok = sources._shared is None and vars(DuckDBEngine(data).aggregate(plan)) == expected
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert vars(DuckDBEngine(data).aggregate(plan)) == expected  # the parent's still works

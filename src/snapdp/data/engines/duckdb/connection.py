@@ -84,6 +84,19 @@ def _shared_database(duckdb: Any) -> DuckDBPyConnection:
         return _shared[1]
 
 
+def _after_fork_in_child() -> None:
+    """A child forked while another thread held the lock (opening the database) would wait on
+    it forever: it gets a new lock, and opens its own database at its first engine."""
+    global _shared, _shared_lock
+    _shared_lock = threading.Lock()
+    if _shared is not None:
+        _inherited.append(_shared[1])
+        _shared = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _remove_folder(folder: str, pid: int) -> None:
     if os.getpid() == pid:  # not from a forked child, whose parent still uses it
         shutil.rmtree(folder, True)
