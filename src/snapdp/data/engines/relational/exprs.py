@@ -417,13 +417,42 @@ def typed_after_rule(col: Column) -> bool:
     return INT64_MIN <= value <= INT64_MAX
 
 
+def binned(
+    col: Column, value: exp.Expression, typed: bool = True
+) -> tuple[exp.Expression, exp.Expression]:
+    """The bin index of the cast ``value`` of a binned ``col`` after its null rule, and the
+    condition that it has one (:func:`bin_index`, :func:`bin_range`; ``typed``: ``value`` is of
+    the column's SQL type). An integer column imputing a value past int64 compares the long
+    itself, and a null takes the imputed value's bin, computed here exactly (public): casting
+    the 128-bit imputed literal back to a long failed exactly when the data held a null."""
+    if typed_after_rule(col):
+        value = with_null_rule(col, value)
+        return bin_index(col, value, typed), bin_range(col, value.copy(), typed)
+    index, keep = bin_index(col, value, typed), bin_range(col, value.copy(), typed)
+    j = _bin_of(col, col.nulls.value)
+    if j is None:  # a null row falls in no bin: dropped, as the null itself is
+        return index, keep
+    return (
+        _case((_is_null(value.copy()), _num(j)), default=index),
+        exp.Or(this=_is_null(value.copy()), expression=keep),
+    )
+
+
+def _bin_of(col: Column, x: object) -> int | None:
+    """The bin of the integer ``x`` by the contract's comparison (None: in no bin)."""
+    assert isinstance(x, int)
+    edges = bin_edges(col)
+    count = sum(1 for e in edges if e <= x)  # the edges at or below x: bins [e_i, e_i+1)
+    return count - 1 if 1 <= count <= len(edges) - 1 else None
+
+
 def cell_index(col: Column, value: exp.Expression) -> exp.Expression:
     """The index of the cast ``value`` among ``col``'s keys or bins after its null rule (null:
     the row is dropped from groupings on the column), as one expression (the engines join a keys
     table instead, with the same result)."""
-    value = with_null_rule(col, value)
     if col.bins is not None:
-        return bin_index(col, value, typed_after_rule(col))
+        return binned(col, value)[0]
+    value = with_null_rule(col, value)
     rows = key_rows(col)
     if not rows:
         return _cast(exp.Null(), "BIGINT")

@@ -257,15 +257,15 @@ def _cells_and_quanta(
         if gi < skip:
             continue
         stride //= g.n_cells
-        node = exprs.with_null_rule(g, exprs.column(alias[g.name]))
         if g.keys is None:
             # the tree or grid once, in the cell; the filter keeps the rows it puts in a bin
             # by the tree's first and last comparisons (Spark and DuckDB push a filter below
             # the projection, copying what it reads)
-            typed = decl[g.name].type == g.type and exprs.typed_after_rule(g)
-            where.append(exprs.bin_range(g, node.copy(), typed))
-            terms.append(_scale(_p(exprs.bin_index(g, node, typed)), stride))
+            index, keep = exprs.binned(g, exprs.column(alias[g.name]), decl[g.name].type == g.type)
+            where.append(keep)
+            terms.append(_scale(_p(index), stride))
             continue
+        node = exprs.with_null_rule(g, exprs.column(alias[g.name]))
         rows = exprs.key_rows(g)
         if not rows:
             where.append(exp.false())
