@@ -24,7 +24,7 @@ from typing import Any
 from sqlglot import exp
 
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
-from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational import builders, exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column, Schema
 
@@ -352,4 +352,4 @@ def _cell(column: Column, i: int) -> exp.Expression:
 def _double(x: object) -> exp.Expression:
     """The double nearest the bound ``x`` (the engines' typed literal)."""
     assert isinstance(x, (int, Fraction))
-    return exprs.double(exprs.nearest_double(x))
+    return builders.double(builders.nearest_double(x))

@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from snapdp.data.engines._cells import declared_columns
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
-from snapdp.data.engines.relational import exprs, observed
+from snapdp.data.engines.relational import builders, exprs, observed
 from snapdp.data.engines.relational.dialects import duckdb_sql, spark_sql
 from snapdp.data.engines.relational.plan import aggregate_query
 from snapdp.data.model.predicate import Compare
@@ -174,7 +174,7 @@ def test_the_bin_filter_keeps_exactly_the_values_in_a_bin(column: Column) -> Non
     integer = column.type == "integer"
     values: list[object] = [None]
     for e in column.bins or ():
-        x = int(e) if integer else exprs.nearest_double(e)
+        x = int(e) if integer else builders.nearest_double(e)
         values += [x - 1, x, x + 1] if integer else [x, x * (1 - 1e-16), x * (1 + 1e-16), x + 0.25]
     if integer:
         values = [v for v in values if v is None or -(1 << 63) <= v < 1 << 63]  # type: ignore[operator]

@@ -17,7 +17,6 @@ renders for DuckDB or for Spark (docs/data.md, "The engine contract"):
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
@@ -25,6 +24,35 @@ from fractions import Fraction
 from sqlglot import exp
 
 from snapdp.data.engines.base import INT64_MAX, INT64_MIN, BinTree, ValueColumn, bin_edges, bin_tree
+from snapdp.data.engines.relational.builders import (
+    and_ as _and,
+)
+from snapdp.data.engines.relational.builders import (
+    case as _case,
+)
+from snapdp.data.engines.relational.builders import (
+    cast as _cast,
+)
+from snapdp.data.engines.relational.builders import (
+    column,
+    double,
+    nearest_double,
+    null,
+    sql_type,
+    typed_literal,
+)
+from snapdp.data.engines.relational.builders import (
+    is_null as _is_null,
+)
+from snapdp.data.engines.relational.builders import (
+    not_null as _not_null,
+)
+from snapdp.data.engines.relational.builders import (
+    num as _num,
+)
+from snapdp.data.engines.relational.builders import (
+    try_cast as _try_cast,
+)
 from snapdp.data.engines.relational.dialects import BytesText, CellText, FullMatch, RoundHalfEven
 from snapdp.data.engines.relational.grid import grid_index
 from snapdp.data.engines.relational.topn import node_type
@@ -58,113 +86,9 @@ _TRUE = ("true", "t", "yes", "1")
 _FALSE = ("false", "f", "no", "0")
 _TWO63 = 1 << 63
 _MAX_DOUBLE = "1.7976931348623157e308"
-_SQL_TYPES = {
-    "integer": "BIGINT",
-    "decimal": "DOUBLE",
-    "text": "VARCHAR",
-    "boolean": "BOOLEAN",
-    "date": "DATE",
-}
 #: stands for a part of a cast that reads the source (:func:`cast_text`)
 Let = Callable[[exp.Expression], exp.Expression]
 _COMPARE = {"=": exp.EQ, "<>": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
-
-
-# -- small builders ----------------------------------------------------------------------------
-def column(name: str) -> exp.Column:
-    """A quoted column reference (any name is safe)."""
-    return exp.column(name, quoted=True)
-
-
-def sql_type(kind: str) -> exp.DataType:
-    """The SQL type of a declared column type."""
-    if kind not in _SQL_TYPES:
-        raise ParameterError(f"unknown column type {kind!r}", parameter="type")
-    return node_type(_SQL_TYPES[kind])
-
-
-def _cast(e: exp.Expression, to: str) -> exp.Cast:
-    return exp.Cast(this=e, to=node_type(to))
-
-
-def _try_cast(e: exp.Expression, to: str) -> exp.TryCast:
-    return exp.TryCast(this=e, to=node_type(to))
-
-
-def _num(x: int | float | str) -> exp.Expression:
-    text = repr(x) if isinstance(x, float) else str(x)
-    if text.startswith("-"):
-        return exp.Neg(this=exp.Literal.number(text[1:]))
-    return exp.Literal.number(text)
-
-
-def _case(
-    *whens: tuple[exp.Expression, exp.Expression], default: exp.Expression | None = None
-) -> exp.Case:
-    case = exp.Case()
-    for condition, value in whens:
-        case = case.when(condition, value, copy=False)
-    if default is not None:
-        case = case.else_(default, copy=False)
-    return case
-
-
-def _and(*terms: exp.Expression) -> exp.Expression:
-    out = terms[0]
-    for t in terms[1:]:
-        out = exp.And(this=out, expression=t)
-    return out
-
-
-def _is_null(e: exp.Expression) -> exp.Is:
-    return exp.Is(this=e, expression=exp.Null())
-
-
-def _not_null(e: exp.Expression) -> exp.Not:
-    return exp.Not(this=_is_null(e))
-
-
-def null(kind: str) -> exp.Cast:
-    """A typed null of a declared column type."""
-    return exp.Cast(this=exp.Null(), to=sql_type(kind))
-
-
-def double(x: float) -> exp.Expression:
-    """The double ``x`` (infinities included) as a typed literal."""
-    if math.isinf(x):
-        return _cast(exp.Literal.string("Infinity" if x > 0 else "-Infinity"), "DOUBLE")
-    return _cast(exp.Literal.string(repr(x)), "DOUBLE")  # both engines parse text exactly
-
-
-def nearest_double(x: Fraction | int) -> float:
-    """The double nearest ``x`` (correctly rounded; ±inf past the largest double)."""
-    try:
-        return float(x)
-    except OverflowError:
-        return math.inf if x > 0 else -math.inf
-
-
-# -- typed literals ------------------------------------------------------------------------
-def typed_literal(col: Column, value: object) -> exp.Expression:
-    """A typed key, imputed value or filter literal of ``col`` (exact for integers; decimals as
-    the double nearest the value)."""
-    kind = col.type
-    if kind == "integer":
-        assert isinstance(value, int)
-        wide = "BIGINT" if INT64_MIN <= value <= INT64_MAX else "HUGEINT"
-        return _cast(exp.Literal.string(str(value)), wide)
-    if kind == "decimal":
-        assert isinstance(value, (int, Fraction))
-        return double(nearest_double(value))
-    if kind == "text":
-        assert isinstance(value, str)
-        return exp.Literal.string(value)
-    if kind == "boolean":
-        return exp.Boolean(this=bool(value))
-    if kind == "date":
-        assert isinstance(value, _dt.date)
-        return _cast(exp.Literal.string(value.isoformat()), "DATE")
-    raise ParameterError(f"unknown column type {kind!r}", parameter="type")
 
 
 # -- casts (step 2) --------------------------------------------------------------------------
