@@ -113,21 +113,20 @@ def _configure(
     con.execute("SET preserve_insertion_order = false")
     con.execute(_NO_PRUNING)
     if memory_limit is not None:
-        try:
-            con.execute(f"SET memory_limit = {sql_string(str(memory_limit))}")
-        except duckdb.Error:
-            raise ParameterError(
-                f"`memory_limit` must be a size such as '2GB', not {memory_limit!r}",
-                parameter="memory_limit",
-            ) from None
+        refusal = f"`memory_limit` must be a size such as '2GB', not {memory_limit!r}"
+        _set(duckdb, con, "memory_limit", str(memory_limit), refusal)
     if temp_directory is None:  # never DuckDB's default (".tmp" in the working folder)
         temp_directory = os.path.join(private_dir(), "spill")
-    try:
-        con.execute(f"SET temp_directory = {sql_string(str(temp_directory))}")
-    except duckdb.Error:
-        raise ParameterError(
-            f"`temp_directory` cannot be used: {str(temp_directory)!r}",
-            parameter="temp_directory",
-        ) from None
+    refusal = f"`temp_directory` cannot be used: {str(temp_directory)!r}"
+    _set(duckdb, con, "temp_directory", str(temp_directory), refusal)
     if threads is not None:
         con.execute(f"SET threads = {check_count('threads', threads)}")
+
+
+def _set(duckdb: Any, con: DuckDBPyConnection, name: str, value: str, refusal: str) -> None:
+    """``SET name = 'value'``; a value DuckDB refuses is a :class:`ParameterError` naming the
+    parameter (DuckDB's own message is not passed on)."""
+    try:
+        con.execute(f"SET {name} = {sql_string(value)}")
+    except duckdb.Error:
+        raise ParameterError(refusal, parameter=name) from None
