@@ -24,15 +24,9 @@ from fractions import Fraction
 from sqlglot import exp
 
 from snapdp.data.engines.base import INT64_MAX, INT64_MIN, BinTree, ValueColumn, bin_edges, bin_tree
-from snapdp.data.engines.relational.builders import (
-    and_ as _and,
-)
-from snapdp.data.engines.relational.builders import (
-    case as _case,
-)
-from snapdp.data.engines.relational.builders import (
-    cast as _cast,
-)
+from snapdp.data.engines.relational.builders import and_ as _and
+from snapdp.data.engines.relational.builders import case as _case
+from snapdp.data.engines.relational.builders import cast as _cast
 from snapdp.data.engines.relational.builders import (
     column,
     double,
@@ -41,18 +35,10 @@ from snapdp.data.engines.relational.builders import (
     sql_type,
     typed_literal,
 )
-from snapdp.data.engines.relational.builders import (
-    is_null as _is_null,
-)
-from snapdp.data.engines.relational.builders import (
-    not_null as _not_null,
-)
-from snapdp.data.engines.relational.builders import (
-    num as _num,
-)
-from snapdp.data.engines.relational.builders import (
-    try_cast as _try_cast,
-)
+from snapdp.data.engines.relational.builders import is_null as _is_null
+from snapdp.data.engines.relational.builders import not_null as _not_null
+from snapdp.data.engines.relational.builders import num as _num
+from snapdp.data.engines.relational.builders import try_cast as _try_cast
 from snapdp.data.engines.relational.dialects import BytesText, CellText, FullMatch, RoundHalfEven
 from snapdp.data.engines.relational.grid import grid_index
 from snapdp.data.engines.relational.topn import node_type

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,7 @@ from snapdp.data.engines.base import (
 from snapdp.data.engines.relational.dialects import spark_sql
 from snapdp.data.engines.relational.plan import aggregate_query
 from snapdp.data.engines.spark import executor
-from snapdp.data.engines.spark.reading import from_pandas, read_path
+from snapdp.data.engines.spark.reading import from_pandas, read_path, session_settings
 from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError, not_in_source
 
@@ -262,21 +262,10 @@ def _family(dtype: str) -> str:
 _NO_PRUNING = {"spark.sql.parquet.filterPushdown": "false"}
 
 
-@contextlib.contextmanager
-def every_row_group(session: Any) -> Iterator[None]:
-    """Run an action with Parquet filter pushdown off (``_NO_PRUNING``), then restore the
-    session's settings."""
-    before = {key: session.conf.get(key, None) for key in _NO_PRUNING}
-    for key, value in _NO_PRUNING.items():
-        session.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                session.conf.unset(key)
-            else:
-                session.conf.set(key, value)
+def every_row_group(session: Any) -> contextlib.AbstractContextManager[None]:
+    """The ``with`` block runs with Parquet filter pushdown off (``_NO_PRUNING``); the
+    session's own setting is restored after."""
+    return session_settings(session, _NO_PRUNING)
 
 
 def _run(source: Any, view: str, sql: str) -> Any:

@@ -9,6 +9,8 @@ a line over ``max_line_bytes``. Errors name the source only.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote as uri_unquote
@@ -18,9 +20,26 @@ from snapdp.data.engines.header import header_names
 from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError
 
-__all__ = ["from_pandas", "quote_identifier", "read_path"]
+__all__ = ["from_pandas", "quote_identifier", "read_path", "session_settings"]
 
 _GLOB_CHARS = "\\*?[]{}"
+
+
+@contextlib.contextmanager
+def session_settings(session: Any, settings: Mapping[str, str]) -> Iterator[None]:
+    """The Spark SQL ``settings`` for the ``with`` block; each is then restored to the
+    session's own value (or unset, if the session had none)."""
+    before = {key: session.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        session.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                session.conf.unset(key)
+            else:
+                session.conf.set(key, value)
 
 
 def _escape_glob(path: str) -> str:
@@ -39,13 +58,10 @@ def read_path(session: Any, text: str, csv: CsvOptions, glob: bool) -> tuple[Any
     lower = text.lower()
     try:
         if lower.endswith((".parquet", ".pq", ".parq")) or (not is_uri and path.is_dir()):
-            key = "spark.sql.sources.partitionColumnTypeInference.enabled"
-            before = session.conf.get(key)
-            session.conf.set(key, "false")  # partition values as text, cast by the declaration
-            try:
+            # partition values as text, cast by the declaration
+            inference = {"spark.sql.sources.partitionColumnTypeInference.enabled": "false"}
+            with session_settings(session, inference):
                 df = session.read.parquet(target)
-            finally:
-                session.conf.set(key, before)
         elif lower.endswith((".csv", ".tsv", ".txt", ".csv.gz")):
             df = _read_csv(session, target, label, csv)
         else:
