@@ -290,15 +290,18 @@ print(sorted(times)[2])
 """
 
 
-def _child_cpu(args: list[str], env: dict[str, str]) -> tuple[float, str]:
-    """CPU seconds (user + system, all threads) of one child process, and its stdout."""
+def _child_cpu(args: list[str], env: dict[str, str]) -> tuple[float, str, float]:
+    """CPU seconds (user + system, all threads) of one child process, its stdout, and its wall
+    seconds (start to exit)."""
     before = os.times()
+    start = time.perf_counter()
     out = subprocess.run(args, check=True, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
     after = os.times()
     cpu = (after.children_user - before.children_user) + (
         after.children_system - before.children_system
     )
-    return cpu, out.stdout
+    return cpu, out.stdout, wall
 
 
 def _tree_env(src: Path) -> dict[str, str]:
@@ -316,6 +319,7 @@ def cpu_rounds(rounds: int, baseline: Path, data: Path, work: Path) -> None:
     opendp_script.write_text(OPENDP, encoding="utf-8")
     trees = {"baseline": baseline, "this tree": ROOT / "src"}
     fresh: dict[str, list[float]] = {k: [] for k in [*trees, "OpenDP"]}
+    fresh_wall: dict[str, list[float]] = {k: [] for k in [*trees, "OpenDP"]}
     inproc: dict[str, list[float]] = {k: [] for k in [*trees, "OpenDP"]}
     load0 = os.getloadavg()[0]
     for r in range(rounds):
@@ -323,10 +327,12 @@ def cpu_rounds(rounds: int, baseline: Path, data: Path, work: Path) -> None:
             args = [sys.executable, "-m", "snapdp.cli", "run", str(plan_file), "--ledger",
                     str(work / f"c{r}{name[0]}.db"), "--output", str(work / f"c{r}{name[0]}"),
                     "--total-epsilon", "1000000"]  # fmt: skip
-            fresh[name].append(_child_cpu(args, _tree_env(src))[0])
-        fresh["OpenDP"].append(
-            _child_cpu([sys.executable, str(opendp_script), str(data)], _env())[0]
-        )
+            cpu, _, wall = _child_cpu(args, _tree_env(src))
+            fresh[name].append(cpu)
+            fresh_wall[name].append(wall)
+        cpu, _, wall = _child_cpu([sys.executable, str(opendp_script), str(data)], _env())
+        fresh["OpenDP"].append(cpu)
+        fresh_wall["OpenDP"].append(wall)
         for name, src in trees.items():
             args = [sys.executable, "-c", _IN_PROCESS_CPU, str(src), "snapdp", str(plan_file)]
             inproc[name].append(float(_child_cpu(args, _tree_env(src))[1].split()[-1]))
@@ -339,9 +345,10 @@ def cpu_rounds(rounds: int, baseline: Path, data: Path, work: Path) -> None:
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     load1 = os.getloadavg()[0]
     print(f"{platform.node()}: nproc {os.cpu_count()}, load {load0:.2f} → {load1:.2f}, "
-          f"{when}, {rounds} interleaved rounds, CPU seconds\n")  # fmt: skip
+          f"{when}, {rounds} interleaved rounds, CPU seconds and fresh wall\n")  # fmt: skip
     print("| | baseline | this tree | OpenDP | this tree ÷ OpenDP |\n|---|---|---|---|---|")
     for label, table, unit in (("fresh process: CPU median (min)", fresh, 1.0),
+                               ("fresh process: wall median (min)", fresh_wall, 1.0),
                                ("in process: CPU median (min)", inproc, 1e3)):  # fmt: skip
         cells = []
         for k in fresh:

@@ -56,6 +56,7 @@ cell), which keeps every sum exact. Counts outside the chain become sums of the 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import math
@@ -66,6 +67,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from snapdp import _blas
 from snapdp.accuracy import noise_envelope
 from snapdp.data.model.schema import Column
 from snapdp.data.output.results import QueryResult
@@ -80,6 +82,8 @@ MAX_CELLS = 4096
 #: The most released counts a family may have for the fit bound to be computed (its cost grows
 #: as their square); larger families state the triangle bound alone, at the full α.
 MAX_FIT_BOUND = 512
+#: From this many finest cells on, the fit's matrix products run on every core (snapdp._blas).
+_MANY_CELLS = 256
 _KAPPA = 1 + 2.0**-52
 _MARGIN = 1 + 1e-9
 #: The split bound: the _HEAD largest weights by their noises' own ± (union bound at a share of
@@ -149,6 +153,20 @@ def fit(
             f"{MAX_CELLS:,} can be fitted (docs/data.md, 'Tables that add up')",
             parameter="consistent",
         )
+    # A large family's matrix products gain from every core: numpy's BLAS gets them back when
+    # the command started it on one thread (snapdp._blas). The choice reads only public sizes.
+    with _blas.all_threads() if n >= _MANY_CELLS else contextlib.nullcontext():
+        return _fit(members, alpha, mode, max_rows, union, n)
+
+
+def _fit(
+    members: Sequence[Member],
+    alpha: float,
+    mode: str,
+    max_rows: int,
+    union: tuple[Column, ...],
+    n: int,
+) -> Fit:
     maps = _cell_maps(members, union)
     sizes = [len(m.values) for m in members]
     offsets = np.cumsum([0, *sizes])

@@ -1,0 +1,103 @@
+"""numpy's BLAS in the ``snapdp`` command: started on one thread, every core again around the
+large consistent-table fits, and nothing changed for code that embeds the library
+(snapdp._blas; docs/performance.md, "BLAS threads").
+
+Each case runs in a fresh interpreter: OpenBLAS reads its thread count once, when numpy is first
+imported, so only a new process can show what the start did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+_REPORT = """
+import json, os
+from threadpoolctl import threadpool_info
+from snapdp import _blas
+
+def blas_threads():
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+before = blas_threads()
+with _blas.all_threads():
+    inside = blas_threads()
+print(json.dumps({"before": before, "inside": inside, "after": blas_threads(),
+                  "variable": os.environ.get("OPENBLAS_NUM_THREADS")}))
+"""
+
+
+def _run(prelude: str, env_extra: dict[str, str] | None = None) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env["PYTHONPATH"] = str(SRC)
+    env.update(env_extra or {})
+    out = subprocess.run(
+        [sys.executable, "-c", prelude + _REPORT],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
+    )
+    report: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return report
+
+
+def _cores() -> int:
+    return os.cpu_count() or 1
+
+
+def _openblas_present() -> bool:
+    probe = "from threadpoolctl import threadpool_info; import numpy; "
+    probe += "print(any(i['internal_api'] == 'openblas' for i in threadpool_info()))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    return out.stdout.strip() == "True"
+
+
+pytestmark = pytest.mark.skipif(
+    not _openblas_present(), reason="numpy here does not use OpenBLAS (nothing to start)"
+)
+
+
+def test_the_command_starts_blas_on_one_thread_and_leaves_the_environment_alone() -> None:
+    # launched as the installed script: sys.argv[0] is .../snapdp when snapdp.cli is imported
+    report = _run("import sys; sys.argv = ['/usr/local/bin/snapdp']; import snapdp.cli\n")
+    assert report["before"] == [1]
+    assert report["inside"] == [_cores()]
+    assert report["after"] == [1]
+    assert report["variable"] is None  # children the command starts get the given environment
+
+
+def test_start_on_one_thread_alone() -> None:
+    report = _run("from snapdp import _blas; _blas.start_on_one_thread()\n")
+    assert report["before"] == [1] and report["inside"] == [_cores()]
+    assert report["variable"] is None
+
+
+def test_an_embedding_process_keeps_its_blas_threads() -> None:
+    # the library imported without the command: nothing lowered, nothing raised
+    report = _run("import snapdp.cli\n")
+    plain = _run("import numpy\n")  # what OpenBLAS starts with when nobody sets anything
+    assert report["before"] == report["inside"] == report["after"] == plain["before"]
+
+
+def test_a_callers_own_setting_wins() -> None:
+    prelude = "import sys; sys.argv = ['/usr/local/bin/snapdp']; import snapdp.cli\n"
+    report = _run(prelude, {"OPENBLAS_NUM_THREADS": "1"})
+    # the caller asked for one thread: all_threads does not override it
+    assert report["before"] == report["inside"] == report["after"] == [1]
+    assert report["variable"] == "1"
+
+
+def test_numpy_imported_first_is_left_as_it_is() -> None:
+    prelude = "import numpy; from snapdp import _blas; _blas.start_on_one_thread()\n"
+    report = _run(prelude)
+    plain = _run("import numpy\n")
+    assert report["before"] == report["inside"] == plain["before"]
