@@ -11,6 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# numpy's BLAS on one thread in the test processes and everything they start, as the snapdp
+# command runs it (snapdp._blas): OpenBLAS's idle threads spin, and on two cores shared by two
+# xdist workers that spinning takes CPU from the other worker. Set before numpy is imported here;
+# the workers inherit it. tests/unit/test_blas_threads.py clears it for its own processes.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import pytest
 from hypothesis import settings
 
