@@ -20,7 +20,8 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from tests.data_oracle import OracleEngine, csv_lines, parse_line
+from tests.csv_oracle import csv_lines, parse_line
+from tests.data_oracle import OracleEngine
 from tests.unit.data.engines._csv_cases import AWKWARD, FILES, random_lines, records, write
 
 from snapdp.data.engines.base import AggregatePlan, Aggregates, ValueColumn
