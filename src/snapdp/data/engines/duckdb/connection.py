@@ -41,11 +41,11 @@ __all__ = ["connection", "sql_string"]
 #:   ``where`` no row could pass became an empty result, one every row passed was dropped with
 #:   its column's read, ``IS NULL`` became false, and group keys were packed by their range
 #:   (``compressed_materialization`` and the perfect-hash aggregate work only from these);
-#: * ``join_order``: it ordered the joins with the declared keys tables by the columns' distinct
-#:   counts (estimated from the data), so one more distinct value could swap two joins. Without
-#:   it the joins run in the query's order, and ``filter_pullup`` must go too: it turns a chain of
-#:   joins into cross products under a filter, which only ``join_order`` or ``filter_pushdown``
-#:   turn back into joins;
+#: * ``join_order``: it ordered the joins with the declared keys tables by the columns' ranges and
+#:   distinct counts, so one more distinct value could swap two joins (and its row estimates,
+#:   which other operators read, came from them too). Without it the joins run in the query's
+#:   order, and ``filter_pullup`` must go too: it turns a chain of joins into cross products
+#:   under a filter, which only ``join_order`` or ``filter_pushdown`` turn back into joins;
 #: * ``partitioned_execution``, ``row_group_pruner``: they split an aggregate or skip row groups
 #:   by each row group's min/max (newer DuckDB versions only: disabled when the version has them).
 #:
