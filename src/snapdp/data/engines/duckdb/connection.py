@@ -7,8 +7,9 @@ process shares: opening a database costs ~20 ms of CPU, a connection to an open 
 microseconds. Registered views and temporary tables belong to the connection, so no engine sees
 another's, and they are freed with it. An engine with settings of its own opens its own database.
 Either way DuckDB tracks a query's progress (for ``progress()``) but never prints it, keeps no
-insertion order, never skips rows by their statistics, and never spills into the working
-folder.
+insertion order, plans a query without looking at the data's statistics (so it never skips rows
+by them), and never spills into the working folder. A shared database that a fatal error has
+invalidated is replaced at the next engine's connection.
 """
 
 from __future__ import annotations
@@ -29,11 +30,35 @@ if TYPE_CHECKING:
 
 __all__ = ["connection", "sql_string"]
 
-#: Filters are never pushed into a scan or from a join's keys into the other side's scan: with
-#: them DuckDB skips a Parquet row group (or a held table's) whose min/max shows no row can pass,
-#: so a release's run time would show whether one person's rows lie in a bin, match a key or pass
-#: a ``where`` (docs/data.md, "Run time"). Every row is read and filtered after its casts.
-_NO_PRUNING = "SET disabled_optimizers = 'filter_pushdown,join_filter_pushdown'"
+#: DuckDB's optimizers that would make a query's plan, and so its work, depend on the data
+#: (docs/data.md, "Run time"); every engine's database runs without them, so the plan depends on
+#: the query and the source's schema and row count only:
+#:
+#: * ``filter_pushdown``, ``join_filter_pushdown``: a filter pushed into the scan, or from a
+#:   join's keys into the other side's scan, skipped every row group (of a Parquet file or a held
+#:   table) whose min/max showed no row could pass a bin, a key list or a ``where``;
+#: * ``statistics_propagation``: the columns' min/max and null counts folded comparisons: a
+#:   ``where`` no row could pass became an empty result, one every row passed was dropped with
+#:   its column's read, ``IS NULL`` became false, and group keys were packed by their range
+#:   (``compressed_materialization`` and the perfect-hash aggregate work only from these);
+#: * ``join_order``: it ordered the joins with the declared keys tables by the columns' ranges and
+#:   distinct counts, so one more distinct value could swap two joins (and its row estimates,
+#:   which other operators read, came from them too). Without it the joins run in the query's
+#:   order, and ``filter_pullup`` must go too: it turns a chain of joins into cross products
+#:   under a filter, which only ``join_order`` or ``filter_pushdown`` turn back into joins;
+#: * ``partitioned_execution``, ``row_group_pruner``: they split an aggregate or skip row groups
+#:   by each row group's min/max (newer DuckDB versions only: disabled when the version has them).
+#:
+#: Every row is read, cast and filtered the same way, whatever it holds
+#: (tests/unit/data/engines/test_duckdb_no_statistics.py, test_duckdb_no_pruning.py).
+_BLIND_OPTIMIZERS = (
+    "filter_pushdown",
+    "join_filter_pushdown",
+    "statistics_propagation",
+    "join_order",
+    "filter_pullup",
+)
+_BLIND_OPTIMIZERS_IF_PRESENT = ("partitioned_execution", "row_group_pruner")
 
 #: The shared database and the pid that opened it (a forked child opens its own).
 _shared: tuple[int, DuckDBPyConnection] | None = None
@@ -58,13 +83,32 @@ def connection(
     (spilling to ``private_dir()/spill`` by default). A setting DuckDB refuses is a
     :class:`ParameterError` naming it."""
     if memory_limit is None and temp_directory is None and threads is None:
-        con = _shared_database(duckdb).cursor()
-    else:
-        con = duckdb.connect(":memory:")
-        _configure(duckdb, con, memory_limit, temp_directory, threads, private_dir)
-    # the connection's own settings, not the database's
+        return _shared_connection(duckdb)
+    con: DuckDBPyConnection = duckdb.connect(":memory:")
+    _configure(duckdb, con, memory_limit, temp_directory, threads, private_dir)
+    _own_settings(con)
+    return con
+
+
+def _own_settings(con: DuckDBPyConnection) -> None:
+    """The connection's own settings, not the database's."""
     con.execute("SET enable_progress_bar = true")
     con.execute("SET enable_progress_bar_print = false")
+
+
+def _shared_connection(duckdb: Any) -> DuckDBPyConnection:
+    """A new connection to the shared database. A fatal error (DuckDB's ``FatalException``, or an
+    internal error) invalidates a database: every later query on it fails, the first setting
+    below included. The shared database is then dropped and a fresh one opened, once; engines
+    already connected to the old one keep failing, later ones work."""
+    database = _shared_database(duckdb)
+    try:
+        con = database.cursor()
+        _own_settings(con)
+    except duckdb.FatalException:
+        _forget_shared(database)
+        con = _shared_database(duckdb).cursor()
+        _own_settings(con)
     return con
 
 
@@ -78,10 +122,30 @@ def _shared_database(duckdb: Any) -> DuckDBPyConnection:
             folder = tempfile.mkdtemp(prefix="snapdp-")
             atexit.register(_remove_folder, folder, os.getpid())
             database.execute("SET preserve_insertion_order = false")
-            database.execute(_NO_PRUNING)
+            _plan_blind(database)
             database.execute(f"SET temp_directory = {sql_string(os.path.join(folder, 'spill'))}")
             _shared = (os.getpid(), database)
         return _shared[1]
+
+
+def _forget_shared(database: DuckDBPyConnection) -> None:
+    """Drop ``database`` as the shared one (unless another thread already replaced it); the
+    engines' connections to it keep it open until they are freed."""
+    global _shared
+    with _shared_lock:
+        if _shared is not None and _shared[1] is database:
+            _shared = None
+
+
+def _plan_blind(con: DuckDBPyConnection) -> None:
+    """Disable, database-wide, the optimizers that read the data's statistics (see
+    ``_BLIND_OPTIMIZERS``). DuckDB refuses a name it does not know: the newer ones are disabled
+    only when this version lists them."""
+    names = list(_BLIND_OPTIMIZERS)
+    wanted = ", ".join(sql_string(name) for name in _BLIND_OPTIMIZERS_IF_PRESENT)
+    rows = con.execute(f"SELECT name FROM duckdb_optimizers() WHERE name IN ({wanted})").fetchall()
+    names += sorted(str(row[0]) for row in rows)
+    con.execute(f"SET disabled_optimizers = {sql_string(','.join(names))}")
 
 
 def _after_fork_in_child() -> None:
@@ -111,7 +175,7 @@ def _configure(
     private_dir: Callable[[], str],
 ) -> None:
     con.execute("SET preserve_insertion_order = false")
-    con.execute(_NO_PRUNING)
+    _plan_blind(con)
     if memory_limit is not None:
         refusal = f"`memory_limit` must be a size such as '2GB', not {memory_limit!r}"
         _set(duckdb, con, "memory_limit", str(memory_limit), refusal)
