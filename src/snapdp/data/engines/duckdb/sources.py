@@ -33,7 +33,7 @@ from snapdp.data.engines.csv.records import (
 )
 from snapdp.data.engines.duckdb.arrow_text import bytes_type, text_as_binary
 from snapdp.data.engines.duckdb.connection import connection, sql_string
-from snapdp.data.engines.header import csv_header
+from snapdp.data.engines.header import csv_header, is_parquet
 from snapdp.data.model.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
@@ -164,7 +164,7 @@ class DuckDBSource:
                 f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
                 parameter="data",
             ) from None
-        if head == b"PAR1":
+        if is_parquet(path, head, self._csv.header):
             self._relation = f"read_parquet({sql_string(self._literal(path))})"
             self._types = self._describe()
             self._parquet = ([str(path)], None)
@@ -213,7 +213,7 @@ class DuckDBSource:
         self._bytes = sum(os.path.getsize(p) for p in matches)
         with open(matches[0], "rb") as fh:
             head = fh.read(4)
-        if head == b"PAR1":
+        if is_parquet(matches[0], head, self._csv.header):
             self._relation = f"read_parquet({sql_string(pattern)}, union_by_name = true)"
             self._types = self._describe()
             self._parquet = (matches, None)
