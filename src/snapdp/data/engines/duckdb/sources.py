@@ -112,7 +112,9 @@ class DuckDBSource:
         # a Parquet source: its files and hive base folder, to read text columns as bytes
         self._parquet: tuple[list[str], str | None] | None = None
         self._parquet_text: tuple[str, dict[str, str]] | None = None
-        self._hive: frozenset[str] = frozenset()  # a Parquet source's columns from folder names
+        # a Parquet source read without its folders' key=value columns, and those columns
+        self._flat: str | None = None
+        self._hive: frozenset[str] | None = None
         self._held = False  # a small CSV read once into a table (see HOLD_BYTES)
         self._con: DuckDBPyConnection = connection(
             duckdb, memory_limit, temp_directory, threads, self._private_dir
@@ -298,16 +300,24 @@ class DuckDBSource:
     ) -> None:
         """A Parquet source: ``read_parquet`` of ``target`` with ``options``, partition values
         from key=value folders as text (``hive``: always, else when DuckDB finds such folders);
-        ``files`` and the hive ``base`` folder for the Arrow path; :attr:`_hive`: the columns
-        read from the folders' names, not from the files."""
+        ``files`` and the hive ``base`` folder for the Arrow path; the same without the folders'
+        columns for :meth:`_hive_columns`."""
         read = f"read_parquet({sql_string(target)}{options}"
         self._relation = f"{read}, hive_partitioning = true, {_HIVE_AS_TEXT})"
         if not hive:
             self._relation = f"{read}, {_HIVE_AS_TEXT})"
         self._types = self._describe()
-        in_files = self._describe(f"{read}, hive_partitioning = false)")
-        self._hive = frozenset(self._types).difference(in_files)
+        self._flat = f"{read}, hive_partitioning = false)"
         self._parquet = (files, base)
+
+    def _hive_columns(self) -> frozenset[str]:
+        """The columns of a Parquet source read from key=value folder names, not from its files
+        (found once, when a plan first reads a text column: opening a source stays one DESCRIBE).
+        """
+        if self._hive is None:
+            flat = self._describe(self._flat) if self._flat is not None else self._types
+            self._hive = frozenset(self._types).difference(flat)
+        return self._hive
 
     def _describe(self, relation: str | None = None) -> dict[str, str]:
         try:
@@ -330,7 +340,7 @@ class DuckDBSource:
         if self._lines is not None and not decl:  # a CSV, no column read: count the records
             return self._records_only, {}
         if self._parquet is not None and any(
-            source_family(self._types[n]) == "text" and n not in self._hive for n in decl
+            source_family(self._types[n]) == "text" and n not in self._hive_columns() for n in decl
         ):  # a text column of the files (a partition column's text is the folder's name)
             return self._parquet_text_source()
         if self._frame is None:
