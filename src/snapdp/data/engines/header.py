@@ -2,9 +2,10 @@
 
 :func:`csv_header` is the DuckDB engine's header rule for one CSV file (allowed encodings only,
 compression found by content, the first non-blank line split by the record rule, refused when
-empty, repeated, too long or not text). :func:`source_columns` adds the Parquet case, found by
-the file's ``PAR1`` magic rather than its name: the schema's names, never a value. ``snapdp ui``
-asks these for its "column names from the file's header" button (docs/ui.md).
+empty, repeated, too long or not text). :func:`source_columns` adds the Parquet case
+(:func:`is_parquet`: a file with a header by its ``PAR1`` magic rather than its name, a file
+without one by its name): the schema's names, never a value. ``snapdp ui`` asks these for its
+"column names from the file's header" button (docs/ui.md).
 """
 
 from __future__ import annotations
@@ -22,10 +23,30 @@ from snapdp.data.engines.csv.lines import (
 from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError
 
-__all__ = ["PARQUET_MAGIC", "csv_header", "header_names", "source_columns"]
+__all__ = [
+    "PARQUET_MAGIC",
+    "PARQUET_SUFFIXES",
+    "csv_header",
+    "header_names",
+    "is_parquet",
+    "source_columns",
+]
 
 #: The first four bytes of a Parquet file: a source starting with them is read as Parquet.
 PARQUET_MAGIC = b"PAR1"
+#: The names of the files read as Parquet when the CSV options say there is no header.
+PARQUET_SUFFIXES = (".parquet", ".parq", ".pq")
+
+
+def is_parquet(path: str | Path, head: bytes, header: bool) -> bool:
+    """Whether a release reads the file ``path``, which starts with the bytes ``head``, as
+    Parquet rather than CSV. With a ``header`` the file starts with its public header or with
+    Parquet's magic, so the magic decides, whatever the name. Without one the first line of a
+    CSV is a record, which must not decide how the whole file is read (one unit's row starting
+    with ``PAR1`` made its neighbour's file unreadable): the name decides."""
+    if header:
+        return head[:4] == PARQUET_MAGIC
+    return str(path).lower().endswith(PARQUET_SUFFIXES)
 
 
 def csv_header(
@@ -94,7 +115,7 @@ def header_names(
 
 def source_columns(path: Path, options: CsvOptions) -> list[str]:
     """The column names of the one file ``path`` as a release reads it: a Parquet file's schema
-    (found by its magic, whatever its name), else its CSV header by :func:`csv_header` (which
+    (:func:`is_parquet`), else its CSV header by :func:`csv_header` (which
     needs ``options.header``; without a header the names are the declared ones)."""
     try:
         with open(path, "rb") as fh:
@@ -104,7 +125,7 @@ def source_columns(path: Path, options: CsvOptions) -> list[str]:
             f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
             parameter="data",
         ) from None
-    if head == PARQUET_MAGIC:
+    if is_parquet(path, head, options.header):
         import pyarrow.parquet as pq
 
         try:

@@ -53,6 +53,7 @@ FIRST_LINES = {
     "nul in a field": b"1,\x002\x00,3\x00x,",
     "lone quote": b'"',
     "long line": b"1,2," + b"3" * 40,
+    "parquet magic": b"PAR1",  # a CSV without a header is Parquet by its name, never its line
 }
 
 
@@ -114,6 +115,49 @@ def test_without_a_header_a_first_record_counts_once(tmp_path: Path) -> None:
     a, b = (DuckDBEngine(p, csv=NO_HEADER).aggregate(PLAN) for p in (d, d2))
     assert b.rows == [1, 2, 1] and _diff(a, b) == 1
     assert b == OracleEngine(d2, csv_options=NO_HEADER).aggregate(PLAN)
+
+
+def test_without_a_header_a_first_record_starting_with_parquet_magic_counts_once(
+    tmp_path: Path,
+) -> None:
+    """A first record whose first field starts with Parquet's magic bytes ``PAR1`` is a record
+    like any other (its key is no integer: a null), whatever the file is named, alone or as the
+    first file of a pattern. Before, the engine took the file for Parquet by its first four
+    bytes and refused it, so one unit's row made its neighbour's release fail."""
+    for name in ("d.csv", "d.data"):
+        d = tmp_path / name
+        d.write_bytes(D)
+        d2 = tmp_path / f"x{name}"
+        d2.write_bytes(b"PAR1,2,3\n" + D)
+        assert _outcome(d, _schema(NO_HEADER))[::2] == _outcome(d2, _schema(NO_HEADER))[::2]
+        assert _outcome(d2, _schema(NO_HEADER))[0] == "ok"
+        a, b = (DuckDBEngine(p, csv=NO_HEADER).aggregate(COUNT) for p in (d, d2))
+        assert (a.rows, b.rows) == ([3], [4])
+        assert DuckDBEngine(d2, csv=NO_HEADER).aggregate(PLAN) == OracleEngine(
+            d2, csv_options=NO_HEADER
+        ).aggregate(PLAN)
+    folder = tmp_path / "many"
+    folder.mkdir()
+    (folder / "0.csv").write_bytes(b"PAR1,2,3\n" + D)
+    (folder / "1.csv").write_bytes(D)
+    many = DuckDBEngine(str(folder / "*.csv"), csv=NO_HEADER, glob=True)
+    assert many.aggregate(COUNT).rows == [7]
+
+
+def test_without_a_header_a_parquet_file_is_found_by_its_name(tmp_path: Path) -> None:
+    """Without a header a file named ``.parquet`` (``.parq``, ``.pq``) is read as Parquet; with
+    one, a Parquet file is found by its magic bytes whatever its name."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"a": [1, 4, 4], "b": [2.0, 5.0, 8.0]})
+    for name in ("t.parquet", "t.PQ", "t.parq"):
+        pq.write_table(table, tmp_path / name)
+        engine = DuckDBEngine(tmp_path / name, csv=NO_HEADER)
+        assert engine.column_names() == ["a", "b"]
+        assert engine.aggregate(PLAN).rows == [1, 2, 0]
+    pq.write_table(table, tmp_path / "t.bin")
+    assert DuckDBEngine(tmp_path / "t.bin").aggregate(PLAN).rows == [1, 2, 0]
 
 
 def test_without_a_header_an_empty_file_is_an_empty_table(tmp_path: Path) -> None:

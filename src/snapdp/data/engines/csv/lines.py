@@ -18,9 +18,9 @@ as UTF-8); a line longer than ``max_line`` bytes is no record; with a header, th
 non-blank line of each file is left out. A line splits into fields each either ``"…"`` (``""``
 a quote; the delimiter and CR inside are data) or without the delimiter and ``"``; a line that
 does not split so, or not into its file's number of columns (its header's, or the declared
-ones), is no record. Blocks of plain lines (no CR or BOM, each field free of quotes or wrapped
-whole in them) are cut in one pass (:func:`_plain_records`); the rest line by line. Both are
-tested against the reference parser of ``tests/data_oracle.py`` and against each other.
+ones), is no record. Every block is cut by the same sequence of vectorised steps, whatever its
+lines hold (:mod:`snapdp.data.engines.csv.block`; docs/data.md, "Run time"), tested against the
+reference parser of ``tests/csv_oracle.py``.
 """
 
 from __future__ import annotations

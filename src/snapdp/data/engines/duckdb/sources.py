@@ -33,7 +33,7 @@ from snapdp.data.engines.csv.records import (
 )
 from snapdp.data.engines.duckdb.arrow_text import bytes_type, text_as_binary
 from snapdp.data.engines.duckdb.connection import connection, sql_string
-from snapdp.data.engines.header import csv_header
+from snapdp.data.engines.header import csv_header, is_parquet
 from snapdp.data.model.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
 
@@ -65,6 +65,11 @@ TEXT_BLOB = "TEXT AS BLOB"  # a text column handed to DuckDB as bytes (decoded b
 #: table the engine holds; every later aggregate of the session reads that table (the same rows,
 #: so the same exact aggregates). Larger sources are streamed again for each scan.
 HOLD_BYTES = 8 << 20
+#: Hive partition values (``year=2024/``) are read as text and cast by the declaration, as every
+#: text cell: DuckDB otherwise types a partition column from the values of all the folders (BIGINT
+#: or DATE when every value looks like one), so one unit's row in a new folder (``county=A1``)
+#: changed how every other row's value was read (``01`` the integer 1, then the text ``01``).
+_HIVE_AS_TEXT = "hive_types_autocast = false"
 
 
 def quote_identifier(name: str) -> str:
@@ -107,6 +112,9 @@ class DuckDBSource:
         # a Parquet source: its files and hive base folder, to read text columns as bytes
         self._parquet: tuple[list[str], str | None] | None = None
         self._parquet_text: tuple[str, dict[str, str]] | None = None
+        # a Parquet source read without its folders' key=value columns, and those columns
+        self._flat: str | None = None
+        self._hive: frozenset[str] | None = None
         self._held = False  # a small CSV read once into a table (see HOLD_BYTES)
         self._con: DuckDBPyConnection = connection(
             duckdb, memory_limit, temp_directory, threads, self._private_dir
@@ -164,10 +172,8 @@ class DuckDBSource:
                 f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
                 parameter="data",
             ) from None
-        if head == b"PAR1":
-            self._relation = f"read_parquet({sql_string(self._literal(path))})"
-            self._types = self._describe()
-            self._parquet = ([str(path)], None)
+        if is_parquet(path, head, self._csv.header):
+            self._open_parquet(self._literal(path), "", [str(path)], None)
         else:
             self._open_csv([path])
         self._names = list(self._types)
@@ -198,10 +204,8 @@ class DuckDBSource:
                 f"`data` folder {str(path)!r} holds no .parquet files", parameter="data"
             )
         pattern = os.path.join(self._literal(path), "**", "*.parquet")
-        self._relation = f"read_parquet({sql_string(pattern)}, hive_partitioning = true)"
-        self._types = self._describe()
+        self._open_parquet(pattern, "", sorted(str(p) for p in files), str(path), hive=True)
         self._names = list(self._types)
-        self._parquet = (sorted(str(p) for p in files), str(path))
 
     def _open_glob(self, pattern: str) -> None:
         import glob as _glob
@@ -213,10 +217,8 @@ class DuckDBSource:
         self._bytes = sum(os.path.getsize(p) for p in matches)
         with open(matches[0], "rb") as fh:
             head = fh.read(4)
-        if head == b"PAR1":
-            self._relation = f"read_parquet({sql_string(pattern)}, union_by_name = true)"
-            self._types = self._describe()
-            self._parquet = (matches, None)
+        if is_parquet(matches[0], head, self._csv.header):
+            self._open_parquet(pattern, ", union_by_name = true", matches, None)
         else:
             self._open_csv([Path(p).resolve() for p in matches])
         self._names = list(self._types)
@@ -293,9 +295,34 @@ class DuckDBSource:
             pass  # raised below, outside the handler: no __context__ with DuckDB's text
         raise ParameterError(f"`data` {self._label!r} cannot be read as a table", parameter="data")
 
-    def _describe(self) -> dict[str, str]:
+    def _open_parquet(
+        self, target: str, options: str, files: list[str], base: str | None, *, hive: bool = False
+    ) -> None:
+        """A Parquet source: ``read_parquet`` of ``target`` with ``options``, partition values
+        from key=value folders as text (``hive``: always, else when DuckDB finds such folders);
+        ``files`` and the hive ``base`` folder for the Arrow path; the same without the folders'
+        columns for :meth:`_hive_columns`."""
+        read = f"read_parquet({sql_string(target)}{options}"
+        self._relation = f"{read}, hive_partitioning = true, {_HIVE_AS_TEXT})"
+        if not hive:
+            self._relation = f"{read}, {_HIVE_AS_TEXT})"
+        self._types = self._describe()
+        self._flat = f"{read}, hive_partitioning = false)"
+        self._parquet = (files, base)
+
+    def _hive_columns(self) -> frozenset[str]:
+        """The columns of a Parquet source read from key=value folder names, not from its files
+        (found once, when a plan first reads a text column: opening a source stays one DESCRIBE).
+        """
+        if self._hive is None:
+            flat = self._describe(self._flat) if self._flat is not None else self._types
+            self._hive = frozenset(self._types).difference(flat)
+        return self._hive
+
+    def _describe(self, relation: str | None = None) -> dict[str, str]:
         try:
-            rows = self._con.execute(f"DESCRIBE SELECT * FROM {self._relation}").fetchall()
+            query = f"DESCRIBE SELECT * FROM {relation or self._relation}"
+            rows = self._con.execute(query).fetchall()
             return {str(r[0]): str(r[1]).upper() for r in rows}
         except self._duckdb.Error:
             pass  # raised below, outside the handler: no __context__ with DuckDB's text
@@ -312,7 +339,9 @@ class DuckDBSource:
     def _source_of(self, decl: dict[str, Column]) -> tuple[str, dict[str, str]]:
         if self._lines is not None and not decl:  # a CSV, no column read: count the records
             return self._records_only, {}
-        if self._parquet is not None and any(source_family(self._types[n]) == "text" for n in decl):
+        if self._parquet is not None and any(
+            source_family(self._types[n]) == "text" and n not in self._hive_columns() for n in decl
+        ):  # a text column of the files (a partition column's text is the folder's name)
             return self._parquet_text_source()
         if self._frame is None:
             return self._relation, self._types
@@ -363,14 +392,26 @@ class DuckDBSource:
                     found = ds.dataset(
                         files, format="parquet", partitioning="hive", partition_base_dir=base
                     )
-                    fixed = set(found.partitioning.schema.names) if found.partitioning else set()
+                    names = list(found.partitioning.schema.names) if found.partitioning else []
                     schema = found.schema
                 else:
                     schema = pa.unify_schemas(  # by name, as DuckDB's union_by_name
                         [ds.dataset(f, format="parquet").schema for f in files],
                         promote_options="permissive",
                     )
-                    fixed = set()
+                    # the columns DuckDB reads from key=value folders of the paths
+                    names = [n for n in self._types if n not in schema.names]
+                    schema = pa.schema([*schema, *(pa.field(n, pa.string()) for n in names)])
+                # the partition values as text, whatever they look like (_HIVE_AS_TEXT)
+                fixed = set(names)
+                schema = pa.schema(
+                    [f.with_type(pa.string()) if f.name in fixed else f for f in schema]
+                )
+                hive = (
+                    ds.partitioning(pa.schema([(n, pa.string()) for n in names]), flavor="hive")
+                    if names
+                    else None
+                )
                 fields = [f if f.name in fixed else f.with_type(bytes_type(f.type)) for f in schema]
                 blobs = [
                     f.name for f in schema if f.name not in fixed and bytes_type(f.type) != f.type
@@ -379,7 +420,7 @@ class DuckDBSource:
                     files,
                     schema=pa.schema(fields),
                     format="parquet",
-                    partitioning="hive" if base is not None else None,
+                    partitioning=hive,
                     partition_base_dir=base,
                 )
             except (pa.ArrowException, OSError, ValueError):
