@@ -183,6 +183,30 @@ def test_an_all_null_group_sums_to_zero(spark_session: Any) -> None:
     assert got.sums == [[0, 90]] and got.counts == [[0, 2]] and got.rows == [2, 2]
 
 
+def test_every_declared_cell_is_unpacked_whether_rows_hold_it_or_not(
+    spark_session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver unpacks one row per declared cell, an absent cell as zeros: its work does not
+    show which cells occur (docs/data.md, "Run time"). Counted by the squares' unpacking."""
+    from snapdp.data.engines.spark import engine as spark_engine
+
+    calls: list[int] = []
+    real = spark_engine.executor.squares_from_limbs
+
+    def counted(*limbs: int) -> int:
+        calls.append(1)
+        return real(*limbs)
+
+    monkeypatch.setattr(spark_engine.executor, "squares_from_limbs", counted)
+    plan = AggregatePlan(groupings=(K,), values=(V,))
+    for keys in ([1, 1], [0, 1, 2, 2]):  # one of three cells occupied, then all three
+        calls.clear()
+        frame = pd.DataFrame({"k": keys, "v": [4.0] * len(keys)})
+        got = _spark(frame, spark_session).aggregate(plan)
+        assert len(calls) == plan.n_cells == 3
+        assert got.rows == [keys.count(0), keys.count(1), keys.count(2)]
+
+
 def test_paths_are_literal_unless_glob(spark_session: Any, tmp_path: Path) -> None:
     (tmp_path / "a1.csv").write_text("v\n1\n1\n1\n")
     (tmp_path / "a[12].csv").write_text("v\n1\n")

@@ -154,8 +154,14 @@ class SparkEngine:
                 parameter="data",
             ) from None
         out = Aggregates.zeros(plan)
-        for row in collected:
-            cell = int(row["_cell"])
+        # Every declared cell is unpacked the same way, an absent one as a row of zeros, so the
+        # driver's work does not show which cells occur (docs/data.md, "Run time").
+        present = {int(row["_cell"]): row for row in collected}
+        names = ["_rows"] + [f"_{s}{j}" for j in range(len(plan.values)) for s in ("sum", "cnt")]
+        names += [f"_sq{j}_{n}" for j, vc in enumerate(plan.values) if vc.squares for n in limbs]
+        zero = dict.fromkeys(names, 0)
+        for cell in range(plan.n_cells):
+            row = present.get(cell, zero)
             out.rows[cell] = int(row["_rows"])
             for j, vc in enumerate(plan.values):
                 out.sums[j][cell] = int(row[f"_sum{j}"])
