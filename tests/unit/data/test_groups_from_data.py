@@ -314,3 +314,28 @@ def test_data_keys_with_a_binned_column_are_refused_before_reading() -> None:
     text = str(err.value)
     assert "`city`" in text and "`age`" in text and "bins" in text and "\n" not in text
     assert t.spent == 0
+
+
+def test_an_automatic_quantile_method_stays_the_placeholders_on_the_kept_keys() -> None:
+    """Groups from the data: the query is recompiled on the kept keys with the placeholder's
+    parts (calibrated before any data was read). Its tree or grid must be the placeholder's
+    method too, even where the comparison on the kept keys would choose the other one."""
+    from dataclasses import replace
+
+    from snapdp.data import statistics
+    from snapdp.data.model.observed import with_keys
+    from snapdp.data.release.groups import _recompiled
+
+    schema = Schema(columns=(Column("g", "text"), Column("x", "integer", lower=0, upper=100)))
+    quartiles = (Fraction(1, 4), Fraction(1, 2), Fraction(3, 4))
+    auto = Query("quantiles", "x", by=("g",), quantiles=quartiles)
+    eps = Fraction(1)
+    assert statistics.compile_query(auto, schema, eps).grid is None  # here the tree is chosen
+    # a placeholder whose automatic choice was the exponential mechanism
+    chosen = statistics.compile_query(replace(auto, method="exponential"), schema, eps)
+    placeholder = replace(chosen, query=auto)
+    kept = with_keys(schema, ["g"], [["a", "b"]])
+    got = _recompiled(placeholder, kept, [("a",), ("b",)])
+    assert got.grid is not None and got.tree is None
+    assert got.query == auto and got.parts == placeholder.parts
+    assert got.leaf == statistics.compile_fresh(replace(auto, method="exponential"), kept, eps).leaf

@@ -295,8 +295,15 @@ def _recompiled(
 ) -> Compiled:
     """``placeholder``'s query on the key tuples ``cells`` (its whole grouping, in this order:
     never the product of each column's keys), with the placeholder's reach and parts (so its
-    noise is the one calibrated before any data was read)."""
-    c = statistics.compile_fresh(placeholder.query, schema, placeholder.epsilon)
+    noise is the one calibrated before any data was read). A quantile query whose method was
+    chosen automatically keeps the placeholder's choice: on the kept keys the comparison could
+    come out the other way, and the parts are the placeholder's."""
+    query = placeholder.query
+    if query.statistic == "quantiles" and query.method not in ("tree", "exponential"):
+        fixed = replace(query, method="tree" if placeholder.grid is None else "exponential")
+        c = replace(statistics.compile_fresh(fixed, schema, placeholder.epsilon), query=query)
+    else:
+        c = statistics.compile_fresh(query, schema, placeholder.epsilon)
     return replace(c, reach=placeholder.reach, parts=placeholder.parts, joint=tuple(cells))
 
 
