@@ -67,3 +67,57 @@ def test_every_row_group_is_read_on_spark(
     finally:
         spark_session.conf.set(ADAPTIVE, adaptive)
     assert spark_session.conf.get(PUSHDOWN, None) == pushdown
+
+
+BLIND = (
+    ADAPTIVE,
+    "spark.sql.optimizer.runtime.bloomFilter.enabled",
+    "spark.sql.optimizer.dynamicPartitionPruning.enabled",
+    PUSHDOWN,
+)
+SHUFFLE = "spark.sql.shuffle.partitions"
+
+
+def test_no_setting_reads_the_data_while_the_engine_runs(
+    spark_session: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Adaptive execution re-plans from the sizes of finished stages (an empty stage becomes an
+    empty relation, partitions merge, joins change), and runtime Bloom filters and dynamic
+    partition pruning are chosen by sizes: all off while the engine's action runs, with the
+    cluster's default parallelism as the shuffle's partitions in place of Spark's 200; every
+    setting the session had is back afterwards."""
+    pd = pytest.importorskip("pandas")
+    engine = spark_engine.SparkEngine(pd.DataFrame({"h": [1, 150, 990]}), spark=spark_session)
+    seen: dict[str, str | None] = {}
+    original = spark_engine.SparkEngine._aggregate_df
+
+    def recorded(self: Any, p: AggregatePlan) -> Any:
+        agg, limbs = original(self, p)
+        collect = agg.collect
+
+        def collect_and_look() -> Any:
+            seen.update({k: spark_session.conf.get(k, None) for k in (*BLIND, SHUFFLE)})
+            return collect()
+
+        agg.collect = collect_and_look
+        return agg, limbs
+
+    monkeypatch.setattr(spark_engine.SparkEngine, "_aggregate_df", recorded)
+    before = {k: spark_session.conf.get(k, None) for k in (*BLIND, SHUFFLE)}
+    spark_session.conf.set(ADAPTIVE, "true")
+    spark_session.conf.set(SHUFFLE, "200")
+    try:
+        assert engine.aggregate(AggregatePlan(groupings=(BINS,))).rows[:10] == [
+            1, 1, 0, 0, 0, 0, 0, 0, 0, 1,
+        ]  # fmt: skip
+        assert all(seen[k] == "false" for k in BLIND), seen
+        cores = spark_session.sparkContext.defaultParallelism
+        assert seen[SHUFFLE] == str(cores)
+        assert spark_session.conf.get(ADAPTIVE) == "true"
+        assert spark_session.conf.get(SHUFFLE) == "200"
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark_session.conf.unset(key)
+            else:
+                spark_session.conf.set(key, value)

@@ -262,16 +262,34 @@ def _family(dtype: str) -> str:
     return {"boolean": "bool", "date": "date"}.get(d, "other")
 
 
-#: Parquet filters are never pushed into the scan while a query runs: with them Spark skips a
-#: row group whose min/max shows no row can fall in a bin or pass a ``where``, so the run time
-#: would show whether one person's rows lie there (docs/data.md, "Run time").
-_NO_PRUNING = {"spark.sql.parquet.filterPushdown": "false"}
+#: Spark settings while a release's query runs, none of them reading the data to change the work
+#: (docs/data.md, "Run time"): Parquet filters are not pushed into the scan (Spark would skip a
+#: row group whose min/max shows no row can fall in a bin or pass a ``where``); adaptive execution
+#: is off (it re-plans from the sizes of finished stages: an empty stage becomes an empty
+#: relation, partitions are merged or split and joins changed by their measured size); so are
+#: the runtime Bloom filters and dynamic partition pruning, which are chosen by sizes too.
+_BLIND = {
+    "spark.sql.parquet.filterPushdown": "false",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
+    "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
+}
 
 
 def every_row_group(session: Any) -> contextlib.AbstractContextManager[None]:
-    """The ``with`` block runs with Parquet filter pushdown off (``_NO_PRUNING``); the
-    session's own setting is restored after."""
-    return session_settings(session, _NO_PRUNING)
+    """The ``with`` block runs with the settings of ``_BLIND``, and with as many shuffle
+    partitions as the cluster's default parallelism unless the session set its own number (with
+    adaptive execution off, Spark's default of 200 would be 200 tasks for every aggregate); the
+    session's own settings are restored after. All of it public: the cluster, never the data."""
+    settings = dict(_BLIND)
+    if session.conf.get("spark.sql.shuffle.partitions", None) in (None, "200"):
+        try:  # a Spark Connect session has no SparkContext: it keeps its own number
+            cores = int(session.sparkContext.defaultParallelism)
+        except Exception:
+            cores = 0
+        if cores > 0:
+            settings["spark.sql.shuffle.partitions"] = str(cores)
+    return session_settings(session, settings)
 
 
 def _run(source: Any, view: str, sql: str) -> Any:
