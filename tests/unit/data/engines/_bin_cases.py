@@ -48,6 +48,19 @@ DEC_COLUMNS = [
 ]
 
 
+_W73 = INT64_MAX // 73  # 73·w = 2^63 − 1 exactly
+# Even integer grids whose arithmetic reaches the end of int64 (issue 32): a quantile's 1,024
+# leaves over [0, 2^63 − 1] (⌈i·(2^63 − 1)/1024⌉ = i·2^53, the long differential's
+# `--quantiles`), and runs of 73 edges w apart with 73·w = 2^63 − 1, the largest numerator the
+# arithmetic may compute (at the bottom and at the top of int64).
+SPAN_COLUMNS = [
+    _int("quantile_to_int64_max", [INT64_MIN, *(F(i * INT64_MAX, 1024) for i in range(1, 1024)),
+                                   1 << 63]),
+    _int("full_span_low", [INT64_MIN + 1 + k * _W73 for k in range(73)]),
+    _int("full_span_high", [k * _W73 for k in range(1, 74)]),
+]  # fmt: skip
+
+
 def int_values(column: Column, rng: random.Random) -> list[int]:
     """Every edge within int64 and its neighbours, the ends of int64, 0 and random values."""
     out = {INT64_MIN, INT64_MIN + 1, INT64_MAX, INT64_MAX - 1, 0, -1, 1}

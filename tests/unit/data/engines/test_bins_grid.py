@@ -18,7 +18,13 @@ import pyarrow as pa
 import pytest
 from sqlglot import exp
 from tests.data_oracle import _cell_index
-from tests.unit.data.engines._bin_cases import INT64_MAX, INT64_MIN, dec_values, int_values
+from tests.unit.data.engines._bin_cases import (
+    INT64_MAX,
+    INT64_MIN,
+    SPAN_COLUMNS,
+    dec_values,
+    int_values,
+)
 
 from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
@@ -55,6 +61,7 @@ GRIDS = [
     _col("at_top", [INT64_MAX - 9 + i for i in range(10)]),
     _col("at_bottom", [INT64_MIN + 1 + i for i in range(10)]),
     _col("wide_step", [i * (1 << 58) for i in range(-7, 8)]),
+    *SPAN_COLUMNS,
     *(_random_grid(random.Random(k), k) for k in range(40)),
 ]
 
@@ -119,6 +126,12 @@ def test_grid_bins_equal_the_tree_and_the_reference(
 def test_non_dyadic_decimal_edges_keep_the_tree() -> None:
     assert not _uses_grid(_dec("thirds", [F(j, 3) for j in range(0, 30)]))
     assert not _uses_grid(_dec("wide", [F(j * (1 << 60)) for j in range(0, 30)]))  # not exact
+
+
+def test_a_grid_whose_arithmetic_would_pass_int64_keeps_the_tree() -> None:
+    """m·w = 2^63: ⌊(clamp(v) − e₀ + w)/w⌋ would overflow a long at the top of the run."""
+    assert not _uses_grid(_col("past_span", [k << 57 for k in range(-32, 32)]))
+    assert _uses_grid(_col("within_span", [k << 57 for k in range(-32, 31)]))  # m·w = 2^63 − 2^57
 
 
 def test_the_grid_expression_does_not_grow_with_the_edges() -> None:

@@ -54,8 +54,10 @@ def _one_if(condition: exp.Expression) -> exp.Expression:
 
 def _run(scaled: list[int | None], limit: int) -> tuple[int, int, int] | None:
     """(i, m, w): the longest run of ``m`` values ``s_i, s_i + w, …`` (w ≥ 1, none None) with
-    every value strictly within (−limit, limit) and the run's span below 2^62, if it holds all
-    edges but at most :data:`GRID_OTHERS` and at least :data:`GRID_MIN`; else None."""
+    every value strictly within (−limit, limit) and m·w below 2^63, if it holds all edges but at
+    most :data:`GRID_OTHERS` and at least :data:`GRID_MIN`; else None. m·w is the largest
+    numerator of :func:`_count` (every step of it then fits in a long: no overflow, so neither
+    engine raises for any value); a quantile's leaves over [0, 2^63 − 1] reach 1,023·2^53."""
     best: tuple[int, int, int] | None = None
     i = 0
     while i < len(scaled) - 1:
@@ -71,7 +73,7 @@ def _run(scaled: list[int | None], limit: int) -> tuple[int, int, int] | None:
             while hi >= lo and _value(scaled, hi) >= limit:
                 hi -= 1
             longer = best is None or hi - lo + 1 > best[1]
-            if w >= 1 and hi > lo and (hi - lo + 1) * w < 1 << 62 and longer:
+            if w >= 1 and hi > lo and (hi - lo + 1) * w < 1 << 63 and longer:
                 best = (lo, hi - lo + 1, w)
         i = max(k, i + 1)
     if best is None or best[1] < GRID_MIN or len(scaled) - best[1] > GRID_OTHERS:
