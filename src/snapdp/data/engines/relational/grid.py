@@ -104,11 +104,16 @@ def grid_index(col: Column, value: exp.Expression, typed: bool = True) -> exp.Ex
     if col.type == "integer":
         ints = [int(e) for e in edges]
         run = _run(list(ints), INT64_MAX + 1)
-        if run is None or ints[run[0]] <= INT64_MIN:
-            return None
         v = _as(value, "BIGINT", typed)
-        floor = _clamp(v, run, ints[run[0]], _long)
+        if run is not None and ints[run[0]] > INT64_MIN:
+            count = _count(_clamp(v, run, ints[run[0]], _long), run, ints[run[0]])
+        else:
+            rational = _rational_run(col.bins)
+            if rational is None:
+                return None
+            run, count = rational[0], _rational_count(v, col.bins, rational)
         others = [_at_int(v, e) for j, e in enumerate(ints) if not _in(j, run)]
+        return _finish(value, count, others, n)
     else:
         q = _shift(col.bins)
         if -q > _MAX_SHIFT:
@@ -132,7 +137,54 @@ def grid_index(col: Column, value: exp.Expression, typed: bool = True) -> exp.Ex
             if not _in(j, run)
         ]
         return _finish(value, _count(floor, run, a), others, n)
-    return _finish(value, _count(floor, run, ints[run[0]]), others, n)
+
+
+def _rational_run(bins: tuple[Fraction, ...]) -> tuple[tuple[int, int, int], Fraction] | None:
+    """((i, m, 0), W): the longest run of ``m`` edges x_i, x_i + W, … of an integer column (W ≥ 1
+    rational, every ⌈x⌉ within (INT64_MIN, INT64_MAX]), if it holds all edges but at most
+    :data:`GRID_OTHERS` and at least :data:`GRID_MIN` and its arithmetic (:func:`_rational_count`)
+    fits a long; else None. A quantile's leaves over [0, 10^6] are x_k = k·15625/16."""
+    n = len(bins)
+    inside = [INT64_MIN < e <= INT64_MAX for e in bins]
+    best: tuple[int, int, Fraction] | None = None
+    i = 0
+    while i < n - 1:
+        if not (inside[i] and inside[i + 1]):
+            i += 1
+            continue
+        w, k = bins[i + 1] - bins[i], i + 1
+        while k + 1 < n and inside[k + 1] and bins[k + 1] - bins[k] == w:
+            k += 1
+        if w >= 1 and (best is None or k - i + 1 > best[1]):
+            best = (i, k - i + 1, w)
+        i = k
+    if best is None or best[1] < GRID_MIN or n - best[1] > GRID_OTHERS:
+        return None
+    i, m, w = best
+    q = math.lcm(bins[i].denominator, w.denominator)
+    if (m + 1) * w * q >= 1 << 63:
+        return None
+    return (i, m, 0), w
+
+
+def _rational_count(
+    v: exp.Expression, bins: tuple[Fraction, ...], rational: tuple[tuple[int, int, int], Fraction]
+) -> exp.Expression:
+    """#{k < m : ⌈x_i + k·W⌉ ≤ v} = #{k < m : x_i + k·W ≤ v} for the long ``v``. With Q the
+    common denominator of x_i and W, X = x_i·Q, P = W·Q ≥ Q, c = ⌈x_i⌉ − 1 and d = ⌈x_last⌉:
+    ⌊((clamp(v, c, d) − c)·Q + c·Q − X + P) / P⌋. The numerator lies in [P − Q, m·P + Q), so it
+    is never negative and, as (m + 1)·P < 2^63, no step leaves a long."""
+    (i, m, _), w = rational
+    q = math.lcm(bins[i].denominator, w.denominator)
+    x, p = int(bins[i] * q), int(w * q)
+    c = -((-bins[i].numerator) // bins[i].denominator) - 1
+    last = bins[i + m - 1]
+    d = -((-last.numerator) // last.denominator)
+    low = exp.Greatest(ignore_nulls=True, this=v.copy(), expressions=[_long(c)])
+    clamp = exp.Least(ignore_nulls=True, this=low, expressions=[_long(d)])
+    u = exp.Paren(this=exp.Sub(this=clamp, expression=_long(c)))
+    scaled = exp.Add(this=exp.Mul(this=u, expression=_long(q)), expression=_long(c * q - x + p))
+    return exp.IntDiv(this=exp.Paren(this=scaled), expression=_long(p))
 
 
 def _in(j: int, run: tuple[int, int, int]) -> bool:
