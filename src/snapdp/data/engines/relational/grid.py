@@ -140,10 +140,11 @@ def grid_index(col: Column, value: exp.Expression, typed: bool = True) -> exp.Ex
 
 
 def _rational_run(bins: tuple[Fraction, ...]) -> tuple[tuple[int, int, int], Fraction] | None:
-    """((i, m, 0), W): the longest run of ``m`` edges x_i, x_i + W, … of an integer column (W ≥ 1
+    """((i, m, 0), W): the longest run of ``m`` edges x_i, x_i + W, … of an integer column (W > 0
     rational, every ⌈x⌉ within (INT64_MIN, INT64_MAX]), if it holds all edges but at most
     :data:`GRID_OTHERS` and at least :data:`GRID_MIN` and its arithmetic (:func:`_rational_count`)
-    fits a long; else None. A quantile's leaves over [0, 10^6] are x_k = k·15625/16."""
+    fits a long; else None. A quantile's leaves over [0, 10^6] are x_k = k·15625/16, over
+    [0, 365] k·365/512 (a step below 1: ceilings repeat, empty leaves)."""
     n = len(bins)
     inside = [INT64_MIN < e <= INT64_MAX for e in bins]
     best: tuple[int, int, Fraction] | None = None
@@ -155,14 +156,14 @@ def _rational_run(bins: tuple[Fraction, ...]) -> tuple[tuple[int, int, int], Fra
         w, k = bins[i + 1] - bins[i], i + 1
         while k + 1 < n and inside[k + 1] and bins[k + 1] - bins[k] == w:
             k += 1
-        if w >= 1 and (best is None or k - i + 1 > best[1]):
+        if w > 0 and (best is None or k - i + 1 > best[1]):
             best = (i, k - i + 1, w)
         i = k
     if best is None or best[1] < GRID_MIN or n - best[1] > GRID_OTHERS:
         return None
     i, m, w = best
     q = math.lcm(bins[i].denominator, w.denominator)
-    if (m + 1) * w * q >= 1 << 63:
+    if (m + 1) * w * q + 3 * q >= 1 << 63:
         return None
     return (i, m, 0), w
 
@@ -171,20 +172,30 @@ def _rational_count(
     v: exp.Expression, bins: tuple[Fraction, ...], rational: tuple[tuple[int, int, int], Fraction]
 ) -> exp.Expression:
     """#{k < m : ⌈x_i + k·W⌉ ≤ v} = #{k < m : x_i + k·W ≤ v} for the long ``v``. With Q the
-    common denominator of x_i and W, X = x_i·Q, P = W·Q ≥ Q, c = ⌈x_i⌉ − 1 and d = ⌈x_last⌉:
-    ⌊((clamp(v, c, d) − c)·Q + c·Q − X + P) / P⌋. The numerator lies in [P − Q, m·P + Q), so it
-    is never negative and, as (m + 1)·P < 2^63, no step leaves a long."""
+    common denominator of x_i and W, X = x_i·Q, P = W·Q, c = ⌈x_i⌉ − 1, d = ⌈x_last⌉ and
+    K = 0 when P ≥ Q, else ⌈Q/P⌉: t = ⌊((clamp(v, c, d) − c)·Q + c·Q − X + (K + 1)·P) / P⌋ − K,
+    which is the count when P ≥ Q, and the count clamped to [0, m] otherwise (LEAST, GREATEST).
+    The numerator is at least c·Q − X + (K + 1)·P ≥ −Q + (K + 1)·P ≥ 0 and below
+    (m + 1)·P + 3·Q < 2^63 (checked by :func:`_rational_run`): no step leaves a long."""
     (i, m, _), w = rational
     q = math.lcm(bins[i].denominator, w.denominator)
     x, p = int(bins[i] * q), int(w * q)
+    k = 0 if p >= q else -(-q // p)
     c = -((-bins[i].numerator) // bins[i].denominator) - 1
     last = bins[i + m - 1]
     d = -((-last.numerator) // last.denominator)
     low = exp.Greatest(ignore_nulls=True, this=v.copy(), expressions=[_long(c)])
     clamp = exp.Least(ignore_nulls=True, this=low, expressions=[_long(d)])
     u = exp.Paren(this=exp.Sub(this=clamp, expression=_long(c)))
-    scaled = exp.Add(this=exp.Mul(this=u, expression=_long(q)), expression=_long(c * q - x + p))
-    return exp.IntDiv(this=exp.Paren(this=scaled), expression=_long(p))
+    shift = c * q - x + (k + 1) * p
+    scaled = exp.Add(this=exp.Mul(this=u, expression=_long(q)), expression=_long(shift))
+    count: exp.Expression = exp.IntDiv(this=exp.Paren(this=scaled), expression=_long(p))
+    if k:
+        at_least = exp.Greatest(
+            ignore_nulls=True, this=exp.Sub(this=count, expression=_long(k)), expressions=[_long(0)]
+        )
+        count = exp.Least(ignore_nulls=True, this=at_least, expressions=[_long(m)])
+    return count
 
 
 def _in(j: int, run: tuple[int, int, int]) -> bool:
