@@ -6,7 +6,11 @@ when 1 ≤ p ≤ n − 1) is computed with a constant number of operations, what
 edges, and the rendered query stays a few hundred characters long (DuckDB plans a comparison
 tree in time growing with its size and copies the cast value into each of its comparisons):
 
-* an integer column: ⌊(clamp(v, e_0 − 1, e_last) − e_0 + w) / w⌋ in BIGINT arithmetic;
+* an integer column: ⌊(clamp(v, e_0 − 1, e_last) − e_0 + w) / w⌋ in BIGINT arithmetic; when
+  the ceilings are uneven but the declared edges are a rational run x_k = x_0 + k·W (an integer
+  quantile's leaves over a span that is no multiple of their number), the same count from
+  ⌈x⌉ ≤ v ⟺ x ≤ v, scaled by W's denominator (:func:`_rational_count`), when no step of it can
+  leave a long (else the tree: the whole of int64 in 1,024 leaves);
 * a decimal column whose run is dyadic, e_k = (A + k·W)·2^q with q ≤ 0 and |A + k·W| < 2^53 (so
   each edge is a double, exactly the double the tree compares with): the clamped value scaled by
   2^−q (exact: a power of two, no overflow after the clamp), floored (exact: an integral
