@@ -48,6 +48,34 @@ DEC_COLUMNS = [
 ]
 
 
+_W73 = INT64_MAX // 73  # 73·w = 2^63 − 1 exactly
+# Even integer grids whose arithmetic reaches the end of int64 (issue 32): a quantile's 1,024
+# leaves over [0, 2^63 − 1] (⌈i·(2^63 − 1)/1024⌉ = i·2^53, the long differential's
+# `--quantiles`), and runs of 73 edges w apart with 73·w = 2^63 − 1, the largest numerator the
+# arithmetic may compute (at the bottom and at the top of int64).
+SPAN_COLUMNS = [
+    _int("quantile_to_int64_max", [INT64_MIN, *(F(i * INT64_MAX, 1024) for i in range(1, 1024)),
+                                   1 << 63]),
+    _int("full_span_low", [INT64_MIN + 1 + k * _W73 for k in range(73)]),
+    _int("full_span_high", [k * _W73 for k in range(1, 74)]),
+]  # fmt: skip
+
+_P = (
+    INT64_MAX // 21 - 1
+)  # a step P/3 (P not a multiple of 3) whose arithmetic just fits: 21·P < 2^63
+# Integer edges on a rational grid x₀ + k·W (⌈x⌉ uneven): quantile leaves over [0, 10^6] and
+# [0, 12345] (1,024 leaves), over [0, 365] (512 leaves, W < 1: ceilings repeat), a step of 2/7,
+# and steps P/3 with (m + 1)·P just below 2^63 at the bottom and at the top of int64.
+RATIONAL_COLUMNS = [
+    _int("income_leaves", [INT64_MIN, *(F(k * 15625, 16) for k in range(1, 1024)), 1 << 63]),
+    _int("leaves_12345", [INT64_MIN, *(F(k * 12345, 1024) for k in range(1, 1024)), 1 << 63]),
+    _int("days_leaves", [INT64_MIN, *(F(k * 365, 512) for k in range(1, 512)), 1 << 63]),
+    _int("thin", [F(-7, 3) + k * F(2, 7) for k in range(40)]),
+    _int("thirds_low", [F(3 * INT64_MIN + 1, 3) + k * F(_P, 3) for k in range(20)]),
+    _int("thirds_high", [F(3 * INT64_MAX - 19 * _P, 3) + k * F(_P, 3) for k in range(20)]),
+]
+
+
 def int_values(column: Column, rng: random.Random) -> list[int]:
     """Every edge within int64 and its neighbours, the ends of int64, 0 and random values."""
     out = {INT64_MIN, INT64_MIN + 1, INT64_MAX, INT64_MAX - 1, 0, -1, 1}

@@ -8,6 +8,7 @@ number of edges, and the release query of a median carries no comparison tree.""
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable
 from fractions import Fraction
@@ -18,9 +19,16 @@ import pyarrow as pa
 import pytest
 from sqlglot import exp
 from tests.data_oracle import _cell_index
-from tests.unit.data.engines._bin_cases import INT64_MAX, INT64_MIN, dec_values, int_values
+from tests.unit.data.engines._bin_cases import (
+    INT64_MAX,
+    INT64_MIN,
+    RATIONAL_COLUMNS,
+    SPAN_COLUMNS,
+    dec_values,
+    int_values,
+)
 
-from snapdp.data.engines.base import AggregatePlan
+from snapdp.data.engines.base import AggregatePlan, bin_edges
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.engines.relational import exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
@@ -48,6 +56,21 @@ def _random_grid(rng: random.Random, k: int) -> Column:
     return _col(f"grid{k}", edges)
 
 
+def _random_rational_grid(rng: random.Random, k: int) -> Column:
+    """A run x₀ + k·W with a rational step W (uneven ceilings, repeated ones when W < 1), and
+    edges beside it."""
+    w = F(rng.choice((1, 3, 7, 10**6 + 1, 1 << 40)), rng.choice((1, 3, 16, 1024, 999)))
+    w += F(rng.choice((0, 1)), rng.choice((2, 7)))
+    start = rng.choice(
+        (F(0), F(-5, 3), F(rng.randint(-(10**9), 10**9), 7), F(INT64_MIN + 1), INT64_MAX - 60 * w)
+    )
+    m = rng.randint(8, 50)
+    run = [start + i * w for i in range(m)]
+    outer = [F(-(1 << 70)), F(INT64_MIN), run[0] - 2, run[-1] + F(1, 2), F(INT64_MAX), F(1 << 63)]
+    extra = [e for e in rng.sample(outer, rng.randint(0, 3)) if e not in run]
+    return _col(f"rational{k}", sorted({*run, *extra}))
+
+
 GRIDS = [
     _col("quantile", [-(1 << 63), *range(1, 101), 1 << 63]),  # the median of age in [0, 100]
     _col("tens", list(range(0, 101, 10))),
@@ -55,7 +78,10 @@ GRIDS = [
     _col("at_top", [INT64_MAX - 9 + i for i in range(10)]),
     _col("at_bottom", [INT64_MIN + 1 + i for i in range(10)]),
     _col("wide_step", [i * (1 << 58) for i in range(-7, 8)]),
+    *SPAN_COLUMNS,
+    *RATIONAL_COLUMNS,
     *(_random_grid(random.Random(k), k) for k in range(40)),
+    *(_random_rational_grid(random.Random(500 + k), k) for k in range(40)),
 ]
 
 
@@ -119,6 +145,22 @@ def test_grid_bins_equal_the_tree_and_the_reference(
 def test_non_dyadic_decimal_edges_keep_the_tree() -> None:
     assert not _uses_grid(_dec("thirds", [F(j, 3) for j in range(0, 30)]))
     assert not _uses_grid(_dec("wide", [F(j * (1 << 60)) for j in range(0, 30)]))  # not exact
+
+
+def test_a_grid_whose_arithmetic_would_pass_int64_keeps_the_tree() -> None:
+    """m·w = 2^63: ⌊(clamp(v) − e₀ + w)/w⌋ would overflow a long at the top of the run."""
+    assert not _uses_grid(_col("past_span", [k << 57 for k in range(-32, 32)]))
+    assert _uses_grid(_col("within_span", [k << 57 for k in range(-32, 31)]))  # m·w = 2^63 − 2^57
+    step = F(INT64_MAX // 20 + 1, 3)  # a rational step whose (m + 1)·P = 21·P passes 2^63 − 1
+    assert not _uses_grid(_col("past_rational", [F(-(1 << 62)) + k * step for k in range(20)]))
+
+
+def test_rational_grids_are_uneven_integer_edges() -> None:
+    """The rational cases are no integer grid: their ceilings are unevenly spaced."""
+    for column in RATIONAL_COLUMNS:
+        inside = [e for e in bin_edges(column) if INT64_MIN < e <= INT64_MAX]
+        assert len({b - a for a, b in itertools.pairwise(inside)}) > 1, column.name
+        assert _uses_grid(column)
 
 
 def test_the_grid_expression_does_not_grow_with_the_edges() -> None:
@@ -190,3 +232,31 @@ def test_spark_finds_the_same_bins(spark_session: Any) -> None:
         for j, (column, values) in enumerate(zip(columns, drawn, strict=True)):
             mine = [r[f"b{j}"] for r in got if r["c"] == j]
             assert mine == [_cell_index(column, v) for v in values], column.name
+
+
+@pytest.mark.parametrize("upper", [INT64_MAX, 10**6, 365])
+def test_integer_quantile_queries_carry_no_comparison_tree(upper: int) -> None:
+    """The leaves of an integer quantile (the long differential's `--quantiles`: [0, 2^63 − 1]
+    in 1,024, 3 keys, CSV text cells) are found by arithmetic in both dialects: the query stays
+    a few KB (the tree made it ~150,000 characters, which Spark took minutes to parse)."""
+    from snapdp.data.engines.relational.dialects import spark_sql
+    from snapdp.data.engines.relational.plan import aggregate_query
+    from snapdp.data.model.schema import ContributionBounds
+    from snapdp.data.statistics.kinds.quantiles import _type_edges
+    from snapdp.data.statistics.math import quantile_tree
+
+    h = Column("h", "integer", lower=F(0), upper=F(upper))
+    spec = quantile_tree.tree_spec(F(0), F(upper), max(F(upper, 1024), F(1)))
+    leaf = Column("h", "integer", bins=_type_edges(h, quantile_tree.leaf_edges(spec)))
+    plan = AggregatePlan(
+        groupings=(Column("g", "text", keys=("a", "b", "c")), leaf),
+        unit=Column("u", "integer"),
+        bounds=ContributionBounds(max_groups_per_unit=1, max_rows_per_group=2),
+    )
+    families = {"g": "text", "u": "text", "h": "text"}
+    duck = duckdb_sql(aggregate_query(plan, exp.Var(this="src"), families, wide=True).tree)
+    spark = spark_sql(aggregate_query(plan, exp.to_table("v"), families, wide=False).tree)
+    assert spec.leaves >= 512
+    for sql in (duck, spark):
+        assert len(sql) < 8000
+        assert sql.count(" < ") < 10

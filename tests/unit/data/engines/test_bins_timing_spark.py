@@ -22,6 +22,8 @@ from tests.data_oracle import _cell_index
 from tests.unit.data.engines._bin_cases import (
     DEC_COLUMNS,
     INT_COLUMNS,
+    RATIONAL_COLUMNS,
+    SPAN_COLUMNS,
     dec_values,
     int_values,
     path_costs,
@@ -115,8 +117,10 @@ def _indices(spark: Any, columns: list[Column], values: list[list[Any]]) -> list
     return out
 
 
-# The values test keeps the 1,003-edge integer column: an even grid, found by arithmetic (cheap).
-VALUE_COLUMNS = INT_COLUMNS + SPARK_COLUMNS[len(INT_COLUMNS) :]
+# The values test keeps the 1,003-edge integer column: an even grid, found by arithmetic (cheap);
+# the grids reaching the end of int64 and the rational ones check that no step of the arithmetic
+# overflows (Spark's ANSI mode would raise).
+VALUE_COLUMNS = INT_COLUMNS + SPARK_COLUMNS[len(INT_COLUMNS) :] + SPAN_COLUMNS + RATIONAL_COLUMNS
 
 
 def test_bins_equal_the_reference_for_every_value(spark_session: Any) -> None:

@@ -6,7 +6,11 @@ when 1 ≤ p ≤ n − 1) is computed with a constant number of operations, what
 edges, and the rendered query stays a few hundred characters long (DuckDB plans a comparison
 tree in time growing with its size and copies the cast value into each of its comparisons):
 
-* an integer column: ⌊(clamp(v, e_0 − 1, e_last) − e_0 + w) / w⌋ in BIGINT arithmetic;
+* an integer column: ⌊(clamp(v, e_0 − 1, e_last) − e_0 + w) / w⌋ in BIGINT arithmetic; when
+  the ceilings are uneven but the declared edges are a rational run x_k = x_0 + k·W (an integer
+  quantile's leaves over a span that is no multiple of their number), the same count from
+  ⌈x⌉ ≤ v ⟺ x ≤ v, scaled by W's denominator (:func:`_rational_count`), when no step of it can
+  leave a long (else the tree: the whole of int64 in 1,024 leaves);
 * a decimal column whose run is dyadic, e_k = (A + k·W)·2^q with q ≤ 0 and |A + k·W| < 2^53 (so
   each edge is a double, exactly the double the tree compares with): the clamped value scaled by
   2^−q (exact: a power of two, no overflow after the clamp), floored (exact: an integral
@@ -54,8 +58,10 @@ def _one_if(condition: exp.Expression) -> exp.Expression:
 
 def _run(scaled: list[int | None], limit: int) -> tuple[int, int, int] | None:
     """(i, m, w): the longest run of ``m`` values ``s_i, s_i + w, …`` (w ≥ 1, none None) with
-    every value strictly within (−limit, limit) and the run's span below 2^62, if it holds all
-    edges but at most :data:`GRID_OTHERS` and at least :data:`GRID_MIN`; else None."""
+    every value strictly within (−limit, limit) and m·w below 2^63, if it holds all edges but at
+    most :data:`GRID_OTHERS` and at least :data:`GRID_MIN`; else None. m·w is the largest
+    numerator of :func:`_count` (every step of it then fits in a long: no overflow, so neither
+    engine raises for any value); a quantile's leaves over [0, 2^63 − 1] reach 1,023·2^53."""
     best: tuple[int, int, int] | None = None
     i = 0
     while i < len(scaled) - 1:
@@ -71,7 +77,7 @@ def _run(scaled: list[int | None], limit: int) -> tuple[int, int, int] | None:
             while hi >= lo and _value(scaled, hi) >= limit:
                 hi -= 1
             longer = best is None or hi - lo + 1 > best[1]
-            if w >= 1 and hi > lo and (hi - lo + 1) * w < 1 << 62 and longer:
+            if w >= 1 and hi > lo and (hi - lo + 1) * w < 1 << 63 and longer:
                 best = (lo, hi - lo + 1, w)
         i = max(k, i + 1)
     if best is None or best[1] < GRID_MIN or len(scaled) - best[1] > GRID_OTHERS:
@@ -102,11 +108,16 @@ def grid_index(col: Column, value: exp.Expression, typed: bool = True) -> exp.Ex
     if col.type == "integer":
         ints = [int(e) for e in edges]
         run = _run(list(ints), INT64_MAX + 1)
-        if run is None or ints[run[0]] <= INT64_MIN:
-            return None
         v = _as(value, "BIGINT", typed)
-        floor = _clamp(v, run, ints[run[0]], _long)
+        if run is not None and ints[run[0]] > INT64_MIN:
+            count = _count(_clamp(v, run, ints[run[0]], _long), run, ints[run[0]])
+        else:
+            rational = _rational_run(col.bins)
+            if rational is None:
+                return None
+            run, count = rational[0], _rational_count(v, col.bins, rational)
         others = [_at_int(v, e) for j, e in enumerate(ints) if not _in(j, run)]
+        return _finish(value, count, others, n)
     else:
         q = _shift(col.bins)
         if -q > _MAX_SHIFT:
@@ -130,7 +141,65 @@ def grid_index(col: Column, value: exp.Expression, typed: bool = True) -> exp.Ex
             if not _in(j, run)
         ]
         return _finish(value, _count(floor, run, a), others, n)
-    return _finish(value, _count(floor, run, ints[run[0]]), others, n)
+
+
+def _rational_run(bins: tuple[Fraction, ...]) -> tuple[tuple[int, int, int], Fraction] | None:
+    """((i, m, 0), W): the longest run of ``m`` edges x_i, x_i + W, … of an integer column (W > 0
+    rational, every ⌈x⌉ within (INT64_MIN, INT64_MAX]), if it holds all edges but at most
+    :data:`GRID_OTHERS` and at least :data:`GRID_MIN` and its arithmetic (:func:`_rational_count`)
+    fits a long; else None. A quantile's leaves over [0, 10^6] are x_k = k·15625/16, over
+    [0, 365] k·365/512 (a step below 1: ceilings repeat, empty leaves)."""
+    n = len(bins)
+    inside = [INT64_MIN < e <= INT64_MAX for e in bins]
+    best: tuple[int, int, Fraction] | None = None
+    i = 0
+    while i < n - 1:
+        if not (inside[i] and inside[i + 1]):
+            i += 1
+            continue
+        w, k = bins[i + 1] - bins[i], i + 1
+        while k + 1 < n and inside[k + 1] and bins[k + 1] - bins[k] == w:
+            k += 1
+        if w > 0 and (best is None or k - i + 1 > best[1]):
+            best = (i, k - i + 1, w)
+        i = k
+    if best is None or best[1] < GRID_MIN or n - best[1] > GRID_OTHERS:
+        return None
+    i, m, w = best
+    q = math.lcm(bins[i].denominator, w.denominator)
+    if (m + 1) * w * q + 3 * q >= 1 << 63:
+        return None
+    return (i, m, 0), w
+
+
+def _rational_count(
+    v: exp.Expression, bins: tuple[Fraction, ...], rational: tuple[tuple[int, int, int], Fraction]
+) -> exp.Expression:
+    """#{k < m : ⌈x_i + k·W⌉ ≤ v} = #{k < m : x_i + k·W ≤ v} for the long ``v``. With Q the
+    common denominator of x_i and W, X = x_i·Q, P = W·Q, c = ⌈x_i⌉ − 1, d = ⌈x_last⌉ and
+    K = 0 when P ≥ Q, else ⌈Q/P⌉: t = ⌊((clamp(v, c, d) − c)·Q + c·Q − X + (K + 1)·P) / P⌋ − K,
+    which is the count when P ≥ Q, and the count clamped to [0, m] otherwise (LEAST, GREATEST).
+    The numerator is at least c·Q − X + (K + 1)·P ≥ −Q + (K + 1)·P ≥ 0 and below
+    (m + 1)·P + 3·Q < 2^63 (checked by :func:`_rational_run`): no step leaves a long."""
+    (i, m, _), w = rational
+    q = math.lcm(bins[i].denominator, w.denominator)
+    x, p = int(bins[i] * q), int(w * q)
+    k = 0 if p >= q else -(-q // p)
+    c = -((-bins[i].numerator) // bins[i].denominator) - 1
+    last = bins[i + m - 1]
+    d = -((-last.numerator) // last.denominator)
+    low = exp.Greatest(ignore_nulls=True, this=v.copy(), expressions=[_long(c)])
+    clamp = exp.Least(ignore_nulls=True, this=low, expressions=[_long(d)])
+    u = exp.Paren(this=exp.Sub(this=clamp, expression=_long(c)))
+    shift = c * q - x + (k + 1) * p
+    scaled = exp.Add(this=exp.Mul(this=u, expression=_long(q)), expression=_long(shift))
+    count: exp.Expression = exp.IntDiv(this=exp.Paren(this=scaled), expression=_long(p))
+    if k:
+        at_least = exp.Greatest(
+            ignore_nulls=True, this=exp.Sub(this=count, expression=_long(k)), expressions=[_long(0)]
+        )
+        count = exp.Least(ignore_nulls=True, this=at_least, expressions=[_long(m)])
+    return count
 
 
 def _in(j: int, run: tuple[int, int, int]) -> bool:
