@@ -101,3 +101,47 @@ def test_numpy_imported_first_is_left_as_it_is() -> None:
     report = _run(prelude)
     plain = _run("import numpy\n")
     assert report["before"] == report["inside"] == plain["before"]
+
+
+_FIT = """
+import json, numpy as np, pyarrow as pa
+from snapdp.data import Column, PrivateTable, Query, Schema
+# a family of 240 finest cells (15 x 16) with its margins: big enough for the matrix products'
+# doubles to depend on how many threads share them
+g, h = Column("g", "integer", keys=tuple(range(15))), Column("h", "integer", keys=tuple(range(16)))
+rows = pa.table({"g": [i % 15 for i in range(3000)], "h": [(i * 7) % 16 for i in range(3000)]})
+table = PrivateTable(rows, Schema((g, h)), total_epsilon=100, rng=np.random.default_rng(7))
+queries = [Query("count", by=by, grid_counts=True) for by in ((), ("g",), ("g", "h"))]
+results = table.release(queries, "3", consistent="wls")
+print(json.dumps([[(float(r.value).hex(), float(r.accuracy).hex()) for r in q.rows]
+                  for q in results]))
+"""
+
+
+def _fit_values(prelude: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    env["PYTHONPATH"] = str(SRC)
+    out = subprocess.run(
+        [sys.executable, "-c", prelude + _FIT],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_the_command_fits_a_consistent_table_to_the_librarys_doubles() -> None:
+    # seeded (not private: a test); the fit's doubles depend on the BLAS threads sharing it
+    command = "import sys; sys.argv = ['/usr/local/bin/snapdp']; import snapdp.cli\n"
+    as_command = _fit_values(command)
+    as_library = _fit_values("")
+    assert as_command == as_library
+
+
+def test_a_callers_omp_setting_wins_too() -> None:
+    # OpenBLAS also reads OMP_NUM_THREADS: a caller who set it keeps it, inside the fits too
+    prelude = "import sys; sys.argv = ['/usr/local/bin/snapdp']; import snapdp.cli\n"
+    report = _run(prelude, {"OMP_NUM_THREADS": "1"})
+    assert report["before"] == report["inside"] == report["after"] == [1]

@@ -56,7 +56,6 @@ cell), which keeps every sum exact. Counts outside the chain become sums of the 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import math
@@ -82,8 +81,6 @@ MAX_CELLS = 4096
 #: The most released counts a family may have for the fit bound to be computed (its cost grows
 #: as their square); larger families state the triangle bound alone, at the full α.
 MAX_FIT_BOUND = 512
-#: From this many finest cells on, the fit's matrix products run on every core (snapdp._blas).
-_MANY_CELLS = 256
 _KAPPA = 1 + 2.0**-52
 _MARGIN = 1 + 1e-9
 #: The split bound: the _HEAD largest weights by their noises' own ± (union bound at a share of
@@ -153,9 +150,10 @@ def fit(
             f"{MAX_CELLS:,} can be fitted (docs/data.md, 'Tables that add up')",
             parameter="consistent",
         )
-    # A large family's matrix products gain from every core: numpy's BLAS gets them back when
-    # the command started it on one thread (snapdp._blas). The choice reads only public sizes.
-    with _blas.all_threads() if n >= _MANY_CELLS else contextlib.nullcontext():
+    # The fit runs on as many BLAS threads as numpy starts with by default, also in the command
+    # (which starts it on one: snapdp._blas): the doubles of a matrix product depend on how its
+    # work is split, so the command and the library release the same values.
+    with _blas.all_threads():
         return _fit(members, alpha, mode, max_rows, union, n)
 
 

@@ -213,3 +213,21 @@ def test_a_replaced_database_is_not_dropped_by_a_late_caller(
     monkeypatch.setattr(shared, "_shared", (os.getpid(), replacement))
     shared._forget_shared(_Invalidated())  # type: ignore[arg-type]
     assert shared._shared is not None and shared._shared[1] is replacement
+
+
+@pytest.mark.parametrize("own_database", [False, True])
+def test_one_added_row_keeps_the_joins_build_side(tmp_path: Path, own_database: bool) -> None:
+    """DuckDB's build_side_probe_side hashed the side with fewer estimated rows: grouped by 100
+    declared keys, a Parquet source of 113 rows was built and one of 114 probed. Disabled, the
+    keys are built at every size, so one added row does not change the plan."""
+    keys = Column("h", "integer", keys=tuple(range(100)))
+    plan = AggregatePlan(groupings=(keys,))
+    trees = []
+    for n in (113, 114):
+        path = tmp_path / f"t{n}.parquet"
+        duckdb.connect().execute(
+            f"COPY (SELECT (i % 100)::BIGINT AS h FROM range({n}) t(i)) TO '{path}' "
+            "(FORMAT parquet)"
+        )
+        trees.append(_plan(path, plan, own_database))
+    assert trees[0] == trees[1]

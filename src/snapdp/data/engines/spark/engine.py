@@ -156,7 +156,7 @@ class SparkEngine:
         out = Aggregates.zeros(plan)
         # Every declared cell is unpacked the same way, an absent one as a row of zeros, so the
         # driver's work does not show which cells occur (docs/data.md, "Run time").
-        present = {int(row["_cell"]): row for row in collected}
+        present = {int(row["_cell"]): row.asDict() for row in collected}
         names = ["_rows"] + [f"_{s}{j}" for j in range(len(plan.values)) for s in ("sum", "cnt")]
         names += [f"_sq{j}_{n}" for j, vc in enumerate(plan.values) if vc.squares for n in limbs]
         zero = dict.fromkeys(names, 0)
