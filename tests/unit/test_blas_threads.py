@@ -34,24 +34,27 @@ print(json.dumps({"before": before, "inside": inside, "after": blas_threads(),
 """
 
 
-def _run(prelude: str, env_extra: dict[str, str] | None = None) -> dict[str, object]:
+def _last_line(code: str, env_extra: dict[str, str] | None = None) -> str:
+    """The last line ``code`` prints in a fresh interpreter (no thread variable inherited)."""
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     env["PYTHONPATH"] = str(SRC)
     env.update(env_extra or {})
     out = subprocess.run(
-        [sys.executable, "-c", prelude + _REPORT],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-        timeout=120,
-    )
-    report: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+        timeout=300,
+    )  # fmt: skip
+    return out.stdout.strip().splitlines()[-1]
+
+
+def _run(prelude: str, env_extra: dict[str, str] | None = None) -> dict[str, object]:
+    report: dict[str, object] = json.loads(_last_line(prelude + _REPORT, env_extra))
     return report
 
 
 def _cores() -> int:
-    return os.cpu_count() or 1
+    """The CPUs this process may run on: what OpenBLAS starts with by default."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
 
 
 def _openblas_present() -> bool:
@@ -119,17 +122,7 @@ print(json.dumps([[(float(r.value).hex(), float(r.accuracy).hex()) for r in q.ro
 
 
 def _fit_values(prelude: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    env["PYTHONPATH"] = str(SRC)
-    out = subprocess.run(
-        [sys.executable, "-c", prelude + _FIT],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-        timeout=300,
-    )
-    return out.stdout.strip().splitlines()[-1]
+    return _last_line(prelude + _FIT)
 
 
 def test_the_command_fits_a_consistent_table_to_the_librarys_doubles() -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.engines.spark import engine as spark_engine
+from snapdp.data.engines.spark.reading import session_settings
 from snapdp.data.model.schema import Column
 
 pytestmark = [pytest.mark.spark]
@@ -103,10 +104,7 @@ def test_no_setting_reads_the_data_while_the_engine_runs(
         return agg, limbs
 
     monkeypatch.setattr(spark_engine.SparkEngine, "_aggregate_df", recorded)
-    before = {k: spark_session.conf.get(k, None) for k in (*BLIND, SHUFFLE)}
-    spark_session.conf.set(ADAPTIVE, "true")
-    spark_session.conf.set(SHUFFLE, "200")
-    try:
+    with session_settings(spark_session, {ADAPTIVE: "true", SHUFFLE: "200"}):
         assert engine.aggregate(AggregatePlan(groupings=(BINS,))).rows[:10] == [
             1, 1, 0, 0, 0, 0, 0, 0, 0, 1,
         ]  # fmt: skip
@@ -115,9 +113,3 @@ def test_no_setting_reads_the_data_while_the_engine_runs(
         assert seen[SHUFFLE] == str(cores)
         assert spark_session.conf.get(ADAPTIVE) == "true"
         assert spark_session.conf.get(SHUFFLE) == "200"
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark_session.conf.unset(key)
-            else:
-                spark_session.conf.set(key, value)
