@@ -155,6 +155,25 @@ def test_a_grid_whose_arithmetic_would_pass_int64_keeps_the_tree() -> None:
     assert not _uses_grid(_col("past_rational", [F(-(1 << 62)) + k * step for k in range(20)]))
 
 
+def test_a_rational_grid_at_the_edge_of_its_arithmetic() -> None:
+    """The rational path's bound, (m + 1)·P + 3·Q < 2^63, pinned on both sides: a grid whose
+    largest numerator is exactly 2^63 − 1 takes the arithmetic, and every value, at both ends of
+    int64 and on every edge, gets the reference's bin without leaving a long (DuckDB raises on
+    an overflow); one exactly at 2^63 keeps the tree."""
+    low = F(INT64_MIN + 1)
+    step = F(576460752303423487, 5)  # Q = 5, m = 15: 16·P + 15 = 2^63 − 1
+    at_bound = _col("rational_at_bound", [low + k * step for k in range(15)])
+    assert 16 * step.numerator + 3 * 5 == INT64_MAX
+    assert _uses_grid(at_bound)
+    values = [*int_values(at_bound, random.Random(1)), None]
+    fast = _indices(duckdb_sql(exprs.bin_index(at_bound, exprs.column("v"))), values)
+    assert fast == [_cell_index(at_bound, v) for v in values]
+    step = F(542551296285575047, 3)  # Q = 3, m = 16: 17·P + 9 = 2^63
+    past = _col("rational_past_bound", [low + k * step for k in range(16)])
+    assert 17 * step.numerator + 3 * 3 == 1 << 63
+    assert not _uses_grid(past)
+
+
 def test_rational_grids_are_uneven_integer_edges() -> None:
     """The rational cases are no integer grid: their ceilings are unevenly spaced."""
     for column in RATIONAL_COLUMNS:
