@@ -107,17 +107,20 @@ def test_numpy_imported_first_is_left_as_it_is() -> None:
 
 
 _FIT = """
-import json, numpy as np, pyarrow as pa
-from snapdp.data import Column, PrivateTable, Query, Schema
-# a family of 240 finest cells (15 x 16) with its margins: big enough for the matrix products'
-# doubles to depend on how many threads share them
-g, h = Column("g", "integer", keys=tuple(range(15))), Column("h", "integer", keys=tuple(range(16)))
-rows = pa.table({"g": [i % 15 for i in range(3000)], "h": [(i * 7) % 16 for i in range(3000)]})
-table = PrivateTable(rows, Schema((g, h)), total_epsilon=100, rng=np.random.default_rng(7))
-queries = [Query("count", by=by, grid_counts=True) for by in ((), ("g",), ("g", "h"))]
-results = table.release(queries, "3", consistent="wls")
-print(json.dumps([[(float(r.value).hex(), float(r.accuracy).hex()) for r in q.rows]
-                  for q in results]))
+import json, numpy as np
+from snapdp.data.model.schema import Column
+from snapdp.data.statistics.consistency_fit import Member, fit
+# a family of 240 finest cells (15 x 16) with its margins, each table with its own noise
+# variance: the fit's doubles then depend on how many BLAS threads share its products
+g = Column("g", "integer", keys=tuple(range(15)))
+h = Column("h", "integer", keys=tuple(range(16)))
+rng = np.random.default_rng(3)
+def member(columns, cells, variance):
+    return Member(columns, rng.normal(100, 10, cells), variance, (-1e6, 1e6), lambda a: 10.0)
+members = [member((), 1, 7.3), member((g,), 15, 3.1), member((h,), 16, 5.9),
+           member((g, h), 240, 1.7)]
+out = fit(members, 0.05, "wls", 10_000)
+print(json.dumps([[float(v).hex() for v in part] for part in (*out.fitted, *out.accuracy)]))
 """
 
 
