@@ -37,7 +37,7 @@ def start_on_one_thread() -> None:
     """Import numpy with OpenBLAS started on one thread. OpenBLAS reads ``OPENBLAS_NUM_THREADS``
     once, when it is loaded, so the variable is set to 1 for the import only and removed again
     (processes this one starts see the environment it was given). Does nothing when numpy is
-    already imported or the variable is set."""
+    already imported or the caller set any variable OpenBLAS reads its thread count from."""
     global _lowered
     if "numpy" in sys.modules or any(name in os.environ for name in _CALLERS):
         return

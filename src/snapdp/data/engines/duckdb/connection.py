@@ -128,9 +128,7 @@ def _shared_database(duckdb: Any) -> DuckDBPyConnection:
             database = duckdb.connect(":memory:")
             folder = tempfile.mkdtemp(prefix="snapdp-")
             atexit.register(_remove_folder, folder, os.getpid())
-            database.execute("SET preserve_insertion_order = false")
-            _plan_blind(database)
-            database.execute(f"SET temp_directory = {sql_string(os.path.join(folder, 'spill'))}")
+            _configure(duckdb, database, None, None, None, lambda: folder)
             _shared = (os.getpid(), database)
         return _shared[1]
 

@@ -303,9 +303,8 @@ class DuckDBSource:
         ``files`` and the hive ``base`` folder for the Arrow path; the same without the folders'
         columns for :meth:`_hive_columns`."""
         read = f"read_parquet({sql_string(target)}{options}"
-        self._relation = f"{read}, hive_partitioning = true, {_HIVE_AS_TEXT})"
-        if not hive:
-            self._relation = f"{read}, {_HIVE_AS_TEXT})"
+        partitioning = ", hive_partitioning = true" if hive else ""
+        self._relation = f"{read}{partitioning}, {_HIVE_AS_TEXT})"
         self._types = self._describe()
         self._flat = f"{read}, hive_partitioning = false)"
         self._parquet = (files, base)

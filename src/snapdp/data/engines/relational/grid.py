@@ -185,20 +185,14 @@ def _rational_count(
     q = math.lcm(bins[i].denominator, w.denominator)
     x, p = int(bins[i] * q), int(w * q)
     k = 0 if p >= q else -(-q // p)
-    c = -((-bins[i].numerator) // bins[i].denominator) - 1
-    last = bins[i + m - 1]
-    d = -((-last.numerator) // last.denominator)
-    low = exp.Greatest(ignore_nulls=True, this=v.copy(), expressions=[_long(c)])
-    clamp = exp.Least(ignore_nulls=True, this=low, expressions=[_long(d)])
+    c, d = math.ceil(bins[i]) - 1, math.ceil(bins[i + m - 1])  # exact for a Fraction
+    clamp = _between(v.copy(), _long(c), _long(d))
     u = exp.Paren(this=exp.Sub(this=clamp, expression=_long(c)))
     shift = c * q - x + (k + 1) * p
     scaled = exp.Add(this=exp.Mul(this=u, expression=_long(q)), expression=_long(shift))
     count: exp.Expression = exp.IntDiv(this=exp.Paren(this=scaled), expression=_long(p))
     if k:
-        at_least = exp.Greatest(
-            ignore_nulls=True, this=exp.Sub(this=count, expression=_long(k)), expressions=[_long(0)]
-        )
-        count = exp.Least(ignore_nulls=True, this=at_least, expressions=[_long(m)])
+        count = _between(exp.Sub(this=count, expression=_long(k)), _long(0), _long(m))
     return count
 
 
@@ -211,8 +205,13 @@ def _clamp(
 ) -> exp.Expression:
     """``v`` clamped to [s_i − 1, s_last] (in the run's units, as literals made by ``lit``)."""
     _, m, w = run
-    low = exp.Greatest(ignore_nulls=True, this=v, expressions=[lit(a - 1)])
-    return exp.Least(ignore_nulls=True, this=low, expressions=[lit(a + (m - 1) * w)])
+    return _between(v, lit(a - 1), lit(a + (m - 1) * w))
+
+
+def _between(v: exp.Expression, low: exp.Expression, high: exp.Expression) -> exp.Expression:
+    """``v`` clamped to [low, high] (null stays null)."""
+    at_least = exp.Greatest(ignore_nulls=True, this=v, expressions=[low])
+    return exp.Least(ignore_nulls=True, this=at_least, expressions=[high])
 
 
 def _count(floor: exp.Expression, run: tuple[int, int, int], a: int) -> exp.Expression:

@@ -146,7 +146,7 @@ class SparkEngine:
         """The exact aggregates (one row per non-empty cell collected to the driver)."""
         agg, limbs = self._aggregate_df(plan)
         try:
-            with every_row_group(agg.sparkSession):
+            with blind_to_the_data(agg.sparkSession):
                 collected = agg.collect()
         except Exception as exc:  # the source could not be read as a whole; quote nothing
             raise ParameterError(
@@ -157,9 +157,7 @@ class SparkEngine:
         # Every declared cell is unpacked the same way, an absent one as a row of zeros, so the
         # driver's work does not show which cells occur (docs/data.md, "Run time").
         present = {int(row["_cell"]): row.asDict() for row in collected}
-        names = ["_rows"] + [f"_{s}{j}" for j in range(len(plan.values)) for s in ("sum", "cnt")]
-        names += [f"_sq{j}_{n}" for j, vc in enumerate(plan.values) if vc.squares for n in limbs]
-        zero = dict.fromkeys(names, 0)
+        zero = dict.fromkeys(agg.columns, 0)
         for cell in range(plan.n_cells):
             row = present.get(cell, zero)
             out.rows[cell] = int(row["_rows"])
@@ -208,7 +206,7 @@ class SparkEngine:
         ]
         schema = "_cell long" + "".join(f", {name} double" for name, _, _ in specs)
         try:
-            with every_row_group(full.sparkSession):
+            with blind_to_the_data(full.sparkSession):
                 noisy = full.mapInPandas(executor.executor_noise(specs), schema=schema).toPandas()
         except Exception as exc:  # a lost executor or a failed job: no partial result
             raise RuntimeError(
@@ -276,7 +274,7 @@ _BLIND = {
 }
 
 
-def every_row_group(session: Any) -> contextlib.AbstractContextManager[None]:
+def blind_to_the_data(session: Any) -> contextlib.AbstractContextManager[None]:
     """The ``with`` block runs with the settings of ``_BLIND``, and with as many shuffle
     partitions as the cluster's default parallelism unless the session set its own number (with
     adaptive execution off, Spark's default of 200 would be 200 tasks for every aggregate); the

@@ -13,7 +13,7 @@ from sqlglot import exp
 from snapdp.data.engines._cells import frame_to_arrow
 from snapdp.data.engines.relational.dialects import spark_sql
 from snapdp.data.engines.relational.observed import declared_of, observed_query, typed_tuple
-from snapdp.data.engines.spark.engine import _VIEWS, _family, _run, every_row_group
+from snapdp.data.engines.spark.engine import _VIEWS, _family, _run, blind_to_the_data
 from snapdp.data.engines.spark.reading import from_pandas
 from snapdp.data.model.keys import Key
 from snapdp.data.model.predicate import Predicate
@@ -42,6 +42,6 @@ def spark_keys(
     families = {name: _family(dtype) for name, dtype in source.dtypes if name in decl}
     view = f"_snapdp_source_{next(_VIEWS)}"
     tree = observed_query(columns, where, where_columns, exp.to_table(view), families)
-    with every_row_group(source.sparkSession):
+    with blind_to_the_data(source.sparkSession):
         rows = _run(source, view, spark_sql(tree)).collect()
     return [typed_tuple(columns, tuple(row)) for row in rows]

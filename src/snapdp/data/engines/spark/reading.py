@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import unquote as uri_unquote
 
 from snapdp.data.engines.csv.lines import LONG_LINE, check_delimiter, csv_encoding, first_line_in
-from snapdp.data.engines.header import header_names
+from snapdp.data.engines.header import PARQUET_SUFFIXES, header_names
 from snapdp.data.model.schema import CsvOptions
 from snapdp.errors import ParameterError
 
@@ -57,7 +57,7 @@ def read_path(session: Any, text: str, csv: CsvOptions, glob: bool) -> tuple[Any
     target = text if glob else _escape_glob(label)
     lower = text.lower()
     try:
-        if lower.endswith((".parquet", ".pq", ".parq")) or (not is_uri and path.is_dir()):
+        if lower.endswith(PARQUET_SUFFIXES) or (not is_uri and path.is_dir()):
             # partition values as text, cast by the declaration
             inference = {"spark.sql.sources.partitionColumnTypeInference.enabled": "false"}
             with session_settings(session, inference):
