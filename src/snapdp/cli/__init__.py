@@ -67,7 +67,7 @@ with _collector_off(gc.isenabled() and _COMMAND):
     from snapdp import __version__
     from snapdp.cli._common import BoundaryGroup
 
-__all__ = ["COMMANDS", "main", "preload"]
+__all__ = ["COMMANDS", "main", "preload", "preload_source"]
 
 #: Command name → the module defining it (its function has the command's name).
 COMMANDS: dict[str, str] = {
@@ -93,7 +93,9 @@ class _LazyGroup(BoundaryGroup):
     longer scan them; once the command is done, everything is frozen, so the collection at exit
     scans nothing (~0.05–0.1 s of CPU in a fresh ``snapdp run``; docs/performance.md). The
     collector is off while the command's module is imported, and its young generation waits for
-    :data:`_YOUNG` objects while the command runs. Called
+    :data:`_YOUNG` objects while the command runs. Started as the command (``snapdp``,
+    ``python -m snapdp.cli``), it then ends the process without the interpreter's teardown
+    (:func:`snapdp.cli._exit.end_process`: exit handlers run, stdout is flushed). Called
     with its arguments (a test's ``CliRunner``, code embedding the command), it leaves the
     collector as it is."""
 
@@ -117,6 +119,12 @@ class _LazyGroup(BoundaryGroup):
         gc.set_threshold(_YOUNG, *thresholds[1:])
         try:
             return run(None, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+        except SystemExit as done:
+            if not _COMMAND:  # an embedding caller may catch it and go on
+                raise
+            from snapdp.cli._exit import end_process
+
+            end_process(done.code)  # without the interpreter's teardown (snapdp.cli._exit)
         finally:  # the process ends: its last collection, at exit, has nothing left to scan
             gc.freeze()
             # Code that goes on after the command (an embedding caller) gets the usual collector.
@@ -152,3 +160,24 @@ def preload(*modules: str) -> None:
     with _collector_off(isinstance(main, _LazyGroup) and main._process):
         for name in modules:
             importlib.import_module(name)
+
+
+#: What a release over a file imports when it opens and reads the source (the engine the
+#: library picks for a path: DuckDB's; a command preloads them, :func:`snapdp.cli.preload`).
+_DUCKDB_MODULES = ("duckdb", "snapdp.data.engines.duckdb.engine")
+
+
+def preload_source(source: object, *modules: str) -> None:
+    """Preload what a release over the file ``source`` imports, then ``modules``
+    (:func:`snapdp.cli.preload`): DuckDB's engine, and pyarrow unless the source is named as
+    Parquet (a CSV file's records reach DuckDB as Arrow batches). Once DuckDB is imported, the
+    process's shared database is opened on another thread while the rest is imported and the
+    plan checked (docs/performance.md, "Latency"). For a command whose engine sets none of
+    DuckDB's database-wide settings; chosen by the source's name and the command, never the
+    data."""
+    preload(*_DUCKDB_MODULES)
+    from snapdp.data.engines.duckdb.connection import open_shared_database_soon
+
+    open_shared_database_soon()
+    parquet = str(source).lower().endswith(".parquet")
+    preload(*(() if parquet else ("pyarrow",)), *modules)

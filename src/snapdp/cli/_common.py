@@ -46,7 +46,6 @@ __all__ = [
     "mark_spent",
     "plain_number",
     "sensitivity_option",
-    "source_modules",
 ]
 
 P = ParamSpec("P")
@@ -55,18 +54,6 @@ R = TypeVar("R")
 #: Library parameter name → command-line flag, for messages: the one table of user-facing names
 #: (:mod:`snapdp.data.model.names`); the invoked command's own option of a name wins.
 FLAGS: dict[str, str] = flags()
-
-#: What a release over a file imports when it opens and reads the source (the engine the
-#: library picks for a path: DuckDB's; a command preloads them, :func:`snapdp.cli.preload`).
-_DUCKDB_MODULES = ("duckdb", "snapdp.data.engines.duckdb.engine")
-
-
-def source_modules(source: object) -> tuple[str, ...]:
-    """:data:`_DUCKDB_MODULES`, and pyarrow unless the source is named as Parquet (a CSV file's
-    records reach DuckDB as Arrow batches). Chosen by the source's name, never its contents."""
-    parquet = str(source).lower().endswith(".parquet")
-    return _DUCKDB_MODULES if parquet else (*_DUCKDB_MODULES, "pyarrow")
-
 
 _SPENT_KEY = "snapdp.spent"
 _INTERRUPTED = 130

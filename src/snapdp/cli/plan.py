@@ -11,13 +11,7 @@ from pathlib import Path
 
 import click
 
-from snapdp.cli._common import (
-    check_source,
-    json_option,
-    library_errors,
-    mark_spent,
-    source_modules,
-)
+from snapdp.cli._common import check_source, json_option, library_errors, mark_spent
 from snapdp.data import Plan
 from snapdp.data.planner.preview import usefulness_flags
 
@@ -125,7 +119,7 @@ def run(
     """Release every query of the plan file PLAN as ONE ledger entry and write the results (CSV,
     Parquet, columnar JSON) and an HTML report. The entry reserves the plan's cap before any
     noise is drawn and returns the unused part when the run ends. See docs/plans.md."""
-    from snapdp.cli import preload
+    from snapdp.cli import preload_source
     from snapdp.cli._print import PRINT_MODULES, exact_text, print_results
     from snapdp.cli._progress import progress_bar
     from snapdp.data.frontends.toml import load_workload
@@ -134,7 +128,7 @@ def run(
     check_source(p.source_path(), plan_file)
     # what reading the source takes, as for `snapdp sql`; results.parquet is written by pyarrow
     printing = () if as_json else PRINT_MODULES
-    preload(*source_modules(p.source_path()), "pyarrow.parquet", *printing)
+    preload_source(p.source_path(), "pyarrow.parquet", *printing)
     name = dataset or load_workload(plan_file).dataset  # as `snapdp sql --dataset`
     out = (
         Path(output)

@@ -21,7 +21,6 @@ from snapdp.cli._common import (
     json_option,
     library_errors,
     mark_spent,
-    source_modules,
 )
 from snapdp.errors import ParameterError
 
@@ -89,7 +88,7 @@ def sql(
     released values. See docs/sql.md."""
     from dataclasses import replace
 
-    from snapdp.cli import preload
+    from snapdp.cli import preload, preload_source
 
     preload("sqlglot", "snapdp.data.frontends.sql")  # the query is parsed with sqlglot
     from snapdp.cli._data import _NoEngine
@@ -140,7 +139,7 @@ def sql(
         print_accuracy(statements, as_json)
         return
     check_source(source, declaration)
-    preload(*source_modules(source), *(() if as_json else PRINT_MODULES))  # what it imports
+    preload_source(source, *(() if as_json else PRINT_MODULES))  # what it imports
     table = PrivateTable(
         schema=schema,
         engine=factory.make_engine("duckdb", source, schema),

@@ -19,7 +19,8 @@ from tests.unit.cli._run_probe import _PLAN
 SRC = str(Path(__file__).resolve().parents[3] / "src")
 
 #: Runs the command as the process's own (``main()`` reads ``sys.argv``) and prints, for each
-#: collection the command set off, the top-level module being imported then (null: none).
+#: collection the command set off, the top-level module being imported then (null: none); the
+#: process's status is the command's (``check=True`` below).
 _PROBE = """
 import gc, json, sys
 sys.orig_argv[:] = [sys.executable, "-m", "snapdp.cli"]
@@ -37,15 +38,15 @@ def watch(phase, info):
     if phase == "start":
         seen.append(importing())
 
-import snapdp.cli
+def report():  # the command ends the process itself (snapdp.cli._exit), after exit handlers
+    gc.callbacks.remove(watch)
+    print(json.dumps(seen))
+
+import atexit, snapdp.cli
+atexit.register(report)
 gc.callbacks.append(watch)
 sys.argv = ["snapdp", *sys.argv[1:]]
-try:
-    snapdp.cli.main()
-except SystemExit as exc:
-    assert not exc.code, exc.code
-gc.callbacks.remove(watch)
-print(json.dumps(seen))
+snapdp.cli.main()
 """
 
 _HEAVY = ("duckdb", "_duckdb", "sqlglot", "pyarrow", "rich", "snapdp.data.engines")

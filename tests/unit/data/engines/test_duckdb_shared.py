@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from fractions import Fraction
 from pathlib import Path
 
@@ -112,3 +113,46 @@ def test_a_real_fork_opens_its_own_database(tmp_path: Path) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert vars(DuckDBEngine(data).aggregate(plan)) == expected  # the parent's still works
+
+
+def test_the_shared_database_opened_ahead_is_the_one_engines_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "_shared", None)
+    monkeypatch.setattr(sources.atexit, "register", lambda *args: None)
+    opener = sources.open_shared_database_soon()
+    assert not opener.daemon  # the interpreter's exit waits for it, never unloads DuckDB under it
+    opener.join()
+    assert sources._shared is not None
+    opened = sources._shared[1]
+    data = _table(tmp_path / "t.csv", [(0, 1), (1, 2), (1, 3)])
+    engine = DuckDBEngine(data)
+    assert sources._shared[1] is opened  # not opened a second time
+    assert vars(engine.aggregate(_plan())) == vars(OracleEngine(data).aggregate(_plan()))
+    assert engine._con.execute("SELECT current_setting('preserve_insertion_order')").fetchone() == (
+        False,
+    )
+    sources.open_shared_database_soon().join()  # already open: nothing changes
+    assert sources._shared[1] is opened
+
+
+def test_a_database_that_fails_to_open_ahead_fails_at_the_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import duckdb
+
+    monkeypatch.setattr(sources, "_shared", None)
+    calls: list[str] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        calls.append(threading.current_thread().name)
+        raise duckdb.IOException("cannot open")
+
+    raised: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda hook: raised.append(hook.exc_value))
+    monkeypatch.setattr(duckdb, "connect", refuse)
+    sources.open_shared_database_soon().join()
+    assert calls == ["snapdp-open-database"] and raised == [] and sources._shared is None
+    with pytest.raises(duckdb.IOException, match="cannot open"):
+        DuckDBEngine(_table(tmp_path / "t.csv", [(0, 1)]))
+    assert calls == ["snapdp-open-database", "MainThread"]  # the engine's own attempt raised

@@ -15,6 +15,7 @@ invalidated is replaced at the next engine's connection.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import tempfile
@@ -28,7 +29,7 @@ from snapdp.errors import ParameterError
 if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
 
-__all__ = ["connection", "sql_string"]
+__all__ = ["connection", "open_shared_database_soon", "sql_string"]
 
 #: DuckDB's optimizers that would make a query's plan, and so its work, depend on the data
 #: (docs/data.md, "Run time"); every engine's database runs without them, so the plan depends on
@@ -117,6 +118,26 @@ def _shared_connection(duckdb: Any) -> DuckDBPyConnection:
         con = _shared_database(duckdb).cursor()
         _own_settings(con)
     return con
+
+
+def open_shared_database_soon() -> threading.Thread:
+    """Start opening the process's shared database on another thread, if it is not open yet,
+    and return at once. ``duckdb.connect`` releases the interpreter's lock, so its 20–30 ms run
+    beside the caller's own imports and planning; the first engine's connection then waits for
+    it (the lock below) rather than opening it. What fails there is left for that connection to
+    raise, with its own message. The thread is not a daemon: the interpreter's exit waits for it
+    rather than unloading DuckDB under it. For a caller that knows, from its arguments alone,
+    that its engine will use the shared database (``snapdp run``, ``snapdp sql``). Returns the
+    thread (already started), for a caller that wants to wait for it."""
+    import duckdb
+
+    def _open() -> None:
+        with contextlib.suppress(BaseException):  # the engine's own connection raises it
+            _shared_database(duckdb)
+
+    opener = threading.Thread(target=_open, name="snapdp-open-database")
+    opener.start()
+    return opener
 
 
 def _shared_database(duckdb: Any) -> DuckDBPyConnection:
