@@ -11,9 +11,11 @@ age; ε = 1 split three ways. "In process" is the median of ``--repeats`` runs a
     PYTHONPATH=src python benchmarks/bench_latency.py --cpu 7 --baseline /work/main/src
 
 measures CPU seconds instead (user + system, all threads; steadier than wall time on a shared
-machine) in interleaved rounds: per round a fresh ``snapdp run`` of the baseline tree, of this
-tree and OpenDP's script, then the in-process workload of each (median of 5 runs after a
-warm-up, in one fresh process per tree), and prints medians and minima.
+machine) and wall time in interleaved rounds: per round a fresh ``snapdp run`` of the baseline
+tree, of this tree and OpenDP's script; a fresh ``snapdp sql`` of the count by sex × educ (the
+plan as its declaration) of each tree and OpenDP's script for that count alone; then the
+in-process workload of each (median of 5 runs after a warm-up, in one fresh process per tree),
+and prints medians and minima.
 
 Also timed (without ``--cpu``): the two-phase example plan (docs/examples/plan.toml) in a fresh
 process with an empty certificate cache, and the planner's re-plan after an edit (certificates
@@ -94,6 +96,13 @@ q = lambda s: dp.m.make_private_quantile(dom, dp.symmetric_distance(), dp.max_di
                                          [float(x) for x in range(101)], 0.5, s)
 q(dp.binary_search_param(q, d_in=1, d_out=eps))(ages)
 """
+
+
+#: OpenDP's part of the workload that ``SQL`` releases: the count by sex × educ alone.
+OPENDP_COUNT = OPENDP[: OPENDP.index("for sex in")]
+
+#: ``snapdp sql``'s part of the workload (the count by sex × educ), with the plan as declaration.
+SQL = "SELECT sex, educ, COUNT(*) FROM PUMS GROUP BY sex, educ"
 
 
 def _median_time(fn: Callable[[], object], repeats: int, warm: bool = True) -> float:
@@ -317,10 +326,14 @@ def cpu_rounds(rounds: int, baseline: Path, data: Path, work: Path) -> None:
     plan_file = work / "plan.toml"
     opendp_script = work / "opendp_work.py"
     opendp_script.write_text(OPENDP, encoding="utf-8")
+    count_script = work / "opendp_count.py"
+    count_script.write_text(OPENDP_COUNT, encoding="utf-8")
     trees = {"baseline": baseline, "this tree": ROOT / "src"}
     fresh: dict[str, list[float]] = {k: [] for k in [*trees, "OpenDP"]}
     fresh_wall: dict[str, list[float]] = {k: [] for k in [*trees, "OpenDP"]}
     inproc: dict[str, list[float]] = {k: [] for k in [*trees, "OpenDP"]}
+    sql_cpu: dict[str, list[float]] = {k: [] for k in [*trees, "OpenDP"]}
+    sql_wall: dict[str, list[float]] = {k: [] for k in [*trees, "OpenDP"]}
     load0 = os.getloadavg()[0]
     for r in range(rounds):
         for name, src in trees.items():
@@ -333,6 +346,15 @@ def cpu_rounds(rounds: int, baseline: Path, data: Path, work: Path) -> None:
         cpu, _, wall = _child_cpu([sys.executable, str(opendp_script), str(data)], _env())
         fresh["OpenDP"].append(cpu)
         fresh_wall["OpenDP"].append(wall)
+        for name, src in trees.items():
+            args = [sys.executable, "-m", "snapdp.cli", "sql", SQL, "--declaration",
+                    str(plan_file), "--epsilon", "0.333"]  # fmt: skip
+            cpu, _, wall = _child_cpu(args, _tree_env(src))
+            sql_cpu[name].append(cpu)
+            sql_wall[name].append(wall)
+        cpu, _, wall = _child_cpu([sys.executable, str(count_script), str(data)], _env())
+        sql_cpu["OpenDP"].append(cpu)
+        sql_wall["OpenDP"].append(wall)
         for name, src in trees.items():
             args = [sys.executable, "-c", _IN_PROCESS_CPU, str(src), "snapdp", str(plan_file)]
             inproc[name].append(float(_child_cpu(args, _tree_env(src))[1].split()[-1]))
@@ -349,6 +371,9 @@ def cpu_rounds(rounds: int, baseline: Path, data: Path, work: Path) -> None:
     print("| | baseline | this tree | OpenDP | this tree ÷ OpenDP |\n|---|---|---|---|---|")
     for label, table, unit in (("fresh process: CPU median (min)", fresh, 1.0),
                                ("fresh process: wall median (min)", fresh_wall, 1.0),
+                               ("fresh `snapdp sql` of the count: CPU median (min)", sql_cpu, 1.0),
+                               ("fresh `snapdp sql` of the count: wall median (min)", sql_wall,
+                                1.0),
                                ("in process: CPU median (min)", inproc, 1e3)):  # fmt: skip
         cells = []
         for k in fresh:
