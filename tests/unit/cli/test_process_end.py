@@ -19,10 +19,13 @@ from snapdp.cli._exit import exit_status
 
 SRC = str(Path(__file__).resolve().parents[3] / "src")
 
-#: Registered at the interpreter's start, before the command: its exit handler must still run.
+#: Registered at the interpreter's start, before the command: its exit handler must still run,
+#: and an executor left with an idle worker must not keep the process from ending.
 _SITE = """
-import atexit, os
+import atexit, concurrent.futures, os
 atexit.register(lambda: open(os.environ["MARKER"], "a").write("ran\\n"))
+_POOL = concurrent.futures.ThreadPoolExecutor(1)
+_POOL.submit(int).result()
 """
 
 
@@ -41,8 +44,9 @@ def _command(folder: Path, *args: str, launched: bool = True) -> subprocess.Comp
     env["SNAPDP_CACHE_DIR"] = str(folder / "cache")
     how = ["-m", "snapdp.cli"] if launched else ["-c", _CALLED, "snapdp"]
     return subprocess.run(
-        [sys.executable, *how, *args], capture_output=True, text=True, env=env, cwd=folder
-    )
+        [sys.executable, *how, *args],
+        capture_output=True, text=True, env=env, cwd=folder, timeout=120,
+    )  # fmt: skip
 
 
 _CALLED = "import sys; from snapdp.cli import main; sys.argv = sys.argv[1:]; main()"
