@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -20,16 +21,20 @@ from typing import Any
 
 def _launched_as_the_command() -> bool:
     """Whether this process was started as the ``snapdp`` command: ``python -m snapdp.cli``
-    (its interpreter options before ``-m``) or the installed ``snapdp`` script."""
+    (its interpreter options before ``-m``) or the installed ``snapdp`` script, read from the
+    interpreter's own command line only (a tool that runs the script inside its own process,
+    ``coverage run …/snapdp`` or a profiler, is not the command)."""
     words = iter(getattr(sys, "orig_argv", ())[1:])
     for word in words:
         if word in ("-X", "-W", "--check-hash-based-pycs"):  # an option and its value
             next(words, None)
         elif word.startswith("-m"):
             return (word[2:] or next(words, "")) == "snapdp.cli"
-        elif word.startswith("-c") or not word.startswith("-") or word == "-":
-            break  # code, or a script and its arguments
-    return bool(sys.argv) and Path(sys.argv[0]).stem in ("snapdp", "snapdp-script")
+        elif word.startswith("-c") or word == "-":
+            return False  # code
+        elif not word.startswith("-"):  # a script and its arguments
+            return Path(word).stem in ("snapdp", "snapdp-script")
+    return False
 
 
 #: The young generation's threshold while the process runs the command (Python's default is
@@ -120,8 +125,8 @@ class _LazyGroup(BoundaryGroup):
         try:
             return run(None, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
         except SystemExit as done:
-            if not _COMMAND:  # an embedding caller may catch it and go on
-                raise
+            if not _COMMAND or sys.flags.inspect or os.environ.get("PYTHONINSPECT"):
+                raise  # an embedding caller may catch it and go on; `-i` goes on to its prompt
             from snapdp.cli._exit import end_process
 
             end_process(done.code)  # without the interpreter's teardown (snapdp.cli._exit)
@@ -172,12 +177,13 @@ def preload_source(source: object, *modules: str) -> None:
     (:func:`snapdp.cli.preload`): DuckDB's engine, and pyarrow unless the source is named as
     Parquet (a CSV file's records reach DuckDB as Arrow batches). Once DuckDB is imported, the
     process's shared database is opened on another thread while the rest is imported and the
-    plan checked (docs/performance.md, "Latency"). For a command whose engine sets none of
-    DuckDB's database-wide settings; chosen by the source's name and the command, never the
-    data."""
+    plan checked, when the command is the process's own (docs/performance.md, "Latency"). For
+    a command whose engine sets none of DuckDB's database-wide settings; chosen by the source's
+    name and the command, never the data."""
     preload(*_DUCKDB_MODULES)
-    from snapdp.data.engines.duckdb.connection import open_shared_database_soon
+    if isinstance(main, _LazyGroup) and main._process:  # not for a test's CliRunner
+        from snapdp.data.engines.duckdb.connection import open_shared_database_soon
 
-    open_shared_database_soon()
+        open_shared_database_soon()
     parquet = str(source).lower().endswith(".parquet")
     preload(*(() if parquet else ("pyarrow",)), *modules)

@@ -58,6 +58,9 @@ def test_imported_otherwise_the_collector_runs_as_usual() -> None:
         (["python3", "-m", "pytest", "-m", "snapdp.cli"], "-m", False),
         (["python3", "-c", "import snapdp.cli", "-m", "snapdp.cli"], "-c", False),
         (["python3", "tool.py", "-m", "snapdp.cli"], "tool.py", False),
+        # a tool that runs the script in its own process is not the command
+        (["python3", "/venv/bin/coverage", "run", "/venv/bin/snapdp"], "/venv/bin/snapdp", False),
+        (["python3", "-", "run"], "-", False),
     ],
 )
 def test_which_processes_are_the_command(

@@ -8,13 +8,18 @@ command still raises ``SystemExit``."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from tests.unit.cli._run_probe import _PLAN
 
+from snapdp.cli import main
 from snapdp.cli._exit import exit_status
 
 SRC = str(Path(__file__).resolve().parents[3] / "src")
@@ -24,6 +29,7 @@ SRC = str(Path(__file__).resolve().parents[3] / "src")
 _SITE = """
 import atexit, concurrent.futures, os
 atexit.register(lambda: open(os.environ["MARKER"], "a").write("ran\\n"))
+atexit.register(print, "an exit handler's line")  # stdout is flushed after the handlers
 _POOL = concurrent.futures.ThreadPoolExecutor(1)
 _POOL.submit(int).result()
 """
@@ -42,6 +48,7 @@ def _command(folder: Path, *args: str, launched: bool = True) -> subprocess.Comp
         os.environ, PYTHONPATH=path, MARKER=str(folder / "marker"), TMPDIR=str(folder / "tmp")
     )
     env["SNAPDP_CACHE_DIR"] = str(folder / "cache")
+    env.pop("PYTHONUNBUFFERED", None)  # stdout to a pipe is buffered, as for most callers
     how = ["-m", "snapdp.cli"] if launched else ["-c", _CALLED, "snapdp"]
     return subprocess.run(
         [sys.executable, *how, *args],
@@ -56,12 +63,25 @@ def _marker(folder: Path) -> str:
     return (folder / "marker").read_text(encoding="utf-8")
 
 
-def test_exit_status_is_the_interpreters(capsys: pytest.CaptureFixture[str]) -> None:
-    assert exit_status(None) == 0
-    assert exit_status(0) == 0 and exit_status(2) == 2 and exit_status(130) == 130
-    assert capsys.readouterr().err == ""
-    assert exit_status("stopped: see above") == 1
-    assert capsys.readouterr().err == "stopped: see above\n"
+#: Codes of ``SystemExit`` whose status and message are compared with CPython's own.
+_CODES = ["None", "0", "True", "False", "2", "-1", "256", "2**31", "2**32 + 3", "2**63",
+          "-2**31 - 1", "-2**63", "'stopped: see above'", "1.5", "(1, 2)"]  # fmt: skip
+
+
+@pytest.mark.parametrize("code", _CODES)
+def test_the_status_and_message_are_the_interpreters(code: str) -> None:
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    ours = subprocess.run(
+        [sys.executable, "-c", f"from snapdp.cli._exit import end_process; end_process({code})"],
+        capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    theirs = subprocess.run(
+        [sys.executable, "-c", f"raise SystemExit({code})"], capture_output=True, text=True
+    )
+    assert (ours.returncode, ours.stdout, ours.stderr) == (
+        theirs.returncode, theirs.stdout, theirs.stderr,
+    )  # fmt: skip
+    assert exit_status(eval(code)) % 256 == theirs.returncode
 
 
 def test_help_is_written_whole_and_earlier_exit_handlers_run(tmp_path: Path) -> None:
@@ -88,7 +108,9 @@ def test_a_run_writes_everything_and_removes_its_spill_folder(tmp_path: Path) ->
     args = ("run", "plan.toml", "--ledger", "l.db", "--output", "out", "--total-epsilon", "100")
     done = _command(tmp_path, *args)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.rstrip().endswith("report.html")  # the last line printed arrived
+    lines = done.stdout.splitlines()
+    assert lines[-2].startswith("Wrote ") and lines[-2].endswith("report.html")
+    assert lines[-1] == "an exit handler's line"  # printed after the command, still written
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "report.html", "results.csv", "results.json", "results.parquet",
     ]  # fmt: skip
@@ -115,3 +137,44 @@ def test_code_that_goes_on_after_the_command_still_gets_system_exit(tmp_path: Pa
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
     )
     assert done.stdout.splitlines()[-1] == "went on 0"
+
+
+def test_ctrl_c_while_the_process_ends_keeps_the_status(tmp_path: Path) -> None:
+    # A thread that is no daemon keeps the exit waiting; Ctrl-C then is reported as ignored,
+    # as the interpreter reports it, and the exit goes on with the command's status.
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(
+        "import atexit, os, threading, time\n"
+        "atexit.register(lambda: open(os.environ['MARKER'], 'a').write('ran\\n'))\n"
+        "threading.Thread(target=time.sleep, args=(20,)).start()\n",
+        encoding="utf-8",
+    )
+    path = os.pathsep.join([str(tmp_path / "site"), SRC, os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path, MARKER=str(tmp_path / "marker"), PYTHONUNBUFFERED="1")
+    with subprocess.Popen(
+        [sys.executable, "-m", "snapdp.cli", "--version"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None and process.stderr is not None
+        assert process.stdout.readline().startswith("snapdp, version")
+        time.sleep(0.5)  # the command is done: the exit waits for the sleeping thread
+        process.send_signal(signal.SIGINT)
+        status = process.wait(timeout=15)
+        err = process.stderr.read()
+    assert status == 0, err
+    assert (
+        err.startswith("Exception ignored in: <module 'threading'") and "KeyboardInterrupt" in err
+    )
+    assert "Traceback (most recent call last)" in err  # the ignored exception's own, as CPython
+    assert err.count("Traceback") == 1
+    assert _marker(tmp_path) == "ran\n"  # exit handlers ran after it
+
+
+def test_a_command_run_from_a_test_opens_no_database_ahead(tmp_path: Path) -> None:
+    data = tmp_path / "people.csv"
+    data.write_text("age,income,sex\n30,1000,0\n", encoding="utf-8")
+    (tmp_path / "plan.toml").write_text(_PLAN.format(source=data.as_posix()), encoding="utf-8")
+    args = ["run", str(tmp_path / "plan.toml"), "--ledger", str(tmp_path / "l.db")]
+    result = CliRunner().invoke(main, args)  # no budget for the dataset: refused
+    assert result.exit_code == 2, result.output
+    assert [t for t in threading.enumerate() if t.name == "snapdp-open-database"] == []

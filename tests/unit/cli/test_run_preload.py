@@ -65,6 +65,7 @@ def _collections_in_imports(folder: Path, *args: str, parquet: bool = False) -> 
     (folder / "plan.toml").write_text(_PLAN.format(source=data.as_posix()), encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env["SNAPDP_CACHE_DIR"] = str(folder / "cache")
+    env.pop("PYTHONUNBUFFERED", None)  # the report must arrive through the command's own flush
     out = subprocess.run(
         [sys.executable, "-c", _PROBE, *args], check=True, capture_output=True, text=True,
         env=env, cwd=folder,
