@@ -46,6 +46,13 @@ def _last_line(code: str, env_extra: dict[str, str] | None = None) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
+#: Code run first: the process looks launched as the installed ``snapdp`` script (the
+#: interpreter's own command line names it) when ``snapdp.cli`` is imported.
+_AS_SCRIPT = (
+    "import sys; sys.orig_argv[:] = [sys.executable, '/usr/local/bin/snapdp']; import snapdp.cli\n"
+)
+
+
 def _run(prelude: str, env_extra: dict[str, str] | None = None) -> dict[str, object]:
     report: dict[str, object] = json.loads(_last_line(prelude + _REPORT, env_extra))
     return report
@@ -70,8 +77,8 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_the_command_starts_blas_on_one_thread_and_leaves_the_environment_alone() -> None:
-    # launched as the installed script: sys.argv[0] is .../snapdp when snapdp.cli is imported
-    report = _run("import sys; sys.argv = ['/usr/local/bin/snapdp']; import snapdp.cli\n")
+    # launched as the installed script: the interpreter's command line names .../snapdp
+    report = _run(_AS_SCRIPT)
     assert report["before"] == [1]
     assert report["inside"] == [_cores()]
     assert report["after"] == [1]
@@ -92,7 +99,7 @@ def test_an_embedding_process_keeps_its_blas_threads() -> None:
 
 
 def test_a_callers_own_setting_wins() -> None:
-    prelude = "import sys; sys.argv = ['/usr/local/bin/snapdp']; import snapdp.cli\n"
+    prelude = _AS_SCRIPT
     report = _run(prelude, {"OPENBLAS_NUM_THREADS": "1"})
     # the caller asked for one thread: all_threads does not override it
     assert report["before"] == report["inside"] == report["after"] == [1]
@@ -130,7 +137,7 @@ def _fit_values(prelude: str) -> str:
 
 def test_the_command_fits_a_consistent_table_to_the_librarys_doubles() -> None:
     # seeded (not private: a test); the fit's doubles depend on the BLAS threads sharing it
-    command = "import sys; sys.argv = ['/usr/local/bin/snapdp']; import snapdp.cli\n"
+    command = _AS_SCRIPT
     as_command = _fit_values(command)
     as_library = _fit_values("")
     assert as_command == as_library
@@ -138,6 +145,6 @@ def test_the_command_fits_a_consistent_table_to_the_librarys_doubles() -> None:
 
 def test_a_callers_omp_setting_wins_too() -> None:
     # OpenBLAS also reads OMP_NUM_THREADS: a caller who set it keeps it, inside the fits too
-    prelude = "import sys; sys.argv = ['/usr/local/bin/snapdp']; import snapdp.cli\n"
+    prelude = _AS_SCRIPT
     report = _run(prelude, {"OMP_NUM_THREADS": "1"})
     assert report["before"] == report["inside"] == report["after"] == [1]
