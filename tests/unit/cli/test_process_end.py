@@ -23,6 +23,7 @@ from snapdp.cli import main
 from snapdp.cli._exit import exit_status
 
 SRC = str(Path(__file__).resolve().parents[3] / "src")
+_EXIT = str(Path(SRC) / "snapdp" / "cli" / "_exit.py")
 
 #: Registered at the interpreter's start, before the command: its exit handler must still run,
 #: and an executor left with an idle worker must not keep the process from ending.
@@ -70,10 +71,14 @@ _CODES = ["None", "0", "True", "False", "2", "-1", "256", "2**31", "2**32 + 3", 
 
 @pytest.mark.parametrize("code", _CODES)
 def test_the_status_and_message_are_the_interpreters(code: str) -> None:
-    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # the module alone, loaded from its file (it needs the standard library only): a light process
+    load = (
+        "import importlib.util as u; s = u.spec_from_file_location('_exit', sys.argv[1]); "
+        "m = u.module_from_spec(s); s.loader.exec_module(m); "
+    )
     ours = subprocess.run(
-        [sys.executable, "-c", f"from snapdp.cli._exit import end_process; end_process({code})"],
-        capture_output=True, text=True, env=env,
+        [sys.executable, "-c", f"import sys; {load}m.end_process({code})", _EXIT],
+        capture_output=True, text=True,
     )  # fmt: skip
     theirs = subprocess.run(
         [sys.executable, "-c", f"raise SystemExit({code})"], capture_output=True, text=True
