@@ -320,6 +320,26 @@ def _tree_env(src: Path) -> dict[str, str]:
     return env
 
 
+def _fresh_round(
+    trees: dict[str, Path],
+    commands: dict[str, list[str]],
+    opendp_script: Path,
+    data: Path,
+    cpu: dict[str, list[float]],
+    wall: dict[str, list[float]],
+) -> None:
+    """One fresh ``snapdp`` process per tree (its command's arguments), then OpenDP's script:
+    their CPU and wall seconds appended to ``cpu`` and ``wall``."""
+    for name, src in trees.items():
+        args = [sys.executable, "-m", "snapdp.cli", *commands[name]]
+        seconds, _, elapsed = _child_cpu(args, _tree_env(src))
+        cpu[name].append(seconds)
+        wall[name].append(elapsed)
+    seconds, _, elapsed = _child_cpu([sys.executable, str(opendp_script), str(data)], _env())
+    cpu["OpenDP"].append(seconds)
+    wall["OpenDP"].append(elapsed)
+
+
 def cpu_rounds(rounds: int, baseline: Path, data: Path, work: Path) -> None:
     """Interleaved CPU seconds: fresh ``snapdp run`` (baseline, this tree), OpenDP's fresh
     script, then the in-process workload of each (module doc)."""
@@ -336,25 +356,13 @@ def cpu_rounds(rounds: int, baseline: Path, data: Path, work: Path) -> None:
     sql_wall: dict[str, list[float]] = {k: [] for k in [*trees, "OpenDP"]}
     load0 = os.getloadavg()[0]
     for r in range(rounds):
-        for name, src in trees.items():
-            args = [sys.executable, "-m", "snapdp.cli", "run", str(plan_file), "--ledger",
-                    str(work / f"c{r}{name[0]}.db"), "--output", str(work / f"c{r}{name[0]}"),
-                    "--total-epsilon", "1000000"]  # fmt: skip
-            cpu, _, wall = _child_cpu(args, _tree_env(src))
-            fresh[name].append(cpu)
-            fresh_wall[name].append(wall)
-        cpu, _, wall = _child_cpu([sys.executable, str(opendp_script), str(data)], _env())
-        fresh["OpenDP"].append(cpu)
-        fresh_wall["OpenDP"].append(wall)
-        for name, src in trees.items():
-            args = [sys.executable, "-m", "snapdp.cli", "sql", SQL, "--declaration",
-                    str(plan_file), "--epsilon", "0.333"]  # fmt: skip
-            cpu, _, wall = _child_cpu(args, _tree_env(src))
-            sql_cpu[name].append(cpu)
-            sql_wall[name].append(wall)
-        cpu, _, wall = _child_cpu([sys.executable, str(count_script), str(data)], _env())
-        sql_cpu["OpenDP"].append(cpu)
-        sql_wall["OpenDP"].append(wall)
+        runs = {name: ["run", str(plan_file), "--ledger", str(work / f"c{r}{name[0]}.db"),
+                       "--output", str(work / f"c{r}{name[0]}"), "--total-epsilon", "1000000"]
+                for name in trees}  # fmt: skip
+        _fresh_round(trees, runs, opendp_script, data, fresh, fresh_wall)
+        sqls = {name: ["sql", SQL, "--declaration", str(plan_file), "--epsilon", "0.333"]
+                for name in trees}  # fmt: skip
+        _fresh_round(trees, sqls, count_script, data, sql_cpu, sql_wall)
         for name, src in trees.items():
             args = [sys.executable, "-c", _IN_PROCESS_CPU, str(src), "snapdp", str(plan_file)]
             inproc[name].append(float(_child_cpu(args, _tree_env(src))[1].split()[-1]))
