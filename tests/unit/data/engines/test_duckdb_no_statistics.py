@@ -115,7 +115,6 @@ def _tree(node: Any, estimates: bool = False) -> Any:
 
 def _plan(path: Path, plan: AggregatePlan, own_database: bool, estimates: bool = False) -> Any:
     engine = DuckDBEngine(path, threads=1) if own_database else DuckDBEngine(path)
-    engine.hold()  # a CSV this small is read into a table first, as by an aggregate
     sql, _ = engine.sql(plan)
     text = engine._con.execute("EXPLAIN (FORMAT JSON) " + sql).fetchall()[0][1]
     return _tree(json.loads(text), estimates)

@@ -8,10 +8,11 @@ Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through
   partitioning); a file starting with the Parquet magic bytes is Parquet; any other file is a CSV,
   read one record per line (base step 1): :class:`CsvLines` parses it with numpy, in blocks,
   into a stream of Arrow lists of fields (DuckDB's CSV reader would end lines at a lone CR too
-  and let quotes span lines), re-read for each scan (a CSV of at most ``HOLD_BYTES`` is read
-  once, at the first aggregate, into a table the engine holds); a line over ``max_line_bytes``
-  is read past, never held. Each file's header is parsed the same way (never sniffed) and its
-  columns are read by name; without a header the columns are declared (``CsvOptions.column_names``).
+  and let quotes span lines), re-read for each scan whatever the file's size (a small file once
+  held in a table, chosen by its size on disk, let one row change the work); a line over
+  ``max_line_bytes`` is read past, never held. Each file's header is parsed the same way (never
+  sniffed) and its columns are read by name; without a header the columns are declared
+  (``CsvOptions.column_names``).
   A pandas DataFrame is turned into an Arrow table column by column with the declared types
   (object columns cell by cell by the contract's rules: never by DuckDB's type inference from a
   sample of the data); an Arrow table is read as it is.
@@ -100,7 +101,6 @@ class DuckDBEngine(DuckDBSource):
 
     def aggregate(self, plan: AggregatePlan) -> Aggregates:
         """The exact aggregates of ``plan`` (engine contract, docs/data.md)."""
-        self.hold()
         sql, layout = self.sql(plan)
         result = Aggregates.zeros(plan)
         failure: str | None = None

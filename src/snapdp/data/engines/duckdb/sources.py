@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from duckdb import DuckDBPyConnection
 
 __all__ = [
-    "HOLD_BYTES",
     "PREFIX",
     "TEXT_BLOB",
     "DuckDBSource",
@@ -61,10 +60,6 @@ _FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
 PREFIX = "_snapdp_"  # the prefix of every internal name
 _P = PREFIX
 TEXT_BLOB = "TEXT AS BLOB"  # a text column handed to DuckDB as bytes (decoded by the cast)
-#: A CSV source at most this large on disk is read once, at the first aggregate, into a DuckDB
-#: table the engine holds; every later aggregate of the session reads that table (the same rows,
-#: so the same exact aggregates). Larger sources are streamed again for each scan.
-HOLD_BYTES = 8 << 20
 #: Hive partition values (``year=2024/``) are read as text and cast by the declaration, as every
 #: text cell: DuckDB otherwise types a partition column from the values of all the folders (BIGINT
 #: or DATE when every value looks like one), so one unit's row in a new folder (``county=A1``)
@@ -115,7 +110,6 @@ class DuckDBSource:
         # a Parquet source read without its folders' key=value columns, and those columns
         self._flat: str | None = None
         self._hive: frozenset[str] | None = None
-        self._held = False  # a small CSV read once into a table (see HOLD_BYTES)
         self._con: DuckDBPyConnection = connection(
             duckdb, memory_limit, temp_directory, threads, self._private_dir
         )
@@ -351,29 +345,6 @@ class DuckDBSource:
         types = {str(r[0]): str(r[1]).upper() for r in rows}
         types.update(dict.fromkeys(blobs, TEXT_BLOB))
         return relation, types
-
-    def hold(self) -> None:
-        """Before an aggregate (never in :meth:`sql`, which reads nothing): read a CSV source of at
-        most :data:`HOLD_BYTES` on disk (its size, not its rows, decides) once into a table on
-        the connection and make it the relation: the same rows with the same text cells, so every
-        aggregate is unchanged. A read failure is one line naming the file and the kind of
-        failure, as an aggregate's."""
-        if self._held or self._lines is None:
-            return
-        self._held = True
-        if self._bytes is None or self._bytes > HOLD_BYTES:
-            return
-        table = quote_identifier(f"{_P}held")
-        failure: str | None = None
-        try:
-            self._con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {self._relation}")
-        except self._duckdb.Error as exc:
-            failure = read_failure(exc)  # raised below, outside the handler: no __context__
-        if failure is not None:
-            raise ParameterError(
-                f"`data` {self._label!r} could not be read ({failure})", parameter="data"
-            )
-        self._relation = table
 
     def _parquet_text_source(self) -> tuple[str, dict[str, str]]:
         """The Parquet source read by Arrow with its text columns as bytes (for a plan that reads
