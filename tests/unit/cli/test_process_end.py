@@ -162,7 +162,7 @@ def test_ctrl_c_while_the_process_ends_keeps_the_status(tmp_path: Path) -> None:
     ) as process:  # fmt: skip
         assert process.stdout is not None and process.stderr is not None
         assert process.stdout.readline().startswith("snapdp, version")
-        time.sleep(0.5)  # the command is done: the exit waits for the sleeping thread
+        time.sleep(2)  # the command is done: the exit waits for the sleeping thread (20 s)
         process.send_signal(signal.SIGINT)
         status = process.wait(timeout=15)
         err = process.stderr.read()
