@@ -181,9 +181,11 @@ def preload_source(source: object, *modules: str) -> None:
     a command whose engine sets none of DuckDB's database-wide settings; chosen by the source's
     name and the command, never the data."""
     preload(*_DUCKDB_MODULES)
+    from snapdp.data.engines.header import PARQUET_SUFFIXES  # loaded with the engine
+
     if isinstance(main, _LazyGroup) and main._process:  # not for a test's CliRunner
         from snapdp.data.engines.duckdb.connection import open_shared_database_soon
 
         open_shared_database_soon()
-    parquet = str(source).lower().endswith(".parquet")
+    parquet = str(source).lower().endswith(PARQUET_SUFFIXES)
     preload(*(() if parquet else ("pyarrow",)), *modules)
