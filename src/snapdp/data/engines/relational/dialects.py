@@ -3,7 +3,12 @@
 The tree of :mod:`~snapdp.data.engines.relational.exprs` is written once; each engine renders it
 through its dialect. Stock sqlglot nodes render as sqlglot's own DuckDB and Spark dialects write
 them, with two table entries changed for Spark (``TRY_CAST`` stays ``TRY_CAST``: a plain ``CAST``
-raises under ANSI mode; a 128-bit integer is ``DECIMAL(38, 0)``). Custom nodes stand only for the
+raises under ANSI mode; a 128-bit integer is ``DECIMAL(38, 0)``). ``SnapDuckDB`` is sqlglot's
+plain generator with the entries in which sqlglot's DuckDB generator differs for the nodes these
+trees hold (``//``, ``XOR``, ``HUGEINT``, ``VARCHAR``): importing sqlglot's DuckDB dialect parses
+a few dozen SQL templates, ~25 ms of every fresh process (docs/performance.md, "Latency"), and
+these trees use none of them. tests/unit/data/engines/test_duckdb_dialect.py renders every query
+the engine writes through both and checks the texts are equal. Custom nodes stand only for the
 real differences between the engines:
 
 * :class:`FullMatch`: a regular expression over the whole text (DuckDB ``regexp_full_match``,
@@ -24,7 +29,8 @@ import functools
 from typing import Any, ClassVar
 
 from sqlglot import exp
-from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.generator import Generator
 
 from snapdp.data.engines.relational import topn
 
@@ -123,29 +129,42 @@ def _no_bytes(gen: Any, e: BytesText) -> str:
     raise AssertionError("text as bytes is DuckDB's only")
 
 
-_DUCKDB_GENERATOR: Any = DuckDB.Generator
 _TYPE: Any = exp.DataType.Type
 
+#: How the custom nodes read in DuckDB (shared with the test's reference dialect).
+DUCKDB_NODES: dict[Any, Any] = {
+    FullMatch: _duckdb_full_match,
+    RoundHalfEven: _duckdb_round,
+    CellText: _duckdb_cell_text,
+    BytesText: _duckdb_bytes_text,
+    exp.Not: _not_sql,
+    topn.TopRows: topn.lower_duckdb,
+    topn.Digest: topn.duckdb_digest,
+    topn.DigestLane: topn.duckdb_digest_lane,
+}
 
-class SnapDuckDB(DuckDB):
-    """DuckDB with the contract's custom nodes."""
+#: The types as this dialect writes them, where the plain generator writes them otherwise.
+DUCKDB_TYPES: dict[Any, str] = {_TYPE.INT128: "HUGEINT", _TYPE.VARCHAR: "VARCHAR"}
 
-    class Generator(_DUCKDB_GENERATOR):  # type: ignore[misc]
-        TYPE_MAPPING: ClassVar[dict[Any, str]] = {
-            **_DUCKDB_GENERATOR.TYPE_MAPPING,
-            _TYPE.INT128: "HUGEINT",
-            _TYPE.VARCHAR: "VARCHAR",
-        }
+_PLAIN_GENERATOR: Any = Generator
+
+
+def _duckdb_xor(gen: Any, e: exp.BitwiseXor) -> str:
+    """DuckDB's ``xor(a, b)``: its ``^`` is a power, not the bitwise exclusive or."""
+    return str(gen.func("XOR", e.this, e.expression))
+
+
+class SnapDuckDB(Dialect):
+    """DuckDB, as sqlglot's DuckDB dialect writes these trees, with the contract's custom
+    nodes."""
+
+    class Generator(_PLAIN_GENERATOR):  # type: ignore[misc]
+        TYPE_MAPPING: ClassVar[dict[Any, str]] = {**_PLAIN_GENERATOR.TYPE_MAPPING, **DUCKDB_TYPES}
         TRANSFORMS: ClassVar[dict[Any, Any]] = {
-            **_DUCKDB_GENERATOR.TRANSFORMS,
-            FullMatch: _duckdb_full_match,
-            RoundHalfEven: _duckdb_round,
-            CellText: _duckdb_cell_text,
-            BytesText: _duckdb_bytes_text,
-            exp.Not: _not_sql,
-            topn.TopRows: topn.lower_duckdb,
-            topn.Digest: topn.duckdb_digest,
-            topn.DigestLane: topn.duckdb_digest_lane,
+            **_PLAIN_GENERATOR.TRANSFORMS,
+            exp.IntDiv: lambda gen, e: gen.binary(e, "//"),
+            exp.BitwiseXor: _duckdb_xor,
+            **DUCKDB_NODES,
         }
 
 

@@ -98,8 +98,26 @@ def node_type(name: str) -> exp.DataType:
     return _parsed_type(name).copy()
 
 
+#: The type names these trees use, as sqlglot's DuckDB dialect reads them (without importing it:
+#: docs/performance.md, "Latency"); tests/unit/data/engines/test_duckdb_dialect.py checks each.
+_DUCKDB_NAMES: dict[str, str] = {
+    "BIGINT": "BIGINT",
+    "BOOLEAN": "BOOLEAN",
+    "DATE": "DATE",
+    "DOUBLE": "DOUBLE",
+    "HUGEINT": "INT128",
+    "INTEGER": "INT",
+    "UBIGINT": "UBIGINT",
+    "VARCHAR": "TEXT",
+}
+
+
 @functools.lru_cache(maxsize=64)
 def _parsed_type(name: str) -> exp.DataType:
+    if name in _DUCKDB_NAMES:
+        return exp.DataType(this=exp.DataType.Type[_DUCKDB_NAMES[name]], nested=False)
+    if name.startswith("DECIMAL("):
+        return exp.DataType.build(name)  # read alike by every dialect
     return exp.DataType.build(name, dialect="duckdb")
 
 

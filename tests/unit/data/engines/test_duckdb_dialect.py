@@ -1,0 +1,138 @@
+"""The DuckDB engine's SQL is the text sqlglot's own DuckDB dialect writes for the same trees
+(snapdp.data.engines.relational.dialects, issue 32): ``SnapDuckDB`` is sqlglot's plain generator
+with the few entries in which the DuckDB generator differs, so that a release need not import
+that dialect (its templates cost ~25 ms of a fresh process). Every tree the engine renders while
+it runs plans of every shape over CSV, Parquet and Arrow sources (units, bounds, keys of each
+type, bins, values with squares, ``where``, keys from the data, the owner's casts) is rendered
+through both here, and the texts must be equal; the type names the trees use are read as the
+DuckDB dialect reads them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
+from tests.unit.data.engines.test_duckdb_engine import PLANS, _rows, _write_csv
+from tests.unit.data.engines.test_groups_from_data_units_engines import PLANS as DATA_KEY_PLANS
+
+from snapdp.data.engines.base import AggregatePlan, ValueColumn
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.data.engines.observed import observed_keys
+from snapdp.data.engines.relational import dialects, topn
+from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Or
+from snapdp.data.model.schema import Column
+
+_STOCK: Any = DuckDB.Generator
+
+
+class _Reference(DuckDB):
+    """sqlglot's DuckDB dialect with the same custom nodes and type names."""
+
+    class Generator(_STOCK):  # type: ignore[misc]
+        TYPE_MAPPING: ClassVar[dict[Any, str]] = {**_STOCK.TYPE_MAPPING, **dialects.DUCKDB_TYPES}
+        TRANSFORMS: ClassVar[dict[Any, Any]] = {**_STOCK.TRANSFORMS, **dialects.DUCKDB_NODES}
+
+
+class _BothDialects:
+    """Stands in for the engine's dialect: renders each tree through both, keeps the pairs."""
+
+    def __init__(self) -> None:
+        self.ours, self.reference = dialects._DUCKDB, _Reference()
+        self.pairs: list[tuple[str, str]] = []
+
+    def generate(self, tree: exp.Expression, copy: bool = True) -> str:
+        reference = str(self.reference.generate(tree.copy()))
+        ours = str(self.ours.generate(tree, copy=copy))
+        self.pairs.append((ours, reference))
+        return ours
+
+
+@pytest.fixture
+def both(monkeypatch: pytest.MonkeyPatch) -> _BothDialects:
+    from snapdp.data.engines.duckdb import query
+
+    query._cached_render.cache_clear()
+    renderer = _BothDialects()
+    monkeypatch.setattr(dialects, "_DUCKDB", renderer)
+    yield renderer
+    query._cached_render.cache_clear()
+
+
+def _sources(tmp_path: Path) -> dict[str, object]:
+    csv = _write_csv(tmp_path / "t.csv", _rows(60, 3))
+    typed = pa.table(
+        {
+            "g": pa.array([0, 1, 2, None, 5] * 4, pa.int64()),
+            "t": pa.array(["a", "b", "00", None, "z"] * 4),
+            "b": pa.array([True, False, None, True, False] * 4),
+            "d": pa.array([dt.date(2024, 1, 31), dt.date(2024, 2, 29), None, None, None] * 4),
+            "x": pa.array([0.05, 0.2, 5.0, None, 11.0] * 4),
+            "n": pa.array([-3, 0, 3, 50, None] * 4, pa.int32()),
+            "v": pa.array([1.5, -2.25, None, 9.99, 100.0] * 4),
+            "u": pa.array(["u1", "u2", "u1", None, "u3"] * 4),
+        }
+    )
+    pq.write_table(typed, tmp_path / "t.parquet")
+    blobs = typed.set_column(1, "t", pa.array([b"a", b"\xff", b"00", None, b"z"] * 4))
+    return {"csv": csv, "parquet": tmp_path / "t.parquet", "arrow": typed, "bytes": blobs}
+
+
+_G = Column("g", "integer", keys=(0, 1, 2))
+_T = Column("t", "text", keys=("a", "b", "00"))
+_B = Column("b", "boolean", keys=(True, False))
+_D = Column("d", "date", keys=(dt.date(2024, 1, 31), dt.date(2024, 2, 29)))
+_X = Column("x", "decimal", keys=(Fraction(1, 5), Fraction(5)))
+_V = ValueColumn(Column("v", "decimal", lower=Fraction(-5), upper=Fraction(10)), 2, -500, 1000)
+_WHERE = And(
+    (
+        Compare("g", ">=", 1),
+        Or((InList("t", ("a", "00")), IsNull("b"))),
+        Not(Compare("d", "=", dt.date(2024, 1, 31))),
+        Compare("x", "<", Fraction(1, 3)),
+    )
+)
+
+
+def _more_plans() -> list[AggregatePlan]:
+    where_columns = (_G, _T, _B, _D, Column("x", "decimal"))
+    return [
+        AggregatePlan(groupings=(_X, _B), values=(_V,)),
+        AggregatePlan(groupings=(_G,), values=(_V,), where=_WHERE, where_columns=where_columns),
+    ]
+
+
+def test_every_query_the_engine_writes_reads_as_the_duckdb_dialect_writes_it(
+    tmp_path: Path, both: _BothDialects
+) -> None:
+    for name, source in _sources(tmp_path).items():
+        engine = DuckDBEngine(source)
+        for plan in [*PLANS, *_more_plans()]:
+            engine.aggregate(plan)
+        for grouping in (_G, _T, _D):
+            observed_keys(engine, [Column(grouping.name, grouping.type)], None, [])
+        engine.fetch(engine.cast_select([_G, _T, _B, _D, _X, _V.column]))
+        assert both.pairs, name
+    from snapdp.data.engines.duckdb.query import plan_sql
+
+    typed = {"city": "VARCHAR", "g": "BIGINT", "d": "DATE", "v": "INTEGER", "u": "VARCHAR"}
+    for types in (typed, dict.fromkeys(typed, "VARCHAR"), {**typed, "u": "BIGINT", "v": "DOUBLE"}):
+        for plan in DATA_KEY_PLANS:  # keys from the data: by value and in observed tuples
+            plan_sql(plan, "t", types)
+    differ = [(ours, ref) for ours, ref in both.pairs if ours != ref]
+    assert len(both.pairs) >= 4 * (len(PLANS) + 6) + 12 and differ == []
+    written = " ".join(ours for ours, _ in both.pairs)
+    for part in ("//", "XOR(", "HUGEINT", "regexp_full_match", "TRY_CAST", "decode("):
+        assert part in written  # the entries that differ, and the custom nodes, were rendered
+
+
+@pytest.mark.parametrize("name", [*topn._DUCKDB_NAMES, "DECIMAL(38, 0)", "DECIMAL(18, 3)"])
+def test_type_names_read_as_the_duckdb_dialect_reads_them(name: str) -> None:
+    topn._parsed_type.cache_clear()
+    assert topn.node_type(name) == exp.DataType.build(name, dialect="duckdb")
