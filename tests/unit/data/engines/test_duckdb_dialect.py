@@ -3,9 +3,9 @@
 with the few entries in which the DuckDB generator differs, so that a release need not import
 that dialect (its templates cost ~25 ms of a fresh process). Every tree the engine renders while
 it runs plans of every shape over CSV, Parquet and Arrow sources (units, bounds, keys of each
-type, bins, values with squares, ``where``, keys from the data, the owner's casts) is rendered
-through both here, and the texts must be equal; the type names the trees use are read as the
-DuckDB dialect reads them."""
+type, bins, values with squares, ``where``, keys from the data, the owner's casts and checks)
+is rendered through both here, and the texts must be equal; the type names the trees use are
+read as the DuckDB dialect reads them."""
 
 from __future__ import annotations
 
@@ -21,13 +21,16 @@ from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from tests.unit.data.engines.test_duckdb_engine import PLANS, _rows, _write_csv
 from tests.unit.data.engines.test_groups_from_data_units_engines import PLANS as DATA_KEY_PLANS
+from tests.unit.data.test_check import CSV as CHECK_CSV
+from tests.unit.data.test_check import SCHEMA as CHECK_SCHEMA
 
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.engines.observed import observed_keys
 from snapdp.data.engines.relational import dialects, topn
 from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Or
-from snapdp.data.model.schema import Column
+from snapdp.data.model.schema import Column, ContributionBounds, Schema
+from snapdp.data.owner.check import check
 
 _STOCK: Any = DuckDB.Generator
 
@@ -125,10 +128,15 @@ def test_every_query_the_engine_writes_reads_as_the_duckdb_dialect_writes_it(
     for types in (typed, dict.fromkeys(typed, "VARCHAR"), {**typed, "u": "BIGINT", "v": "DOUBLE"}):
         for plan in DATA_KEY_PLANS:  # keys from the data: by value and in observed tuples
             plan_sql(plan, "t", types)
+    checked = tmp_path / "check.csv"
+    checked.write_text(CHECK_CSV, encoding="utf-8")
+    for bounds in (CHECK_SCHEMA.bounds, ContributionBounds(None, 2, None)):  # the owner's check
+        check(checked, Schema(CHECK_SCHEMA.columns, privacy_unit="u", bounds=bounds, rows=8))
+    check(checked, Schema(CHECK_SCHEMA.columns, rows=8))
     differ = [(ours, ref) for ours, ref in both.pairs if ours != ref]
-    assert len(both.pairs) >= 4 * (len(PLANS) + 6) + 12 and differ == []
+    assert len(both.pairs) >= 4 * (len(PLANS) + 6) + 12 + 3 and differ == []
     written = " ".join(ours for ours, _ in both.pairs)
-    for part in ("//", "XOR(", "HUGEINT", "regexp_full_match", "TRY_CAST", "decode("):
+    for part in ("//", "XOR(", "HUGEINT", "regexp_full_match", "TRY_CAST", "decode(", "[CASE"):
         assert part in written  # the entries that differ, and the custom nodes, were rendered
 
 

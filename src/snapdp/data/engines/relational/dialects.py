@@ -4,12 +4,12 @@ The tree of :mod:`~snapdp.data.engines.relational.exprs` is written once; each e
 through its dialect. Stock sqlglot nodes render as sqlglot's own DuckDB and Spark dialects write
 them, with two table entries changed for Spark (``TRY_CAST`` stays ``TRY_CAST``: a plain ``CAST``
 raises under ANSI mode; a 128-bit integer is ``DECIMAL(38, 0)``). ``SnapDuckDB`` is sqlglot's
-plain generator with the entries in which sqlglot's DuckDB generator differs for the nodes these
-trees hold (``//``, ``XOR``, ``HUGEINT``, ``VARCHAR``): importing sqlglot's DuckDB dialect parses
-a few dozen SQL templates, ~25 ms of every fresh process (docs/performance.md, "Latency"), and
-these trees use none of them. tests/unit/data/engines/test_duckdb_dialect.py renders every query
-the engine writes through both and checks the texts are equal. Custom nodes stand only for the
-real differences between the engines:
+plain generator with the entries in which sqlglot's DuckDB generator writes these trees
+otherwise (``//``, ``XOR``, ``[…]`` lists, ``HUGEINT``, ``VARCHAR``): importing sqlglot's DuckDB
+dialect parses a few dozen SQL templates, ~25 ms of every fresh process (docs/performance.md,
+"Latency"), and these trees use none of them. tests/unit/data/engines/test_duckdb_dialect.py
+renders every query the engine and the owner's check write through both and checks the texts are
+equal. Custom nodes stand only for the real differences between the engines:
 
 * :class:`FullMatch`: a regular expression over the whole text (DuckDB ``regexp_full_match``,
   Spark ``RLIKE`` anchored with ``^`` and ``\\z``);
@@ -154,6 +154,11 @@ def _duckdb_xor(gen: Any, e: exp.BitwiseXor) -> str:
     return str(gen.func("XOR", e.this, e.expression))
 
 
+def _duckdb_list(gen: Any, e: exp.Array) -> str:
+    """A DuckDB list literal ``[a, b]``: DuckDB reads ``ARRAY(…)`` as a subquery's array."""
+    return f"[{gen.expressions(e, flat=True)}]"
+
+
 class SnapDuckDB(Dialect):
     """DuckDB, as sqlglot's DuckDB dialect writes these trees, with the contract's custom
     nodes."""
@@ -164,6 +169,7 @@ class SnapDuckDB(Dialect):
             **_PLAIN_GENERATOR.TRANSFORMS,
             exp.IntDiv: lambda gen, e: gen.binary(e, "//"),
             exp.BitwiseXor: _duckdb_xor,
+            exp.Array: _duckdb_list,
             **DUCKDB_NODES,
         }
 
