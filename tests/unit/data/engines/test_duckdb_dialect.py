@@ -3,9 +3,9 @@
 with the few entries in which the DuckDB generator differs, so that a release need not import
 that dialect (its templates cost ~25 ms of a fresh process). Every tree the engine renders while
 it runs plans of every shape over CSV, Parquet and Arrow sources (units, bounds, keys of each
-type, bins, values with squares, ``where``, keys from the data, the owner's casts and checks)
-is rendered through both here, and the texts must be equal; the type names the trees use are
-read as the DuckDB dialect reads them."""
+type, bins, values with squares, ``where``, keys from the data, rows too wide to pack kept as
+structs, the owner's casts and checks) is rendered through both here, and the texts must be
+equal; the type names the trees use are read as the DuckDB dialect reads them."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
-from tests.unit.data.engines.test_duckdb_engine import PLANS, _rows, _write_csv
+from tests.data_oracle import OracleEngine
+from tests.unit.data.engines.test_duckdb_engine import KEY, PLANS, _rows, _write_csv
 from tests.unit.data.engines.test_groups_from_data_units_engines import PLANS as DATA_KEY_PLANS
 from tests.unit.data.test_check import CSV as CHECK_CSV
 from tests.unit.data.test_check import SCHEMA as CHECK_SCHEMA
@@ -103,11 +104,31 @@ _WHERE = And(
 )
 
 
+def _wide(name: str) -> ValueColumn:
+    """A value column of 2^63 + 1 quanta: two of them cannot be packed in 126 bits."""
+    bound = Fraction(1 << 62)
+    return ValueColumn(Column(name, "decimal", lower=-bound, upper=bound), 0, -(1 << 62), 1 << 62)
+
+
+#: Unit plans whose kept rows do not fit a HUGEINT: kept as structs (one row, and two, per unit).
+_STRUCT_PLANS = [
+    AggregatePlan(
+        groupings=(_G,),
+        values=(_wide("v"), _wide("x")),
+        unit=Column("u", "text"),
+        bounds=ContributionBounds(*bounds),
+        hash_key=KEY,
+    )
+    for bounds in ((None, None, 1), (2, 1, 2))
+]
+
+
 def _more_plans() -> list[AggregatePlan]:
     where_columns = (_G, _T, _B, _D, Column("x", "decimal"))
     return [
         AggregatePlan(groupings=(_X, _B), values=(_V,)),
         AggregatePlan(groupings=(_G,), values=(_V,), where=_WHERE, where_columns=where_columns),
+        *_STRUCT_PLANS,
     ]
 
 
@@ -136,8 +157,17 @@ def test_every_query_the_engine_writes_reads_as_the_duckdb_dialect_writes_it(
     differ = [(ours, ref) for ours, ref in both.pairs if ours != ref]
     assert len(both.pairs) >= 4 * (len(PLANS) + 6) + 12 + 3 and differ == []
     written = " ".join(ours for ours, _ in both.pairs)
-    for part in ("//", "XOR(", "HUGEINT", "regexp_full_match", "TRY_CAST", "decode(", "[CASE"):
+    parts = ("//", "XOR(", "HUGEINT", "regexp_full_match", "TRY_CAST", "decode(", "[CASE", "{'")
+    for part in parts:
         assert part in written  # the entries that differ, and the custom nodes, were rendered
+
+
+@pytest.mark.parametrize("plan", _STRUCT_PLANS)
+def test_rows_too_wide_to_pack_are_kept_as_structs(tmp_path: Path, plan: AggregatePlan) -> None:
+    """The struct DuckDB keeps such rows in is written as DuckDB reads it ({'name': value})."""
+    source = _sources(tmp_path)["arrow"]
+    got = DuckDBEngine(source).aggregate(plan)
+    assert got == OracleEngine(source).aggregate(plan) and sum(got.rows) > 0
 
 
 @pytest.mark.parametrize("name", [*topn._DUCKDB_NAMES, "DECIMAL(38, 0)", "DECIMAL(18, 3)"])

@@ -5,11 +5,12 @@ through its dialect. Stock sqlglot nodes render as sqlglot's own DuckDB and Spar
 them, with two table entries changed for Spark (``TRY_CAST`` stays ``TRY_CAST``: a plain ``CAST``
 raises under ANSI mode; a 128-bit integer is ``DECIMAL(38, 0)``). ``SnapDuckDB`` is sqlglot's
 plain generator with the entries in which sqlglot's DuckDB generator writes these trees
-otherwise (``//``, ``XOR``, ``[…]`` lists, ``HUGEINT``, ``VARCHAR``): importing sqlglot's DuckDB
-dialect parses a few dozen SQL templates, ~25 ms of every fresh process (docs/performance.md,
-"Latency"), and these trees use none of them. tests/unit/data/engines/test_duckdb_dialect.py
-renders every query the engine and the owner's check write through both and checks the texts are
-equal. Custom nodes stand only for the real differences between the engines:
+otherwise (``//``, ``XOR``, ``[…]`` lists, ``{…}`` structs, ``HUGEINT``, ``VARCHAR``): importing
+sqlglot's DuckDB dialect parses a few dozen SQL templates, ~25 ms of every fresh process
+(docs/performance.md, "Latency"), and these trees use none of them.
+tests/unit/data/engines/test_duckdb_dialect.py renders every query the engine and the owner's
+check write through both and checks the texts are equal. Custom nodes stand only for the real
+differences between the engines:
 
 * :class:`FullMatch`: a regular expression over the whole text (DuckDB ``regexp_full_match``,
   Spark ``RLIKE`` anchored with ``^`` and ``\\z``);
@@ -159,6 +160,16 @@ def _duckdb_list(gen: Any, e: exp.Array) -> str:
     return f"[{gen.expressions(e, flat=True)}]"
 
 
+def _duckdb_struct(gen: Any, e: exp.Struct) -> str:
+    """DuckDB's struct literal ``{'name': value, …}``: the plain generator's ``STRUCT(value AS
+    name)`` is not DuckDB SQL. These trees build structs of named fields only."""
+    fields = []
+    for field in e.expressions:
+        assert isinstance(field, exp.PropertyEQ) and isinstance(field.this, exp.Identifier)
+        fields.append(f"{gen.sql(exp.Literal.string(field.name))}: {gen.sql(field, 'expression')}")
+    return "{" + ", ".join(fields) + "}"
+
+
 class SnapDuckDB(Dialect):
     """DuckDB, as sqlglot's DuckDB dialect writes these trees, with the contract's custom
     nodes."""
@@ -170,6 +181,7 @@ class SnapDuckDB(Dialect):
             exp.IntDiv: lambda gen, e: gen.binary(e, "//"),
             exp.BitwiseXor: _duckdb_xor,
             exp.Array: _duckdb_list,
+            exp.Struct: _duckdb_struct,
             **DUCKDB_NODES,
         }
 
