@@ -339,3 +339,17 @@ def test_an_automatic_quantile_method_stays_the_placeholders_on_the_kept_keys() 
     assert got.grid is not None and got.tree is None
     assert got.query == auto and got.parts == placeholder.parts
     assert got.leaf == statistics.compile_fresh(replace(auto, method="exponential"), kept, eps).leaf
+
+
+def test_a_target_beside_groups_from_the_data_is_refused_by_its_query() -> None:
+    """A release with groups from the data takes no target ± in any of its queries; the refusal
+    names the query that has one (a plan decision: nothing read, nothing spent)."""
+    from snapdp.data.release import session
+
+    count = session.Step(Query("count", by=("city",)), Fraction(1), delta=Fraction(1, 10**6))
+    median = Query("quantiles", column="income", quantiles=(0.5,))
+    targeted = session.Step(median, Fraction(1), two_phase=object())  # type: ignore[arg-type]
+    with pytest.raises(ParameterError) as err:
+        session.prepare(SCHEMA, [count, targeted], None, confidence=0.95)  # type: ignore[arg-type]
+    assert err.value.parameter == "accuracy" and repr(median.label) in str(err.value)
+    assert "every query" in str(err.value) and "docs/sql.md" in str(err.value)

@@ -158,9 +158,11 @@ def prepare(
 
 def _refuse_adaptive(steps: Sequence[Step], mode: str | None) -> None:
     """Groups from the data are released at a fixed ε and without a consistent fit."""
-    if any(s.two_phase is not None for s in steps):
+    adaptive = [s.query.label for s in steps if s.two_phase is not None]
+    if adaptive:
         raise ParameterError(
-            "groups from the data need a fixed epsilon or a weight, not a target ± "
+            "a release with groups from the data needs a fixed epsilon or a weight for every "
+            f"query, not a target ±: {adaptive[0]!r} has one "
             "(docs/sql.md, 'Groups from the data')",
             parameter="accuracy",
         )

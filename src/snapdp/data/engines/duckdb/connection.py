@@ -36,8 +36,8 @@ __all__ = ["connection", "open_shared_database_soon", "sql_string"]
 #: the query and the source's schema and row count only:
 #:
 #: * ``filter_pushdown``, ``join_filter_pushdown``: a filter pushed into the scan, or from a
-#:   join's keys into the other side's scan, skipped every row group (of a Parquet file or a held
-#:   table) whose min/max showed no row could pass a bin, a key list or a ``where``;
+#:   join's keys into the other side's scan, skipped every row group (of a Parquet file) whose
+#:   min/max showed no row could pass a bin, a key list or a ``where``;
 #: * ``statistics_propagation``: the columns' min/max and null counts folded comparisons: a
 #:   ``where`` no row could pass became an empty result, one every row passed was dropped with
 #:   its column's read, ``IS NULL`` became false, and group keys were packed by their range
