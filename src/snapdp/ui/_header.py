@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from snapdp.data.engines.header import source_columns
-from snapdp.data.model.schema import CsvOptions
+from snapdp.data.engines.header import is_parquet, source_columns
+from snapdp.data.model.schema import CsvOptions, Schema
 from snapdp.errors import ParameterError
 
 __all__ = ["MAX_HEADER_NAMES", "MAX_NAME_CHARS", "column_names"]
@@ -21,7 +21,8 @@ _OTHER_COMPRESSION = (b"\x28\xb5\x2f\xfd", b"\xfd7zXZ\x00", b"PK\x03\x04", b"7z\
 
 def column_names(path: Path, options: CsvOptions) -> list[str]:
     """The column names of the source as a release reads them (:func:`source_columns`: allowed
-    encodings only, Parquet by its magic, gzip by content, the header by the record rule), only
+    encodings only, Parquet by its magic, gzip by content, the header by the record rule; a
+    Parquet file or folder by the engine, with its key=value folders' columns), only
     when they look like names: at most :data:`MAX_HEADER_NAMES` printable names of at most
     :data:`MAX_NAME_CHARS` characters each. Otherwise a one-line refusal naming no content."""
     if _compressed_otherwise(path):
@@ -31,7 +32,7 @@ def column_names(path: Path, options: CsvOptions) -> list[str]:
             parameter="source",
         )
     try:
-        names = source_columns(path, options)
+        names = _source_names(path, options)
     except ParameterError as exc:
         message = str(exc).removeprefix("`data` ")
         parameter = "source" if exc.parameter in (None, "data") else exc.parameter
@@ -48,6 +49,27 @@ def column_names(path: Path, options: CsvOptions) -> list[str]:
             parameter="header",
         )
     return names
+
+
+def _source_names(path: Path, options: CsvOptions) -> list[str]:
+    """A Parquet source's names as the release's engine reads them: a folder (a Parquet
+    dataset) or a Parquet file, with the columns of its key=value folders (``county=A1/…``),
+    which a file's own schema does not hold; the engine opens its schema only. A CSV's header by
+    :func:`source_columns`."""
+    if path.is_dir() or _parquet_file(path, options):
+        from snapdp.data.engines.factory import default_engine
+
+        return default_engine(str(path), Schema(csv=options)).column_names()
+    return source_columns(path, options)
+
+
+def _parquet_file(path: Path, options: CsvOptions) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False  # the reader's own refusal names it
+    return is_parquet(path, head, options.header)
 
 
 def _is_name(name: str) -> bool:

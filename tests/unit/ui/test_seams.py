@@ -86,6 +86,30 @@ def test_header_of_parquet_not_named_parquet_is_its_schema(
     _no_cell(r.body, "latin-1")
 
 
+@pytest.mark.parametrize("target", ["file", "folder"])
+def test_header_of_hive_parquet_names_its_folder_columns(
+    start_server: Any, tmp_path: Path, target: str
+) -> None:
+    """A Parquet file under a key=value folder, or the folder above, gives the folders' columns
+    too, as a release reads them (the file's schema alone omitted ``county``; a folder was
+    refused as a file that cannot be opened)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = _rows()
+    folder = tmp_path / "people" / "county=A1"
+    folder.mkdir(parents=True)
+    pq.write_table(
+        pa.table({h: [r[i] for r in rows] for i, h in enumerate(HEADER)}), folder / "p.parquet"
+    )
+    source = folder / "p.parquet" if target == "file" else tmp_path / "people"
+    c = start_server(source=str(source), output=tmp_path / "out")
+    r = c.api("header", {"document": document()})
+    assert r.status == 200, r.body
+    assert r.json() == {"columns": [*HEADER, "county"]}
+    _no_cell(r.body, "latin-1")
+
+
 @pytest.mark.parametrize("name", ["people.csv.gz", "people.csv"])
 def test_header_of_a_gzip_file_is_its_first_line(
     start_server: Any, tmp_path: Path, name: str
