@@ -2,10 +2,10 @@
 
 :func:`csv_header` is the DuckDB engine's header rule for one CSV file (allowed encodings only,
 compression found by content, the first non-blank line split by the record rule, refused when
-empty, repeated, too long or not text). :func:`source_columns` adds the Parquet case
-(:func:`is_parquet`: a file with a header by its ``PAR1`` magic rather than its name, a file
-without one by its name): the schema's names, never a value. ``snapdp ui`` asks these for its
-"column names from the file's header" button (docs/ui.md).
+empty, repeated, too long or not text); :func:`source_columns` applies it with a source's CSV
+options, and :func:`is_parquet` tells a Parquet file (with a header, by its ``PAR1`` magic rather
+than its name; without one, by its name). ``snapdp ui`` asks these for its "column names from
+the file's header" button (docs/ui.md).
 """
 
 from __future__ import annotations
@@ -114,26 +114,18 @@ def header_names(
 
 
 def source_columns(path: Path, options: CsvOptions) -> list[str]:
-    """The column names of the one file ``path`` as a release reads it: a Parquet file's schema
-    (:func:`is_parquet`), else its CSV header by :func:`csv_header` (which
-    needs ``options.header``; without a header the names are the declared ones)."""
+    """The column names of the one CSV file ``path`` as a release reads it: its header by
+    :func:`csv_header` (which needs ``options.header``; without a header the names are the
+    declared ones). A Parquet source's names come from the engine, which also reads its
+    key=value folders (``snapdp.ui._header``)."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
+        with open(path, "rb"):
+            pass
     except OSError as exc:
         raise ParameterError(
             f"`data` {str(path)!r} cannot be opened ({exc.strerror or 'I/O error'})",
             parameter="data",
         ) from None
-    if is_parquet(path, head, options.header):
-        import pyarrow.parquet as pq
-
-        try:
-            return list(pq.read_schema(path).names)
-        except Exception:  # one line, no traceback, no text of the file
-            raise ParameterError(
-                f"`data` {str(path)!r} cannot be read as a Parquet table", parameter="data"
-            ) from None
     if not options.header:
         return list(options.column_names or ())
     encoding = csv_encoding(options.encoding)
