@@ -25,14 +25,15 @@ def column_names(path: Path, options: CsvOptions) -> list[str]:
     Parquet file or folder by the engine, with its key=value folders' columns), only
     when they look like names: at most :data:`MAX_HEADER_NAMES` printable names of at most
     :data:`MAX_NAME_CHARS` characters each. Otherwise a one-line refusal naming no content."""
-    if _compressed_otherwise(path):
+    head = _head(path)
+    if head is not None and _compressed_otherwise(head):
         raise ParameterError(
             "`source` is compressed in a format the CSV reader does not read (gzip only); "
             "declare the columns instead (docs/ui.md)",
             parameter="source",
         )
     try:
-        names = _source_names(path, options)
+        names = _source_names(path, head, options)
     except ParameterError as exc:
         message = str(exc).removeprefix("`data` ")
         parameter = "source" if exc.parameter in (None, "data") else exc.parameter
@@ -51,37 +52,34 @@ def column_names(path: Path, options: CsvOptions) -> list[str]:
     return names
 
 
-def _source_names(path: Path, options: CsvOptions) -> list[str]:
+def _source_names(path: Path, head: bytes | None, options: CsvOptions) -> list[str]:
     """A Parquet source's names as the release's engine reads them: a folder (a Parquet
     dataset) or a Parquet file, with the columns of its key=value folders (``county=A1/…``),
     which a file's own schema does not hold; the engine opens its schema only. A CSV's header by
     :func:`source_columns`."""
-    if path.is_dir() or _parquet_file(path, options):
+    if path.is_dir() or (head is not None and is_parquet(path, head, options.header)):
         from snapdp.data.engines.factory import default_engine
 
         return default_engine(str(path), Schema(csv=options)).column_names()
     return source_columns(path, options)
 
 
-def _parquet_file(path: Path, options: CsvOptions) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-    except OSError:
-        return False  # the reader's own refusal names it
-    return is_parquet(path, head, options.header)
-
-
 def _is_name(name: str) -> bool:
     return len(name) <= MAX_NAME_CHARS and name.isprintable() and "\ufffd" not in name
 
 
-def _compressed_otherwise(path: Path) -> bool:
-    """Whether the file starts with the magic of a compression the CSV reader does not undo."""
+def _head(path: Path) -> bytes | None:
+    """The file's first 10 bytes (fewer for a shorter file); None for a folder or a file that
+    cannot be read (the reader's own refusal names it)."""
     try:
         with open(path, "rb") as fh:
-            head = fh.read(10)
+            return fh.read(10)
     except OSError:
-        return False  # the reader's own refusal names it
+        return None
+
+
+def _compressed_otherwise(head: bytes) -> bool:
+    """Whether the file starting with ``head`` bears the magic of a compression the CSV reader
+    does not undo."""
     bzip2 = head[:3] == b"BZh" and head[4:10] == b"1AY&SY"
     return bzip2 or head.startswith(_OTHER_COMPRESSION)
