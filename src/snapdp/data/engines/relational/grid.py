@@ -109,7 +109,7 @@ def grid_index(col: Column, value: exp.Expression, typed: bool = True) -> exp.Ex
         ints = [int(e) for e in edges]
         run = _run(list(ints), INT64_MAX + 1)
         v = _as(value, "BIGINT", typed)
-        if run is not None and ints[run[0]] > INT64_MIN:
+        if run is not None:  # its values lie within (INT64_MIN, INT64_MAX] (_run's limit)
             count = _count(_clamp(v, run, ints[run[0]], _long), run, ints[run[0]])
         else:
             rational = _rational_run(col.bins)
