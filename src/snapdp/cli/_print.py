@@ -99,9 +99,17 @@ def plain_number(x: float, significant: int = 6) -> str:
 
 
 def key_text(k: object) -> str:
+    """A key as printed: a number in plain digits; a text with each character that is not
+    printable (a control character such as ESC or a line break, a format or separator
+    character) written as its Python escape (``\\x1b``, ``\\n``, ``\\u200e``), so that a key
+    chosen from the data cannot recolour, retitle or move the cursor of the user's terminal. The
+    result files and ``--json`` hold the key as it is (docs/data.md, "The command line")."""
     if isinstance(k, Fraction):
         return plain_number(float(k))
-    return str(k)
+    text = str(k)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def usefulness(result: QueryResult, schema: Schema) -> tuple[list[dict[str, Any]], str | None]:
