@@ -65,10 +65,34 @@ def _column(series: Any, kind: str) -> Any:
 
     if series.dtype == object:
         return pa.array([object_cell(x, kind) for x in series], type=pa.string())
+    if _python_strings(series):
+        return _python_string_column(series)
     try:
         return pa.Array.from_pandas(series)
     except (pa.ArrowException, TypeError, ValueError):
         return pa.array([object_cell(x, kind) for x in series], type=pa.string())
+
+
+def _python_strings(series: Any) -> bool:
+    """Whether ``series`` is a pandas string column stored as Python objects
+    (``dtype="string[python]"``): the one typed column whose cells may hold a text that is not
+    valid Unicode (a lone surrogate), which Arrow refuses to convert."""
+    dtype = series.dtype
+    return type(dtype).__name__ == "StringDtype" and getattr(dtype, "storage", None) == "python"
+
+
+def _python_string_column(series: Any) -> Any:
+    """A ``string[python]`` column, vectorised whatever its cells hold: every cell is scanned
+    for a lone surrogate (such a cell becomes null, as :func:`object_cell` makes it), then Arrow
+    converts the column. Before, Arrow's refusal of one such cell sent every cell of the column
+    through :func:`object_cell`, ~10 times the CPU: the run time showed one person's value."""
+    import pyarrow as pa
+
+    invalid = series.str.contains(_SURROGATE, regex=True).fillna(False).to_numpy(dtype=bool)
+    return pa.Array.from_pandas(series.mask(invalid), type=pa.string())
+
+
+_SURROGATE = "[\ud800-\udfff]"
 
 
 def _categorical(series: Any, kind: str) -> Any:
