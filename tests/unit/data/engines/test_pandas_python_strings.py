@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
+from tests.unit.data.engines.test_pandas_categorical import _counted
 
 from snapdp.data.engines import _cells
 from snapdp.data.engines.base import AggregatePlan
@@ -34,14 +35,7 @@ def test_no_cell_goes_through_the_per_cell_rule(
 ) -> None:
     """D and D' = D plus rows holding a lone surrogate (or a null): the per-cell rule never runs
     for a ``string[python]`` column, so the work per row is the same for both."""
-    calls: list[object] = []
-    real = _cells.object_cell
-
-    def counting(x: object, kind: str) -> str | None:
-        calls.append(x)
-        return real(x, kind)
-
-    monkeypatch.setattr(_cells, "object_cell", counting)
+    calls = _counted(monkeypatch)
     table = _cells.frame_to_arrow(_frame(extra), {"city": CITY, "n": NUMBER})
     assert calls == []
     assert table.num_rows == ROWS + len(extra)
