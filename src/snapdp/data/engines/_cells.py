@@ -85,7 +85,7 @@ def _python_string_column(series: Any) -> Any:
     """A ``string[python]`` column, vectorised whatever its cells hold: every cell is scanned
     for a lone surrogate (such a cell becomes null, as :func:`object_cell` makes it), then Arrow
     converts the column. Before, Arrow's refusal of one such cell sent every cell of the column
-    through :func:`object_cell`, ~10 times the CPU: the run time showed one person's value."""
+    through :func:`object_cell`, ~5 times the CPU: the run time showed one person's value."""
     import pyarrow as pa
 
     invalid = series.str.contains(_SURROGATE, regex=True).fillna(False).to_numpy(dtype=bool)

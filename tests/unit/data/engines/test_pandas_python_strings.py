@@ -1,6 +1,6 @@
 """A pandas ``string[python]`` column (DESIGN §8.1; docs/data.md, "Run time"): converted
 vectorised whatever its cells hold. Before, one cell holding a lone surrogate (not valid
-Unicode, which Arrow refuses) sent every cell of the column through the per-cell rule, ~10 times
+Unicode, which Arrow refuses) sent every cell of the column through the per-cell rule, ~5 times
 the CPU: the run time showed whether one person's value was present."""
 
 from __future__ import annotations
