@@ -186,3 +186,20 @@ def _certification_tests_compute(
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SNAPDP_CACHE_DIR", str(tmp_path_factory.mktemp("certifying-cache")))
         yield
+
+
+@pytest.fixture(autouse=True)
+def _fresh_mechanism_parameters(request: pytest.FixtureRequest) -> Iterator[None]:
+    """``snapdp.mechanism`` keeps each exact parameter set's rescaling and parameters for the
+    process. A test that monkeypatches what they are computed from (γ, the certificates) must
+    neither see parameters kept before nor leave its own behind, and a test of certification
+    must certify: both start and end with none kept."""
+    path = request.node.path.relative_to(REPO_ROOT).as_posix()
+    if "monkeypatch" not in request.fixturenames and not path.startswith(CERTIFYING):
+        yield
+        return
+    from snapdp import mechanism
+
+    mechanism._parameters.cache_clear()
+    yield
+    mechanism._parameters.cache_clear()

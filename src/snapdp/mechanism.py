@@ -7,6 +7,7 @@ kept as the baseline for comparisons and attack demonstrations.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -110,6 +111,31 @@ def _check_threads(threads: object) -> int:
     return int(threads)
 
 
+@functools.lru_cache(maxsize=1024)
+def _parameters(
+    epsilon: Fraction, sensitivity: Fraction, lower: Fraction, upper: Fraction, rescale: bool
+) -> tuple[Rescaling, SnappingParameters]:
+    """A mechanism's rescaling and DESIGN §2 parameters for its exact public inputs: a pure
+    function of them (every step converts its inputs exactly), kept per process, because one
+    release builds mechanisms for the same few parameter sets many times (planning, refusals,
+    noise, the printed usefulness). A refused (ε, Δ) raises every time (nothing is kept)."""
+    try:
+        compute_parameters(epsilon, sensitivity, lower, upper)
+    except ValueError as exc:  # DESIGN §2 refuses (ε, Δ): say so, rescaled or not
+        raise ParameterError(str(exc)) from None
+    if rescale:
+        rescaling = rescaling_for(epsilon, sensitivity, lower, upper)
+    else:
+        rescaling = Rescaling(
+            epsilon, sensitivity, Fraction(1), epsilon, sensitivity, Fraction(0),
+            False, False, "rescale=False",
+        )  # fmt: skip
+    parameters = compute_parameters(
+        rescaling.mechanism_epsilon, rescaling.mechanism_sensitivity, lower, upper
+    )
+    return rescaling, parameters
+
+
 class SnappingMechanism:
     """Mironov's snapping mechanism, exactly as DESIGN §2 specifies.
 
@@ -156,24 +182,10 @@ class SnappingMechanism:
                 f"`lower` must be < `upper`, not lower = {shown_number(self.lower)}, "
                 f"upper = {shown_number(self.upper)}"
             )
-        try:
-            compute_parameters(self.epsilon, self.sensitivity, self.lower, self.upper)
-        except ValueError as exc:  # DESIGN §2 refuses (ε, Δ): say so, rescaled or not
-            raise ParameterError(str(exc)) from None
-        exact = [_fraction(v) for v in (self.sensitivity, self.lower, self.upper)]
-        if rescale:
-            self.rescaling: Rescaling = rescaling_for(self.epsilon, *exact)
-        else:
-            self.rescaling = Rescaling(
-                self.epsilon, exact[0], Fraction(1), self.epsilon, exact[0], Fraction(0),
-                False, False, "rescale=False",
-            )  # fmt: skip
-        self.parameters: SnappingParameters = compute_parameters(
-            self.rescaling.mechanism_epsilon,
-            self.rescaling.mechanism_sensitivity,
-            self.lower,
-            self.upper,
-        )
+        exact = (_fraction(v) for v in (self.sensitivity, self.lower, self.upper))
+        self.rescaling: Rescaling
+        self.parameters: SnappingParameters
+        self.rescaling, self.parameters = _parameters(self.epsilon, *exact, rescale)
         self._source: BitSource = bit_source_from(rng)
         self._private = is_private(self._source)
         self._plan: FastPlan | None = plan_for(self.parameters)

@@ -17,6 +17,7 @@ import pytest
 from snapdp import fast_plan
 from snapdp.data import Plan
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.errors import ParameterError
 from snapdp.mechanism import SnappingMechanism
 
 DATA = Path(os.environ.get("SNAPDP_SHARED_DATA", "/work/shared/data")) / "PUMS.csv"
@@ -93,6 +94,34 @@ def test_releases_are_bit_identical_with_a_cold_or_warm_plan_cache() -> None:
     cold = draw()
     warm = draw()
     assert cold == warm
+
+
+# -- a mechanism's parameters per exact parameter set ------------------------------------------
+@pytest.mark.parametrize("rescale", [True, False])
+def test_kept_mechanism_parameters_equal_fresh_ones(rescale: bool) -> None:
+    from snapdp import mechanism
+    from snapdp.parameters import compute_parameters
+
+    sets = [(1.0, 1, 0, 100), (Fraction(1, 3), 2, -5, 7), (0.25, 0.5, 0, 1), (2, 1, -1e6, 1e6)]
+    for eps, sens, lower, upper in sets:
+        mechanism._parameters.cache_clear()
+        cold = SnappingMechanism(eps, sens, lower, upper, rescale=rescale)
+        # the same exact values, other Python types: the kept rescaling and parameters
+        warm = SnappingMechanism(
+            Fraction(eps), Fraction(sens), Fraction(lower), Fraction(upper), rescale=rescale
+        )
+        assert warm.parameters is cold.parameters and warm.rescaling is cold.rescaling
+        r = cold.rescaling
+        assert cold.parameters == compute_parameters(
+            r.mechanism_epsilon, r.mechanism_sensitivity, lower, upper
+        )  # what the constructor computed before the parameters were kept
+        assert mechanism._parameters.cache_info().hits >= 1
+
+
+def test_a_refused_epsilon_is_refused_every_time() -> None:
+    for _ in range(2):  # nothing is kept for a refusal
+        with pytest.raises(ParameterError, match="too small"):
+            SnappingMechanism(2.0**-60, 1, 0, 1)
 
 
 # -- a CSV is read for every scan, whatever its size ---------------------------------------------

@@ -5,6 +5,7 @@ entry is ignored."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -101,36 +102,40 @@ def test_a_bad_log_still_fails_with_kept_doubles(
         assert not fast_plan.log_premise_holds()
 
 
+def _b64(values: object) -> str:
+    return base64.b64encode(np.asarray(values, dtype="<f8").tobytes()).decode("ascii")
+
+
 @pytest.mark.parametrize(
-    "harm", ["value", "probe", "short", "copied", "respelled", "checksum", "version", "mode"]
+    "harm", ["value", "probe", "short", "copied", "not base64", "checksum", "version", "mode"]
 )
 def test_a_changed_or_foreign_entry_is_ignored(cache: Path, harm: str) -> None:
     want = fast_plan._premise_reference()
     _logcache.premise_reference(lambda: want)
     (entry,) = cache.glob("*.json")
     stored = json.loads(entry.read_text(encoding="utf-8"))
+    body = stored["body"]
+    assert body["probe"] == _b64(want[0]) and body["nearest"] == _b64(want[1])
     if harm == "value":  # a forged value with its checksum left as it was
-        stored["body"]["nearest"][0] = (want[1][0] * 2).hex()
+        body["nearest"] = _b64([want[1][0] * 2, *want[1][1:]])
     elif harm == "probe":  # a probe cut short, its checksum recomputed
-        stored["body"]["probe"] = stored["body"]["probe"][:1]
-        stored["checksum"] = _certcache._checksum(stored["body"])
+        body["probe"] = _b64(want[0][:1])
+        stored["checksum"] = _certcache._checksum(body)
     elif harm == "short":  # a one-point probe with its true reference, checksum recomputed
-        stored["body"]["probe"] = [(0.5).hex()]
-        stored["body"]["nearest"] = [math.log(0.5).hex()]
-        stored["checksum"] = _certcache._checksum(stored["body"])
+        body["probe"] = _b64([0.5])
+        body["nearest"] = _b64([math.log(0.5)])
+        stored["checksum"] = _certcache._checksum(body)
     elif harm == "copied":  # references copied from a libm 32 ulps off, checksum recomputed
-        logs = np.log(np.array(want[0])) * (1 + 2.0**-47)
-        stored["body"]["nearest"] = [float(v).hex() for v in logs]
-        stored["checksum"] = _certcache._checksum(stored["body"])
-    elif harm == "respelled":  # the same doubles, not as float.hex writes them (checked as text)
-        stored["body"]["probe"][0] = stored["body"]["probe"][0].upper()
-        assert float.fromhex(stored["body"]["probe"][0]) == want[0][0]
-        stored["checksum"] = _certcache._checksum(stored["body"])
+        body["nearest"] = _b64(np.log(np.array(want[0])) * (1 + 2.0**-47))
+        stored["checksum"] = _certcache._checksum(body)
+    elif harm == "not base64":  # a character base64 does not use, checksum recomputed
+        body["probe"] = "*" + body["probe"][1:]
+        stored["checksum"] = _certcache._checksum(body)
     elif harm == "checksum":
         stored["checksum"] = "0" * 64
     elif harm == "version":
-        stored["body"]["version"] = "other code"
-        stored["checksum"] = _certcache._checksum(stored["body"])
+        body["version"] = "other code"
+        stored["checksum"] = _certcache._checksum(body)
     entry.write_text(json.dumps(stored), encoding="utf-8")
     if harm == "mode":
         if not hasattr(os, "getuid"):
