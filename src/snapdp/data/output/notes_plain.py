@@ -154,13 +154,12 @@ _RULES: tuple[tuple[str, str, _Words, str, str], ...] = (
 )  # fmt: skip
 #: Every kind of note with plain words (the fallback, "other", says to read the details).
 NOTE_KINDS = tuple(kind for kind, *_ in _RULES)
-_COMPILED = tuple((k, re.compile(p), w, d, h) for k, p, w, d, h in _RULES)
 
 
 def plain_note(note: str) -> PlainNote:
     """``note`` in plain words, with its docs page and the note itself as the details."""
-    for kind, pattern, words, doc, anchor in _COMPILED:
-        m = pattern.match(note)
+    for kind, pattern, words, doc, anchor in _RULES:
+        m = re.match(pattern, note)  # compiled when first tried (re keeps it)
         if m is not None:
             return PlainNote(kind, words(m), doc, anchor, note)
     return PlainNote(
