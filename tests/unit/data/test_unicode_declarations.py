@@ -115,6 +115,12 @@ def test_other_declared_text_holds_the_same_rule(build: object, parameter: str, 
     assert str(info.value).startswith(f"{what} {RULE}")
 
 
+def test_a_delimiter_that_is_not_text_is_refused_by_a_parameter_error() -> None:
+    with pytest.raises(ParameterError, match="must be one character") as info:
+        CsvOptions(delimiter=b",")  # type: ignore[arg-type]
+    assert info.value.parameter == "delimiter"
+
+
 def test_a_dataset_name_given_to_a_table_holds_the_same_rule() -> None:
     schema = Schema((Column("k", "text", keys=("a",)),))
     with pytest.raises(ParameterError, match=RULE) as info:

@@ -244,7 +244,7 @@ class CsvOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 
     def __post_init__(self) -> None:
-        if len(self.delimiter) != 1:
+        if not isinstance(self.delimiter, str) or len(self.delimiter) != 1:
             raise ParameterError(
                 f"`delimiter` must be one character, not {self.delimiter!r}", parameter="delimiter"
             )
