@@ -24,6 +24,7 @@ __all__ = [
     "check_number_size",
     "check_positive_finite",
     "check_real",
+    "check_unicode",
     "check_value",
     "exact_decimal",
     "exact_value",
@@ -31,6 +32,30 @@ __all__ = [
 ]
 
 Number = int | float | Fraction
+
+
+def check_unicode(text: str, what: str, parameter: str) -> str:
+    """``text``, when it is valid Unicode text; a ParameterError (``parameter``) naming ``what``
+    otherwise.
+
+    A Python string may hold a lone surrogate (``'\\ud800'``: from the API, a JSON escape, or a
+    command-line argument that is not UTF-8), which has no UTF-8 form: no engine can hold it in its
+    SQL or compare it with the data's text (which is always valid Unicode: docs/data.md, "What does
+    not fit"), nor write it to a ledger or a results file. Such text in a declaration or a query
+    (keys, imputed values and filter literals; column names and the privacy unit; the CSV
+    delimiter; a query's name; a dataset's name) is refused here, from what the user wrote alone,
+    before any data is read.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        shown = repr(text) if len(text) <= 40 else repr(text[:40]) + "…"
+        raise ParameterError(
+            f"{what} must be valid Unicode text: {shown} holds a lone surrogate at character "
+            f"{exc.start + 1}",
+            parameter=parameter,
+        ) from None
+    return text
 
 
 def check_real(name: str, x: object) -> Number:

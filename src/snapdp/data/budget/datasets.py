@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from snapdp._validation import check_unicode
 from snapdp.errors import ParameterError
 
 __all__ = ["dataset_name_for", "resolve_dataset"]
@@ -28,6 +29,8 @@ def resolve_dataset(dataset: str | None, source: object, label: str, *, ledger_f
     kept in a ledger file (``ledger_file``): else two different DataFrames would silently share
     one budget; with an in-memory ledger its label serves (that budget lives with the table)."""
     if dataset is not None:
+        if isinstance(dataset, str):
+            check_unicode(dataset, "`dataset`", "dataset")
         return dataset
     name = dataset_name_for(source, label)
     if name is not None:

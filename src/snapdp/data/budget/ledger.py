@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from snapdp._rational import format_rational, shown_number, storage_text
-from snapdp._validation import check_epsilon, check_positive_finite
+from snapdp._validation import check_epsilon, check_positive_finite, check_unicode
 from snapdp.data.budget import delta as _delta
 from snapdp.data.budget.store import (
     _DEFAULT_TIMEOUT,
@@ -135,7 +135,7 @@ class Ledger:
             raise ParameterError(
                 f"`dataset` must be a non-empty name, not {dataset!r}", parameter="dataset"
             )
-        self.dataset = dataset
+        self.dataset = check_unicode(dataset, "`dataset`", "dataset")
         self.timeout = float(check_positive_finite("timeout", timeout))
         given = None if total_epsilon is None else check_epsilon("total_epsilon", total_epsilon)
         self.path = None if path is None else Path(path)

@@ -63,11 +63,28 @@ class SqlText:
         self.original = text if display is None else display
         self.prefix = prefix
         self.label = label  # how errors name the text: "query", or "`--where`"
+        self._check_unicode(text)
         self.options: dict[str, tuple[object, int]] = {}  # key → (value text, name's offset)
         self.option_spans: dict[str, tuple[int, int]] = {}  # key → span of `name = value`
         self.option_words: dict[str, str] = {}  # key → the name as written
         self.bounds_at: list[tuple[int, Fraction, Fraction]] = []
         self.text = self._prepass(text)
+
+    def _check_unicode(self, text: str) -> None:
+        """Refuse a text holding a lone surrogate (``'\\ud800'``, which has no UTF-8 form: no
+        engine could hold a literal of it), naming its position but not echoing the line."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = self.original
+            start = max(0, min(exc.start - self.prefix, len(shown)))
+            line = shown.count("\n", 0, start) + 1
+            column = start - (shown.rfind("\n", 0, start) + 1) + 1
+            raise SqlError(
+                f"{self.label}, line {line}, column {column}: the text must be valid Unicode "
+                f"text, and {text[exc.start]!r} is a lone surrogate (docs/sql.md)",
+                parameter="query",
+            ) from None
 
     # -- errors ----------------------------------------------------------------------------
     def error(self, start: int, end: int, message: str, parameter: str = "query") -> SqlError:

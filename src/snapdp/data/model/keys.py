@@ -19,6 +19,7 @@ from snapdp._validation import (
     SIZE_RULE,
     NumberSizeError,
     check_number_size,
+    check_unicode,
     exact_decimal,
 )
 from snapdp.errors import ParameterError
@@ -37,12 +38,13 @@ def typed_key(kind: str, value: object, column: str = "?") -> Key:
 
     Strings are parsed as the declared type (the CLI's ``--keys sex=0,1`` on an integer column
     gives the integers 0 and 1; "3.0" is not an integer key); values of the right Python type are
-    taken as they are. Keys are compared as these typed values, never as text.
+    taken as they are. Keys are compared as these typed values, never as text. A text key must be
+    valid Unicode text (:func:`~snapdp._validation.check_unicode`).
     """
     where = f"column {column!r} ({kind})"
     if kind == "text":
         if isinstance(value, str):
-            return value
+            return check_unicode(value, f"{where}: a key", "keys")
         raise ParameterError(f"{where}: a key must be a string, not {value!r}", parameter="keys")
     if kind == "integer":
         if isinstance(value, bool):

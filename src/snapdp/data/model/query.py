@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Literal, TypeAlias
 
 from snapdp._rational import shown_number
+from snapdp._validation import check_unicode
 from snapdp.data.model.predicate import And, Compare, InList, IsNull, Not, Or, Predicate, to_sql
 from snapdp.errors import ParameterError, did_you_mean
 
@@ -69,6 +70,8 @@ class Query:
                 + did_you_mean(self.statistic, STATISTICS),
                 parameter="statistic",
             )
+        if isinstance(self.name, str):
+            check_unicode(self.name, "`name`", "name")
         if isinstance(self.by, str):
             object.__setattr__(self, "by", (self.by,))
         if len(set(self.by)) != len(self.by):

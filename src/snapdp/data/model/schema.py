@@ -27,9 +27,7 @@ from fractions import Fraction
 from typing import Literal, TypeAlias
 
 from snapdp._rational import shown_rational
-from snapdp._validation import (
-    check_count,
-)
+from snapdp._validation import check_count, check_unicode
 from snapdp.data.model.keys import Key, exact_number, typed_key
 from snapdp.errors import ParameterError, not_declared
 
@@ -89,7 +87,8 @@ class Column:
     quantiles); values are clamped to them. ``keys``: the grouping domain as typed values (see
     :func:`typed_key`). ``bins``: numeric bin edges e₀ < e₁ < … < e_m; cell i is [eᵢ, eᵢ₊₁)
     (left-closed); a value outside [e₀, e_m) is outside every bin. A column may have bounds and a
-    grouping domain at once; ``keys`` and ``bins`` exclude each other.
+    grouping domain at once; ``keys`` and ``bins`` exclude each other. The name and text keys must
+    be valid Unicode text (no lone surrogate: :func:`~snapdp._validation.check_unicode`).
     """
 
     name: str
@@ -103,6 +102,7 @@ class Column:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ParameterError(f"a column name must be a non-empty string, not {self.name!r}")
+        check_unicode(self.name, "a column name", "columns")
         if self.type not in COLUMN_TYPES:
             raise ParameterError(
                 f"column {self.name!r}: type must be one of {', '.join(COLUMN_TYPES)}, "
@@ -244,10 +244,11 @@ class CsvOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 
     def __post_init__(self) -> None:
-        if len(self.delimiter) != 1:
+        if not isinstance(self.delimiter, str) or len(self.delimiter) != 1:
             raise ParameterError(
                 f"`delimiter` must be one character, not {self.delimiter!r}", parameter="delimiter"
             )
+        check_unicode(self.delimiter, "`delimiter`", "delimiter")
         if self.delimiter in '"\n\r\x00':
             raise ParameterError(
                 f"`delimiter` cannot be {self.delimiter!r}: a CSV line quotes with '\"' and ends "
@@ -273,7 +274,9 @@ class CsvOptions:
                     f"`column_names` must be a list of column names, not {names!r}",
                     parameter="column_names",
                 )
-            names = tuple(names)
+            names = tuple(
+                check_unicode(n, "a name in `column_names`", "column_names") for n in names
+            )
             object.__setattr__(self, "column_names", names)
         if self.header and names is not None:
             raise ParameterError(
@@ -322,6 +325,8 @@ class Schema:
         names = [c.name for c in self.columns]
         if len(set(names)) != len(names):
             raise ParameterError("a column must not be declared twice", parameter="columns")
+        if isinstance(self.privacy_unit, str):
+            check_unicode(self.privacy_unit, "`privacy_unit`", "privacy_unit")
         if self.null_units not in ("drop", "own"):
             raise ParameterError(
                 f"`null_units` must be 'drop' or 'own', not {self.null_units!r}",

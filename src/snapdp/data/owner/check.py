@@ -43,7 +43,9 @@ class ColumnReport:
     ``below``/``above``: values outside [lower, upper] (clamped in releases); ``outside_domain``:
     values that are no declared key / in no bin (their rows leave groupings on the column), the
     most frequent in ``undeclared`` as (cell text, rows); ``null_rule``: what releases do with
-    nulls."""
+    nulls; ``stored_as``: the column's type in the source when releases never read that type as
+    the declared one (every cell is null: a Parquet BLOB, bytes without the UTF-8 annotation,
+    declared text), else None."""
 
     name: str
     type: str
@@ -55,12 +57,18 @@ class ColumnReport:
     above: int | None = None
     outside_domain: int | None = None
     undeclared: list[tuple[str, int]] = field(default_factory=list)
+    stored_as: str | None = None
 
     @property
     def fits(self) -> bool:
-        """Whether every cell fits the declaration."""
+        """Whether every cell fits the declaration (and the source's type can hold one)."""
         return not (
-            self.nulls or self.cast_failures or self.below or self.above or self.outside_domain
+            self.nulls
+            or self.cast_failures
+            or self.below
+            or self.above
+            or self.outside_domain
+            or self.stored_as
         )
 
 
@@ -142,6 +150,8 @@ class CheckReport:
             if c.fits:
                 lines.append("  every cell fits")
                 continue
+            if c.stored_as:
+                lines.append(f"  {_stored_as(c.stored_as, c.type)}")
             if c.nulls:
                 lines.append(f"  {c.nulls:,} null or empty cell(s)")
             if c.cast_failures:
@@ -199,7 +209,7 @@ def check(
         unit_col = declared.get(schema.privacy_unit) or Column(schema.privacy_unit, "text")
         if schema.privacy_unit not in declared:
             columns.append(unit_col)
-    base = engine.cast_select(columns)
+    base, unread = engine.check_select(columns)
     index = {c.name: i for i, c in enumerate(columns)}
 
     items: list[exp.Expression] = [_count()]
@@ -220,7 +230,7 @@ def check(
         if c is unit_col and c not in schema.columns:
             counts = counts[2:]
             continue
-        r = ColumnReport(c.name, c.type, c.nulls.describe())
+        r = ColumnReport(c.name, c.type, c.nulls.describe(), stored_as=unread.get(c.name))
         r.nulls, r.cast_failures = int(counts.pop(0)), int(counts.pop(0))
         if c.lower is not None:
             r.below, r.above = int(counts.pop(0)), int(counts.pop(0))
@@ -255,6 +265,22 @@ def check(
     where = engine.skipped_lines(examples) if skipped else []
     return CheckReport(
         engine.describe(), rows, schema.rows, schema.max_rows, reports, unit, skipped, where
+    )
+
+
+def _stored_as(source_type: str, kind: str) -> str:
+    """Why no cell of a column stored as ``source_type`` is a value of ``kind``, and what to do."""
+    if kind == "text" and source_type == "BLOB":
+        return (
+            "stored as BLOB (bytes, not text: binary in Arrow, a Parquet column without the "
+            "STRING annotation), which releases never read as text: every cell is null in "
+            "releases. Write the column as a string (pyarrow: pa.string()), or cast it to one "
+            '(docs/data.md, "What does not fit")'
+        )
+    return (
+        f"stored as {source_type}, which releases never read as {kind}: every cell is null in "
+        "releases. Declare the type it is stored as, or convert the column "
+        '(docs/data.md, "What does not fit")'
     )
 
 

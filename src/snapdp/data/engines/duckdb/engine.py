@@ -47,7 +47,13 @@ from snapdp.data.engines.base import (
 from snapdp.data.engines.csv.records import (
     RECORD_COLUMN,
 )
-from snapdp.data.engines.duckdb.query import cast_sql, check_columns, check_plan, plan_sql
+from snapdp.data.engines.duckdb.query import (
+    cast_sql,
+    check_columns,
+    check_plan,
+    plan_sql,
+    unread_type,
+)
 from snapdp.data.engines.duckdb.sources import (
     PREFIX,
     TEXT_BLOB,
@@ -147,9 +153,20 @@ class DuckDBEngine(DuckDBSource):
     def cast_select(self, columns: Sequence[Column]) -> str:
         """SQL selecting, per declared column i, its raw cell as text (``raw_i``; an empty text
         cell is null) and its value cast by the contract (``val_i``). For ``snapdp check``."""
+        return self.check_select(columns)[0]
+
+    def check_select(self, columns: Sequence[Column]) -> tuple[str, dict[str, str]]:
+        """:meth:`cast_select`, and the declared columns whose type in the source's schema the
+        contract never reads as their declared type, with that type (``{"k": "BLOB"}``: every
+        cell of such a column is null in releases). For ``snapdp check``; from the schema only."""
         decl = {c.name: c for c in columns}
         check_columns(list(decl), self._names)
         relation, types = self._source_of(decl)
+        unread = {
+            name: found
+            for name, column in decl.items()
+            if (found := unread_type(name, column, types)) is not None
+        }
         items = []
         for i, (name, column) in enumerate(decl.items()):
             col = quote_identifier(name)
@@ -157,7 +174,7 @@ class DuckDBEngine(DuckDBSource):
                 col = f"COALESCE(try(decode({col})), CAST({col} AS VARCHAR))"
             items.append(f"NULLIF(CAST({col} AS VARCHAR), '') AS raw_{i}")
             items.append(f"{cast_sql(name, column, types)} AS val_{i}")
-        return f"SELECT {', '.join(items) or '1 AS one'} FROM {relation}"
+        return f"SELECT {', '.join(items) or '1 AS one'} FROM {relation}", unread
 
     def line_counts(self) -> tuple[int, int] | None:
         """For a CSV source: (its non-blank lines, the records among them), the header not

@@ -28,6 +28,7 @@ __all__ = [
     "check_columns",
     "check_plan",
     "plan_sql",
+    "unread_type",
 ]
 
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
@@ -75,6 +76,14 @@ def _render(
 
 def _family(source: str) -> str:
     return "bytes" if source == TEXT_BLOB else source_family(source)
+
+
+def unread_type(name: str, column: Column, types: dict[str, str]) -> str | None:
+    """The type of the source column ``name`` when the contract never reads it as
+    ``column.type`` (:func:`~snapdp.data.engines.relational.exprs.reads`: every cell is null),
+    else None. From the source's schema alone."""
+    source = types.get(name, "VARCHAR")
+    return None if exprs.reads(_family(source), column.type) else source
 
 
 def cast_sql(name: str, column: Column, types: dict[str, str]) -> str:

@@ -59,6 +59,7 @@ __all__ = [
     "null",
     "predicate",
     "quanta",
+    "reads",
     "sql_type",
     "tree_index",
     "typed_after_rule",
@@ -142,6 +143,13 @@ _NATIVE = {
 }  # fmt: skip
 
 
+def reads(family: str, kind: str) -> bool:
+    """Whether :func:`cast_native` can give a value of ``kind`` from a source column of type
+    ``family``; when not, every cell of the column is null, whatever it holds (a Parquet BLOB,
+    bytes without the UTF-8 annotation, declared text; a DATE declared integer)."""
+    return family in ("text", "bytes") or (family, kind) in _NATIVE
+
+
 def cast_native(c: exp.Expression, family: str, kind: str, let: Let = _inline) -> exp.Expression:
     """The source column ``c`` of a type ``family`` cast to ``kind`` by the contract's rules.
 
@@ -153,7 +161,7 @@ def cast_native(c: exp.Expression, family: str, kind: str, let: Let = _inline) -
         return cast_text(BytesText(this=c), kind, let)
     if family == "text":
         return cast_text(CellText(this=c), kind, let)
-    if (family, kind) not in _NATIVE:
+    if not reads(family, kind):
         return null(kind)
     c = let(c)
     if family == "int":
