@@ -11,6 +11,7 @@ null. Typed columns keep their native types. So no cell can make the conversion 
 from __future__ import annotations
 
 import datetime as _dt
+import decimal
 import math
 from typing import Any
 
@@ -104,7 +105,11 @@ def _categorical(series: Any, kind: str) -> Any:
     the vectorised path, so the run time showed whether such a value was present."""
     import pyarrow as pa
 
-    values = _column(series.cat.categories.to_series(), kind)
+    categories = series.cat.categories
+    # a Series of the categories' own dtype: ``Index.to_series`` infers again from an object
+    # Index's values (pandas 3 makes all-text categories "str", and raises on a category holding
+    # a lone surrogate: one person's value would fail the release)
+    values = _column(type(series)(categories, dtype=categories.dtype), kind)
     codes = series.cat.codes.to_numpy()
     indices = pa.array(codes, mask=codes < 0)
     return pa.DictionaryArray.from_arrays(indices, values)
@@ -121,15 +126,27 @@ def object_cell(x: object, kind: str) -> str | None:
     if kind == "boolean":
         return ("true" if x else "false") if isinstance(x, (bool,)) else _np_bool(x)
     if isinstance(x, numbers.Integral):
-        return str(int(x))
+        return _digits(int(x))
     if kind == "date":
         if isinstance(x, _dt.date) and not isinstance(x, _dt.datetime):
             return x.isoformat()
         return None
     if kind in ("integer", "decimal") and isinstance(x, numbers.Real):
-        d = float(x)
+        try:
+            d = float(x)
+        except OverflowError:  # a Fraction past the largest double: not finite, as inf is
+            return None
         return repr(d) if math.isfinite(d) else None
     return None
+
+
+def _digits(n: int) -> str:
+    """``n``'s decimal digits, however many: ``str`` refuses an integer of more than
+    ``sys.get_int_max_str_digits()`` (4,300) digits, which would fail the release on one cell."""
+    try:
+        return str(n)
+    except ValueError:
+        return f"{decimal.Decimal(n):f}"
 
 
 def encodable(text: str) -> bool:
