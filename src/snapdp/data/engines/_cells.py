@@ -18,7 +18,7 @@ from typing import Any
 from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.model.schema import Column
 
-__all__ = ["declared_columns", "encodable", "frame_to_arrow", "object_cell"]
+__all__ = ["declared_columns", "encodable", "frame_to_arrow", "object_cell", "rescaled"]
 
 
 def declared_columns(plan: AggregatePlan) -> dict[str, Column]:
@@ -52,11 +52,25 @@ def frame_to_arrow(frame: Any, decl: dict[str, Column]) -> Any:
             arr = arr.cast(arr.type.value_type)
         if pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
             arr = arr.cast(pa.string())
+        if rescaled(arr.type):  # null by the contract; one value could fail the engine's scan
+            arr = pa.nulls(len(arr), arr.type)
         arrays.append(arr)
         names.append(name)
     if not arrays:  # a plan reading no column still counts rows
         arrays, names = [pa.nulls(len(frame), pa.int8())], ["_snapdp_none"]
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def rescaled(arrow_type: Any) -> bool:
+    """Whether an engine converts the Arrow type's values to microseconds when it reads them (so
+    that one value can overflow and fail the whole query): a timestamp or a duration in seconds
+    or milliseconds (DuckDB rescales the time-zoned timestamps and the durations, Spark all of
+    them). The contract casts every such column to null."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type):
+        return bool(arrow_type.unit in ("s", "ms"))
+    return False
 
 
 def _column(series: Any, kind: str) -> Any:

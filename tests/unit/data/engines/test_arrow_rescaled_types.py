@@ -1,7 +1,9 @@
-"""An Arrow or pandas column that DuckDB rescales when it scans it (a time-zoned timestamp or a
-duration in seconds or milliseconds) never fails a release on one value (DESIGN §8.1): DuckDB
-converts such values to microseconds and fails the whole query on one past its range, and it
-scans a table's first column to count the rows of a release that reads no column. The contract
+"""An Arrow or pandas column that an engine rescales when it reads it (a timestamp or a duration
+in seconds or milliseconds) never fails a release on one value (DESIGN §8.1): DuckDB converts
+time-zoned timestamps and durations to microseconds and fails the whole query on one value past
+its range, and it scans a table's first column to count the rows of a release that reads no
+column (Spark converts every such column of a pandas frame: tests/unit/data/engines/
+test_spark_edges.py). The contract
 casts such a column to null, so the engine hands DuckDB nulls of its type. Before, one person's
 timestamp of year 300,000 made the release refuse where its neighbour released."""
 
@@ -14,8 +16,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from snapdp.data.engines._cells import rescaled
 from snapdp.data.engines.base import AggregatePlan
-from snapdp.data.engines.duckdb.arrow_text import rescaled
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.model.schema import Column
 
@@ -23,6 +25,7 @@ ROWS = 40
 ORDINARY = 1_577_836_800  # 2020-01-01 in seconds
 PAST = 2**62  # past DuckDB's range in seconds and in milliseconds
 TYPES = [
+    pa.timestamp("ms"),
     pa.timestamp("s", tz="UTC"),
     pa.timestamp("ms", tz="America/New_York"),
     pa.duration("s"),
@@ -72,11 +75,8 @@ def test_a_pandas_frame_with_a_zoned_timestamp(plan: AggregatePlan) -> None:
 
 
 def test_only_the_rescaled_types() -> None:
-    """Microseconds and nanoseconds, timestamps without a zone, dates and times are read as
-    they are (DuckDB does not rescale them)."""
+    """Microseconds and nanoseconds, dates and times are read as they are."""
     kept = [
-        pa.timestamp("s"),
-        pa.timestamp("ms"),
         pa.timestamp("us", tz="UTC"),
         pa.timestamp("ns", tz="UTC"),
         pa.duration("us"),

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["bytes_type", "rescaled", "text_as_binary"]
+from snapdp.data.engines._cells import rescaled
+
+__all__ = ["bytes_type", "text_as_binary"]
 
 
 def bytes_type(arrow_type: Any) -> Any:
@@ -24,18 +26,6 @@ def bytes_type(arrow_type: Any) -> Any:
     if pa.types.is_string_view(t):
         return pa.binary_view()
     return arrow_type
-
-
-def rescaled(arrow_type: Any) -> bool:
-    """Whether DuckDB converts the Arrow type's values to microseconds when it scans them (so
-    that one value can overflow): a timestamp with a time zone, or a duration, in seconds or
-    milliseconds. DuckDB reads each as a type the contract casts to null."""
-    import pyarrow as pa
-
-    t = arrow_type
-    if (pa.types.is_timestamp(t) and t.tz is not None) or pa.types.is_duration(t):
-        return t.unit in ("s", "ms")
-    return False
 
 
 def text_as_binary(table: Any) -> tuple[Any, list[str]]:
