@@ -11,13 +11,14 @@ null. Typed columns keep their native types. So no cell can make the conversion 
 from __future__ import annotations
 
 import datetime as _dt
+import decimal
 import math
 from typing import Any
 
 from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.model.schema import Column
 
-__all__ = ["declared_columns", "encodable", "frame_to_arrow", "object_cell"]
+__all__ = ["declared_columns", "encodable", "frame_to_arrow", "object_cell", "rescaled"]
 
 
 def declared_columns(plan: AggregatePlan) -> dict[str, Column]:
@@ -51,11 +52,25 @@ def frame_to_arrow(frame: Any, decl: dict[str, Column]) -> Any:
             arr = arr.cast(arr.type.value_type)
         if pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
             arr = arr.cast(pa.string())
+        if rescaled(arr.type):  # null by the contract; one value could fail the engine's scan
+            arr = pa.nulls(len(arr), arr.type)
         arrays.append(arr)
         names.append(name)
     if not arrays:  # a plan reading no column still counts rows
         arrays, names = [pa.nulls(len(frame), pa.int8())], ["_snapdp_none"]
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def rescaled(arrow_type: Any) -> bool:
+    """Whether an engine converts the Arrow type's values to microseconds when it reads them (so
+    that one value can overflow and fail the whole query): a timestamp or a duration in seconds
+    or milliseconds (DuckDB rescales the time-zoned timestamps and the durations, Spark all of
+    them). The contract casts every such column to null."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type):
+        return bool(arrow_type.unit in ("s", "ms"))
+    return False
 
 
 def _column(series: Any, kind: str) -> Any:
@@ -104,7 +119,11 @@ def _categorical(series: Any, kind: str) -> Any:
     the vectorised path, so the run time showed whether such a value was present."""
     import pyarrow as pa
 
-    values = _column(series.cat.categories.to_series(), kind)
+    categories = series.cat.categories
+    # a Series of the categories' own dtype: ``Index.to_series`` infers again from an object
+    # Index's values (pandas 3 makes all-text categories "str", and raises on a category holding
+    # a lone surrogate: one person's value would fail the release)
+    values = _column(type(series)(categories, dtype=categories.dtype), kind)
     codes = series.cat.codes.to_numpy()
     indices = pa.array(codes, mask=codes < 0)
     return pa.DictionaryArray.from_arrays(indices, values)
@@ -121,15 +140,27 @@ def object_cell(x: object, kind: str) -> str | None:
     if kind == "boolean":
         return ("true" if x else "false") if isinstance(x, (bool,)) else _np_bool(x)
     if isinstance(x, numbers.Integral):
-        return str(int(x))
+        return _digits(int(x))
     if kind == "date":
         if isinstance(x, _dt.date) and not isinstance(x, _dt.datetime):
             return x.isoformat()
         return None
     if kind in ("integer", "decimal") and isinstance(x, numbers.Real):
-        d = float(x)
+        try:
+            d = float(x)
+        except OverflowError:  # a Fraction past the largest double: not finite, as inf is
+            return None
         return repr(d) if math.isfinite(d) else None
     return None
+
+
+def _digits(n: int) -> str:
+    """``n``'s decimal digits, however many: ``str`` refuses an integer of more than
+    ``sys.get_int_max_str_digits()`` (4,300) digits, which would fail the release on one cell."""
+    try:
+        return str(n)
+    except ValueError:
+        return f"{decimal.Decimal(n):f}"
 
 
 def encodable(text: str) -> bool:

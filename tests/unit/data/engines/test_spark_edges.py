@@ -86,3 +86,27 @@ def test_a_pandas_cell_of_another_type_is_null_not_an_error(spark_session: Any) 
         for plan_name, plan in PLANS.items():
             want = OracleEngine(mixed).aggregate(plan)
             assert engine.aggregate(plan) == want == DuckDBEngine(mixed).aggregate(plan), plan_name
+
+
+def test_a_zoned_timestamp_past_the_range_changes_nothing(spark_session: Any) -> None:
+    """A pandas ``datetime64[ms]`` column, with or without a time zone (null by the contract),
+    holding one value past the range of Spark's microseconds: the same aggregates as with an
+    ordinary value. Before, Spark's conversion of the frame refused the release on that value."""
+    import datetime as dt
+
+    from snapdp.data.engines.duckdb.engine import DuckDBEngine
+    from snapdp.data.model.schema import Column
+
+    def frame(last: int, zone: str | None) -> pd.DataFrame:
+        millis = pd.Series([1_577_836_800_000] * 20 + [last], dtype="int64")
+        t = millis.astype("datetime64[ms]")
+        t = t if zone is None else t.dt.tz_localize(zone)
+        return pd.DataFrame({"t": t, "g": [i % 2 for i in range(21)]})
+
+    day = Column("t", "date", keys=(dt.date(2020, 1, 1),))
+    plan = AggregatePlan(groupings=(Column("g", "integer", keys=(0, 1)), day))
+    for zone in (None, "UTC"):
+        got = _engine(frame(2**62, zone), spark_session).aggregate(plan)
+        assert got == _engine(frame(1_577_836_800_000, zone), spark_session).aggregate(plan)
+        assert got == DuckDBEngine(frame(2**62, zone)).aggregate(plan)
+        assert got.rows == [0, 0]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from snapdp.data.engines._cells import rescaled
+
 __all__ = ["bytes_type", "text_as_binary"]
 
 
@@ -29,12 +31,21 @@ def bytes_type(arrow_type: Any) -> Any:
 def text_as_binary(table: Any) -> tuple[Any, list[str]]:
     """``table`` with every text column as bytes (no copy for plain strings) and the names of
     those columns: DuckDB validates UTF-8 when it scans Arrow text and fails the whole query on
-    one bad cell; as bytes, the cast decodes each cell and makes a bad one null."""
+    one bad cell; as bytes, the cast decodes each cell and makes a bad one null.
+
+    Also every column of a type DuckDB rescales when it scans it (:func:`rescaled`) as nulls of
+    its type: DuckDB fails the whole query on one value past its range (a time-zoned timestamp of
+    year 300,000), and it scans a table's first column to count the rows of a release that reads
+    no column. The contract casts such a column to null whatever it holds, so nothing else
+    changes; chosen from the schema alone."""
     import pyarrow as pa
 
     blobs: list[str] = []
     columns = []
     for name, column in zip(table.column_names, table.columns, strict=True):
+        if rescaled(column.type):
+            columns.append(pa.nulls(len(column), column.type))
+            continue
         target = bytes_type(column.type)
         if target != column.type:
             if pa.types.is_dictionary(column.type):
