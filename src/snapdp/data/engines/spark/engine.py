@@ -108,7 +108,7 @@ class SparkEngine:
             self._df: Any = source
             self._label = "<pyspark.sql.DataFrame>"
             return
-        session = spark or SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        session = spark or SparkSession.getActiveSession() or _new_session(SparkSession)
         if isinstance(source, (str, Path)):
             self._df, self._label = read_path(session, str(source), csv, glob)
         elif type(source).__module__.startswith("pandas"):
@@ -272,6 +272,17 @@ _BLIND = {
     "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
     "spark.sql.optimizer.dynamicPartitionPruning.enabled": "false",
 }
+
+
+def _new_session(session_class: Any) -> Any:
+    """The session snapdp starts when none is given or active: Spark's console progress bar off.
+    It prints ``[Stage n: (a + b) / c]`` on standard error for a stage that runs longer than half
+    a second, so whether it appears, and its task counts (the input's splits, which step with
+    the file's size), follow the data (docs/data.md, "Running on a cluster"). A session the
+    caller made keeps its own settings: the bar is a setting of its SparkContext, fixed when it
+    starts."""
+    builder = session_class.builder.config("spark.ui.showConsoleProgress", "false")
+    return builder.getOrCreate()
 
 
 def blind_to_the_data(session: Any) -> contextlib.AbstractContextManager[None]:
