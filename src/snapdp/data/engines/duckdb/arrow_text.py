@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from snapdp.data.engines._cells import rescaled
+from snapdp.errors import ParameterError
 
 __all__ = ["bytes_type", "text_as_binary"]
 
@@ -37,7 +38,11 @@ def text_as_binary(table: Any) -> tuple[Any, list[str]]:
     its type: DuckDB fails the whole query on one value past its range (a time-zoned timestamp of
     year 300,000), and it scans a table's first column to count the rows of a release that reads
     no column. The contract casts such a column to null whatever it holds, so nothing else
-    changes; chosen from the schema alone."""
+    changes; chosen from the schema alone.
+
+    And the two number types DuckDB cannot scan at all (it refused the whole table with its own
+    error): half floats are widened to single floats and 256-bit decimals of at most 38 digits
+    to 128-bit ones (both exact); a wider decimal is refused, naming its column."""
     import pyarrow as pa
 
     blobs: list[str] = []
@@ -46,6 +51,10 @@ def text_as_binary(table: Any) -> tuple[Any, list[str]]:
         if rescaled(column.type):
             columns.append(pa.nulls(len(column), column.type))
             continue
+        if pa.types.is_float16(column.type):
+            column = column.cast(pa.float32())
+        elif pa.types.is_decimal256(column.type):
+            column = column.cast(_decimal128(name, column.type))
         target = bytes_type(column.type)
         if target != column.type:
             if pa.types.is_dictionary(column.type):
@@ -56,3 +65,16 @@ def text_as_binary(table: Any) -> tuple[Any, list[str]]:
             blobs.append(name)
         columns.append(column)
     return pa.Table.from_arrays(columns, names=table.column_names), blobs
+
+
+def _decimal128(name: str, arrow_type: Any) -> Any:
+    """The 128-bit decimal type holding every value of a 256-bit one, or a ParameterError."""
+    import pyarrow as pa
+
+    if arrow_type.precision > 38:
+        raise ParameterError(
+            f"`data`: column {name!r} is {arrow_type}, which the DuckDB engine cannot read (at "
+            "most 38 digits); cast it to a decimal of at most 38 digits or to float64",
+            parameter="data",
+        )
+    return pa.decimal128(arrow_type.precision, arrow_type.scale)

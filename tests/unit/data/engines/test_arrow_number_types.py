@@ -1,0 +1,55 @@
+"""The two Arrow number types DuckDB cannot scan (half floats, 256-bit decimals) no longer fail
+the whole table with DuckDB's own error: a half float is read as the single float holding the
+same value, a 256-bit decimal of at most 38 digits as the 128-bit one, and a wider decimal is
+refused with a one-line error naming its column (the schema decides, never a cell)."""
+
+from __future__ import annotations
+
+import decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from snapdp.data.engines.base import AggregatePlan, ValueColumn
+from snapdp.data.engines.duckdb.engine import DuckDBEngine
+from snapdp.data.model.schema import Column
+from snapdp.errors import ParameterError
+
+X = Column("x", "decimal", lower=-100, upper=100)
+PLANS = [
+    AggregatePlan(values=(ValueColumn(X, 2, -10_000, 10_000, squares=True),)),
+    AggregatePlan(groupings=(Column("g", "integer", keys=(0, 1)),), values=()),
+    AggregatePlan(),  # no column read: DuckDB scans the first one
+]
+HALVES = np.array([0.5, -1.25, 65504.0, np.nan, 3.0, -0.0], dtype=np.float16)
+DECIMALS = [decimal.Decimal("1.25"), None, decimal.Decimal("-99.99"), decimal.Decimal("12")]
+
+
+def _table(x: Any) -> pa.Table:
+    return pa.table({"x": x, "g": pa.array([i % 2 for i in range(len(x))], pa.int64())})
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=["values", "grouped", "no column"])
+def test_half_floats_read_as_the_same_single_floats(plan: AggregatePlan) -> None:
+    half = DuckDBEngine(_table(pa.array(HALVES))).aggregate(plan)
+    single = DuckDBEngine(_table(pa.array(HALVES.astype(np.float32)))).aggregate(plan)
+    assert half == single
+    if plan.values:  # the values were read: 5 of the 6 are numbers, 65504 clamped to 100
+        assert single.counts[0][0] == 5 and single.sums[0][0] != 0
+    frame = pd.DataFrame({"x": HALVES, "g": [i % 2 for i in range(len(HALVES))]})
+    assert DuckDBEngine(frame).aggregate(plan) == single
+
+
+@pytest.mark.parametrize("plan", PLANS, ids=["values", "grouped", "no column"])
+def test_narrow_256_bit_decimals_read_as_128_bit_ones(plan: AggregatePlan) -> None:
+    wide = DuckDBEngine(_table(pa.array(DECIMALS, pa.decimal256(38, 2)))).aggregate(plan)
+    assert wide == DuckDBEngine(_table(pa.array(DECIMALS, pa.decimal128(38, 2)))).aggregate(plan)
+
+
+def test_a_decimal_of_more_than_38_digits_is_refused_naming_its_column() -> None:
+    with pytest.raises(ParameterError, match=r"column 'x' is decimal256\(40, 2\)") as caught:
+        DuckDBEngine(_table(pa.array(DECIMALS, pa.decimal256(40, 2))))
+    assert "\n" not in str(caught.value)
