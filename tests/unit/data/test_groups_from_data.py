@@ -353,3 +353,53 @@ def test_a_target_beside_groups_from_the_data_is_refused_by_its_query() -> None:
         session.prepare(SCHEMA, [count, targeted], None, confidence=0.95)  # type: ignore[arg-type]
     assert err.value.parameter == "accuracy" and repr(median.label) in str(err.value)
     assert "every query" in str(err.value) and "docs/sql.md" in str(err.value)
+
+
+_PLAN_WITH_DATA_KEYS = """[data]
+source = "people.csv"
+total_epsilon = 2
+{consistent}
+[columns]
+city = {{ type = "text" }}
+income = {{ type = "integer", lower = 0, upper = 100 }}
+
+[[query]]
+statistic = "count"
+by = ["city"]
+epsilon = 1
+delta = 1e-6
+
+[[query]]
+statistic = "mean"
+column = "income"
+{second}
+"""
+
+
+@pytest.mark.parametrize(
+    ("consistent", "second", "key", "parameter"),
+    [
+        ("", "accuracy = 5", "query[2].accuracy", "accuracy"),
+        ("consistent = true", "epsilon = 0.5", "data.consistent", "consistent"),
+    ],
+)
+def test_the_planner_refuses_what_a_release_with_data_keys_would(
+    tmp_path: Path, consistent: str, second: str, key: str, parameter: str
+) -> None:
+    """A draft and `snapdp plan` refuse a two-phase target ± or `consistent` beside groups from
+    the data, naming the key, as the run does (the page's draft accepted them, then its run was
+    refused)."""
+    from snapdp.data import Plan
+
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text(_PLAN_WITH_DATA_KEYS.format(consistent=consistent, second=second))
+    plan = Plan.load(plan_file)
+    for presume in (True, False):
+        with pytest.raises(ParameterError) as err:
+            plan.preview(presume_certified=presume)
+        assert err.value.parameter == parameter and f"`{key}`" in str(err.value)
+        assert "groups from the data" in str(err.value) and "docs/sql.md" in str(err.value)
+    # the same plan with declared keys is planned
+    declared = _PLAN_WITH_DATA_KEYS.replace('{ type = "text" }', '{ type = "text", keys = ["a"] }')
+    plan_file.write_text(declared.format(consistent=consistent, second=second))
+    assert Plan.load(plan_file).preview(presume_certified=True).allocations

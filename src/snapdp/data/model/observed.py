@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from snapdp.data.model.keys import Key
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, Schema, keys_product
+from snapdp.errors import ParameterError
 
 if TYPE_CHECKING:
     from snapdp.data.model.workload import PlannedQuery
@@ -28,6 +29,7 @@ __all__ = [
     "joint_cells",
     "joint_labels",
     "placeholder_size",
+    "refuse_with_data_keys",
     "undeclared",
     "with_keys",
     "with_placeholders",
@@ -94,6 +96,26 @@ def _placeholder(kind: str, i: int) -> Key:
     if kind == "date":
         return _dt.date.fromordinal(1 + i)
     return f"\x00{i}"
+
+
+def refuse_with_data_keys(targeted: Sequence[str], consistent: bool | str) -> None:
+    """The refusals of a release with groups from the data (docs/sql.md, "Groups from the
+    data"): its queries are released at a fixed ε (or a weight's share), so ``targeted`` (the
+    labels of queries with a two-phase target ±) must be empty, and without a consistent fit.
+    Stated by the planner (a draft, ``snapdp plan``) and checked again by the release."""
+    if targeted:
+        raise ParameterError(
+            "a release with groups from the data needs a fixed epsilon or a weight for every "
+            f"query, not a target ±: {targeted[0]!r} has one "
+            "(docs/sql.md, 'Groups from the data')",
+            parameter="accuracy",
+        )
+    if consistent:
+        raise ParameterError(
+            "groups from the data cannot be made consistent: leave `consistent` off "
+            "(docs/sql.md, 'Groups from the data')",
+            parameter="consistent",
+        )
 
 
 def data_delta(schema: Schema, queries: Sequence[PlannedQuery]) -> Fraction | None:

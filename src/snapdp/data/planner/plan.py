@@ -45,7 +45,12 @@ from typing import Any, TypeVar
 from snapdp._validation import check_epsilon
 from snapdp.data.model.names import KeyedError, Locator, Path_, describe_key
 from snapdp.data.model.names import located as _located
-from snapdp.data.model.observed import DATA_KEY_TYPES, data_delta
+from snapdp.data.model.observed import (
+    DATA_KEY_TYPES,
+    data_delta,
+    refuse_with_data_keys,
+    undeclared,
+)
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.model.workload import (
     DEFAULT_CONFIDENCE,
@@ -161,6 +166,7 @@ class Plan:
                 presume_certified=presume_certified,
             )
             self._refuse(preview)
+            self._refuse_with_data_keys(preview)
             return replace(
                 self._consistent(preview, presume_certified),
                 delta=data_delta(self.schema, self.queries),
@@ -233,6 +239,23 @@ class Plan:
                 if exc.parameter in ("upper", "lower"):
                     key = ("columns", compiled.query.column or "", exc.parameter)
                 raise self._error(key, str(exc), exc.parameter) from None
+
+    def _refuse_with_data_keys(self, preview: PlanPreview) -> None:
+        """A plan with groups from the data refuses a two-phase target ± and ``consistent``
+        here, as its release would (docs/sql.md, "Groups from the data"): a draft and
+        ``snapdp plan`` say so before a run is tried."""
+        if not any(pq.delta is not None and undeclared(pq.query, self.schema)
+                   for pq in self.queries):  # fmt: skip
+            return
+        targeted = [i for i, a in enumerate(preview.allocations) if a.two_phase is not None]
+        try:
+            refuse_with_data_keys([self.queries[i].query.label for i in targeted],
+                                  self.consistent)  # fmt: skip
+        except ParameterError as exc:
+            key: Path_ = ("data", "consistent")
+            if targeted:
+                key = ("query", targeted[0], self.queries[targeted[0]].how)
+            raise self._error(key, str(exc), exc.parameter) from None
 
     def source_path(self) -> object:
         """The source, with a relative path resolved against the plan file's folder."""

@@ -34,6 +34,7 @@ import numpy as np
 
 from snapdp.data import statistics
 from snapdp.data.engines.base import Engine
+from snapdp.data.model.observed import refuse_with_data_keys
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import PlannedQuery, alpha_of, check_mode
@@ -158,20 +159,8 @@ def prepare(
 
 def _refuse_adaptive(steps: Sequence[Step], mode: str | None) -> None:
     """Groups from the data are released at a fixed ε and without a consistent fit."""
-    adaptive = [s.query.label for s in steps if s.two_phase is not None]
-    if adaptive:
-        raise ParameterError(
-            "a release with groups from the data needs a fixed epsilon or a weight for every "
-            f"query, not a target ±: {adaptive[0]!r} has one "
-            "(docs/sql.md, 'Groups from the data')",
-            parameter="accuracy",
-        )
-    if mode is not None:
-        raise ParameterError(
-            "groups from the data cannot be made consistent: leave `consistent` off "
-            "(docs/sql.md, 'Groups from the data')",
-            parameter="consistent",
-        )
+    targeted = [s.query.label for s in steps if s.two_phase is not None]
+    refuse_with_data_keys(targeted, mode is not None)
 
 
 def run(
