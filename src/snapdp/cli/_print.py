@@ -222,7 +222,7 @@ def print_results(
     # rich's highlighting (numbers, paths, quotes in colour) shows only where styles are written:
     # without a colour system (not a terminal) its regular expressions would change no byte
     say = functools.partial(console.print, highlight=console.color_system is not None)
-    say(f"Private release from {label}")
+    say(f"Private release from {key_text(label)}")  # a file name as text, printable
     for r in results:
         shown = Table(title=f"{r.label}, ε = {exact_text(r.epsilon)}")
         for k in r.key_columns:

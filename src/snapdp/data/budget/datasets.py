@@ -17,10 +17,16 @@ def dataset_name_for(source: object, label: str) -> str | None:
     of its own, and two of them must not share a budget by accident (docs/data.md, "A budget per
     dataset")."""
     if isinstance(source, (str, Path)):
-        return str(Path(source).expanduser().resolve())
+        return _text(str(Path(source).expanduser().resolve()))
     if source is not None or (label.startswith("<") and label.endswith(">")):
         return None
-    return label
+    return _text(label)
+
+
+def _text(path: str) -> str:
+    """A path as valid Unicode text: a byte of the file name that is not UTF-8 (Python keeps it as
+    a lone surrogate, ``'\\udcff'``) is written as its escape, ``\\xff``."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def resolve_dataset(dataset: str | None, source: object, label: str, *, ledger_file: bool) -> str:
