@@ -8,8 +8,8 @@ reports read this one object; nothing re-derives any of it from the data.
 
 What does not fit, column by column (the same in every engine, bit for bit):
 
-* every cell is cast to the declared type with a cast that cannot fail (docs/data.md, "Casts"):
-  a cell that is not a value of the type becomes null;
+* every cell is cast to the declared type with a cast that cannot fail (docs/data.md, "What does
+  not fit"): a cell that is not a value of the type becomes null;
 * a null (or failed) cell follows the column's :class:`NullRule`: the row is dropped from what
   uses that column (default), or the declared value is imputed;
 * a value is clamped to the declared [lower, upper];
