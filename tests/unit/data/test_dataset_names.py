@@ -1,39 +1,142 @@
-"""The default dataset name of a file whose path holds bytes that are not UTF-8: the path with
-those bytes as escapes, valid Unicode text that a ledger can keep (before, a release of such a
-file was refused as if `--dataset` had been given wrong; docs/data.md, "A budget per dataset")."""
+"""The dataset a release spends under (docs/data.md, "A budget per dataset"; issue 21 item 7).
+
+A file's budget is named by its resolved path; an in-memory source (a DataFrame, an Arrow table)
+has no name of its own, so with a ledger file it must be named (``dataset=``, CLI ``--dataset``):
+two different DataFrames must never share one budget by accident. The demo table is ``demo``.
+"""
 
 from __future__ import annotations
 
-import os
+import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from tests.data_oracle import OracleEngine
 
 from snapdp.cli import main
-from snapdp.data.budget.datasets import dataset_name_for, resolve_dataset
+from snapdp.data import Column, Ledger, Plan, PrivateTable, Query, Schema, read_ledger
+from snapdp.errors import ParameterError
+
+SCHEMA = Schema((Column("g", "integer", keys=(0, 1)),))
+COUNT = [Query("count", by=("g",))]
 
 
-def test_a_path_that_is_not_utf8_is_named_with_escapes(tmp_path: Path) -> None:
-    name = os.fsdecode(b"b\xff.csv")  # a lone surrogate, as Python keeps the byte
-    got = dataset_name_for(str(tmp_path / name), "label")
-    assert got == str(tmp_path.resolve() / "b") + "\\xff.csv"
-    got.encode("utf-8")  # valid Unicode
-    assert resolve_dataset(None, None, str(tmp_path / name), ledger_file=True).endswith("\\xff.csv")
-    plain = str(tmp_path / "plain.csv")
-    assert dataset_name_for(plain, "label") == str(Path(plain).resolve())  # unchanged
+def _frame(n: int) -> pd.DataFrame:
+    return pd.DataFrame({"g": [i % 2 for i in range(n)]})
 
 
-@pytest.mark.skipif(os.name != "posix", reason="file names as bytes are POSIX")
-def test_a_release_of_such_a_file_spends_under_one_name(tmp_path: Path) -> None:
-    source = tmp_path / os.fsdecode(b"b\xff.csv")
-    source.write_text("age\n1\n2\n3\n", encoding="utf-8")
-    ledger = str(tmp_path / "l.db")
-    args = ["release", str(source), "--count", "--epsilon", "1", "--ledger", ledger]
-    first = CliRunner().invoke(main, [*args, "--total-epsilon", "5"])
-    assert first.exit_code == 0, first.output
-    said = "".join(first.output.split())  # the terminal's width wraps lines, even a path
-    assert "remainingε=4" in said and "b\\udcff.csv" in said
-    again = CliRunner().invoke(main, args)  # the same name: the same budget
-    assert again.exit_code == 0, again.output
-    assert "remainingε=3" in "".join(again.output.split())
+@pytest.mark.parametrize(
+    "source",
+    [_frame(10), pa.table({"g": [0, 1]})],
+    ids=["pandas", "arrow"],
+)
+def test_an_in_memory_source_needs_a_dataset_name_with_a_ledger_file(
+    tmp_path: Path, source: object
+) -> None:
+    with pytest.raises(ParameterError, match="`dataset` is needed") as info:
+        PrivateTable(source, SCHEMA, ledger=tmp_path / "b.sqlite", total_epsilon=1)
+    assert info.value.parameter == "dataset"
+    assert not (tmp_path / "b.sqlite").exists()
+
+
+def test_an_engine_over_a_frame_needs_a_dataset_name_too(tmp_path: Path) -> None:
+    with pytest.raises(ParameterError, match="`dataset` is needed"):
+        PrivateTable(
+            schema=SCHEMA,
+            engine=OracleEngine(_frame(10)),  # type: ignore[arg-type]
+            ledger=tmp_path / "b.sqlite",
+            total_epsilon=1,
+        )
+
+
+def test_two_named_frames_keep_two_budgets(tmp_path: Path) -> None:
+    book = tmp_path / "b.sqlite"
+    for name, n in (("a", 10), ("b", 20)):
+        table = PrivateTable(
+            _frame(n), SCHEMA, ledger=book, total_epsilon=1, dataset=name,
+            rng=np.random.default_rng(0),
+        )  # fmt: skip
+        table.release(COUNT, 1)  # the whole budget of each: no sharing
+    report = read_ledger(book)
+    assert sorted((d.dataset, d.spent) for d in report.datasets) == [("a", 1), ("b", 1)]
+
+
+def test_without_a_ledger_file_no_name_is_needed() -> None:
+    table = PrivateTable(_frame(10), SCHEMA, total_epsilon=1, rng=np.random.default_rng(0))
+    table.release(COUNT, 1)
+    shared = Ledger(None, 2, dataset="mine")
+    table = PrivateTable(_frame(10), SCHEMA, ledger=shared, rng=np.random.default_rng(0))
+    table.release(COUNT, 1)
+    assert shared.spent() == 1
+
+
+def test_a_file_is_named_by_its_resolved_path(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("g\n0\n1\n", encoding="utf-8")
+    table = PrivateTable(
+        str(path),
+        SCHEMA,
+        ledger=tmp_path / "b.sqlite",
+        total_epsilon=1,
+        engine=OracleEngine(path),  # type: ignore[arg-type]
+    )
+    assert table.dataset == str(path.resolve())
+    table = PrivateTable(
+        schema=SCHEMA,
+        ledger=tmp_path / "b.sqlite",
+        total_epsilon=1,
+        engine=OracleEngine(path),  # type: ignore[arg-type]
+    )
+    assert table.dataset == str(path.resolve())
+
+
+def test_the_demo_table_is_named_demo(tmp_path: Path) -> None:
+    book = str(tmp_path / "b.sqlite")
+    result = CliRunner().invoke(
+        main,
+        [
+            "release",
+            "--epsilon",
+            "1",
+            "--count",
+            "--ledger",
+            book,
+            "--total-epsilon",
+            "2",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert [d.dataset for d in read_ledger(book).datasets] == ["demo"]
+    assert json.loads(result.output)["results"]
+
+
+PLAN = """[data]
+source = "d.csv"
+total_epsilon = 3
+
+[columns]
+g = { type = "integer", keys = [0, 1] }
+
+[[query]]
+statistic = "count"
+by = ["g"]
+epsilon = 1
+"""
+
+
+def test_a_plan_run_on_a_frame_engine_needs_a_dataset_name(tmp_path: Path) -> None:
+    (tmp_path / "d.csv").write_text("g\n0\n1\n", encoding="utf-8")
+    (tmp_path / "plan.toml").write_text(PLAN, encoding="utf-8")
+    plan = Plan.load(tmp_path / "plan.toml")
+    engine = OracleEngine(_frame(10))
+    with pytest.raises(ParameterError, match="`dataset` is needed"):
+        plan.run(ledger=tmp_path / "b.sqlite", engine=engine)  # type: ignore[arg-type]
+    assert not (tmp_path / "b.sqlite").exists()
+    run = plan.run(ledger=tmp_path / "b.sqlite", engine=engine, dataset="frame", total_epsilon=1)  # type: ignore[arg-type]
+    assert [d.dataset for d in read_ledger(tmp_path / "b.sqlite").datasets] == ["frame"]
+    assert run.results
