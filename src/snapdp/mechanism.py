@@ -120,20 +120,19 @@ def _parameters(
     release builds mechanisms for the same few parameter sets many times (planning, refusals,
     noise, the printed usefulness). A refused (ε, Δ) raises every time (nothing is kept)."""
     try:
-        compute_parameters(epsilon, sensitivity, lower, upper)
+        direct = compute_parameters(epsilon, sensitivity, lower, upper)
     except ValueError as exc:  # DESIGN §2 refuses (ε, Δ): say so, rescaled or not
         raise ParameterError(str(exc)) from None
-    if rescale:
-        rescaling = rescaling_for(epsilon, sensitivity, lower, upper)
-    else:
-        rescaling = Rescaling(
+    if not rescale:
+        return Rescaling(
             epsilon, sensitivity, Fraction(1), epsilon, sensitivity, Fraction(0),
             False, False, "rescale=False",
-        )  # fmt: skip
-    parameters = compute_parameters(
-        rescaling.mechanism_epsilon, rescaling.mechanism_sensitivity, lower, upper
-    )
-    return rescaling, parameters
+        ), direct  # fmt: skip
+    rescaling = rescaling_for(epsilon, sensitivity, lower, upper)
+    run_on = (rescaling.mechanism_epsilon, rescaling.mechanism_sensitivity)
+    if run_on == (epsilon, sensitivity):  # not rescaled: DESIGN §2 on (ε, Δ) itself
+        return rescaling, direct
+    return rescaling, compute_parameters(*run_on, lower, upper)
 
 
 class SnappingMechanism:
