@@ -49,7 +49,6 @@ from snapdp.data.model.observed import (
     DATA_KEY_TYPES,
     data_delta,
     refuse_with_data_keys,
-    undeclared,
 )
 from snapdp.data.model.schema import Column, Schema
 from snapdp.data.model.workload import (
@@ -166,11 +165,10 @@ class Plan:
                 presume_certified=presume_certified,
             )
             self._refuse(preview)
-            self._refuse_with_data_keys(preview)
-            return replace(
-                self._consistent(preview, presume_certified),
-                delta=data_delta(self.schema, self.queries),
-            )
+            delta = data_delta(self.schema, self.queries)
+            if delta is not None:  # groups from the data
+                self._refuse_with_data_keys(preview)
+            return replace(self._consistent(preview, presume_certified), delta=delta)
         except KeyedError:
             raise
         except _QueryError as exc:
@@ -244,9 +242,6 @@ class Plan:
         """A plan with groups from the data refuses a two-phase target ± and ``consistent``
         here, as its release would (docs/sql.md, "Groups from the data"): a draft and
         ``snapdp plan`` say so before a run is tried."""
-        if not any(pq.delta is not None and undeclared(pq.query, self.schema)
-                   for pq in self.queries):  # fmt: skip
-            return
         targeted = [i for i, a in enumerate(preview.allocations) if a.two_phase is not None]
         try:
             refuse_with_data_keys([self.queries[i].query.label for i in targeted],
