@@ -1,6 +1,7 @@
-"""Arrow text handed to DuckDB as bytes (docs/data.md, "What does not fit"): DuckDB validates
-UTF-8 when it scans Arrow text and fails the whole query on one bad cell; as bytes, the engine's
-cast decodes each cell and makes a bad one null."""
+"""Arrow tables as the DuckDB engine hands them to DuckDB (docs/data.md, "What does not fit"):
+text as bytes (DuckDB validates UTF-8 when it scans Arrow text and fails the whole query on one
+bad cell; as bytes, the engine's cast decodes each cell and makes a bad one null), and the column
+types DuckDB cannot scan or rescales made readable (:func:`as_duckdb_scans`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 from snapdp.data.engines._cells import rescaled
 from snapdp.errors import ParameterError
 
-__all__ = ["bytes_type", "text_as_binary"]
+__all__ = ["as_duckdb_scans", "bytes_type"]
 
 
 def bytes_type(arrow_type: Any) -> Any:
@@ -29,10 +30,11 @@ def bytes_type(arrow_type: Any) -> Any:
     return arrow_type
 
 
-def text_as_binary(table: Any) -> tuple[Any, list[str]]:
-    """``table`` with every text column as bytes (no copy for plain strings) and the names of
-    those columns: DuckDB validates UTF-8 when it scans Arrow text and fails the whole query on
-    one bad cell; as bytes, the cast decodes each cell and makes a bad one null.
+def as_duckdb_scans(table: Any) -> tuple[Any, list[str]]:
+    """``table`` as the DuckDB engine hands it to DuckDB, and the names of its text columns: every
+    text column as bytes (no copy for plain strings): DuckDB validates UTF-8 when it scans Arrow
+    text and fails the whole query on one bad cell; as bytes, the cast decodes each cell and
+    makes a bad one null.
 
     Also every column of a type DuckDB rescales when it scans it (:func:`rescaled`) as nulls of
     its type: DuckDB fails the whole query on one value past its range (a time-zoned timestamp of

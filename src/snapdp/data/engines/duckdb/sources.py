@@ -31,7 +31,7 @@ from snapdp.data.engines.csv.records import (
     RECORD_COLUMN,
     CsvLines,
 )
-from snapdp.data.engines.duckdb.arrow_text import bytes_type, text_as_binary
+from snapdp.data.engines.duckdb.arrow_text import as_duckdb_scans, bytes_type
 from snapdp.data.engines.duckdb.connection import connection, sql_string
 from snapdp.data.engines.header import csv_header, is_parquet
 from snapdp.data.model.schema import Column, CsvOptions
@@ -126,7 +126,7 @@ class DuckDBSource:
         elif _module(source).startswith("pyarrow") and type(source).__name__ == "Table":
             self._arrow = source
             self._label = "<pyarrow.Table>"
-            table, blobs = text_as_binary(source)
+            table, blobs = as_duckdb_scans(source)
             self._con.register(f"{_P}arrow", table)
             self._relation = quote_identifier(f"{_P}arrow")
             self._types = self._describe()
@@ -338,7 +338,7 @@ class DuckDBSource:
             return self._parquet_text_source()
         if self._frame is None:
             return self._relation, self._types
-        table, blobs = text_as_binary(frame_to_arrow(self._frame, decl))
+        table, blobs = as_duckdb_scans(frame_to_arrow(self._frame, decl))
         self._con.register(f"{_P}frame", table)
         relation = quote_identifier(f"{_P}frame")
         rows = self._con.execute(f"DESCRIBE SELECT * FROM {relation}").fetchall()
