@@ -18,11 +18,17 @@ in-process workload of each (median of 5 runs after a warm-up, in one fresh proc
 Each row prints medians and minima, the ratio of the medians, and the median and range of the
 ratios within each round (which a machine drifting between rounds disturbs less).
 
-Also timed (without ``--cpu``): the two-phase example plan (docs/examples/plan.toml) in a fresh
-process with an empty certificate cache, and the planner's re-plan after an edit (certificates
-presumed, as the page does), also through the code behind the page's ``/api/preview``. Prints a
-markdown table; the machine's load (``os.getloadavg``) is printed with it because a shared
-machine changes every row.
+    PYTHONPATH=src python benchmarks/bench_latency.py --pairs 40
+
+alternates a fresh ``snapdp run`` of this tree with OpenDP's script, the order swapped every
+pair, and prints each one's wall and CPU medians and the median and mean of the wall differences
+within the pairs (a machine that drifts between rounds moves both runs of a pair alike).
+
+Also timed (without ``--cpu`` or ``--pairs``): the two-phase example plan
+(docs/examples/plan.toml) in a fresh process with an empty certificate cache, and the planner's
+re-plan after an edit (certificates presumed, as the page does), also through the code behind the
+page's ``/api/preview``. Prints a markdown table; the machine's load (``os.getloadavg``) is
+printed with it because a shared machine changes every row.
 """
 
 from __future__ import annotations
@@ -341,6 +347,39 @@ def _fresh_round(
     wall["OpenDP"].append(elapsed)
 
 
+def paired_runs(pairs: int, data: Path, work: Path) -> None:
+    """``pairs`` alternating fresh processes: ``snapdp run`` of this tree, OpenDP's script (the
+    order swapped every pair); wall and CPU medians and the pairs' wall differences, which
+    cancel most of a drifting machine's rounds (docs/performance.md, "Latency")."""
+    plan_file = work / "plan.toml"
+    script = work / "opendp_work.py"
+    script.write_text(OPENDP, encoding="utf-8")
+    runs: dict[str, list[tuple[float, float]]] = {"snapdp run": [], "OpenDP": []}
+    load0 = os.getloadavg()[0]
+    for k in range(pairs):
+        args = {
+            "snapdp run": ([sys.executable, "-m", "snapdp.cli", "run", str(plan_file), "--ledger",
+                            str(work / f"p{k}.db"), "--output", str(work / f"p{k}"),
+                            "--total-epsilon", "1000000"], _tree_env(ROOT / "src")),
+            "OpenDP": ([sys.executable, str(script), str(data)], _env()),
+        }  # fmt: skip
+        for name in list(args)[:: 1 if k % 2 == 0 else -1]:
+            cpu, _, wall = _child_cpu(*args[name])
+            runs[name].append((wall, cpu))
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"{platform.node()}: nproc {os.cpu_count()}, load {load0:.2f} → "
+          f"{os.getloadavg()[0]:.2f}, {when}, {pairs} alternating pairs\n")  # fmt: skip
+    print("| | wall median (min) | CPU median (min) |\n|---|---|---|")
+    for name, got in runs.items():
+        walls, cpus = [w for w, _ in got], [c for _, c in got]
+        print(f"| fresh {name} | {stats.median(walls):.3f} s ({min(walls):.3f}) | "
+              f"{stats.median(cpus):.3f} s ({min(cpus):.3f}) |")  # fmt: skip
+    diff = [a[0] - b[0] for a, b in zip(runs["snapdp run"], runs["OpenDP"], strict=True)]
+    print(f"\nsnapdp run − OpenDP, wall, per pair: median {stats.median(diff) * 1e3:+.0f} ms, "
+          f"mean {stats.mean(diff) * 1e3:+.0f} ms; snapdp faster in "
+          f"{sum(d < 0 for d in diff)} of {pairs}")  # fmt: skip
+
+
 def cpu_rounds(rounds: int, baseline: Path, data: Path, work: Path) -> None:
     """Interleaved CPU seconds: fresh ``snapdp run`` (baseline, this tree), OpenDP's fresh
     script, then the in-process workload of each (module doc)."""
@@ -406,6 +445,9 @@ def main() -> None:
     parser.add_argument("--cpu", type=int, default=0, help="interleaved CPU rounds (module doc)")
     parser.add_argument("--baseline", type=Path, default=None, help="the src folder to compare")
     parser.add_argument(
+        "--pairs", type=int, default=0, help="alternating fresh runs against OpenDP (module doc)"
+    )
+    parser.add_argument(
         "--cpu-plans", action="store_true", help="items 2 and 3 in CPU seconds only"
     )
     args = parser.parse_args()
@@ -422,6 +464,10 @@ def main() -> None:
     )
     if args.cpu:
         cpu_rounds(args.cpu, args.baseline or ROOT / "src", data, work)
+        shutil.rmtree(work, ignore_errors=True)
+        return
+    if args.pairs:
+        paired_runs(args.pairs, data, work)
         shutil.rmtree(work, ignore_errors=True)
         return
     load = os.getloadavg()[0]
