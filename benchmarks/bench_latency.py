@@ -184,7 +184,7 @@ def _replan() -> float:
     nothing cached in the process: a fresh interpreter plans once to warm the imports, then the
     edited plan is timed (the edit: the mean's target ± times 1.1)."""
     code = (
-        "import time, sys\nfrom dataclasses import replace\nfrom fractions import Fraction\n"
+        "import time, sys\nfrom msgspec.structs import replace\nfrom fractions import Fraction\n"
         "from snapdp.data import Plan\n"
         "p = Plan.load(sys.argv[1])\n"
         "q = [replace(x, accuracy=x.accuracy * Fraction(11, 10)) if x.accuracy else x "

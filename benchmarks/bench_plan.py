@@ -16,6 +16,8 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
+import msgspec.structs
+
 from snapdp.data import Plan, statistics
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Column, ContributionBounds, Schema
@@ -72,7 +74,7 @@ def _changes(name: str, plan: Plan, draft: bool) -> None:
             continue
         for factor in (Fraction(11, 10), Fraction(12, 10)):
             changed = list(plan.queries)
-            changed[i] = dataclasses.replace(pq, accuracy=pq.accuracy * factor)
+            changed[i] = msgspec.structs.replace(pq, accuracy=pq.accuracy * factor)
             two = ", two-phase" if pq.two_phase else ""
             _timed(
                 f"{kind}, one change: {pq.query.label}{two} target ×{float(factor):g}",

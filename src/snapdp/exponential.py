@@ -37,11 +37,11 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 import gmpy2
 import numpy as np
+from msgspec import Struct
 
 from snapdp._rational import shown_rational
 from snapdp._validation import check_epsilon
@@ -66,8 +66,7 @@ _TAIL_BITS = 64  # the cap C leaves at most m·2**-64 of the best weight beyond 
 _RETRY_BITS = 128  # slack bits of the uniform draw: a retry has probability <= 2**-128
 
 
-@dataclass(frozen=True)
-class ExponentialParameters:
+class ExponentialParameters(Struct, frozen=True):
     """The public parameters of one exact exponential mechanism.
 
     ``epsilon``: the ε asked for; ``sensitivity``: Δ (an integer, of the loss); ``candidates``:

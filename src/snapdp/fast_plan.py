@@ -13,12 +13,12 @@ import functools
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import gmpy2
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from snapdp import _exact
 from snapdp.parameters import SnappingParameters
@@ -39,8 +39,7 @@ _RANGE = 500  # Λ, B̃ within 2**±500: no overflow or harmful underflow in F2�
 _MANTISSA = np.uint64((1 << 52) - 1)
 
 
-@dataclass(frozen=True, slots=True)
-class FastPlan:
+class FastPlan(Struct, frozen=True):
     """The doubles the vectorised path needs, each equal to an exact parameter (or bounded).
 
     ``center``, ``sensitivity``, ``lower``, ``upper`` and ``step`` (= Δ·Λ) are exactly the

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from fractions import Fraction
+
+from msgspec import Struct
 
 from snapdp import _certcache, _exact
 from snapdp._exact import mpq
@@ -65,8 +66,7 @@ subnormal, reaches the bounds); the sensitivity r·Δ then costs δ. Below 2**-1
 dwarfed by the vectorised path's own 2**-80 (docs/fast-path.md)."""
 
 
-@dataclass(frozen=True)
-class Rescaling:
+class Rescaling(Struct, frozen=True):
     """The (ε, Δ) a mechanism for the claim (``epsilon``, ``sensitivity``) runs DESIGN §2 with.
 
     Attributes:

@@ -42,12 +42,14 @@ gone: it fired on every ε = 1 release, where nothing the user could change help
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
+from msgspec import Struct
+
 from snapdp import _exact
 from snapdp._exact import mpq
+from snapdp._records import as_dict
 from snapdp._validation import Number, check_probability, check_real
 from snapdp.accuracy import accuracy_bound
 from snapdp.errors import ParameterError
@@ -75,8 +77,7 @@ EPSILON_STEP = Fraction(17, 16)  # the larger ε tried: 1/16 more budget
 DELTA_THRESHOLD = 1e-9  # δ
 
 
-@dataclass(frozen=True)
-class Flag:
+class Flag(Struct, frozen=True):
     """A warning about a release's usefulness.
 
     ``code``: a stable identifier (``almost_pure_noise``, ``larger_epsilon_helps``,
@@ -92,11 +93,10 @@ class Flag:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
-        return asdict(self)
+        return as_dict(self)
 
 
-@dataclass(frozen=True)
-class Measures:
+class Measures(Struct, frozen=True):
     """The public quantities the flags test (see the module docstring).
 
     ``accuracy``: a(α); ``range``: upper − lower (rounded to nearest); ``noise_ratio``:

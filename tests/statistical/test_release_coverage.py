@@ -10,11 +10,11 @@ for every hash key: they are computed once and the noise is drawn many times.
 
 from __future__ import annotations
 
-import dataclasses
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import msgspec.structs
 import numpy as np
 import pandas as pd
 import pytest
@@ -42,7 +42,7 @@ class _Cached:
         return "PUMS_pid"
 
     def aggregate(self, plan: AggregatePlan) -> Aggregates:
-        key = dataclasses.replace(plan, hash_key="0" * 32)
+        key = msgspec.structs.replace(plan, hash_key="0" * 32)
         if key not in self.cache:
             self.cache[key] = self.inner.aggregate(key)
         return self.cache[key]

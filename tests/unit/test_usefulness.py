@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import replace
 from fractions import Fraction
 
 import pytest
+from msgspec.structs import replace
 
 from snapdp import ParameterError, SnappingMechanism
 from snapdp.accuracy import accuracy_bound

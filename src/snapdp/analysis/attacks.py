@@ -21,14 +21,15 @@ pass for every output of both inputs:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from snapdp import _exact
 from snapdp._exact import mpq
+from snapdp._records import as_dict
 from snapdp.analysis.discrete_laplace import DiscreteLaplace
 from snapdp.mechanism import LaplaceMechanism, SnappingMechanism
 from snapdp.parameters import SnappingParameters
@@ -43,8 +44,7 @@ ATTACK_SEED = 2026
 FloatArray = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True)
-class AttackRates:
+class AttackRates(Struct, frozen=True):
     """Fraction of outputs of x0 and of x1 that the test "could x0 have produced it?" passes."""
 
     mechanism: str
@@ -62,7 +62,7 @@ class AttackRates:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, with ``leaks``."""
-        d = asdict(self)
+        d = as_dict(self)
         d["leaks"] = self.leaks
         return d
 

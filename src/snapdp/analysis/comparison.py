@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any
 
+from msgspec import Struct
+
 from snapdp import _exact
 from snapdp._exact import mpfr, mpq
+from snapdp._records import as_dict
 from snapdp._validation import Number, check_finite, check_positive_finite, check_value
 from snapdp.analysis import _laplace
 from snapdp.analysis.distribution import (
@@ -67,8 +69,7 @@ __all__ = [
 DEFAULT_DISTANCE_MULTIPLES = (0.5, 1.0, 2.0, 5.0, 10.0)  # tail thresholds, in units of λ·Δ
 
 
-@dataclass(frozen=True)
-class DistanceCase:
+class DistanceCase(Struct, frozen=True):
     """One of seed 000's four cases for a fixed true value (data units throughout).
 
     ``probability``: P(case). ``expected_distance``: E[dist | case] (None if P = 0).
@@ -87,7 +88,7 @@ class DistanceCase:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (tail keys as strings)."""
-        d = asdict(self)
+        d = as_dict(self)
         d["tail"] = {repr(k): v for k, v in self.tail.items()}
         return d
 
@@ -209,8 +210,7 @@ def coupled_distance(
         return case, abs(x + y_l - out)
 
 
-@dataclass(frozen=True)
-class UtilityPoint:
+class UtilityPoint(Struct, frozen=True):
     """Snapping against Laplace at one (ε, bounds, value). Data units; ratios snapping/Laplace."""
 
     epsilon: float
@@ -239,7 +239,7 @@ class UtilityPoint:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, with the ratios."""
-        d = asdict(self)
+        d = as_dict(self)
         d["ratios"] = self.ratios
         d["ratios_clamped"] = self.ratios_clamped
         return d

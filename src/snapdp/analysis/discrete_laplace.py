@@ -30,7 +30,8 @@ double (:func:`output_rounding`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from snapdp import _exact
 from snapdp._exact import mpfr, mpq
@@ -52,8 +53,7 @@ DEFAULT_PRECISION = 256
 MAX_UNITS = 1 << 40  # the largest Δ/quantum analysed
 
 
-@dataclass(frozen=True)
-class DiscreteLaplace:
+class DiscreteLaplace(Struct, frozen=True):
     """The exact parameters of the discrete Laplace baseline (module docstring).
 
     ``units``: m = ⌈Δ/γ⌉; ``integer_valued``: the statistic is a multiple of γ (no rounding).
@@ -209,8 +209,7 @@ def _ceil(t: mpq) -> int:
     return -_floor(-t)
 
 
-@dataclass(frozen=True)
-class _Setting:
+class _Setting(Struct, frozen=True):
     """One true value on the quantised scale: error(k) = clamp(γ·k + r, A, B)."""
 
     gamma: mpq

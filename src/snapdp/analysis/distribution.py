@@ -25,7 +25,8 @@ is the distribution test of the mechanism.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from snapdp import _exact
 from snapdp._exact import mpfr, mpq
@@ -47,8 +48,7 @@ DEFAULT_PRECISION = 160
 DEFAULT_TAIL_BITS = 128
 
 
-@dataclass(frozen=True)
-class OutputDistribution:
+class OutputDistribution(Struct, frozen=True):
     """The output distribution of the ideal mechanism for one true value.
 
     Attributes:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+
+from msgspec import Struct
 
 from snapdp import _exact
 from snapdp._exact import mpfr, mpq
+from snapdp._records import as_dict
 from snapdp._validation import Number, check_positive_finite, check_probability, check_real
 from snapdp.analysis.distribution import OutputDistribution
 from snapdp.errors import ParameterError
@@ -38,8 +40,7 @@ __all__ = [
 QUANTILE_LEVELS = (0.05, 0.01)  # α of the 95% and 99% error quantiles
 
 
-@dataclass(frozen=True)
-class ErrorMetrics:
+class ErrorMetrics(Struct, frozen=True):
     """Summary of the error output − x (data units).
 
     ``q95``/``q99``: the smallest a with P(|err| > a) <= 0.05 / 0.01. ``truncation_bound``: a bound
@@ -55,7 +56,7 @@ class ErrorMetrics:
 
     def as_dict(self) -> dict[str, float]:
         """The metrics as a JSON-ready dict."""
-        return asdict(self)
+        return as_dict(self)
 
 
 def _abs_errors(dist: OutputDistribution) -> list[tuple[mpq, mpfr]]:

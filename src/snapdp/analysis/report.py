@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from msgspec import Struct, field
 
 from snapdp import _exact, usefulness
 from snapdp._exact import mpq
@@ -57,8 +57,7 @@ ALPHAS = (0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
 GAMMAS = (0.1, 0.01, 0.001)
 
 
-@dataclass(frozen=True)
-class ReportGrid:
+class ReportGrid(Struct, frozen=True):
     """The grids of the report. The defaults run in a few seconds."""
 
     b_over_lambdas: tuple[float, ...] = (0.5, 1, 2, 3, 4, 6, 8, 12, 16, 32)
@@ -69,8 +68,7 @@ class ReportGrid:
     binding_positions: int = 41
 
 
-@dataclass
-class UtilityReport:
+class UtilityReport(Struct):
     """``data``: every number (JSON-ready); ``figures``: name → PNG bytes; ``captions``."""
 
     data: dict[str, Any]

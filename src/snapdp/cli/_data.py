@@ -14,11 +14,11 @@ import functools
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from fractions import Fraction
 from typing import Any, ParamSpec, TypeVar
 
 import click
+from msgspec.structs import replace
 
 from snapdp._validation import check_epsilon
 from snapdp.cli._common import mark_spent

@@ -86,7 +86,7 @@ def sql(
     WHERE over declared columns; GROUP BY declared keys or bins (or, with --delta, columns whose
     groups are chosen privately from the data); HAVING and ORDER BY over the
     released values. See docs/sql.md."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from snapdp.cli import preload, preload_source
 

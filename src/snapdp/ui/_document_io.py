@@ -10,9 +10,10 @@ page's document. Nothing here reads the data source.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from snapdp.data.api import Plan
 from snapdp.data.frontends.toml import loads_workload

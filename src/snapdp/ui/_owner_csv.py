@@ -11,8 +11,9 @@ would otherwise get its first record back as column names).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from snapdp.data.model.schema import CsvOptions
 from snapdp.ui._document import list_text, text_of

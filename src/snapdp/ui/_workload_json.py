@@ -16,11 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
+
+from msgspec.structs import replace
 
 from snapdp._rational import format_rational, shown_number
 from snapdp._validation import check_epsilon

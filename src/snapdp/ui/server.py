@@ -35,13 +35,14 @@ import sqlite3
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from snapdp._rational import format_rational
 from snapdp._validation import check_epsilon
@@ -82,8 +83,7 @@ _REPORT_TYPES = {
 }
 
 
-@dataclass(frozen=True)
-class UiConfig:
+class UiConfig(Struct, frozen=True):
     """What the command line fixes: the plan file to start from, the data source, the ledger and
     the output folder (each run writes into a new sub-folder of it)."""
 
@@ -110,8 +110,7 @@ class UiConfig:
     seed: int | None = None
 
 
-@dataclass
-class _Run:
+class _Run(Struct):
     folder: Path
     files: dict[str, Path] = field(default_factory=dict)
 

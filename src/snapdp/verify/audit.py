@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from snapdp._validation import check_probability
 from snapdp.errors import ParameterError
@@ -74,8 +74,7 @@ class _AtLeast:
         return np.asarray(outputs >= self.threshold)
 
 
-@dataclass(frozen=True)
-class EventResult:
+class EventResult(Struct, frozen=True):
     """Counts and the ε lower bound for one event."""
 
     name: str
@@ -84,8 +83,7 @@ class EventResult:
     epsilon_lower_bound: float
 
 
-@dataclass(frozen=True)
-class AuditResult:
+class AuditResult(Struct, frozen=True):
     """The audit: the largest ε lower bound over the events, with the per-event details."""
 
     samples: int

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from snapdp import _exact
 from snapdp._exact import mpfr, mpq
@@ -24,8 +25,7 @@ from snapdp.verify.loss import PrivacyLoss, privacy_loss
 __all__ = ["DEFAULT_GRID", "Certificate", "GridPoint", "certify", "default_grid", "format_small"]
 
 
-@dataclass(frozen=True)
-class GridPoint:
+class GridPoint(Struct, frozen=True):
     """One set of parameters and one pair of inputs to certify."""
 
     epsilon: float
@@ -59,8 +59,7 @@ def default_grid() -> Iterator[GridPoint]:
 DEFAULT_GRID = tuple(default_grid())
 
 
-@dataclass(frozen=True)
-class Certificate:
+class Certificate(Struct, frozen=True):
     """The exact loss of one grid point, and the verdict."""
 
     point: GridPoint

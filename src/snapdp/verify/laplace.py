@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from snapdp.mechanism import LaplaceMechanism, laplace_textbook
 
@@ -46,8 +46,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-@dataclass(frozen=True)
-class Branch:
+class Branch(Struct, frozen=True):
     """Outputs ``evaluate(n)`` for integers n in [first, last], non-decreasing in n.
 
     ``check`` (optional) re-evaluates one integer with the exact scalar arithmetic of the sampler
@@ -233,8 +232,7 @@ def _checked_hits(branch: Branch, outs: FloatArray, n: IntArray) -> npt.NDArray[
     return hit
 
 
-@dataclass(frozen=True)
-class TextbookLeak:
+class TextbookLeak(Struct, frozen=True):
     """Outputs of ``value`` impossible under ``neighbour``, decided exactly per sampled output.
 
     ``fraction`` estimates δ = P(output of value impossible under neighbour), with a two-sided

@@ -17,7 +17,8 @@ From the two exact distributions P = P(·|x) and Q = P(·|x′) (exact rationals
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from snapdp import _exact
 from snapdp._exact import mpfr, mpq
@@ -32,8 +33,7 @@ __all__ = ["LOSS_PRECISION", "PrivacyLoss", "compare_distributions", "privacy_lo
 LOSS_PRECISION = 256
 
 
-@dataclass(frozen=True)
-class PrivacyLoss:
+class PrivacyLoss(Struct, frozen=True):
     """The exact privacy loss between two inputs (see the module docstring)."""
 
     parameters: SnappingParameters

@@ -320,7 +320,7 @@ def test_an_automatic_quantile_method_stays_the_placeholders_on_the_kept_keys() 
     """Groups from the data: the query is recompiled on the kept keys with the placeholder's
     parts (calibrated before any data was read). Its tree or grid must be the placeholder's
     method too, even where the comparison on the kept keys would choose the other one."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from snapdp.data import statistics
     from snapdp.data.model.observed import with_keys

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from fractions import Fraction
 
 import pytest
+from msgspec.structs import replace
 
 from snapdp.data import Column, ContributionBounds, Query, Schema, statistics
 from snapdp.data.model.query import STATISTICS

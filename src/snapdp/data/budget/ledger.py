@@ -43,10 +43,11 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
+
+from msgspec import Struct
 
 from snapdp._rational import format_rational, shown_number, storage_text
 from snapdp._validation import check_epsilon, check_positive_finite, check_unicode
@@ -91,8 +92,7 @@ _after_commit: Callable[[], None] | None = None
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
-class LedgerReport:
+class LedgerReport(Struct, frozen=True):
     """The whole ledger, validated: every dataset's budget and every spend, oldest first.
 
     ``cap`` is the total of a ledger migrated from snapdp 0.1 (one budget for the whole file),

@@ -14,12 +14,14 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from snapdp._rational import format_rational, parse_rational, storage_text
 from snapdp.errors import LedgerError, ParameterError
@@ -45,8 +47,7 @@ _SCHEMA = (
 )
 
 
-@dataclass(frozen=True)
-class LedgerEntry:
+class LedgerEntry(Struct, frozen=True):
     """One recorded spend: ε exact (what counts as spent), δ an upper bound, the dataset's name
     and the source's label. A reservation (a plan run) also has ``reserved``, its cap, and
     ``settled``: False while the run has not returned the unused part (ε is then the cap)."""
@@ -79,8 +80,7 @@ class LedgerEntry:
         }
 
 
-@dataclass(frozen=True)
-class DatasetBudget:
+class DatasetBudget(Struct, frozen=True):
     """One dataset's budget: its total, what its releases spent, what remains (all exact)."""
 
     dataset: str
@@ -90,8 +90,7 @@ class DatasetBudget:
     releases: int
 
 
-@dataclass
-class _State:
+class _State(Struct):
     """A ledger as read from its file: version 0 (empty), 1 (snapdp 0.1) or 2 (current)."""
 
     version: int

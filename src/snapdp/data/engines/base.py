@@ -94,11 +94,11 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct, field
 
 from snapdp.data.model.keys import Key
 from snapdp.data.model.observed import joint_cells
@@ -134,8 +134,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class ValueColumn:
+class ValueColumn(Struct, frozen=True):
     """One value column: cast to ``column.type``, turned into quanta of 10^-``decimals`` clamped to
     [``lower_q``, ``upper_q``]; nulls imputed as ``impute_q`` quanta or left out (None)."""
 
@@ -160,8 +159,7 @@ class ValueColumn:
             )
 
 
-@dataclass(frozen=True)
-class AggregatePlan:
+class AggregatePlan(Struct, frozen=True):
     """What to aggregate, from the declaration and the query only.
 
     ``groupings``: columns with declared keys or bins (their cross product is the cell set).
@@ -200,8 +198,7 @@ class AggregatePlan:
         return list(dict.fromkeys(names))
 
 
-@dataclass
-class Aggregates:
+class Aggregates(Struct):
     """Exact aggregates per cell: lists of Python ints, aligned with the plan's cells and values."""
 
     rows: list[int]
@@ -237,8 +234,7 @@ class Engine(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class NoiseRequest:
+class NoiseRequest(Struct, frozen=True):
     """One array of noisy values to draw where the aggregates live: ``source`` names the exact
     aggregate (``"rows"``, ``"sum<j>"``, ``"count<j>"``, ``"squares<j>"`` for value column j),
     ``mechanism`` the parameters (epsilon, sensitivity, lower, upper as exact rationals) of the

@@ -13,9 +13,10 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from fractions import Fraction
 from typing import Any
+
+from msgspec.structs import replace
 
 from snapdp.data.frontends._sqltext import SqlError, SqlText
 from snapdp.data.model.predicate import (

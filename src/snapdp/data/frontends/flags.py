@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from snapdp._validation import NumberSizeError, exact_decimal
 from snapdp.data.model.keys import typed_key
@@ -172,8 +174,7 @@ def _quantiles_spec(spec: str) -> tuple[str, tuple[Fraction, ...]]:
     return head, probs
 
 
-@dataclass(frozen=True)
-class _Draft:
+class _Draft(Struct, frozen=True):
     """A column being declared from several flags."""
 
     type: str | None = None

@@ -12,14 +12,17 @@ markdown cells between them: its code cells joined by newlines are the script.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import json
+from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from msgspec import Struct
+
 from snapdp._rational import exact_text
+from snapdp._records import field_defaults
 from snapdp.data.model.workload import Workload
 from snapdp.errors import ParameterError
 
@@ -182,14 +185,14 @@ def _code(value: object, imports: dict[str, set[str]], depth: int) -> str:
             return f"({parts[0]},)"
         return _wrap("(" if isinstance(value, tuple) else "[", parts,
                      ")" if isinstance(value, tuple) else "]", depth)  # fmt: skip
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if isinstance(value, Struct):
         kind = type(value)
         module = "snapdp.data" if kind.__name__ in _PUBLIC else kind.__module__
         imports.setdefault(module, set()).add(kind.__name__)
         parts = [
-            f"{f.name}={_code(getattr(value, f.name), imports, depth + 1)}"
-            for f in dataclasses.fields(value)
-            if f.init and not f.name.startswith("_") and not _default(value, f)
+            f"{name}={_code(getattr(value, name), imports, depth + 1)}"
+            for name, default in field_defaults(value)
+            if not name.startswith("_") and not _default(getattr(value, name), default)
         ]
         return _wrap(f"{kind.__name__}(", parts, ")", depth)
     raise ParameterError(
@@ -198,13 +201,13 @@ def _code(value: object, imports: dict[str, set[str]], depth: int) -> str:
     )
 
 
-def _default(obj: object, f: dataclasses.Field[Any]) -> bool:
-    value = getattr(obj, f.name)
-    if f.default is not dataclasses.MISSING:
-        return bool(value == f.default and type(value) is type(f.default))
-    if f.default_factory is not dataclasses.MISSING:
-        return bool(value == f.default_factory())
-    return False
+def _default(value: object, default: Callable[[], object] | None) -> bool:
+    """Whether ``value`` is its field's default, of the same type (``default``: a function
+    giving the default, :func:`snapdp._records.field_defaults`)."""
+    if default is None:
+        return False
+    expected = default()
+    return bool(value == expected and type(value) is type(expected))
 
 
 def _wrap(open_: str, parts: list[str], close: str, depth: int) -> str:

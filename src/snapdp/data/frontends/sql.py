@@ -21,9 +21,11 @@ The terms (aggregates, WHERE) are read by :mod:`._sqlterms`, HAVING and ORDER BY
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from snapdp._validation import SIZE_RULE, NumberSizeError, exact_value
 from snapdp.data.frontends._sqlallow import CLAUSES, KEYWORDS, first_refused
@@ -43,8 +45,7 @@ from snapdp.errors import ParameterError, did_you_mean, not_declared
 __all__ = ["SqlError", "SqlQuery", "apply_post_processing", "parse_predicate", "parse_sql"]
 
 
-@dataclass(frozen=True)
-class SqlQuery:
+class SqlQuery(Struct, frozen=True):
     """A parsed query: its workload and what to do with the released values."""
 
     text: str

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from snapdp._validation import SIZE_RULE, NumberSizeError, check_epsilon, check_number_size
 from snapdp.data.frontends._toml import KeyLocator, load_toml, parse_toml

@@ -11,7 +11,6 @@ hold it exactly), dates as TOML dates.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import re
 from collections.abc import Mapping, Sequence
@@ -19,7 +18,10 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from msgspec import Struct
+
 from snapdp._rational import exact_text
+from snapdp._records import field_defaults
 from snapdp.data.model.schema import DEFAULT_MAX_ROWS, Column, CsvOptions
 from snapdp.data.model.workload import DEFAULT_CONFIDENCE
 from snapdp.errors import ParameterError
@@ -133,22 +135,17 @@ _QUERY_FIELDS = (
 )
 
 
-def _known_fields(obj: Any, known: tuple[str, ...]) -> None:
-    for f in dataclasses.fields(obj):
-        if f.name in known:
+def _known_fields(obj: Struct, known: tuple[str, ...]) -> None:
+    for name, make_default in field_defaults(obj):
+        if name in known:
             continue
-        value = getattr(obj, f.name)
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:
-            default = object()
+        value = getattr(obj, name)
+        default = object() if make_default is None else make_default()
         if value != default:
             raise ParameterError(
-                f"the plan-file writer does not know `{f.name}` = {value!r} of "
+                f"the plan-file writer does not know `{name}` = {value!r} of "
                 f"{type(obj).__name__}; nothing was written",
-                parameter=f.name,
+                parameter=name,
             )
 
 

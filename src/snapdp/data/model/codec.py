@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from snapdp._rational import exact_text, shown_number
 from snapdp._validation import NumberSizeError, exact_decimal, exact_value

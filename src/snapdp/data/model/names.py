@@ -15,9 +15,10 @@ reads no text: it only asks the locator for a line.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
+
+from msgspec import Struct
 
 from snapdp.errors import ParameterError
 
@@ -39,8 +40,7 @@ __all__ = [
 Table = Literal["data", "columns", "query"]
 
 
-@dataclass(frozen=True)
-class Name:
+class Name(Struct, frozen=True):
     """How one parameter is written: ``flag`` (None: no flag), ``toml`` (table, key, aliases;
     None: no key) and ``sql`` (None: not written in SQL)."""
 

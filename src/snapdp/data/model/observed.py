@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Sequence
-from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
+
+from msgspec.structs import replace
 
 from snapdp.data.model.keys import Key
 from snapdp.data.model.query import Query

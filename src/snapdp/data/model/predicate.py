@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Mapping
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal, TypeAlias
+
+from msgspec import Struct
+from msgspec.structs import force_setattr
 
 from snapdp._rational import shown_rational
 from snapdp._validation import check_number_size
@@ -57,8 +59,7 @@ LiteralValue: TypeAlias = int | Fraction | str | bool | _dt.date
 _I64 = 1 << 63
 
 
-@dataclass(frozen=True)
-class Compare:
+class Compare(Struct, frozen=True):
     """``column op value``."""
 
     column: str
@@ -73,52 +74,47 @@ class Compare:
             )
 
 
-@dataclass(frozen=True)
-class InList:
+class InList(Struct, frozen=True):
     """``column IN (v1, v2, …)``."""
 
     column: str
     values: tuple[LiteralValue, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "values", tuple(self.values))
+        force_setattr(self, "values", tuple(self.values))
         if not self.values:
             raise ParameterError("IN needs at least one value", parameter="where")
 
 
-@dataclass(frozen=True)
-class IsNull:
+class IsNull(Struct, frozen=True):
     """``column IS NULL``."""
 
     column: str
 
 
-@dataclass(frozen=True)
-class And:
+class And(Struct, frozen=True):
     """All of ``terms``."""
 
     terms: tuple[Predicate, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "terms", tuple(self.terms))
+        force_setattr(self, "terms", tuple(self.terms))
         if len(self.terms) < 2:
             raise ParameterError("AND needs at least two terms", parameter="where")
 
 
-@dataclass(frozen=True)
-class Or:
+class Or(Struct, frozen=True):
     """Any of ``terms``."""
 
     terms: tuple[Predicate, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "terms", tuple(self.terms))
+        force_setattr(self, "terms", tuple(self.terms))
         if len(self.terms) < 2:
             raise ParameterError("OR needs at least two terms", parameter="where")
 
 
-@dataclass(frozen=True)
-class Not:
+class Not(Struct, frozen=True):
     """``NOT term``."""
 
     term: Predicate

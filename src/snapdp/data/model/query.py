@@ -9,9 +9,11 @@ holds for). A query holds no ε: the release or the plan assigns it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal, TypeAlias
+
+from msgspec import Struct
+from msgspec.structs import force_setattr
 
 from snapdp._rational import shown_number
 from snapdp._validation import check_unicode
@@ -33,8 +35,7 @@ SPREAD_STATISTICS: tuple[str, ...] = ("variance", "std", "var_samp", "std_samp")
 ROOT_STATISTICS: tuple[str, ...] = ("std", "std_samp")
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(Struct, frozen=True):
     """One statistic, grouped by ``by`` (the cross product of their declared domains).
 
     ``bins``: (column, edges) pairs overriding a grouping column's domain with numeric bins for
@@ -73,7 +74,7 @@ class Query:
         if isinstance(self.name, str):
             check_unicode(self.name, "`name`", "name")
         if isinstance(self.by, str):
-            object.__setattr__(self, "by", (self.by,))
+            force_setattr(self, "by", (self.by,))
         if len(set(self.by)) != len(self.by):
             raise ParameterError("`by` must not repeat a column", parameter="by")
         needs_column = self.statistic != "count"
@@ -90,7 +91,7 @@ class Query:
                     "`quantiles` must list distinct probabilities strictly between 0 and 1",
                     parameter="quantiles",
                 )
-            object.__setattr__(self, "quantiles", qs)
+            force_setattr(self, "quantiles", qs)
         elif self.quantiles:
             raise ParameterError(
                 "only statistic='quantiles' takes `quantiles`", parameter="quantiles"
@@ -109,7 +110,7 @@ class Query:
                 ) from None
             if not res > 0:
                 raise ParameterError("`resolution` must be > 0", parameter="resolution")
-            object.__setattr__(self, "resolution", res)
+            force_setattr(self, "resolution", res)
         if self.statistic == "quantiles":
             if self.method not in ("ratio", "tree", "exponential"):
                 raise ParameterError(

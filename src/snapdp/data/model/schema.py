@@ -22,9 +22,11 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Literal, TypeAlias
+
+from msgspec import Struct, field
+from msgspec.structs import force_setattr
 
 from snapdp._rational import shown_rational
 from snapdp._validation import check_count, check_unicode
@@ -51,8 +53,7 @@ COLUMN_TYPES: tuple[str, ...] = ("integer", "decimal", "text", "boolean", "date"
 DEFAULT_MAX_ROWS = 1 << 40
 
 
-@dataclass(frozen=True)
-class NullRule:
+class NullRule(Struct, frozen=True):
     """What happens to a null cell (or one whose cast failed): ``"drop"`` drops the row from what
     uses the column; ``"impute"`` uses ``value`` (a typed value of the column; for a value column it
     is clamped like any other value; for a grouping column it must be a declared key)."""
@@ -79,8 +80,7 @@ class NullRule:
 DROP = NullRule()
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(Struct, frozen=True):
     """One declared column.
 
     ``lower``/``upper``: value bounds (numeric columns used as values: sums, means, variances,
@@ -121,8 +121,8 @@ class Column:
                     f"column {self.name!r}: bounds need a numeric type, not {self.type!r}",
                     parameter="type",
                 )
-            object.__setattr__(self, "lower", exact_number(f"{self.name}.lower", self.lower))
-            object.__setattr__(self, "upper", exact_number(f"{self.name}.upper", self.upper))
+            force_setattr(self, "lower", exact_number(f"{self.name}.lower", self.lower))
+            force_setattr(self, "upper", exact_number(f"{self.name}.upper", self.upper))
             assert self.lower is not None and self.upper is not None
             if not self.lower < self.upper:
                 raise ParameterError(
@@ -144,7 +144,7 @@ class Column:
                 raise ParameterError(
                     f"column {self.name!r}: keys must not repeat a key", parameter="keys"
                 )
-            object.__setattr__(self, "keys", keys)
+            force_setattr(self, "keys", keys)
         if self.bins is not None:
             if not numeric:
                 raise ParameterError(
@@ -157,7 +157,7 @@ class Column:
                     f"column {self.name!r}: bins must be at least two strictly increasing edges",
                     parameter="bins",
                 )
-            object.__setattr__(self, "bins", edges)
+            force_setattr(self, "bins", edges)
         if self.nulls.action == "impute":
             value = typed_key(self.type, self.nulls.value, self.name)
             if self.keys is not None and value not in self.keys:
@@ -165,7 +165,7 @@ class Column:
                     f"column {self.name!r}: the imputed value {value!s} must be a declared key",
                     parameter="nulls",
                 )
-            object.__setattr__(self, "nulls", NullRule("impute", value))
+            force_setattr(self, "nulls", NullRule("impute", value))
 
     @property
     def is_grouping(self) -> bool:
@@ -194,8 +194,7 @@ class Column:
         )
 
 
-@dataclass(frozen=True)
-class ContributionBounds:
+class ContributionBounds(Struct, frozen=True):
     """How much one privacy unit may contribute (DESIGN §8.3), by the field's names:
     ``max_rows_per_unit`` (k, rows in all), ``max_groups_per_unit`` (L0) and
     ``max_rows_per_group`` (L∞, rows per group per unit). None: no bound of that kind. Without a
@@ -225,8 +224,7 @@ DEFAULT_MAX_LINE_BYTES = 1 << 20
 _MAX_LINE_LIMIT = 1 << 30  # Spark's line reader counts a line's bytes in a Java int
 
 
-@dataclass(frozen=True)
-class CsvOptions:
+class CsvOptions(Struct, frozen=True):
     """How a CSV file is read: one record per line, every cell as text, then cast by the
     declaration (docs/data.md, "CSV input"). ``encoding``: utf-8 or latin-1 (checked when a CSV
     is read); ``delimiter``: one character, not ``"``, LF, CR or NUL.
@@ -277,7 +275,7 @@ class CsvOptions:
             names = tuple(
                 check_unicode(n, "a name in `column_names`", "column_names") for n in names
             )
-            object.__setattr__(self, "column_names", names)
+            force_setattr(self, "column_names", names)
         if self.header and names is not None:
             raise ParameterError(
                 "`column_names` declares the columns of a CSV without a header: with a header "
@@ -299,8 +297,7 @@ class CsvOptions:
                 )
 
 
-@dataclass(frozen=True)
-class Schema:
+class Schema(Struct, frozen=True):
     """The public declaration of a table (DESIGN §8.2).
 
     ``columns``: the declared columns (only these are read). ``privacy_unit``: the column naming a

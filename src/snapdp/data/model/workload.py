@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
+
+from msgspec import Struct, field
+from msgspec.structs import force_setattr, replace
 
 from snapdp._rational import shown_number
 from snapdp._validation import check_count, check_epsilon, exact_value
@@ -51,8 +53,7 @@ __all__ = [
 DEFAULT_CONFIDENCE = 0.95
 
 
-@dataclass(frozen=True)
-class PlannedQuery:
+class PlannedQuery(Struct, frozen=True):
     """One query of a plan and how it gets its ε: exactly one of ``epsilon`` (fixed),
     ``accuracy`` (a target ± at ``confidence``) and ``weight`` (a share of what is left).
     ``group_size``: a public lower bound on the rows of its groups, which its ± is stated for
@@ -69,13 +70,13 @@ class PlannedQuery:
 
     def __post_init__(self) -> None:
         if self.delta is not None:
-            object.__setattr__(self, "delta", check_delta("delta", self.delta))
+            force_setattr(self, "delta", check_delta("delta", self.delta))
         if (
             self.accuracy is not None
             and self.query.statistic == "quantiles"
             and self.query.method == "ratio"
         ):  # a target plans on the tree's figures (and its count for a two-phase release)
-            object.__setattr__(self, "query", replace(self.query, method="tree"))
+            force_setattr(self, "query", replace(self.query, method="tree"))
         given = [k for k in ("epsilon", "accuracy", "weight") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ParameterError(
@@ -84,9 +85,9 @@ class PlannedQuery:
                 parameter="epsilon",
             )
         if self.epsilon is not None:
-            object.__setattr__(self, "epsilon", check_epsilon("epsilon", self.epsilon))
+            force_setattr(self, "epsilon", check_epsilon("epsilon", self.epsilon))
         if self.accuracy is not None:
-            object.__setattr__(self, "accuracy", _positive("accuracy", self.accuracy))
+            force_setattr(self, "accuracy", _positive("accuracy", self.accuracy))
             if self.query.method == "exponential":  # nothing released could confirm a value ±
                 raise ParameterError(
                     f"query {self.query.label!r}: the exponential method states its ± in ranks "
@@ -96,7 +97,7 @@ class PlannedQuery:
                     parameter="accuracy",
                 )
         if self.weight is not None:
-            object.__setattr__(self, "weight", _positive("weight", self.weight))
+            force_setattr(self, "weight", _positive("weight", self.weight))
         c = self.confidence
         if isinstance(c, bool) or not isinstance(c, (int, float, Fraction, Decimal)):
             raise ParameterError(
@@ -107,7 +108,7 @@ class PlannedQuery:
             raise ParameterError(
                 f"`confidence` must be in (0, 1), not {shown_number(c)}", parameter="confidence"
             )
-        object.__setattr__(self, "confidence", float(c))
+        force_setattr(self, "confidence", float(c))
         if self.group_size is not None:
             check_count("group_size", self.group_size)
 
@@ -133,8 +134,7 @@ class PlannedQuery:
         return self.accuracy is not None and self.group_size is None and self.depends_on_group_size
 
 
-@dataclass(frozen=True)
-class Declaration:
+class Declaration(Struct, frozen=True):
     """What is public about one table and its budget: a plan file's ``[data]`` and ``[columns]``.
 
     ``source``: a path (relative ones resolve against ``base``) or any data
@@ -156,22 +156,20 @@ class Declaration:
 
     def __post_init__(self) -> None:
         if self.delta is not None:
-            object.__setattr__(self, "delta", check_delta("delta", self.delta))
+            force_setattr(self, "delta", check_delta("delta", self.delta))
         if not isinstance(self.schema, Schema):
             raise ParameterError(
                 f"`schema` must be a Schema, not {self.schema!r}", parameter="schema"
             )
         if self.total_epsilon is not None:
-            object.__setattr__(
-                self, "total_epsilon", check_epsilon("total_epsilon", self.total_epsilon)
-            )
+            force_setattr(self, "total_epsilon", check_epsilon("total_epsilon", self.total_epsilon))
         c = self.confidence
         if isinstance(c, bool) or not isinstance(c, (int, float, Fraction)) or not 0 < c < 1:
             raise ParameterError(
                 f"`confidence` must be a number in (0, 1), not {shown_number(c)}",
                 parameter="confidence",
             )
-        object.__setattr__(self, "confidence", float(c))
+        force_setattr(self, "confidence", float(c))
         if self.group_size is not None:
             check_count("group_size", self.group_size)
         check_mode(self.consistent)
@@ -221,8 +219,7 @@ def table_name(dataset: str | None, source: object) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Workload:
+class Workload(Struct, frozen=True):
     """A declaration and its queries, each with a fixed ε, a target ± or a weight."""
 
     declaration: Declaration
@@ -234,7 +231,7 @@ class Workload:
                 f"`declaration` must be a Declaration, not {self.declaration!r}",
                 parameter="declaration",
             )
-        object.__setattr__(self, "queries", tuple(self.queries))
+        force_setattr(self, "queries", tuple(self.queries))
         if not self.queries:
             raise ParameterError("a workload needs at least one query", parameter="query")
         for pq in self.queries:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 __all__ = ["NOTE_KINDS", "PlainNote", "plain_note", "plain_notes"]
 
 
-@dataclass(frozen=True)
-class PlainNote:
+class PlainNote(Struct, frozen=True):
     """One note: ``kind`` (a short tag), ``text`` (plain words), ``doc`` (the docs page and
     section that explain it), ``help`` (the anchor of the page's own help), ``details`` (the
     note as the release states it)."""

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from snapdp.data.model.predicate import Predicate, evaluate
 from snapdp.data.output.results import QueryResult, ResultRow
@@ -28,8 +30,7 @@ NOTE = (
 )
 
 
-@dataclass(frozen=True)
-class Output:
+class Output(Struct, frozen=True):
     """One SELECT item: a grouping ``column`` or an ``aggregate`` (its index among the query's
     results), under the ``name`` the query gives it."""
 
@@ -38,8 +39,7 @@ class Output:
     aggregate: int | None = None
 
 
-@dataclass(frozen=True)
-class PostProcessing:
+class PostProcessing(Struct, frozen=True):
     """What to do with the released values of one query's results.
 
     ``having``: keep the cells for which it is true (over output names; ``#i`` names the i-th

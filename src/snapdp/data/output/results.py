@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
+
+from msgspec import Struct, field
 
 from snapdp._rational import exact_text
 from snapdp.data.model.keys import Key
@@ -20,8 +21,7 @@ from snapdp.data.model.query import Query
 __all__ = ["QueryResult", "ResultRow", "Results", "TableMethods"]
 
 
-@dataclass(frozen=True)
-class ResultRow:
+class ResultRow(Struct, frozen=True):
     """One released number: its cell's keys (typed, in ``QueryResult.key_columns`` order), the
     quantile probability for quantiles (else None), the value and its ± at the result's
     confidence (in value units; ``rank_accuracy``: ± in ranks, for quantiles). ``independent``:
@@ -75,8 +75,7 @@ class TableMethods:
         return frames.html_table(results, f"{len(results)} {noun}, ε = {total} in all")
 
 
-@dataclass(frozen=True)
-class QueryResult(TableMethods):
+class QueryResult(TableMethods, Struct, frozen=True):
     """One query's release: its rows, the ε it spent (exact), δ, the confidence of every ±, and
     plain statements that qualify it (null rules applied, the row bound the ± holds for, a
     calibration fallback, flags for useless releases)."""

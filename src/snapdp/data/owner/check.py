@@ -17,12 +17,13 @@ is reported is what a release would do with the row.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from msgspec import Struct, field
 from sqlglot import exp
 
+from snapdp._records import as_dict
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.engines.relational import builders, exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
@@ -36,8 +37,7 @@ WARNING = (
 )
 
 
-@dataclass
-class ColumnReport:
+class ColumnReport(Struct):
     """What does not fit one declared column. ``nulls``: empty/null cells; ``cast_failures``:
     cells that are not values of the declared type (they become null), with ``examples``;
     ``below``/``above``: values outside [lower, upper] (clamped in releases); ``outside_domain``:
@@ -72,8 +72,7 @@ class ColumnReport:
         )
 
 
-@dataclass
-class UnitReport:
+class UnitReport(Struct):
     """The privacy unit: null units, units, and the units (and rows) over each declared bound.
     L0 and L∞ are counted over the cells of every declared grouping column together (rows outside
     them are not counted there)."""
@@ -88,8 +87,7 @@ class UnitReport:
     over_rows_per_group: tuple[int, int] | None = None  # ((unit, cell) pairs, rows beyond)
 
 
-@dataclass
-class CheckReport:
+class CheckReport(Struct):
     """The whole report (see the module docstring); :meth:`to_dict` for JSON, :meth:`to_text`."""
 
     source: str
@@ -124,7 +122,7 @@ class CheckReport:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, with the warning first."""
         out: dict[str, Any] = {"warning": WARNING, "fits": self.fits}
-        out.update(asdict(self))
+        out.update(as_dict(self))
         return out
 
     def to_text(self) -> str:

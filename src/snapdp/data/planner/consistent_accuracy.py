@@ -17,10 +17,10 @@ the rounding). It reads no data and draws no noise.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
+from msgspec.structs import replace
 
 from snapdp.data.model.query import Query
 from snapdp.data.model.schema import Schema

@@ -37,10 +37,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
+
+from msgspec.structs import fields, replace
 
 from snapdp._validation import check_epsilon
 from snapdp.data.model.names import KeyedError, Locator, Path_, describe_key

@@ -7,9 +7,10 @@ the release's report."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
+
+from msgspec import Struct
 
 from snapdp.data.model.schema import Schema
 from snapdp.data.model.workload import PlannedQuery, alpha_of
@@ -50,8 +51,7 @@ def usefulness_flags(schema: Schema, allocation: Allocation) -> list[str]:
 
 
 # -- the planner ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Allocation:
+class Allocation(Struct, frozen=True):
     """One query's planned ε and the ± it will have (at its confidence; for ratio statistics,
     for its declared ``group_size``). ``accuracy`` is None when the ± depends on a private size
     and no ``group_size`` is declared (``text`` then says how). A two-phase query
@@ -116,8 +116,7 @@ class Allocation:
         return f"±{_num(self.accuracy)} ({pq.confidence:g})"
 
 
-@dataclass(frozen=True)
-class PlanPreview:
+class PlanPreview(Struct, frozen=True):
     """The planner's answer, before anything is spent: per query its ε and ±, the total (at
     most, with two-phase queries), and the assumptions the ± rest on."""
 

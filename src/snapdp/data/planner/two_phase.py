@@ -29,13 +29,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from decimal import ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
+from msgspec.structs import replace
 
 from snapdp.data import statistics
 from snapdp.data.model.schema import Schema
@@ -62,8 +63,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class TwoPhase:
+class TwoPhase(Struct, frozen=True):
     """How a two-phase query spends: at most ``cap``; ``phase1`` on its counts; its target is met
     for every cell whose noisy count is at least ``floor``; for groups of ``rows`` rows it spends
     ``example`` in all (None: not even the cap meets the target for them)."""

@@ -28,12 +28,12 @@ compiled queries and public parameters only; the hook sees released values only.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct, field
 
 from snapdp.data import statistics
 from snapdp.data.engines.base import AggregatePlan, Engine, ExecutorNoiseEngine, NoiseRequest
@@ -62,16 +62,14 @@ PhaseHook = Callable[
 ]
 
 
-@dataclass
-class Progress:
+class Progress(Struct):
     """How far a release got: ``noise_drawn`` turns True just before the first noise is drawn
     (so a caller whose release fails knows whether any output may exist)."""
 
     noise_drawn: bool = False
 
 
-@dataclass
-class Released:
+class Released(Struct):
     """The core's output: the results (query order), and the compiled queries, noise,
     mechanisms and noisy arrays they were assembled from (after the hook)."""
 

@@ -19,9 +19,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from snapdp.data import statistics
 from snapdp.data.engines.observed import observed_keys
@@ -55,8 +57,7 @@ __all__ = [
 _HOW = "docs/sql.md, 'Groups from the data'"
 
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(Struct, frozen=True):
     """One grouping whose keys come from the data: the steps it serves, its columns (every
     grouping column, declared keys included), the step whose COUNT selects (None: an extra
     count), that count compiled on the placeholder domain and its noise, and the selection."""
@@ -169,8 +170,7 @@ def plan_selections(
     return epsilons, out
 
 
-@dataclass
-class Selected:
+class Selected(Struct):
     """What :func:`select` found: per step of a selection, its recompiled query on the kept
     keys (None: no key kept) and the kept key tuples; the counters' results."""
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from msgspec import Struct
 
 from snapdp._validation import check_epsilon
 from snapdp.data.budget.datasets import resolve_dataset
@@ -37,8 +37,7 @@ preparing the mechanisms, releasing, each two-phase query's phase two, writing):
 labels follow from the plan alone, never from the data (docs/plans.md, "Progress")."""
 
 
-@dataclass(frozen=True)
-class PlanRun(TableMethods):
+class PlanRun(TableMethods, Struct, frozen=True):
     """What :func:`run_plan` released: the results (one per query, plan order), the preview it
     followed, the files written (if any), the ledger it spent on and the ε it spent (at most the
     preview's total: two-phase queries may spend less than their caps). ``to_pandas()``,

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from msgspec import Struct
+from msgspec.structs import replace
 
 from snapdp.data import statistics
 from snapdp.data.engines.base import Engine
@@ -60,8 +61,7 @@ from snapdp.mechanism import SnappingMechanism
 __all__ = ["Prepared", "Step", "check_columns", "prepare", "run", "up_delta"]
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(Struct, frozen=True):
     """One query as the session releases it: the planned query (its target, if any, is checked
     against the result), its ε (a two-phase query's cap) and its two-phase plan."""
 
@@ -72,8 +72,7 @@ class Step:
     delta: Fraction | None = None  # groups from the data (docs/sql.md)
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(Struct, frozen=True):
     """A release ready to run: compiled once, calibrated, checked against the source's columns.
     Nothing in it depends on the data."""
 

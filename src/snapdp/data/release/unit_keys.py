@@ -21,9 +21,10 @@ many rows:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import replace
 from fractions import Fraction
 from typing import Any
+
+from msgspec.structs import replace
 
 from snapdp.data import statistics
 from snapdp.data.model.keys import Key

@@ -27,8 +27,9 @@ one compilation per process is shared and a test can count or replace a step her
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 from fractions import Fraction
+
+from msgspec.structs import replace
 
 from snapdp.data.model.observed import with_placeholders
 from snapdp.data.model.predicate import check_predicate, columns_of

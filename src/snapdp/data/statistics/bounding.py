@@ -15,7 +15,7 @@ unit is null, when declared ``null_units="own"``, are one-row units and meet eve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from snapdp.data.model.schema import Schema
 from snapdp.errors import ParameterError
@@ -23,8 +23,7 @@ from snapdp.errors import ParameterError
 __all__ = ["Reach", "reach"]
 
 
-@dataclass(frozen=True)
-class Reach:
+class Reach(Struct, frozen=True):
     """How many rows one unit can add or remove: in one cell, in how many cells, in all cells."""
 
     per_cell: int

@@ -15,8 +15,9 @@ cached per exact parameter set.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from fractions import Fraction
+
+from msgspec import Struct
 
 from snapdp._rational import shown_number
 from snapdp._validation import check_count, check_epsilon, check_finite, check_positive_finite
@@ -44,8 +45,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Calibration:
+class Calibration(Struct, frozen=True):
     """How each cell of a grouped release is calibrated (see :func:`calibrate_l1`).
 
     Attributes:

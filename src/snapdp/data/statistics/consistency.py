@@ -14,8 +14,10 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from fractions import Fraction
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from snapdp.data.model.schema import Column
 from snapdp.data.output.results import QueryResult
@@ -34,8 +36,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Counted:
+class Counted(Struct, frozen=True):
     """The rows a count query counts, as its declaration and its text fix them: its grouping
     columns and its row filter (a typed predicate, compared structurally; None: every row)."""
 

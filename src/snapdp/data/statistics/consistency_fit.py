@@ -60,11 +60,11 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from snapdp import _blas
 from snapdp.accuracy import noise_envelope
@@ -90,8 +90,7 @@ _SHARES = (0.5, 0.75, 0.9)
 _Array = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True)
-class Member:
+class Member(Struct, frozen=True):
     """One released count table of a family: its grouping, its released values (cell order of
     :func:`snapdp.data.model.schema.keys_product`) and its noise's public description."""
 
@@ -104,8 +103,7 @@ class Member:
     kind: NoiseKind | None = None  # the never-clamped error's description (sum_bound)
 
 
-@dataclass(frozen=True)
-class Fit:
+class Fit(Struct, frozen=True):
     """A family's fitted values and their ± (one array per member, in member order)."""
 
     values: list[_Array]

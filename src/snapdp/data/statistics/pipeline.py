@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec.structs import replace
 
 from snapdp.data.engines.base import Aggregates
 from snapdp.data.model.observed import joint_labels

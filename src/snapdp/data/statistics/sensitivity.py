@@ -22,8 +22,9 @@ squares in [0, N·W²], W = U_q − L_q. A generous N costs precision bits, not 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
+
+from msgspec import Struct
 
 from snapdp._rational import shown_rational
 from snapdp.data.model.schema import Column
@@ -36,8 +37,7 @@ _MAX_DECIMALS = 9
 INT64_LIMIT = 1 << 63
 
 
-@dataclass(frozen=True)
-class FixedPoint:
+class FixedPoint(Struct, frozen=True):
     """A value column's bounds in quanta of 10**-decimals: values are clamped to [lower_q,
     upper_q]."""
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from snapdp._rational import shown_rational
 from snapdp.accuracy import accuracy_bound
@@ -31,8 +31,7 @@ from snapdp.parameters import SnappingParameters
 from snapdp.rescaling import mechanism_parameters
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(Struct, frozen=True):
     """One exact aggregate per cell, released by one mechanism per cell.
 
     ``source``: ``"rows"``, ``"sum"``, ``"count"`` (non-null values), ``"squares"``, ``"csum"``
@@ -53,8 +52,7 @@ class Part:
     middle: int | None = None  # source "exponential": the point's slack κ (its middle-rank loss)
 
 
-@dataclass(frozen=True)
-class Noise:
+class Noise(Struct, frozen=True):
     """A part's calibrated mechanism parameters (exact) and how they were chosen."""
 
     part: Part
@@ -90,8 +88,7 @@ class Noise:
             raise ParameterError(str(exc), parameter="epsilon") from None
 
 
-@dataclass(frozen=True)
-class Compiled:
+class Compiled(Struct, frozen=True):
     """A query checked against the declaration: its grouping, value column and parts."""
 
     query: Query
@@ -101,13 +98,13 @@ class Compiled:
     fixed: FixedPoint | None
     parts: tuple[Part, ...]
     reach: Reach
-    schema: Schema = field(repr=False)
+    schema: Schema
     leaf: Column | None = None  # quantiles: the value column binned at the tree's leaves
     tree: Any = None  # quantiles: the tree (snapdp.data.statistics.math.quantile_tree.TreeSpec)
     where: Predicate | None = None  # the row filter, literals typed by the declaration
     where_columns: tuple[Column, ...] = ()  # the declared columns it reads
     grid: Any = None  # exponential quantiles: the candidates (exponential_quantiles.QuantileGrid)
-    joint: tuple[tuple[Key, ...], ...] | None = field(default=None, repr=False)  # data groups
+    joint: tuple[tuple[Key, ...], ...] | None = None  # data groups
 
     @property
     def engine_groupings(self) -> tuple[Column, ...]:
@@ -120,8 +117,7 @@ class Compiled:
         return joint_cells(self.groupings, self.joint)
 
 
-@dataclass(frozen=True)
-class AccuracyStatement:
+class AccuracyStatement(Struct, frozen=True):
     """The accuracy a query will have, stated before anything is spent (DESIGN §4).
 
     ``accuracy``: the ± of every released value at ``confidence``, when it depends on public
@@ -218,8 +214,7 @@ class AccuracyStatement:
 Noisy = dict[str, npt.NDArray[np.float64]]
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(Struct, frozen=True):
     """One statistic family's share of the pipeline (:mod:`snapdp.data.statistics.kinds`).
 
     ``compile``: the parts of a checked query (query, schema, ε, groupings, cells, reach of the

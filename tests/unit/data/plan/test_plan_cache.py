@@ -9,6 +9,7 @@ import dataclasses
 from collections import Counter
 from fractions import Fraction
 
+import msgspec.structs
 import pytest
 
 from snapdp import shift
@@ -75,7 +76,7 @@ def test_one_change_re_plans_only_that_query(
     queries = list(plan.queries)
     pq = queries[index]
     assert pq.accuracy is not None
-    queries[index] = dataclasses.replace(pq, accuracy=pq.accuracy * Fraction(13, 10))
+    queries[index] = msgspec.structs.replace(pq, accuracy=pq.accuracy * Fraction(13, 10))
     after = dataclasses.replace(plan, queries=tuple(queries)).preview(presume_certified=draft)
     assert set(seen) == {pq.query.label}, seen  # only the changed query was planned again
     assert seen[pq.query.label] >= 1
@@ -105,7 +106,7 @@ def test_a_draft_plan_runs_no_certificate(monkeypatch: pytest.MonkeyPatch) -> No
     queries = _queries()
     q = queries[4]
     assert q.accuracy is not None
-    queries[4] = dataclasses.replace(q, accuracy=q.accuracy * Fraction(7, 5))  # new parameters
+    queries[4] = msgspec.structs.replace(q, accuracy=q.accuracy * Fraction(7, 5))  # new parameters
     Plan(SCHEMA, queries).preview(presume_certified=True)
     assert calls == []
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import replace
 
+from msgspec.structs import replace
 from sqlglot import exp
 
 from snapdp.data.engines.base import AggregatePlan

@@ -28,8 +28,8 @@ sums and 31-bit limbs). That, and the custom nodes, are the only differences.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from msgspec import Struct
 from sqlglot import exp
 
 from snapdp.data.engines._cells import declared_columns
@@ -67,8 +67,7 @@ UNIT = f"{P}u"
 LONG_SUM_LIMIT = 1 << 19  # longs sum exactly below 2^44 values of quanta below 2^19
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(Struct, frozen=True):
     """The query tree; per value column how its squares come back (``"direct"`` or
     ``"limbs"``) and the limb width in bits. Output columns: ``_cell``, ``_rows``, per value
     column j ``_sum{j}``, ``_cnt{j}`` and ``_sq{j}`` or ``_sq{j}_hh``, ``_hl``, ``_ll``."""

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from msgspec import Struct
 from sqlglot import exp
 
 from snapdp.data.engines.base import RANK_MASK
@@ -29,8 +29,7 @@ from snapdp.data.engines.relational import nodes
 __all__ = ["Digest", "DigestLane", "Kept", "TopRows", "TopSpec", "lower_duckdb", "lower_spark"]
 
 
-@dataclass(frozen=True)
-class Kept:
+class Kept(Struct, frozen=True):
     """A kept value column: its name, the digit offset L_q − 1, its radix and SQL type."""
 
     name: str
@@ -39,8 +38,7 @@ class Kept:
     type: str
 
 
-@dataclass(frozen=True)
-class TopSpec:
+class TopSpec(Struct, frozen=True):
     """What :class:`TopRows` keeps: per group of ``by``, the ``n`` rows lowest by ``rank`` (then
     ``order``), as the columns ``by`` + ``cell`` + ``values`` (``cell`` of radix ``cells``)."""
 

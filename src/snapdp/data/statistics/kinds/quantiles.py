@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import replace
 from fractions import Fraction
 from typing import Any
+
+from msgspec.structs import replace
 
 from snapdp.data.engines.base import Aggregates
 from snapdp.data.model.keys import Key

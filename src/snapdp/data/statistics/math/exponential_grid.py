@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
+
+from msgspec import Struct
 
 from snapdp._rational import format_rational, shown_rational
 from snapdp.errors import ParameterError
@@ -54,8 +55,7 @@ MAX_CANDIDATES = 4096
 """The most cells (candidates) a grid may have (the declared resolution must allow it)."""
 
 
-@dataclass(frozen=True)
-class QuantileGrid:
+class QuantileGrid(Struct, frozen=True):
     """m cells over [lower, upper]: cell j is [edges[j], edges[j+1]); ``integer``: the cells hold
     runs of ``width`` integers (edges are integers, the last one upper + 1)."""
 

@@ -7,12 +7,12 @@ Public parameters only (weights, the levels' noise kinds, α, p, the count of ed
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 
 import numpy as np
 import numpy.typing as npt
+from msgspec.structs import astuple
 
 from snapdp.data.statistics.math.quantile_tail import (
     _all_edges_top,
@@ -191,7 +191,7 @@ def _edge_tables(
         groups = tuple(
             sorted(
                 ((float(value[i]), int(count[i]), kinds[int(level[i])]) for i in sel),
-                key=lambda g: (g[0], g[1], dataclasses.astuple(g[2])),
+                key=lambda g: (g[0], g[1], astuple(g[2])),
             )
         )
         tables.append(edge_stop_loss(groups))

@@ -8,11 +8,11 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from snapdp import _exact
 from snapdp._exact import mpq
@@ -45,8 +45,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RankAccuracy:
+class RankAccuracy(Struct, frozen=True):
     """The accuracy of tree quantiles, stated before spending (see :func:`rank_accuracy`).
 
     ``cdf``: with probability >= ``confidence``, every released CDF value at a leaf edge is within

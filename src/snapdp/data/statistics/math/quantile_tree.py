@@ -20,11 +20,11 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from snapdp._rational import shown_rational
 from snapdp._validation import check_count, check_epsilon, check_finite, check_positive_finite
@@ -61,8 +61,7 @@ _REFERENCE_ALPHA = 0.05  # the confidence the branching factor is optimised for 
 _WEIGHT_INFLATION = 1 + 1e-9  # W is summed in doubles; its relative error is far below this
 
 
-@dataclass(frozen=True)
-class TreeSpec:
+class TreeSpec(Struct, frozen=True):
     """A b-ary tree over [lower, upper]: ``branching``**``depth`` leaves of width ``leaf_width``.
 
     Levels are numbered 1..depth (level 1: the b children of the root; level depth: the leaves);

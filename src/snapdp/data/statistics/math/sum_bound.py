@@ -46,11 +46,11 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from snapdp import _exact
 from snapdp.accuracy import _output_rounding, _tail_scale
@@ -82,8 +82,7 @@ _Index = npt.NDArray[np.int64]
 _U = np.concatenate([np.linspace(0.0, 0.9, 181), 1 - 0.1 * np.geomspace(1, 1e-5, 81)[1:]])
 
 
-@dataclass(frozen=True)
-class NoiseKind:
+class NoiseKind(Struct, frozen=True):
     """The public description of one mechanism's never-clamped error, in the data's units."""
 
     grid: float  # G = Δ·Λ
