@@ -60,7 +60,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     )),
     ("randomness", ("snapdp.randomness",)),
     ("ieee", ("snapdp.ieee", "snapdp.errors", "snapdp._validation", "snapdp._rational",
-              "snapdp._exact", "snapdp._blas")),
+              "snapdp._exact", "snapdp._blas", "snapdp._records")),
 )  # fmt: skip
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from msgspec.structs import replace
 
 from snapdp.cli import main
 from snapdp.data.planner import consistent_accuracy
@@ -30,7 +31,7 @@ def test_the_dry_run_takes_the_consistent_pm_from_the_planner(
     def marked(*args: Any, **kwargs: Any) -> Any:  # the planner's statement, recognisably moved
         calls.append(1)
         return [
-            s if consistent_accuracy.NOTE not in s.notes else type(s)(**{**vars(s), "accuracy": 7})
+            s if consistent_accuracy.NOTE not in s.notes else replace(s, accuracy=7)
             for s in real(*args, **kwargs)
         ]
 

@@ -167,12 +167,11 @@ def test_the_pages_document_keeps_the_plan(plan: Plan, tmp_path: Path) -> None:
 
 
 def test_a_field_the_writer_does_not_know_is_refused_not_dropped() -> None:
-    from dataclasses import dataclass
+    from msgspec import Struct
 
     from snapdp.data.frontends.toml_writer import _known_fields
 
-    @dataclass
-    class Later:
+    class Later(Struct):
         statistic: str = "count"
         where: str | None = None
 

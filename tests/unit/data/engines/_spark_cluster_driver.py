@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 import snapdp.data.engines.spark.executor as spark_module
+from snapdp._records import as_dict
 from snapdp.data.engines.base import AggregatePlan, NoiseRequest
 from snapdp.data.engines.spark.engine import SparkEngine
 
@@ -99,7 +100,7 @@ def main() -> None:
         engine = SparkEngine(
             csv_path, spark=session, executor_noise_threshold=1, noise_partitions=2
         )
-        out["aggregates"] = {name: vars(engine.aggregate(plan)) for name, plan in plans()}
+        out["aggregates"] = {name: as_dict(engine.aggregate(plan)) for name, plan in plans()}
         plan = plans()[0][1]
         requests = [NoiseRequest("rows", "rows", PARAMS), NoiseRequest("sum", "sum0", PARAMS)]
         spark_module.executor_noise = _kill_executor_once(os.path.join(marker_dir, "killed"))  # type: ignore[assignment]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from tests.data_oracle import OracleEngine
 
+from snapdp._records import as_dict
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
 from snapdp.data.engines.duckdb import connection as sources
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
@@ -43,7 +44,7 @@ def test_engines_share_the_database_but_not_their_tables(tmp_path: Path) -> None
     # interleaved: each engine's held table and registered views are its own
     for _ in range(2):
         for engine, path in ((first, a), (second, b)):
-            assert vars(engine.aggregate(plan)) == vars(OracleEngine(path).aggregate(plan))
+            assert as_dict(engine.aggregate(plan)) == as_dict(OracleEngine(path).aggregate(plan))
     # progress is tracked on every connection (a setting of the connection, not the database)
     for engine in (first, second):
         assert engine._con.execute("SELECT current_setting('enable_progress_bar')").fetchone() == (
@@ -61,7 +62,7 @@ def test_settings_of_its_own_open_a_database_of_its_own(tmp_path: Path) -> None:
     assert own._con.execute("SELECT current_setting('threads')").fetchone() == (1,)
     assert shared.execute("SELECT current_setting('threads')").fetchone() == before
     plan = _plan()
-    assert vars(own.aggregate(plan)) == vars(OracleEngine(data).aggregate(plan))
+    assert as_dict(own.aggregate(plan)) == as_dict(OracleEngine(data).aggregate(plan))
 
 
 def test_a_forked_child_opens_its_own_database(
@@ -77,7 +78,7 @@ def test_a_forked_child_opens_its_own_database(
     assert sources._shared is not None and sources._shared[1] is not parent[1]
     assert parent[1] in sources._inherited  # kept, never closed by the child
     plan = _plan()
-    assert vars(child.aggregate(plan)) == vars(OracleEngine(data).aggregate(plan))
+    assert as_dict(child.aggregate(plan)) == as_dict(OracleEngine(data).aggregate(plan))
 
 
 def test_the_spill_folder_is_removed_at_exit(tmp_path: Path) -> None:
@@ -102,17 +103,17 @@ def test_a_real_fork_opens_its_own_database(tmp_path: Path) -> None:
     data = _table(tmp_path / "t.csv", [(0, 1), (1, 2)])
     DuckDBEngine(data)
     plan = _plan()
-    expected = vars(OracleEngine(data).aggregate(plan))
+    expected = as_dict(OracleEngine(data).aggregate(plan))
     pid = os.fork()
     if pid == 0:  # the child: a database of its own, the same aggregates
         ok = False
         try:
-            ok = sources._shared is None and vars(DuckDBEngine(data).aggregate(plan)) == expected
+            ok = sources._shared is None and as_dict(DuckDBEngine(data).aggregate(plan)) == expected
         finally:
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert vars(DuckDBEngine(data).aggregate(plan)) == expected  # the parent's still works
+    assert as_dict(DuckDBEngine(data).aggregate(plan)) == expected  # the parent's still works
 
 
 def test_the_shared_database_opened_ahead_is_the_one_engines_use(
@@ -128,7 +129,7 @@ def test_the_shared_database_opened_ahead_is_the_one_engines_use(
     data = _table(tmp_path / "t.csv", [(0, 1), (1, 2), (1, 3)])
     engine = DuckDBEngine(data)
     assert sources._shared[1] is opened  # not opened a second time
-    assert vars(engine.aggregate(_plan())) == vars(OracleEngine(data).aggregate(_plan()))
+    assert as_dict(engine.aggregate(_plan())) == as_dict(OracleEngine(data).aggregate(_plan()))
     assert engine._con.execute("SELECT current_setting('preserve_insertion_order')").fetchone() == (
         False,
     )

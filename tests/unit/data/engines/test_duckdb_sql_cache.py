@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from msgspec.structs import force_setattr
+
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
 from snapdp.data.engines.duckdb import query
 from snapdp.data.model.schema import Column, ContributionBounds
@@ -60,7 +62,7 @@ def test_an_unhashable_plan_is_rendered_without_the_cache() -> None:
 
     query._cached_render.cache_clear()
     where = InList("g", (0, 1))
-    object.__setattr__(where, "values", [0, 1])  # a list where a tuple belongs: unhashable
+    force_setattr(where, "values", [0, 1])  # a list where a tuple belongs: unhashable
     plan = AggregatePlan(groupings=(G,), where=where, where_columns=(G,))
     assert query.plan_sql(plan, "t", TYPES) == _fresh(plan)
     assert query._cached_render.cache_info().currsize == 0

@@ -30,6 +30,7 @@ from tests.unit.data.engines._cluster_cases import (
 )
 
 import snapdp
+from snapdp._records import as_dict
 from snapdp.mechanism import SnappingMechanism
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -137,14 +138,14 @@ def test_releases_on_a_standalone_cluster(
 
     oracle = OracleEngine(data)
     for name, plan in plans():
-        assert out["aggregates"][name] == vars(oracle.aggregate(plan)), name
+        assert out["aggregates"][name] == as_dict(oracle.aggregate(plan)), name
     try:
         from snapdp.data.engines.duckdb.engine import DuckDBEngine  # type: ignore[import-not-found]
     except ImportError:  # not merged yet: the reference engine is the common oracle
         pass
     else:
         for name, plan in plans():
-            assert out["aggregates"][name] == vars(DuckDBEngine(data).aggregate(plan)), name
+            assert out["aggregates"][name] == as_dict(DuckDBEngine(data).aggregate(plan)), name
 
     exact = oracle.aggregate(plans()[0][1])
     accuracy = SnappingMechanism(*PARAMS).accuracy(1e-9)  # type: ignore[arg-type]
