@@ -17,8 +17,16 @@ from typing import Any
 
 from snapdp.data.engines.base import AggregatePlan
 from snapdp.data.model.schema import Column
+from snapdp.errors import ParameterError
 
-__all__ = ["declared_columns", "encodable", "frame_to_arrow", "object_cell", "rescaled"]
+__all__ = [
+    "declared_columns",
+    "encodable",
+    "exact_numbers",
+    "frame_to_arrow",
+    "object_cell",
+    "rescaled",
+]
 
 
 def declared_columns(plan: AggregatePlan) -> dict[str, Column]:
@@ -71,6 +79,28 @@ def rescaled(arrow_type: Any) -> bool:
     if pa.types.is_timestamp(arrow_type) or pa.types.is_duration(arrow_type):
         return bool(arrow_type.unit in ("s", "ms"))
     return False
+
+
+def exact_numbers(name: str, column: Any, engine: str) -> Any:
+    """The Arrow column ``name`` with the two number types neither DuckDB nor Spark can read
+    (half floats, 256-bit decimals) as types they read, holding the same values: a half float
+    as a single float, a 256-bit decimal of at most 38 digits as the 128-bit one. A wider
+    decimal is refused with a one-line error naming the column and ``engine``. Any other column
+    is returned as it is. From the schema alone, never from the cells."""
+    import pyarrow as pa
+
+    if pa.types.is_float16(column.type):
+        return column.cast(pa.float32())
+    if pa.types.is_decimal256(column.type):
+        if column.type.precision > 38:
+            raise ParameterError(
+                f"`data`: column {name!r} is {column.type}, which the {engine} engine cannot "
+                "read (at most 38 digits); cast it to a decimal of at most 38 digits or to "
+                "float64",
+                parameter="data",
+            )
+        return column.cast(pa.decimal128(column.type.precision, column.type.scale))
+    return column
 
 
 def _column(series: Any, kind: str) -> Any:

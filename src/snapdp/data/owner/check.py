@@ -6,8 +6,12 @@ cells whose cast fails (count and a few examples), the nulls, the values outside
 values that are no declared key or lie outside every bin (with counts); for a CSV, the lines
 skipped because they are no record (docs/data.md, "CSV input"); per privacy unit, the null
 units and the units and rows over each contribution bound; the true row count against a
-declared ``rows`` and ``max_rows``. Everything here is exact and may quote cells: it must not be
-shown to analysts. It never spends budget and never opens a ledger.
+declared ``rows`` and ``max_rows``. For a pandas DataFrame, the cells of Python types that a
+release makes null before the engine reads them (a ``bytes`` cell in an ``object`` column:
+:mod:`snapdp.data.owner.objects`) are counted with the cast failures, and the column's
+``stored_as`` names those types (``"pandas object holding bytes"``; only those cells are null).
+Everything here is exact and may quote cells: it must not be shown to analysts. It never spends
+budget and never opens a ledger.
 
 The cast, key and bin rules are the engines' (:mod:`snapdp.data.engines.base`), written once as
 the expression tree of :mod:`snapdp.data.engines.relational` and rendered here for DuckDB, so what
@@ -28,6 +32,7 @@ from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.engines.relational import builders, exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column, Schema
+from snapdp.data.owner.objects import is_pandas_frame, unread_cells
 
 __all__ = ["CheckReport", "ColumnReport", "UnitReport", "check"]
 
@@ -45,7 +50,8 @@ class ColumnReport(Struct):
     most frequent in ``undeclared`` as (cell text, rows); ``null_rule``: what releases do with
     nulls; ``stored_as``: the column's type in the source when releases never read that type as
     the declared one (every cell is null: a Parquet BLOB, bytes without the UTF-8 annotation,
-    declared text), else None."""
+    declared text), or, for a pandas object column, the Python type of cells releases read as
+    null ("pandas object holding bytes"; the other cells are read), else None."""
 
     name: str
     type: str
@@ -209,6 +215,13 @@ def check(
             columns.append(unit_col)
     base, unread = engine.check_select(columns)
     index = {c.name: i for i, c in enumerate(columns)}
+    # a DataFrame's cells that the release makes null before the engine reads them (a bytes cell
+    # in an object column): the engine sees nulls, so they are found and counted in Python
+    odd = (
+        unread_cells(source, {c.name: c for c in columns}, examples)
+        if is_pandas_frame(source)
+        else {}
+    )
 
     items: list[exp.Expression] = [_count()]
     for i, c in enumerate(columns):
@@ -230,11 +243,17 @@ def check(
             continue
         r = ColumnReport(c.name, c.type, c.nulls.describe(), stored_as=unread.get(c.name))
         r.nulls, r.cast_failures = int(counts.pop(0)), int(counts.pop(0))
+        failed_in_engine = r.cast_failures
+        if c.name in odd:
+            r.nulls -= odd[c.name].cells
+            r.cast_failures += odd[c.name].cells
+            r.examples = list(odd[c.name].examples)
+            r.stored_as = r.stored_as or odd[c.name].held
         if c.lower is not None:
             r.below, r.above = int(counts.pop(0)), int(counts.pop(0))
         if c.is_grouping:
             r.outside_domain = int(counts.pop(0))
-        if r.cast_failures and examples > 0:
+        if failed_in_engine and examples > 0:
             failed = (
                 exp.select(_raw(i))
                 .distinct()
@@ -243,7 +262,8 @@ def check(
                 .order_by(_raw(i))
                 .limit(int(examples))
             )
-            r.examples = [str(x[0]) for x in _fetch(engine, base, failed)]
+            texts = [str(x[0]) for x in _fetch(engine, base, failed)]
+            r.examples += [t for t in texts if t not in r.examples][: examples - len(r.examples)]
         if r.outside_domain:
             outside = (
                 exp.select(_raw(i), exp.alias_(_count(), "n"))
@@ -267,7 +287,22 @@ def check(
 
 
 def _stored_as(source_type: str, kind: str) -> str:
-    """Why no cell of a column stored as ``source_type`` is a value of ``kind``, and what to do."""
+    """Why no cell of a column stored as ``source_type`` is a value of ``kind``, and what to do;
+    for a pandas column with cells of Python types that ``kind`` never reads
+    (:class:`~snapdp.data.owner.objects.UnreadCells`), why those cells are not."""
+    if source_type.startswith("pandas "):
+        dtype, _, held = source_type.removeprefix("pandas ").partition(" holding ")
+        types = held.split(", ")
+        todo = (
+            'decode the bytes to str (pandas: .str.decode("utf-8"))'
+            if types == ["bytes"]
+            else "convert them to values of the declared type"
+        )
+        return (
+            f"a pandas {dtype} column holding cells of type {held}, which releases never read "
+            f"as {kind}: each such cell is null in releases (counted below as not {kind}). "
+            f'Before the release, {todo} (docs/data.md, "What does not fit")'
+        )
     if kind == "text" and source_type == "BLOB":
         return (
             "stored as BLOB (bytes, not text: binary in Arrow, a Parquet column without the "

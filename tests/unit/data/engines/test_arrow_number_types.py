@@ -1,7 +1,9 @@
 """The two Arrow number types DuckDB cannot scan (half floats, 256-bit decimals) no longer fail
 the whole table with DuckDB's own error: a half float is read as the single float holding the
 same value, a 256-bit decimal of at most 38 digits as the 128-bit one, and a wider decimal is
-refused with a one-line error naming its column (the schema decides, never a cell)."""
+refused with a one-line error naming its column (the schema decides, never a cell). The Spark
+engine reads a pandas DataFrame's columns of these types the same way (it refused a half float
+column with a message naming no column, and a wide decimal with one naming neither)."""
 
 from __future__ import annotations
 
@@ -53,3 +55,32 @@ def test_a_decimal_of_more_than_38_digits_is_refused_naming_its_column() -> None
     with pytest.raises(ParameterError, match=r"column 'x' is decimal256\(40, 2\)") as caught:
         DuckDBEngine(_table(pa.array(DECIMALS, pa.decimal256(40, 2))))
     assert "\n" not in str(caught.value)
+
+
+def _frame(x: Any) -> pd.DataFrame:
+    return pd.DataFrame({"x": x, "g": [i % 2 for i in range(len(x))]})
+
+
+@pytest.mark.spark
+def test_spark_reads_a_frames_half_floats_and_256_bit_decimals_as_duckdb(
+    spark_session: Any,
+) -> None:
+    """One test (one Spark job per plan): every plan on each frame, against the DuckDB engine."""
+    from snapdp.data.engines.spark.engine import SparkEngine
+
+    narrow = pd.array(DECIMALS, dtype=pd.ArrowDtype(pa.decimal256(38, 2)))
+    for x in (HALVES, narrow):
+        frame = _frame(x)
+        for plan in PLANS:
+            expected = DuckDBEngine(frame).aggregate(plan)
+            assert SparkEngine(frame, spark=spark_session).aggregate(plan) == expected
+    half = SparkEngine(_frame(HALVES), spark=spark_session).aggregate(PLANS[0])
+    assert half.counts[0][0] == 5  # the values were read, not nulled
+    wide = _frame(pd.array(DECIMALS, dtype=pd.ArrowDtype(pa.decimal256(40, 2))))
+    with pytest.raises(ParameterError, match=r"column 'x' is decimal256\(40, 2\)") as caught:
+        SparkEngine(wide, spark=spark_session).aggregate(PLANS[0])
+    assert "the Spark engine cannot read (at most 38 digits)" in str(caught.value)
+    assert "\n" not in str(caught.value)
+    # a plan not reading the wide column is not refused (the used columns alone are converted)
+    grouped = SparkEngine(wide, spark=spark_session).aggregate(PLANS[1])
+    assert grouped == DuckDBEngine(wide).aggregate(PLANS[1])

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from snapdp.data.engines._cells import rescaled
-from snapdp.errors import ParameterError
+from snapdp.data.engines._cells import exact_numbers, rescaled
 
 __all__ = ["as_duckdb_scans", "bytes_type"]
 
@@ -53,10 +52,7 @@ def as_duckdb_scans(table: Any) -> tuple[Any, list[str]]:
         if rescaled(column.type):
             columns.append(pa.nulls(len(column), column.type))
             continue
-        if pa.types.is_float16(column.type):
-            column = column.cast(pa.float32())
-        elif pa.types.is_decimal256(column.type):
-            column = column.cast(_decimal128(name, column.type))
+        column = exact_numbers(name, column, "DuckDB")
         target = bytes_type(column.type)
         if target != column.type:
             if pa.types.is_dictionary(column.type):
@@ -67,16 +63,3 @@ def as_duckdb_scans(table: Any) -> tuple[Any, list[str]]:
             blobs.append(name)
         columns.append(column)
     return pa.Table.from_arrays(columns, names=table.column_names), blobs
-
-
-def _decimal128(name: str, arrow_type: Any) -> Any:
-    """The 128-bit decimal type holding every value of a 256-bit one, or a ParameterError."""
-    import pyarrow as pa
-
-    if arrow_type.precision > 38:
-        raise ParameterError(
-            f"`data`: column {name!r} is {arrow_type}, which the DuckDB engine cannot read (at "
-            "most 38 digits); cast it to a decimal of at most 38 digits or to float64",
-            parameter="data",
-        )
-    return pa.decimal128(arrow_type.precision, arrow_type.scale)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote as uri_unquote
 
+from snapdp.data.engines._cells import exact_numbers
 from snapdp.data.engines.csv.lines import LONG_LINE, check_delimiter, csv_encoding, first_line_in
 from snapdp.data.engines.header import PARQUET_SUFFIXES, header_names
 from snapdp.data.model.schema import CsvOptions
@@ -299,7 +300,16 @@ def _records(
 
 def from_pandas(session: Any, table: Any) -> Any:
     """A pandas DataFrame's used columns, already an Arrow table of contract cells (see
-    :func:`~snapdp.data.engines._cells.frame_to_arrow`), as a Spark DataFrame."""
+    :func:`~snapdp.data.engines._cells.frame_to_arrow`), as a Spark DataFrame; half floats and
+    256-bit decimals read as the DuckDB engine reads them (:func:`exact_numbers`: Spark has no
+    half float, and refused the whole frame)."""
+    import pyarrow as pa
+
+    columns = [
+        exact_numbers(name, column, "Spark")
+        for name, column in zip(table.column_names, table.columns, strict=True)
+    ]
+    table = pa.Table.from_arrays(columns, names=table.column_names)
     try:
         return session.createDataFrame(table)
     except Exception as exc:  # a native type Spark lacks (e.g. uint64): from the schema only
