@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numbers
 import reprlib
-from typing import Any, NamedTuple
+from typing import Any
+
+from msgspec import Struct
 
 from snapdp.data.engines._cells import _python_strings, object_cell
 from snapdp.data.model.schema import Column
@@ -21,7 +23,7 @@ from snapdp.data.model.schema import Column
 __all__ = ["UnreadCells", "is_pandas_frame", "unread_cells"]
 
 
-class UnreadCells(NamedTuple):
+class UnreadCells(Struct, frozen=True):
     """A column's cells that hold a value the contract makes null: how many (rows), the first
     few distinct ones as text, and where they are held (``"pandas object holding bytes"``)."""
 
