@@ -212,6 +212,7 @@ def print_results(
     """The results as tables, each with its notes: as the release states them, or with
     ``plain`` in plain words with their docs page (:mod:`snapdp.data.output.notes_plain`), the
     exact statements left to ``--details``."""
+    from rich.cells import cell_len
     from rich.console import Console
     from rich.table import Table
 
@@ -224,7 +225,9 @@ def print_results(
     say = functools.partial(console.print, highlight=console.color_system is not None)
     say(f"Private release from {key_text(label)}")  # a file name as text, printable
     for r in results:
-        shown = Table(title=f"{r.label}, ε = {exact_text(r.epsilon)}")
+        title = f"{r.label}, ε = {exact_text(r.epsilon)}"
+        # at least as wide as its title: rich wraps a title to the table's width
+        shown = Table(title=title, min_width=min(cell_len(title), console.width))
         for k in r.key_columns:
             shown.add_column(k)
         quantiles = r.query.statistic == "quantiles"
