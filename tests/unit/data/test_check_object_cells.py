@@ -1,7 +1,7 @@
 """``snapdp check`` on a pandas DataFrame names the Python types of the cells a release makes null.
 
 A release converts an ``object`` column cell by cell for its declared type: a ``bytes`` cell in a
-text column (or a float in one, a ``Decimal`` in a decimal column, a string that is not valid
+text column (or a float in one, an infinite ``Decimal`` in a decimal column, a string that is not valid
 Unicode) becomes null before the engine reads it. ``check`` counted such cells as null cells and
 did not say why; it now counts them as cells that are not values of the type and names the
 column as holding them (as it names a Parquet BLOB column declared text). Releases still make
@@ -71,7 +71,7 @@ def test_check_names_every_python_type_a_release_makes_null() -> None:
     frame = pd.DataFrame(
         {
             "t": ["a", 2.5, "\ud800", float("nan"), 7, "a"],
-            "d": ["1", "x", decimal.Decimal("1.5"), float("inf"), 2.0, b"3"],
+            "d": ["1", "x", decimal.Decimal("-Infinity"), float("inf"), decimal.Decimal("1.5"), b"3"],
             "c": pd.Categorical([b"x", "y", None, "y", b"x", "y"]),
             "s": pd.array(["a", "\ud800", None, "b", "c", "d"], dtype="string[python]"),
         }
@@ -83,10 +83,11 @@ def test_check_names_every_python_type_a_release_makes_null() -> None:
     # t: 2.5 and the lone surrogate are null in releases; 7 is read as "7"; NaN is missing
     assert (t.nulls, t.cast_failures, t.examples) == (1, 2, ["2.5", "\\ud800"])
     assert t.stored_as == "pandas object holding float, str (not valid Unicode)"
-    # d: "x" fails the engine's cast; the Decimal, inf and the bytes never reach it
+    # d: "x" fails the engine's cast; the Decimal −∞, inf and the bytes never reach it (a finite
+    # Decimal is read, by its decimal text)
     assert (d.nulls, d.cast_failures) == (0, 4)
-    assert d.examples == ["Decimal('1.5')", "inf", "3"]  # the Python cells first, up to 3
-    assert d.stored_as == "pandas object holding Decimal, bytes, float (not finite)"
+    assert d.examples == ["Decimal('-Infinity')", "inf", "3"]  # the Python cells first, up to 3
+    assert d.stored_as == "pandas object holding Decimal (not finite), bytes, float (not finite)"
     assert (c.nulls, c.cast_failures, c.examples) == (1, 2, ["x"])
     assert c.stored_as == "pandas category holding bytes"
     assert (s.nulls, s.cast_failures, s.stored_as) == (

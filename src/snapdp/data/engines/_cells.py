@@ -175,6 +175,9 @@ def object_cell(x: object, kind: str) -> str | None:
         if isinstance(x, _dt.date) and not isinstance(x, _dt.datetime):
             return x.isoformat()
         return None
+    if kind in ("integer", "decimal") and isinstance(x, decimal.Decimal):
+        # its exact decimal text, cast as the same text in a CSV cell is (a driver's NUMERIC)
+        return str(x) if x.is_finite() else None
     if kind in ("integer", "decimal") and isinstance(x, numbers.Real):
         try:
             d = float(x)

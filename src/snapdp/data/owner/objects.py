@@ -11,6 +11,7 @@ cells that are not values of the declared type and names their Python types.
 
 from __future__ import annotations
 
+import decimal
 import numbers
 import reprlib
 from typing import Any
@@ -91,7 +92,8 @@ def _type_name(x: object, kind: str) -> str:
     """The Python type of a cell made null, and why when the type is read otherwise."""
     if isinstance(x, str):
         return "str (not valid Unicode)"
-    if kind in ("integer", "decimal") and isinstance(x, numbers.Real) and not isinstance(x, bool):
+    numeric = isinstance(x, (numbers.Real, decimal.Decimal)) and not isinstance(x, bool)
+    if kind in ("integer", "decimal") and numeric:
         return f"{type(x).__name__} (not finite)"
     return type(x).__name__
 
