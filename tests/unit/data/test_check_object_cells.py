@@ -1,8 +1,8 @@
 """``snapdp check`` on a pandas DataFrame names the Python types of the cells a release makes null.
 
 A release converts an ``object`` column cell by cell for its declared type: a ``bytes`` cell in a
-text column (or a float in one, an infinite ``Decimal`` in a decimal column, a string that is not valid
-Unicode) becomes null before the engine reads it. ``check`` counted such cells as null cells and
+text column (or a float in one, an infinite ``Decimal`` in a decimal column, a string that is
+not valid Unicode) becomes null before the engine reads it. ``check`` counted such cells as null cells and
 did not say why; it now counts them as cells that are not values of the type and names the
 column as holding them (as it names a Parquet BLOB column declared text). Releases still make
 each such cell null, exactly as a missing cell.
@@ -10,7 +10,7 @@ each such cell null, exactly as a missing cell.
 
 from __future__ import annotations
 
-import decimal
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -71,7 +71,7 @@ def test_check_names_every_python_type_a_release_makes_null() -> None:
     frame = pd.DataFrame(
         {
             "t": ["a", 2.5, "\ud800", float("nan"), 7, "a"],
-            "d": ["1", "x", decimal.Decimal("-Infinity"), float("inf"), decimal.Decimal("1.5"), b"3"],
+            "d": ["1", "x", Decimal("-Infinity"), float("inf"), Decimal("1.5"), b"3"],
             "c": pd.Categorical([b"x", "y", None, "y", b"x", "y"]),
             "s": pd.array(["a", "\ud800", None, "b", "c", "d"], dtype="string[python]"),
         }
