@@ -2,9 +2,9 @@
 
 A release converts an ``object`` column cell by cell for its declared type: a ``bytes`` cell in a
 text column (or a float in one, an infinite ``Decimal`` in a decimal column, a string that is
-not valid Unicode) becomes null before the engine reads it. ``check`` counted such cells as null cells and
-did not say why; it now counts them as cells that are not values of the type and names the
-column as holding them (as it names a Parquet BLOB column declared text). Releases still make
+not valid Unicode) becomes null before the engine reads it. ``check`` counted such cells as null
+cells and did not say why; it now counts them as cells that are not values of the type and names
+the column as holding them (as it names a Parquet BLOB column declared text). Releases still make
 each such cell null, exactly as a missing cell.
 """
 
