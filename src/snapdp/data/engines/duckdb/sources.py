@@ -198,7 +198,11 @@ class DuckDBSource:
                 f"`data` folder {str(path)!r} holds no .parquet files", parameter="data"
             )
         pattern = os.path.join(self._literal(path), "**", "*.parquet")
-        self._open_parquet(pattern, "", sorted(str(p) for p in files), str(path), hive=True)
+        # by name, as a pattern: DuckDB would read every file by the first file's types, and a
+        # cell of another file that does not cast to them (2**40 into an INTEGER) failed the scan
+        self._open_parquet(
+            pattern, ", union_by_name = true", sorted(str(p) for p in files), str(path), hive=True
+        )
         self._names = list(self._types)
 
     def _open_glob(self, pattern: str) -> None:
@@ -358,20 +362,23 @@ class DuckDBSource:
             assert self._parquet is not None
             files, base = self._parquet
             try:
+                schema = pa.unify_schemas(  # by name, as DuckDB's union_by_name
+                    [ds.dataset(f, format="parquet").schema for f in files],
+                    promote_options="permissive",
+                )
                 if base is not None:
                     found = ds.dataset(
                         files, format="parquet", partitioning="hive", partition_base_dir=base
                     )
                     names = list(found.partitioning.schema.names) if found.partitioning else []
-                    schema = found.schema
-                else:
-                    schema = pa.unify_schemas(  # by name, as DuckDB's union_by_name
-                        [ds.dataset(f, format="parquet").schema for f in files],
-                        promote_options="permissive",
-                    )
-                    # the columns DuckDB reads from key=value folders of the paths
+                else:  # the columns DuckDB reads from key=value folders of the paths
                     names = [n for n in self._types if n not in schema.names]
-                    schema = pa.schema([*schema, *(pa.field(n, pa.string()) for n in names)])
+                schema = pa.schema(
+                    [
+                        *(f for f in schema if f.name not in names),
+                        *(pa.field(n, pa.string()) for n in names),
+                    ]
+                )
                 # the partition values as text, whatever they look like (_HIVE_AS_TEXT)
                 fixed = set(names)
                 schema = pa.schema(
