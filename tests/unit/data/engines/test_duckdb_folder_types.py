@@ -87,3 +87,36 @@ def test_a_file_without_a_column_gives_nulls_in_it(tmp_path: Path) -> None:
     ages = sum(20 + i % 50 for i in range(N))
     assert read == [([N + 1], [N], [ages])] * 2
     assert read == _summary(DuckDBEngine(str(folder / "*.parquet"), glob=True))
+
+
+def test_uint64_beside_signed_files_reads_whatever_its_values(tmp_path: Path) -> None:
+    """A uint64 file beside int64 ones, in a folder and in a pattern: Arrow unified the column
+    as int64 and the read of the Arrow path failed on a value above 2**63 − 1 (``2**64 − 1``),
+    where ``33`` released. Now the value is null, as on the DuckDB path (HUGEINT)."""
+    for name, value in (("fits", 33), ("misfits", 2**64 - 1)):
+        folder = _folder(tmp_path / name, pa.int64(), (pa.uint64(), value))
+        read = _summary(DuckDBEngine(folder))
+        assert read == _summary(DuckDBEngine(str(folder / "*.parquet"), glob=True)), name
+        assert [r for r, _, _ in read] == [[N + 1]] * 2, name
+
+
+@pytest.mark.parametrize("layout", ["plain files", "key=value folders"])
+def test_a_folder_of_plain_files_reads_text_by_the_contract(tmp_path: Path, layout: str) -> None:
+    """A folder whose files lie in no key=value folder: pyarrow's hive discovery named every
+    column of the files as a partition column, so the Arrow path read their text as strings
+    rather than bytes: a cell that is not UTF-8 was a value (here one more unit). Now as in
+    key=value folders: such a cell is null, its row's unit dropped."""
+    counts = []
+    for name, cell in (("good", b"a"), ("bad", b"\xff\xfe")):
+        root = tmp_path / name
+        folder = root if layout == "plain files" else root / "part=1"
+        folder.mkdir(parents=True)
+        text = pa.array([b"a", b"b"] * 10, pa.binary()).view(pa.string())
+        pq.write_table(pa.table({"u": text, "age": list(range(20))}), folder / "a.parquet")
+        odd = pa.table({"u": pa.array([cell], pa.binary()).view(pa.string()), "age": [1]})
+        pq.write_table(odd, folder / "b.parquet")
+        plan = AggregatePlan(
+            unit=Column("u", "text"), bounds=ContributionBounds(2), hash_key="0" * 32
+        )
+        counts.append(DuckDBEngine(root).aggregate(plan).rows)
+    assert counts == [[4], [4]]  # units a and b, two rows each; the bad cell's unit is null
