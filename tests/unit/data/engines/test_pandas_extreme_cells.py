@@ -77,3 +77,26 @@ def test_categories_with_a_lone_surrogate(extra: list[Any]) -> None:
     plan = AggregatePlan(groupings=(G, column), values=())
     want = DuckDBEngine(frame.assign(t=plain)).aggregate(plan)
     assert DuckDBEngine(frame).aggregate(plan) == want
+
+
+def test_a_long_integer_is_converted_without_a_quadratic_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The digits of a long integer cell, at the edges of ``str``'s limit and far past it, by a
+    conversion whose time is near linear in the digits (traced, not timed: ``decimal``, which
+    the conversion used past 4,300 digits, takes time quadratic in them, ~15 s of CPU for one
+    cell of a million digits, so the release's run time showed that person's value)."""
+    import sys
+
+    def quadratic(*args: object) -> None:
+        raise AssertionError("converted by decimal")
+
+    limit = sys.get_int_max_str_digits()
+    cells = [10**3913, 2**13000 - 1, 2**13000, 10**4299 + 1, 10**4300, HUGE, 7 * 10**200_000]
+    sys.set_int_max_str_digits(0)
+    try:
+        want = [str(s * n) for n in cells for s in (1, -1)]
+    finally:
+        sys.set_int_max_str_digits(limit)
+    monkeypatch.setattr(decimal, "Decimal", quadratic)
+    assert [_cells.object_cell(s * n, "text") for n in cells for s in (1, -1)] == want

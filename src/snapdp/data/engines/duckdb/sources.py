@@ -198,7 +198,11 @@ class DuckDBSource:
                 f"`data` folder {str(path)!r} holds no .parquet files", parameter="data"
             )
         pattern = os.path.join(self._literal(path), "**", "*.parquet")
-        self._open_parquet(pattern, "", sorted(str(p) for p in files), str(path), hive=True)
+        # by name, as a pattern: DuckDB would read every file by the first file's types, and a
+        # cell of another file that does not cast to them (2**40 into an INTEGER) failed the scan
+        self._open_parquet(
+            pattern, ", union_by_name = true", sorted(str(p) for p in files), str(path), hive=True
+        )
         self._names = list(self._types)
 
     def _open_glob(self, pattern: str) -> None:
@@ -358,20 +362,17 @@ class DuckDBSource:
             assert self._parquet is not None
             files, base = self._parquet
             try:
+                schema = _unified([ds.dataset(f, format="parquet").schema for f in files])
                 if base is not None:
-                    found = ds.dataset(
-                        files, format="parquet", partitioning="hive", partition_base_dir=base
-                    )
-                    names = list(found.partitioning.schema.names) if found.partitioning else []
-                    schema = found.schema
-                else:
-                    schema = pa.unify_schemas(  # by name, as DuckDB's union_by_name
-                        [ds.dataset(f, format="parquet").schema for f in files],
-                        promote_options="permissive",
-                    )
-                    # the columns DuckDB reads from key=value folders of the paths
+                    names = _hive_keys(files, base)
+                else:  # the columns DuckDB reads from key=value folders of the paths
                     names = [n for n in self._types if n not in schema.names]
-                    schema = pa.schema([*schema, *(pa.field(n, pa.string()) for n in names)])
+                schema = pa.schema(
+                    [
+                        *(f for f in schema if f.name not in names),
+                        *(pa.field(n, pa.string()) for n in names),
+                    ]
+                )
                 # the partition values as text, whatever they look like (_HIVE_AS_TEXT)
                 fixed = set(names)
                 schema = pa.schema(
@@ -404,6 +405,38 @@ class DuckDBSource:
             types.update(dict.fromkeys(blobs, TEXT_BLOB))
             self._parquet_text = (relation, types)
         return self._parquet_text
+
+
+def _unified(schemas: list[Any]) -> Any:
+    """The files' schemas unified by name, as DuckDB's ``union_by_name``, each column at a type
+    every file's values convert to, whatever they are: Arrow unifies uint64 with a signed
+    integer as int64, to which a value above 2**63 − 1 does not convert (the whole read failed
+    on it), so such a column is a DECIMAL(20, 0) (exact; cast by the contract as DuckDB's
+    HUGEINT is)."""
+    import pyarrow as pa
+
+    schema = pa.unify_schemas(schemas, promote_options="permissive")
+    fields = []
+    for f in schema:
+        found = {s.field(f.name).type for s in schemas if f.name in s.names}
+        if pa.types.is_signed_integer(f.type) and pa.uint64() in found:
+            f = f.with_type(pa.decimal128(20, 0))
+        fields.append(f)
+    return pa.schema(fields)
+
+
+def _hive_keys(files: list[str], base: str) -> list[str]:
+    """The keys of the key=value folders between ``base`` and each of ``files``, in order of
+    first appearance: the columns DuckDB's hive partitioning reads from the paths (a file's own
+    column of that name gives way to it, as in DuckDB). Not pyarrow's discovery, which names
+    every column of the files when no such folder is found, so that a folder of plain files had
+    its text read as strings (a cell that is not UTF-8 was then a value, or failed the read)."""
+    keys: dict[str, None] = {}
+    for file in files:
+        for part in Path(file).relative_to(base).parts[:-1]:
+            if "=" in part:
+                keys.setdefault(part.split("=", 1)[0], None)
+    return list(keys)
 
 
 # -- SQL helpers -----------------------------------------------------------------------------
