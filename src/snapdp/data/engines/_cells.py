@@ -11,6 +11,7 @@ null. Typed columns keep their native types. So no cell can make the conversion 
 from __future__ import annotations
 
 import datetime as _dt
+import decimal
 import math
 from typing import Any
 
