@@ -152,6 +152,19 @@ def document_from_plan(plan: Plan) -> dict[str, Any]:
             value = data[k]
             doc["data"][k] = list_text(value) if isinstance(value, list) else text_of(value)
     queries = structure["query"]
+    # groups from the data: the page keeps one δ for every query, as `[data] delta` gives
+    deltas = {q.get("delta") for q in queries}
+    if len(deltas) > 1:
+        raise FieldError(
+            "the page keeps one δ for every query (a plan file's [data] delta), and this plan's "
+            "queries have different ones: give them one δ in the plan file (docs/sql.md, "
+            '"Groups from the data")',
+            field="data.delta",
+            parameter=None,  # a rule of the page, not of a flag
+        )
+    if queries and (delta := next(iter(deltas))) is not None:
+        doc["data"]["delta"] = text_of(delta)
+    queries = [{k: v for k, v in q.items() if k != "delta"} for q in queries]
     sizes = [q.get("group_size") for q in queries]
     if sizes and sizes[0] is not None and all(n == sizes[0] for n in sizes):
         doc["data"]["group_size"] = text_of(sizes[0])  # one reference group size for all

@@ -113,6 +113,8 @@ def plan_document(plan: Plan) -> dict[str, Any]:
         size = getattr(pq, "group_size", None)
         if size is not None and size != default_size:
             entry["group_size"] = size
+        if pq.delta is not None:  # groups from the data (docs/sql.md); [data] delta is each one's
+            entry["delta"] = pq.delta
         queries.append(entry)
     return {"data": data, "columns": columns, "query": queries}
 
@@ -121,7 +123,7 @@ def plan_document(plan: Plan) -> dict[str, Any]:
 #: refused (never dropped).
 _SCHEMA_FIELDS = ("columns", "privacy_unit", "null_units", "bounds", "max_rows", "rows", "csv")
 _COLUMN_FIELDS = ("name", "type", "lower", "upper", "keys", "bins", "nulls")
-_PLANNED_FIELDS = ("query", "epsilon", "accuracy", "weight", "confidence", "group_size")
+_PLANNED_FIELDS = ("query", "epsilon", "accuracy", "weight", "confidence", "group_size", "delta")
 _QUERY_FIELDS = (
     "statistic",
     "column",
