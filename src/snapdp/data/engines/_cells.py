@@ -24,9 +24,18 @@ __all__ = [
     "encodable",
     "exact_numbers",
     "frame_to_arrow",
+    "is_pandas_frame",
     "object_cell",
+    "python_strings",
     "rescaled",
 ]
+
+
+def is_pandas_frame(source: object) -> bool:
+    """Whether ``source`` is a pandas DataFrame (told by its type's module and name, without
+    importing pandas)."""
+    kind = type(source)
+    return (kind.__module__ or "").startswith("pandas") and kind.__name__ == "DataFrame"
 
 
 def declared_columns(plan: AggregatePlan) -> dict[str, Column]:
@@ -110,7 +119,7 @@ def _column(series: Any, kind: str) -> Any:
 
     if series.dtype == object:
         return pa.array([object_cell(x, kind) for x in series], type=pa.string())
-    if _python_strings(series):
+    if python_strings(series):
         return _python_string_column(series)
     try:
         return pa.Array.from_pandas(series)
@@ -118,7 +127,7 @@ def _column(series: Any, kind: str) -> Any:
         return pa.array([object_cell(x, kind) for x in series], type=pa.string())
 
 
-def _python_strings(series: Any) -> bool:
+def python_strings(series: Any) -> bool:
     """Whether ``series`` is a pandas string column stored as Python objects
     (``dtype="string[python]"``): the one typed column whose cells may hold a text that is not
     valid Unicode (a lone surrogate), which Arrow refuses to convert."""

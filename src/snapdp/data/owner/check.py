@@ -28,11 +28,12 @@ from msgspec import Struct, field
 from sqlglot import exp
 
 from snapdp._records import as_dict
+from snapdp.data.engines._cells import is_pandas_frame
 from snapdp.data.engines.duckdb.engine import DuckDBEngine
 from snapdp.data.engines.relational import builders, exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column, Schema
-from snapdp.data.owner.objects import is_pandas_frame, unread_cells
+from snapdp.data.owner.objects import unread_cells
 
 __all__ = ["CheckReport", "ColumnReport", "UnitReport", "check"]
 

@@ -3,10 +3,11 @@ cells of a pandas DataFrame that hold a value the contract makes null.
 
 A release converts an ``object`` column cell by cell for its declared type
 (:func:`snapdp.data.engines._cells.object_cell`): a cell of a Python type the type never reads (a
-``bytes`` cell in a text column, a float in a text column, a ``Decimal``, a string that is not
-valid Unicode) becomes null before the engine sees it, so the engine's check counted it as a
-null cell. These are found here, in Python, by the same rule, so that the report counts them as
-cells that are not values of the declared type and names their Python types.
+``bytes`` cell in a text column, a float in a text column, an infinite ``Decimal`` in a numeric
+one, a string that is not valid Unicode) becomes null before the engine sees it, so the
+engine's check counted it as a null cell. These are found here, in Python, by the same rule, so
+that the report counts them as cells that are not values of the declared type and names their
+Python types.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Any
 
 from msgspec import Struct
 
-from snapdp.data.engines._cells import _python_strings, object_cell
+from snapdp.data.engines._cells import object_cell, python_strings
 from snapdp.data.model.schema import Column
 
-__all__ = ["UnreadCells", "is_pandas_frame", "unread_cells"]
+__all__ = ["UnreadCells", "unread_cells"]
 
 
 class UnreadCells(Struct, frozen=True):
@@ -31,13 +32,6 @@ class UnreadCells(Struct, frozen=True):
     cells: int
     examples: list[str]
     held: str
-
-
-def is_pandas_frame(source: object) -> bool:
-    """Whether ``source`` is a pandas DataFrame (as the engines tell one, without importing
-    pandas)."""
-    kind = type(source)
-    return kind.__module__.startswith("pandas") and kind.__name__ == "DataFrame"
 
 
 def unread_cells(frame: Any, columns: dict[str, Column], limit: int) -> dict[str, UnreadCells]:
@@ -85,7 +79,7 @@ def unread_cells(frame: Any, columns: dict[str, Column], limit: int) -> dict[str
 def _per_cell(series: Any) -> bool:
     """Whether a release converts ``series`` cell by cell by :func:`object_cell` (an ``object``
     column; a ``string[python]`` one is scanned for lone surrogates, with the same result)."""
-    return bool(series.dtype == object) or _python_strings(series)
+    return bool(series.dtype == object) or python_strings(series)
 
 
 def _type_name(x: object, kind: str) -> str:

@@ -17,7 +17,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from snapdp.data.engines._cells import declared_columns, frame_to_arrow
+from snapdp.data.engines._cells import declared_columns, frame_to_arrow, is_pandas_frame
 from snapdp.data.engines.base import (
     AggregatePlan,
 )
@@ -115,7 +115,7 @@ class DuckDBSource:
         )
         if isinstance(source, (str, Path)):
             self._open_path(str(source), glob)
-        elif _module(source).startswith("pandas") and type(source).__name__ == "DataFrame":
+        elif is_pandas_frame(source):
             self._frame = source
             frame: Any = source
             self._label = "<pandas.DataFrame>"
