@@ -88,7 +88,7 @@ class DuckDBSource:
         self,
         source: object,
         *,
-        csv: CsvOptions = CsvOptions(),  # noqa: B008 - frozen dataclass
+        csv: CsvOptions = CsvOptions(),  # noqa: B008 - a frozen record
         glob: bool = False,
         memory_limit: str | None = None,
         temp_directory: str | None = None,
