@@ -8,6 +8,7 @@ Was: the folder was read at each column's common type (DuckDB's ``union_by_name`
 
 * a DECIMAL(38, 2) file beside a DECIMAL(38, 0) one was read as DECIMAL(38, 0): 1.25 became 1,
   silently, in every file of scale 2, because of another person's file;
+* an int64 cell 2**53 + 1 beside a double file was read as the double 2**53;
 * a DATE file beside a BIGINT one, or an integer file beside a text one, could not be read at
   all (the Arrow path refused the schemas);
 * −2^63 in an int64 file beside a uint64 one was 0 on the DuckDB path and null on the Arrow path.
@@ -42,6 +43,10 @@ CASES: dict[str, tuple[ValueColumn, list[tuple[pa.DataType, list[object]]]]] = {
             (pa.decimal128(38, 2), [Decimal("1.25"), Decimal("2.00")]),
             (pa.decimal128(38, 0), [Decimal(7)]),
         ],
+    ),
+    "int64 beside double": (  # the common type DOUBLE rounded 2**53 + 1 to 2**53
+        ValueColumn(Column("x", "integer", lower=-(2**60), upper=2**60), 0, -(2**60), 2**60),
+        [(pa.int64(), [2**53 + 1, 3]), (pa.float64(), [0.5, 2.0])],
     ),
     "date beside int64": (
         ValueColumn(Column("x", "integer", lower=-100, upper=100), 0, -100, 100),
