@@ -211,6 +211,18 @@ def test_check_reads_each_file_at_its_own_types(tmp_path: Path) -> None:
     sql, unread = engine.check_select([Column("x", "decimal")])
     assert unread == {}
     assert sorted(r[1] for r in engine.fetch(sql)) == [1.25, 7.0]
+    assert sorted(r[0] for r in engine.fetch(sql)) == ["1.25", "7"]  # each file's own cell
+
+
+def test_check_names_a_type_one_group_never_reads(tmp_path: Path) -> None:
+    """A bytes column (no text annotation) in one file, text in another, declared text: check
+    names the type whose cells are null, and counts the other file's text."""
+    folder = tmp_path / "d"
+    _write(folder, [(pa.binary(), [b"a"]), (pa.string(), ["b"])])
+    engine = DuckDBEngine(folder)
+    sql, unread = engine.check_select([Column("x", "text")])
+    assert unread == {"x": "BLOB"}
+    assert sorted(map(str, engine.fetch(sql))) == ["('a', None)", "('b', 'b')"]
 
 
 def test_files_whose_names_look_like_patterns(tmp_path: Path) -> None:
