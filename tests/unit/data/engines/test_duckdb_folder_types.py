@@ -92,7 +92,8 @@ def test_a_file_without_a_column_gives_nulls_in_it(tmp_path: Path) -> None:
 def test_uint64_beside_signed_files_reads_whatever_its_values(tmp_path: Path) -> None:
     """A uint64 file beside int64 ones, in a folder and in a pattern: Arrow unified the column
     as int64 and the read of the Arrow path failed on a value above 2**63 − 1 (``2**64 − 1``),
-    where ``33`` released. Now the value is null, as on the DuckDB path (HUGEINT)."""
+    where ``33`` released. Now the value is null, as on the DuckDB path (each file is read at its
+    own type: a uint64 above 2**63 − 1 is no integer of the contract)."""
     for name, value in (("fits", 33), ("misfits", 2**64 - 1)):
         folder = _folder(tmp_path / name, pa.int64(), (pa.uint64(), value))
         read = _summary(DuckDBEngine(folder))

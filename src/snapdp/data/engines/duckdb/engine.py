@@ -4,11 +4,12 @@ Implements :mod:`snapdp.data.engines.base` step by step; rows never pass through
 (a CSV's lines are cut by numpy, a block at a time), and only one row per cell comes back.
 
 * **Read.** A path is a literal file or folder (a name holding ``[``, ``*`` or ``?`` is not a
-  pattern) unless ``glob=True``. A folder is a Parquet dataset (``**/*.parquet``, hive
-  partitioning); a file starting with the Parquet magic bytes is Parquet; any other file is a CSV,
-  read one record per line (base step 1): :class:`CsvLines` parses it with numpy, in blocks,
-  into a stream of Arrow lists of fields (DuckDB's CSV reader would end lines at a lone CR too
-  and let quotes span lines), re-read for each scan whatever the file's size (a small file once
+  pattern) unless ``glob=True``. A folder is a Parquet dataset (``**/*.parquet``, hive partitioning;
+  files of several schemas read per group of one schema, each at its own types,
+  :mod:`.parquet_groups`); a file starting with the Parquet magic bytes is Parquet; any other file
+  is a CSV, read one record per line (base step 1): :class:`CsvLines` parses it with numpy, in
+  blocks, into a stream of Arrow lists of fields (DuckDB's CSV reader would end lines at a lone CR
+  too and let quotes span lines), re-read for each scan whatever the file's size (a small file once
   held in a table, chosen by its size on disk, let one row change the work); a line over
   ``max_line_bytes`` is read past, never held. Each file's header is parsed the same way (never
   sniffed) and its columns are read by name; without a header the columns are declared
@@ -51,6 +52,7 @@ from snapdp.data.engines.duckdb.query import (
     cast_sql,
     check_columns,
     check_plan,
+    null_sql,
     plan_sql,
     unread_type,
 )
@@ -161,20 +163,29 @@ class DuckDBEngine(DuckDBSource):
         cell of such a column is null in releases). For ``snapdp check``; from the schema only."""
         decl = {c.name: c for c in columns}
         check_columns(list(decl), self._names)
-        relation, types = self._source_of(decl)
-        unread = {
-            name: found
-            for name, column in decl.items()
-            if (found := unread_type(name, column, types)) is not None
-        }
-        items = []
-        for i, (name, column) in enumerate(decl.items()):
-            col = quote_identifier(name)
-            if types.get(name) == TEXT_BLOB:  # the text, or its bytes escaped when not UTF-8
-                col = f"COALESCE(try(decode({col})), CAST({col} AS VARCHAR))"
-            items.append(f"NULLIF(CAST({col} AS VARCHAR), '') AS raw_{i}")
-            items.append(f"{cast_sql(name, column, types)} AS val_{i}")
-        return f"SELECT {', '.join(items) or '1 AS one'} FROM {relation}", unread
+        parts = self._source_parts(decl)
+        unread: dict[str, str] = {}
+        selects = []
+        for relation, types in parts:  # Parquet files of several schemas: group by group
+            for name, column in decl.items():
+                found = unread_type(name, column, types) if name in types else None
+                if found is not None:
+                    unread.setdefault(name, found)
+            items = []
+            for i, (name, column) in enumerate(decl.items()):
+                if name not in types and len(parts) > 1:  # a group lacking the column
+                    items.append(f"CAST(NULL AS VARCHAR) AS raw_{i}")
+                    items.append(f"{null_sql(column)} AS val_{i}")
+                    continue
+                col = quote_identifier(name)
+                if types.get(name) == TEXT_BLOB:  # the text, or its bytes escaped when not UTF-8
+                    col = f"COALESCE(try(decode({col})), CAST({col} AS VARCHAR))"
+                items.append(f"NULLIF(CAST({col} AS VARCHAR), '') AS raw_{i}")
+                items.append(f"{cast_sql(name, column, types)} AS val_{i}")
+            selects.append(f"SELECT {', '.join(items) or '1 AS one'} FROM {relation}")
+        if len(selects) == 1:
+            return selects[0], unread
+        return f"SELECT * FROM ({' UNION ALL '.join(selects)})", unread
 
     def line_counts(self) -> tuple[int, int] | None:
         """For a CSV source: (its non-blank lines, the records among them), the header not

@@ -27,6 +27,7 @@ __all__ = [
     "cast_sql",
     "check_columns",
     "check_plan",
+    "null_sql",
     "plan_sql",
     "unread_type",
 ]
@@ -90,6 +91,11 @@ def cast_sql(name: str, column: Column, types: dict[str, str]) -> str:
     """SQL: the source column ``name`` cast to ``column.type`` by the contract's rules."""
     family = _family(types.get(name, "VARCHAR"))
     return duckdb_sql(exprs.cast_native(exprs.column(name), family, column.type))
+
+
+def null_sql(column: Column) -> str:
+    """SQL: a null of ``column.type``'s SQL type (a cell of a file that lacks the column)."""
+    return duckdb_sql(exprs.null(column.type))
 
 
 def check_plan(plan: AggregatePlan, names: Sequence[str]) -> None:

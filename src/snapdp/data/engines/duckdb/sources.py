@@ -3,7 +3,8 @@ folder or pattern, pandas DataFrame or Arrow table, opened on a DuckDB connectio
 
 A path is a literal file or folder (a name holding ``[``, ``*`` or ``?`` is not a pattern) unless
 ``glob=True``; a CSV's columns are read by each file's own header (never sniffed); text handed
-over by Arrow is read as bytes and decoded by the cast (a cell that is not UTF-8 is null). Errors
+over by Arrow is read as bytes and decoded by the cast (a cell that is not UTF-8 is null); Parquet
+files of several schemas are read per group of one schema (:mod:`.parquet_groups`). Errors
 name the source and the kind of failure only; DuckDB's own messages (which may quote rows) are
 never passed on.
 """
@@ -31,8 +32,22 @@ from snapdp.data.engines.csv.records import (
     RECORD_COLUMN,
     CsvLines,
 )
-from snapdp.data.engines.duckdb.arrow_text import as_duckdb_scans, bytes_type
+from snapdp.data.engines.duckdb.arrow_text import as_duckdb_scans
 from snapdp.data.engines.duckdb.connection import connection, sql_string
+from snapdp.data.engines.duckdb.families import (
+    GLOB_CHARS,
+    HIVE_AS_TEXT,
+    PREFIX,
+    TEXT_BLOB,
+    quote_identifier,
+    source_family,
+)
+from snapdp.data.engines.duckdb.parquet_groups import (
+    ParquetGroups,
+    arrow_dataset,
+    hive_keys,
+    schema_groups,
+)
 from snapdp.data.engines.header import csv_header, is_parquet
 from snapdp.data.model.schema import Column, CsvOptions
 from snapdp.errors import ParameterError
@@ -51,25 +66,7 @@ __all__ = [
 ]
 
 
-_GLOB_CHARS = frozenset("*?[]{}\\")
-_INT_TYPES = (
-    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
-    "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT",
-)  # fmt: skip
-_FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
-PREFIX = "_snapdp_"  # the prefix of every internal name
 _P = PREFIX
-TEXT_BLOB = "TEXT AS BLOB"  # a text column handed to DuckDB as bytes (decoded by the cast)
-#: Hive partition values (``year=2024/``) are read as text and cast by the declaration, as every
-#: text cell: DuckDB otherwise types a partition column from the values of all the folders (BIGINT
-#: or DATE when every value looks like one), so one unit's row in a new folder (``county=A1``)
-#: changed how every other row's value was read (``01`` the integer 1, then the text ``01``).
-_HIVE_AS_TEXT = "hive_types_autocast = false"
-
-
-def quote_identifier(name: str) -> str:
-    """A SQL identifier for ``name``, quoted so that any column name is safe."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 class DuckDBSource:
@@ -110,6 +107,8 @@ class DuckDBSource:
         # a Parquet source read without its folders' key=value columns, and those columns
         self._flat: str | None = None
         self._hive: frozenset[str] | None = None
+        # Parquet files of several schemas, read group by group (parquet_groups)
+        self._groups: ParquetGroups | None = None
         self._con: DuckDBPyConnection = connection(
             duckdb, memory_limit, temp_directory, threads, self._private_dir
         )
@@ -182,7 +181,7 @@ class DuckDBSource:
     def _literal(self, path: Path) -> str:
         """A path DuckDB reads literally: the path itself, or a symlink to it in a private
         temporary folder when the path holds a character DuckDB would take as a pattern."""
-        if not _GLOB_CHARS.intersection(str(path)):
+        if not GLOB_CHARS.intersection(str(path)):
             return str(path)
         suffix = "".join(path.suffixes[-2:]) if not path.is_dir() else ""
         tmp = self._private_dir()
@@ -198,11 +197,12 @@ class DuckDBSource:
                 f"`data` folder {str(path)!r} holds no .parquet files", parameter="data"
             )
         pattern = os.path.join(self._literal(path), "**", "*.parquet")
-        # by name, as a pattern: DuckDB would read every file by the first file's types, and a
-        # cell of another file that does not cast to them (2**40 into an INTEGER) failed the scan
-        self._open_parquet(
-            pattern, ", union_by_name = true", sorted(str(p) for p in files), str(path), hive=True
-        )
+        names = sorted(str(p) for p in files)
+        if not self._open_groups(names, str(path)):
+            # DuckDB would read every file by the first file's types, and a cell of another file
+            # that does not cast to them (2**40 into an INTEGER) failed the scan; the files
+            # share one schema here, by name is the same
+            self._open_parquet(pattern, ", union_by_name = true", names, str(path), hive=True)
         self._names = list(self._types)
 
     def _open_glob(self, pattern: str) -> None:
@@ -216,7 +216,8 @@ class DuckDBSource:
         with open(matches[0], "rb") as fh:
             head = fh.read(4)
         if is_parquet(matches[0], head, self._csv.header):
-            self._open_parquet(pattern, ", union_by_name = true", matches, None)
+            if not self._open_groups(matches, None):
+                self._open_parquet(pattern, ", union_by_name = true", matches, None)
         else:
             self._open_csv([Path(p).resolve() for p in matches])
         self._names = list(self._types)
@@ -302,10 +303,23 @@ class DuckDBSource:
         columns for :meth:`_hive_columns`."""
         read = f"read_parquet({sql_string(target)}{options}"
         partitioning = ", hive_partitioning = true" if hive else ""
-        self._relation = f"{read}{partitioning}, {_HIVE_AS_TEXT})"
+        self._relation = f"{read}{partitioning}, {HIVE_AS_TEXT})"
         self._types = self._describe()
         self._flat = f"{read}, hive_partitioning = false)"
         self._parquet = (files, base)
+
+    def _open_groups(self, files: list[str], base: str | None) -> bool:
+        """Whether the Parquet ``files`` (``base``: a folder's path) do not all share one schema;
+        if so they are opened in groups of one schema, each read at its own types (docs/data.md,
+        "Reading the data"). From the files' schemas alone."""
+        groups = schema_groups(files, self._label) if len(files) > 1 else [files]
+        if len(groups) == 1:
+            return False
+        self._groups = ParquetGroups(
+            self._con, self._duckdb, self._label, groups, base, self._private_dir
+        )
+        self._types = self._groups.columns()
+        return True
 
     def _hive_columns(self) -> frozenset[str]:
         """The columns of a Parquet source read from key=value folder names, not from its files
@@ -333,7 +347,17 @@ class DuckDBSource:
         Arrow table registered for this query)."""
         return self._source_of(declared_columns(plan))
 
+    def _source_parts(self, decl: dict[str, Column]) -> list[tuple[str, dict[str, str]]]:
+        """The relations that together hold the source's rows for the columns ``decl``, each
+        with its column types, uncast: Parquet files of several schemas, one per group of files
+        of one schema; any other source, :meth:`_source_of`'s one. For ``snapdp check``."""
+        if self._groups is not None:
+            return self._groups.parts(decl)
+        return [self._source_of(decl)]
+
     def _source_of(self, decl: dict[str, Column]) -> tuple[str, dict[str, str]]:
+        if self._groups is not None:  # Parquet files of several schemas: cast group by group
+            return self._groups.source_of(decl)
         if self._lines is not None and not decl:  # a CSV, no column read: count the records
             return self._records_only, {}
         if self._parquet is not None and any(
@@ -354,46 +378,16 @@ class DuckDBSource:
         """The Parquet source read by Arrow with its text columns as bytes (for a plan that reads
         a text column): DuckDB's Parquet reader fails the whole scan on one cell that is not
         UTF-8, where the contract makes that cell null (docs/data.md, "What does not fit").
-        Chosen from the schema alone, never from the data. Streamed, with projection."""
+        Chosen from the schema alone, never from the data. Streamed, with projection
+        (:func:`~snapdp.data.engines.duckdb.parquet_groups.arrow_dataset`)."""
         if self._parquet_text is None:
             import pyarrow as pa
-            import pyarrow.dataset as ds
 
             assert self._parquet is not None
             files, base = self._parquet
+            hive = hive_keys(files, base) if base is not None else None
             try:
-                schema = _unified([ds.dataset(f, format="parquet").schema for f in files])
-                if base is not None:
-                    names = _hive_keys(files, base)
-                else:  # the columns DuckDB reads from key=value folders of the paths
-                    names = [n for n in self._types if n not in schema.names]
-                schema = pa.schema(
-                    [
-                        *(f for f in schema if f.name not in names),
-                        *(pa.field(n, pa.string()) for n in names),
-                    ]
-                )
-                # the partition values as text, whatever they look like (_HIVE_AS_TEXT)
-                fixed = set(names)
-                schema = pa.schema(
-                    [f.with_type(pa.string()) if f.name in fixed else f for f in schema]
-                )
-                hive = (
-                    ds.partitioning(pa.schema([(n, pa.string()) for n in names]), flavor="hive")
-                    if names
-                    else None
-                )
-                fields = [f if f.name in fixed else f.with_type(bytes_type(f.type)) for f in schema]
-                blobs = [
-                    f.name for f in schema if f.name not in fixed and bytes_type(f.type) != f.type
-                ]
-                dataset = ds.dataset(
-                    files,
-                    schema=pa.schema(fields),
-                    format="parquet",
-                    partitioning=hive,
-                    partition_base_dir=base,
-                )
+                dataset, blobs = arrow_dataset(files, base, hive, list(self._types))
             except (pa.ArrowException, OSError, ValueError):
                 raise ParameterError(
                     f"`data` {self._label!r} cannot be read as a Parquet table", parameter="data"
@@ -405,38 +399,6 @@ class DuckDBSource:
             types.update(dict.fromkeys(blobs, TEXT_BLOB))
             self._parquet_text = (relation, types)
         return self._parquet_text
-
-
-def _unified(schemas: list[Any]) -> Any:
-    """The files' schemas unified by name, as DuckDB's ``union_by_name``, each column at a type
-    every file's values convert to, whatever they are: Arrow unifies uint64 with a signed
-    integer as int64, to which a value above 2**63 − 1 does not convert (the whole read failed
-    on it), so such a column is a DECIMAL(20, 0) (exact; cast by the contract as DuckDB's
-    HUGEINT is)."""
-    import pyarrow as pa
-
-    schema = pa.unify_schemas(schemas, promote_options="permissive")
-    fields = []
-    for f in schema:
-        found = {s.field(f.name).type for s in schemas if f.name in s.names}
-        if pa.types.is_signed_integer(f.type) and pa.uint64() in found:
-            f = f.with_type(pa.decimal128(20, 0))
-        fields.append(f)
-    return pa.schema(fields)
-
-
-def _hive_keys(files: list[str], base: str) -> list[str]:
-    """The keys of the key=value folders between ``base`` and each of ``files``, in order of
-    first appearance: the columns DuckDB's hive partitioning reads from the paths (a file's own
-    column of that name gives way to it, as in DuckDB). Not pyarrow's discovery, which names
-    every column of the files when no such folder is found, so that a folder of plain files had
-    its text read as strings (a cell that is not UTF-8 was then a value, or failed the read)."""
-    keys: dict[str, None] = {}
-    for file in files:
-        for part in Path(file).relative_to(base).parts[:-1]:
-            if "=" in part:
-                keys.setdefault(part.split("=", 1)[0], None)
-    return list(keys)
 
 
 # -- SQL helpers -----------------------------------------------------------------------------
@@ -480,20 +442,3 @@ def read_failure(exc: BaseException) -> str:
 
 def _module(obj: object) -> str:
     return type(obj).__module__ or ""
-
-
-def source_family(sql_type: str) -> str:
-    t = sql_type.upper()
-    if t == "VARCHAR" or t.startswith("ENUM"):
-        return "text"
-    if t in _INT_TYPES:
-        return "int"
-    if t in _FLOAT_TYPES:
-        return "float"
-    if t.startswith("DECIMAL"):
-        return "fixed"
-    if t == "BOOLEAN":
-        return "bool"
-    if t == "DATE":
-        return "date"
-    return "other"
