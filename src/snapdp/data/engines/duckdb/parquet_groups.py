@@ -94,7 +94,7 @@ def arrow_dataset(
         if keys
         else None
     )
-    fields = [f if f.name in fixed else f.with_type(bytes_type(f.type)) for f in schema]
+    fields = [f if f.name in fixed else f.with_type(_scanned(f.type)) for f in schema]
     blobs = [f.name for f in schema if f.name not in fixed and bytes_type(f.type) != f.type]
     dataset = ds.dataset(
         files,
@@ -104,6 +104,23 @@ def arrow_dataset(
         partition_base_dir=base,
     )
     return dataset, blobs
+
+
+def _scanned(arrow_type: Any) -> Any:
+    """The type a file's column is scanned at on the Arrow path: text as bytes
+    (:func:`bytes_type`), and the number types DuckDB cannot scan from Arrow as DuckDB's own
+    Parquet reader reads them, so that both paths give the same values: a half float as a single
+    float, a 256-bit decimal of at most 38 digits as the 128-bit one, a wider one as a double.
+    From the schema alone."""
+    import pyarrow as pa
+
+    if pa.types.is_float16(arrow_type):
+        return pa.float32()
+    if pa.types.is_decimal256(arrow_type):
+        if arrow_type.precision > 38:
+            return pa.float64()
+        return pa.decimal128(arrow_type.precision, arrow_type.scale)
+    return bytes_type(arrow_type)
 
 
 def hive_keys(files: list[str], base: str) -> list[str]:
