@@ -268,3 +268,32 @@ def test_keys_from_the_data_read_each_file_at_its_own_types(tmp_path: Path) -> N
     alone = {k for p in paths for k in duckdb_keys(DuckDBEngine(p), [col], None, [])}
     assert alone == {(Fraction(5, 4),), (Fraction(7),)}
     assert set(duckdb_keys(DuckDBEngine(folder), [col], None, [])) == alone
+
+
+@pytest.mark.parametrize("where", ["z.parquet", "q=1/z.parquet", "p=3/r=1/z.parquet"])
+@pytest.mark.parametrize("kind", [pa.int64(), pa.int32()])
+def test_a_file_in_other_key_value_folders(tmp_path: Path, where: str, kind: pa.DataType) -> None:
+    """One person's file whose key=value folders differ from the others' (the folder's root
+    beside ``p=1/``): the source is read whatever that file's type, its row counted as read
+    alone and its partition cells null where its path has none. Was: with the others' schema
+    (int64) the folder could not be read and the pattern lost its column ``p``, while with
+    another (int32) both released: whether a release failed showed that file's type."""
+    root = tmp_path / "d"
+    for rel, u, x in (("p=1/a.parquet", "a", 1), ("p=2/b.parquet", "b", 2), (where, "z", 9)):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        table = pa.table({"u": [u], "x": pa.array([x], kind if u == "z" else pa.int64())})
+        pq.write_table(table, root / rel)
+    vc = ValueColumn(Column("x", "integer", lower=-100, upper=100), 0, -100, 100)
+    by_p = Column("p", "integer", keys=(1, 2, 3))
+    for engine in (DuckDBEngine(root), DuckDBEngine(str(root / "**" / "*.parquet"), glob=True)):
+        assert _summary(engine, vc) == [(3, 3, 12)] * 2
+        plans = [
+            AggregatePlan(values=(vc,), groupings=(by_p,)),
+            AggregatePlan(
+                values=(vc,), groupings=(by_p,), unit=Column("u", "text"),
+                bounds=ContributionBounds(1), hash_key="0" * 32,
+            ),
+        ]  # fmt: skip
+        expected = [1, 2, 9 if where.startswith("p=3") else 0]
+        for plan in plans:
+            assert engine.aggregate(plan).sums[0] == expected

@@ -49,24 +49,45 @@ _CAST_TYPES = {
 }  # fmt: skip
 
 
-def schema_groups(files: list[str], label: str) -> list[list[str]]:
+def schema_groups(files: list[str], label: str, base: str | None) -> list[list[str]]:
     """``files`` in groups of one Arrow schema (names, types and nullability, in order; metadata
-    ignored), each group in the order of ``files``, the groups in the order of their first file.
-    Reads each file's footer, never its rows."""
+    ignored) and one layout (:func:`_layout`), each group in the order of ``files``, the groups
+    in the order of their first file. Reads each file's footer, never its rows.
+
+    The layout is part of a group's key because DuckDB refuses, or reads without their
+    partition columns, files whose key=value folders differ: one person's file of the same
+    schema in another folder (the folder's root beside ``p=1/``) made the whole source
+    unreadable, where the same file of another schema was read in a group of its own, so that
+    whether a release failed depended on that file's types."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    groups: dict[tuple[tuple[str, str, bool], ...], list[str]] = {}
+    groups: dict[tuple[object, ...], list[str]] = {}
     try:
         for file in files:
             schema = pq.read_schema(file)
-            key = tuple((f.name, str(f.type), f.nullable) for f in schema)
+            key = (
+                tuple((f.name, str(f.type), f.nullable) for f in schema),
+                _layout(file, base),
+            )
             groups.setdefault(key, []).append(file)
     except (pa.ArrowException, OSError, ValueError):
         raise ParameterError(
             f"`data` {label!r} cannot be read as a Parquet table", parameter="data"
         ) from None
     return list(groups.values())
+
+
+def _layout(file: str, base: str | None) -> tuple[str, ...]:
+    """The keys of the key=value folders of ``file``'s path (below ``base``, a folder's path;
+    the whole path for a pattern's match), in order: the partition columns DuckDB reads from
+    it. A folder whose name holds a pattern character is not one (:meth:`ParquetGroups._literal`
+    leaves it out of the link DuckDB reads). From the path alone."""
+    path = Path(file)
+    parts = path.relative_to(base).parts if base is not None else path.parts
+    return tuple(
+        p.split("=", 1)[0] for p in parts[:-1] if "=" in p and not GLOB_CHARS.intersection(p)
+    )
 
 
 def arrow_dataset(

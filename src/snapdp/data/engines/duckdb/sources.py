@@ -309,10 +309,11 @@ class DuckDBSource:
         self._parquet = (files, base)
 
     def _open_groups(self, files: list[str], base: str | None) -> bool:
-        """Whether the Parquet ``files`` (``base``: a folder's path) do not all share one schema;
-        if so they are opened in groups of one schema, each read at its own types (docs/data.md,
-        "Reading the data"). From the files' schemas alone."""
-        groups = schema_groups(files, self._label) if len(files) > 1 else [files]
+        """Whether the Parquet ``files`` (``base``: a folder's path) do not all share one schema
+        and one layout of key=value folders; if so they are opened in groups of one schema and
+        layout, each read at its own types (docs/data.md, "Reading the data"). From the files'
+        schemas and paths alone."""
+        groups = schema_groups(files, self._label, base) if len(files) > 1 else [files]
         if len(groups) == 1:
             return False
         self._groups = ParquetGroups(
