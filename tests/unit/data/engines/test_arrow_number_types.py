@@ -115,3 +115,28 @@ def test_a_parquet_files_wide_numbers_read_alike_on_both_paths(tmp_path: Any) ->
         got = DuckDBEngine(str(path)).aggregate(units)
         want = DuckDBEngine(str(path)).aggregate(plain)
         assert (got.sums, got.counts) == (want.sums, want.counts) == ([[375]], [[2]]), name
+
+
+def test_a_parquet_files_durations_read_alike_on_both_paths(tmp_path: Any) -> None:
+    """A Parquet duration is a 64-bit integer in the file, which DuckDB's reader reads as such;
+    the Arrow path read Arrow's duration type, which the casts make null: the same file gave
+    another count whether or not a plan read one of its text columns."""
+    import pyarrow.parquet as pq
+
+    from snapdp.data.model.schema import ContributionBounds
+
+    for unit in ("s", "ms", "us", "ns"):
+        path = tmp_path / f"{unit}.parquet"
+        durations = pa.array([5, 7, None], type=pa.duration(unit))
+        pq.write_table(pa.table({"d": durations, "u": ["a", "b", "c"]}), path)
+        value = ValueColumn(Column("d", "integer", 0, 100), 0, 0, 100)
+        plain = AggregatePlan(values=(value,))
+        units = AggregatePlan(
+            values=(value,),
+            unit=Column("u", "text"),
+            bounds=ContributionBounds(1),
+            hash_key="00112233445566778899aabbccddeeff",
+        )
+        got = DuckDBEngine(str(path)).aggregate(units)
+        want = DuckDBEngine(str(path)).aggregate(plain)
+        assert (got.sums, got.counts) == (want.sums, want.counts) == ([[12]], [[2]]), unit

@@ -131,10 +131,13 @@ def _scanned(arrow_type: Any) -> Any:
     """The type a file's column is scanned at on the Arrow path: text as bytes
     (:func:`bytes_type`), and the number types DuckDB cannot scan from Arrow as DuckDB's own
     Parquet reader reads them, so that both paths give the same values: a half float as a single
-    float, a 256-bit decimal of at most 38 digits as the 128-bit one, a wider one as a double.
+    float, a 256-bit decimal of at most 38 digits as the 128-bit one, a wider one as a double,
+    and a duration (stored as a 64-bit integer, which DuckDB's reader reads) as that integer.
     From the schema alone."""
     import pyarrow as pa
 
+    if pa.types.is_duration(arrow_type):
+        return pa.int64()
     if pa.types.is_float16(arrow_type):
         return pa.float32()
     if pa.types.is_decimal256(arrow_type):
