@@ -92,8 +92,6 @@ def test_a_parquet_files_wide_numbers_read_alike_on_both_paths(tmp_path: Any) ->
     failed with DuckDB's "Not implemented" for any such column of the file, read or not."""
     import pyarrow.parquet as pq
 
-    from snapdp.data.model.schema import ContributionBounds
-
     values = [decimal.Decimal("1.25"), decimal.Decimal("2.50"), None]
     columns: dict[str, Any] = {
         "wide": pa.array(values, type=pa.decimal256(40, 2)),
@@ -105,15 +103,7 @@ def test_a_parquet_files_wide_numbers_read_alike_on_both_paths(tmp_path: Any) ->
     pq.write_table(pa.table(columns), path)
     for name in ("wide", "narrow", "half"):
         value = ValueColumn(Column(name, "decimal", 0, 10), 2, 0, 1000)
-        plain = AggregatePlan(values=(value,))  # DuckDB's Parquet reader
-        units = AggregatePlan(  # a text column read: the Arrow path
-            values=(value,),
-            unit=Column("u", "text"),
-            bounds=ContributionBounds(1),
-            hash_key="00112233445566778899aabbccddeeff",
-        )
-        got = DuckDBEngine(str(path)).aggregate(units)
-        want = DuckDBEngine(str(path)).aggregate(plain)
+        got, want = _on_both_paths(path, value)
         assert (got.sums, got.counts) == (want.sums, want.counts) == ([[375]], [[2]]), name
 
 
@@ -123,20 +113,25 @@ def test_a_parquet_files_durations_read_alike_on_both_paths(tmp_path: Any) -> No
     another count whether or not a plan read one of its text columns."""
     import pyarrow.parquet as pq
 
-    from snapdp.data.model.schema import ContributionBounds
-
     for unit in ("s", "ms", "us", "ns"):
         path = tmp_path / f"{unit}.parquet"
         durations = pa.array([5, 7, None], type=pa.duration(unit))
         pq.write_table(pa.table({"d": durations, "u": ["a", "b", "c"]}), path)
         value = ValueColumn(Column("d", "integer", 0, 100), 0, 0, 100)
-        plain = AggregatePlan(values=(value,))
-        units = AggregatePlan(
-            values=(value,),
-            unit=Column("u", "text"),
-            bounds=ContributionBounds(1),
-            hash_key="00112233445566778899aabbccddeeff",
-        )
-        got = DuckDBEngine(str(path)).aggregate(units)
-        want = DuckDBEngine(str(path)).aggregate(plain)
+        got, want = _on_both_paths(path, value)
         assert (got.sums, got.counts) == (want.sums, want.counts) == ([[12]], [[2]]), unit
+
+
+def _on_both_paths(path: Any, value: ValueColumn) -> tuple[Any, Any]:
+    """The exact aggregates of ``value`` in the Parquet file ``path``: on the Arrow path (a plan
+    that also reads the text column ``u``) and on DuckDB's Parquet reader (one that does not)."""
+    from snapdp.data.model.schema import ContributionBounds
+
+    units = AggregatePlan(
+        values=(value,),
+        unit=Column("u", "text"),
+        bounds=ContributionBounds(1),
+        hash_key="00112233445566778899aabbccddeeff",
+    )
+    arrow = DuckDBEngine(str(path)).aggregate(units)
+    return arrow, DuckDBEngine(str(path)).aggregate(AggregatePlan(values=(value,)))
