@@ -11,6 +11,7 @@ from msgspec.structs import force_setattr
 
 from snapdp.data.engines.base import AggregatePlan, ValueColumn
 from snapdp.data.engines.duckdb import query
+from snapdp.data.engines.duckdb.families import cast_family
 from snapdp.data.model.schema import Column, ContributionBounds
 
 G = Column("g", "integer", keys=(0, 1, 2))
@@ -23,7 +24,7 @@ KEY_A, KEY_B = "0123456789abcdef" * 2, "fedcba9876543210" * 2
 
 def _fresh(plan: AggregatePlan) -> tuple[str, list[str]]:
     families = tuple(
-        (name, query._family(TYPES.get(name, "VARCHAR"))) for name in plan.used_columns()
+        (name, cast_family(TYPES.get(name, "VARCHAR"))) for name in plan.used_columns()
     )
     return query._render(plan, "t", families)
 
@@ -42,7 +43,7 @@ def test_a_unit_less_plan_is_rendered_once_and_alike() -> None:
 
 
 def _fresh_with(plan: AggregatePlan, types: dict[str, str]) -> tuple[str, list[str]]:
-    families = tuple((n, query._family(types.get(n, "VARCHAR"))) for n in plan.used_columns())
+    families = tuple((n, cast_family(types.get(n, "VARCHAR"))) for n in plan.used_columns())
     return query._render(plan, "t", families)
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from snapdp.data.engines.duckdb.query import _family, check_columns
+from snapdp.data.engines.duckdb.families import cast_family
+from snapdp.data.engines.duckdb.query import check_columns
 from snapdp.data.engines.duckdb.sources import PREFIX
 from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.engines.relational.observed import declared_of, observed_query, typed_tuple
@@ -30,7 +31,7 @@ def duckdb_keys(
     decl = declared_of(columns, where_columns)
     check_columns(list(decl), engine.column_names())
     relation, types = engine._source_of(decl)
-    families = {name: _family(types.get(name, "VARCHAR")) for name in decl}
+    families = {name: cast_family(types.get(name, "VARCHAR")) for name in decl}
     tree = observed_query(columns, where, where_columns, exp.Var(this=relation), families)
     try:
         rows = engine.fetch(duckdb_sql(tree))

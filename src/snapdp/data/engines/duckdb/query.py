@@ -16,7 +16,7 @@ from msgspec.structs import replace
 from sqlglot import exp
 
 from snapdp.data.engines.base import AggregatePlan
-from snapdp.data.engines.duckdb.sources import TEXT_BLOB, source_family
+from snapdp.data.engines.duckdb.families import cast_family
 from snapdp.data.engines.relational import exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.engines.relational.plan import aggregate_query
@@ -45,7 +45,9 @@ def plan_sql(plan: AggregatePlan, relation: str, types: dict[str, str]) -> tuple
     is rendered every time (its key is fresh per release and is not kept), and so is a plan
     whose keys were read from the data (they are not public: nothing keeps them past the
     release)."""
-    families = tuple((name, _family(types.get(name, "VARCHAR"))) for name in plan.used_columns())
+    families = tuple(
+        (name, cast_family(types.get(name, "VARCHAR"))) for name in plan.used_columns()
+    )
     if plan.unit is not None or plan.by_value or plan.joint is not None:
         return _render(plan, relation, families)
     keyless = replace(plan, hash_key=_NO_KEY)
@@ -75,21 +77,17 @@ def _render(
     return duckdb_sql(query.tree), query.layout
 
 
-def _family(source: str) -> str:
-    return "bytes" if source == TEXT_BLOB else source_family(source)
-
-
 def unread_type(name: str, column: Column, types: dict[str, str]) -> str | None:
     """The type of the source column ``name`` when the contract never reads it as
     ``column.type`` (:func:`~snapdp.data.engines.relational.exprs.reads`: every cell is null),
     else None. From the source's schema alone."""
     source = types.get(name, "VARCHAR")
-    return None if exprs.reads(_family(source), column.type) else source
+    return None if exprs.reads(cast_family(source), column.type) else source
 
 
 def cast_sql(name: str, column: Column, types: dict[str, str]) -> str:
     """SQL: the source column ``name`` cast to ``column.type`` by the contract's rules."""
-    family = _family(types.get(name, "VARCHAR"))
+    family = cast_family(types.get(name, "VARCHAR"))
     return duckdb_sql(exprs.cast_native(exprs.column(name), family, column.type))
 
 
