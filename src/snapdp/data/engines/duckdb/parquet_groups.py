@@ -79,15 +79,18 @@ def schema_groups(files: list[str], label: str, base: str | None) -> list[list[s
 
 
 def _layout(file: str, base: str | None) -> tuple[str, ...]:
-    """The keys of the key=value folders of ``file``'s path (below ``base``, a folder's path;
-    the whole path for a pattern's match), in order: the partition columns DuckDB reads from
-    it. A folder whose name holds a pattern character is not one (:meth:`ParquetGroups._literal`
-    leaves it out of the link DuckDB reads). From the path alone."""
+    """The keys of ``file``'s key=value folders (:func:`_key_folders`), in order: the partition
+    columns DuckDB reads from its path. From the path alone."""
+    return tuple(folder.split("=", 1)[0] for folder in _key_folders(file, base))
+
+
+def _key_folders(file: str, base: str | None) -> list[str]:
+    """The key=value folders of ``file``'s path (below ``base``, a folder's path; the whole path
+    for a pattern's match), in order. A folder whose name holds a pattern character is not one
+    (:meth:`ParquetGroups._literal` leaves it out of the link DuckDB reads)."""
     path = Path(file)
     parts = path.relative_to(base).parts if base is not None else path.parts
-    return tuple(
-        p.split("=", 1)[0] for p in parts[:-1] if "=" in p and not GLOB_CHARS.intersection(p)
-    )
+    return [p for p in parts[:-1] if "=" in p and not GLOB_CHARS.intersection(p)]
 
 
 def arrow_dataset(
@@ -263,14 +266,11 @@ class ParquetGroups:
         path's key=value folders, which DuckDB reads as partition columns)."""
         if not GLOB_CHARS.intersection(file):
             return file
-        path = Path(file)
-        parts = path.relative_to(self._base).parts if self._base is not None else path.parts
-        keys = [p for p in parts[:-1] if "=" in p and not GLOB_CHARS.intersection(p)]
         tmp = self._private()
-        folder = os.path.join(tmp, f"file{len(os.listdir(tmp))}", *keys)
+        folder = os.path.join(tmp, f"file{len(os.listdir(tmp))}", *_key_folders(file, self._base))
         os.makedirs(folder)
-        link = os.path.join(folder, "file" + "".join(path.suffixes[-2:]))
-        os.symlink(path, link)
+        link = os.path.join(folder, "file" + "".join(Path(file).suffixes[-2:]))
+        os.symlink(file, link)
         return link
 
     def _hive_columns(self) -> list[frozenset[str]]:
