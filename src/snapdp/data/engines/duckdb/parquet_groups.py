@@ -30,7 +30,7 @@ from snapdp.data.engines.duckdb.families import (
     quote_identifier,
     source_family,
 )
-from snapdp.data.engines.relational import exprs
+from snapdp.data.engines.relational import builders, exprs
 from snapdp.data.engines.relational.dialects import duckdb_sql
 from snapdp.data.model.schema import Column
 from snapdp.errors import ParameterError
@@ -41,12 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["ParquetGroups", "arrow_dataset", "schema_groups"]
 
 _P = PREFIX
-#: the DuckDB type of a cast value of each declared type, as DESCRIBE names it (the engine's
-#: casts read a column of that type as the identity)
-_CAST_TYPES = {
-    "integer": "BIGINT", "decimal": "DOUBLE", "text": "VARCHAR", "boolean": "BOOLEAN",
-    "date": "DATE",
-}  # fmt: skip
 
 
 def schema_groups(files: list[str], label: str, base: str | None) -> list[list[str]]:
@@ -246,7 +240,8 @@ class ParquetGroups:
             ]
             select = ", ".join(items) or f"1 AS {_P}one"
             selects.append(f"SELECT {select} FROM ({duckdb_sql(inner)}) AS {_P}gs")
-        types = {n: _CAST_TYPES[c.type] for n, c in decl.items()}
+        # each cast value at its declared type's SQL type, which the engine's casts keep as is
+        types = {n: builders.sql_type_name(c.type) for n, c in decl.items()}
         return f"({' UNION ALL '.join(selects)})", types
 
     # -- internals -----------------------------------------------------------------------------

@@ -27,6 +27,7 @@ __all__ = [
     "null",
     "num",
     "sql_type",
+    "sql_type_name",
     "try_cast",
     "typed_literal",
 ]
@@ -50,6 +51,12 @@ def sql_type(kind: str) -> exp.DataType:
     if kind not in _SQL_TYPES:
         raise ParameterError(f"unknown column type {kind!r}", parameter="type")
     return node_type(_SQL_TYPES[kind])
+
+
+def sql_type_name(kind: str) -> str:
+    """The name of :func:`sql_type` as the engines' schemas give it (``VARCHAR`` for text)."""
+    sql_type(kind)  # an unknown type is refused as there
+    return _SQL_TYPES[kind]
 
 
 def cast(e: exp.Expression, to: str) -> exp.Cast:
